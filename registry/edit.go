@@ -1,0 +1,446 @@
+package registry
+
+import (
+	"bytes"
+	"errors"
+	"fmt"
+	"io/fs"
+	"maps"
+	"os"
+	"path/filepath"
+	"slices"
+	"strings"
+)
+
+// The edit functions change hub.toml as text, because re-encoding the TOML
+// would drop the user's comments and layout: they cut or splice byte spans
+// found by the locator, re-parse the result and write it only when it is
+// valid, atomically (temporary file, fsync, rename, fsync of the directory),
+// with the original file's mode.
+//
+// Validation of the result uses the real environment with one exception: an
+// unset ${VAR} in a server the edit did not touch does not block the edit.
+// The CLI that edits the file may run with a different environment from the
+// hub that reads it (a service manager, another shell), so such a variable is
+// the hub's business and not a reason to refuse `mcphub add`; the touched
+// server, on the other hand, must be complete unless it is disabled.
+
+// AddServer appends s as a new [servers.NAME] block at the end of the file
+// at path, creating the file (mode 0600) when it does not exist. When the
+// name exists already it fails with ErrServerExists unless force is set; then
+// the old block (with its subtables) is replaced in place and the comments
+// above it are kept.
+func AddServer(path string, s ServerSpec, force bool) error {
+	if msg := checkName(s.Name); msg != "" {
+		return fmt.Errorf("registry: %s", msg)
+	}
+	block, err := encodeServer(s)
+	if err != nil {
+		return err
+	}
+	change := func(src []byte, lay *layout, reg *Registry) ([]byte, error) {
+		if !lay.mentions(s.Name) {
+			return appendBlock(src, block), nil
+		}
+		if !force {
+			return nil, &editError{sentinel: ErrServerExists,
+				msg: fmt.Sprintf("server %q already exists in %s (use --force to replace it)", s.Name, filepath.Base(path))}
+		}
+		return replaceServer(src, lay, s.Name, block)
+	}
+	verify := func(reg *Registry) error {
+		got := reg.Server(s.Name)
+		if got == nil || !specEqual(got.Spec(), s) {
+			return fmt.Errorf("registry: internal error: adding server %q did not give the expected result; %s was not changed", s.Name, path)
+		}
+		return nil
+	}
+	return editFile(path, s.Name, true, true, change, verify)
+}
+
+// RemoveServer deletes the [servers.NAME] table, its subtables and the
+// comment lines directly above its header. An unknown name gives an error
+// that lists the servers the file has.
+func RemoveServer(path, name string) error {
+	change := func(src []byte, lay *layout, reg *Registry) ([]byte, error) {
+		if !lay.mentions(name) {
+			return nil, unknownServer(path, name, reg)
+		}
+		return removeServer(src, lay, name)
+	}
+	verify := func(reg *Registry) error {
+		if reg.Server(name) != nil {
+			return fmt.Errorf("registry: internal error: server %q is still there after removing it; %s was not changed", name, path)
+		}
+		return nil
+	}
+	return editFile(path, name, false, true, change, verify)
+}
+
+// SetEnabled sets enabled = true or false in the server's table, replacing
+// the value where it is written or inserting the key under the header. It
+// writes nothing when the server is already in that state.
+func SetEnabled(path, name string, enabled bool) error {
+	want := "false"
+	if enabled {
+		want = "true"
+	}
+	change := func(src []byte, lay *layout, reg *Registry) ([]byte, error) {
+		s := reg.Server(name)
+		if s == nil || !lay.mentions(name) {
+			return nil, unknownServer(path, name, reg)
+		}
+		if s.Enabled == enabled {
+			return nil, nil
+		}
+		if i := lay.entry("servers", name, "enabled"); i >= 0 {
+			e := lay.entries[i]
+			return splice(src, e.valStart, e.valEnd, want), nil
+		}
+		h := lay.header("servers", name)
+		if h < 0 {
+			return nil, notATable(name)
+		}
+		at := lay.headers[h].end
+		line := "enabled = " + want + "\n"
+		if at > 0 && src[at-1] != '\n' {
+			line = "\n" + line
+		}
+		return splice(src, at, at, line), nil
+	}
+	verify := func(reg *Registry) error {
+		if s := reg.Server(name); s == nil || s.Enabled != enabled {
+			return fmt.Errorf("registry: internal error: setting enabled = %s on %q did not take; %s was not changed", want, name, path)
+		}
+		return nil
+	}
+	return editFile(path, name, false, false, change, verify)
+}
+
+// editError is an edit refusal that wraps a sentinel or the problems found.
+type editError struct {
+	msg      string
+	sentinel error
+}
+
+func (e *editError) Error() string { return "registry: " + e.msg }
+func (e *editError) Unwrap() error { return e.sentinel }
+
+// resultError refuses an edit whose result would not validate. Its text
+// leaves out line numbers, which would point into text that is not on disk.
+type resultError struct {
+	path string
+	errs Errors
+}
+
+func (e *resultError) Error() string {
+	return fmt.Sprintf("registry: not changing %s, the result would be invalid:\n%s", e.path, e.errs.unpositioned())
+}
+func (e *resultError) Unwrap() error { return e.errs }
+
+func unknownServer(path, name string, reg *Registry) error {
+	var names []string
+	if reg != nil {
+		for _, s := range reg.Servers {
+			names = append(names, s.Name)
+		}
+	}
+	known := "it has no servers"
+	if len(names) > 0 {
+		known = "known servers: " + strings.Join(names, ", ")
+	}
+	return &editError{sentinel: ErrUnknownServer,
+		msg: fmt.Sprintf("no server %q in %s; %s", name, filepath.Base(path), known)}
+}
+
+func notATable(name string) error {
+	return fmt.Errorf("registry: server %q is not written as a [servers.%s] table, so it cannot be edited automatically; edit the file by hand", name, name)
+}
+
+var errConcurrent = errors.New("file changed while editing")
+
+// editFile runs one read-change-validate-write cycle, retrying when another
+// writer changed the file in between. dropTarget ignores problems the file
+// already has in the target server (it is being replaced or removed).
+func editFile(path, target string, create, dropTarget bool,
+	change func([]byte, *layout, *Registry) ([]byte, error), verify func(*Registry) error) error {
+	real := path
+	if r, err := filepath.EvalSymlinks(path); err == nil {
+		real = r // keep a symlinked hub.toml (dotfiles) a symlink
+	}
+	for range 3 {
+		src, exists, mode, err := readForEdit(real, create)
+		if err != nil {
+			return err
+		}
+		reg, errs := parse(path, src, os.LookupEnv)
+		if reg == nil {
+			return fmt.Errorf("registry: cannot edit %s: it does not parse (nothing was changed):\n%w", path, errs)
+		}
+		// Unset variables already in the file never block an edit (the
+		// post-check below decides about the touched server).
+		pre := errs.filter(func(e *Error) bool { return !e.unset && !(dropTarget && e.server == target) })
+		if len(pre) > 0 {
+			return fmt.Errorf("registry: %s has problems; fix them first (nothing was changed):\n%w", path, pre)
+		}
+		out, err := change(src, locate(src), reg)
+		if err != nil || out == nil {
+			return err
+		}
+		reg2, errs2 := parse(path, out, os.LookupEnv)
+		post := errs2.filter(func(e *Error) bool { return !(e.unset && e.server != target) })
+		if reg2 == nil || len(post) > 0 {
+			return &resultError{path: path, errs: post}
+		}
+		if err := verify(reg2); err != nil {
+			return err
+		}
+		err = writeAtomic(real, src, exists, out, mode)
+		if !errors.Is(err, errConcurrent) {
+			return err
+		}
+	}
+	return fmt.Errorf("registry: %s kept changing while it was being edited; try again", path)
+}
+
+func readForEdit(path string, create bool) ([]byte, bool, fs.FileMode, error) {
+	st, err := os.Stat(path)
+	if errors.Is(err, fs.ErrNotExist) && create {
+		return nil, false, 0o600, nil
+	}
+	if err != nil {
+		return nil, false, 0, fmt.Errorf("registry: %w", err)
+	}
+	src, err := os.ReadFile(path)
+	if err != nil {
+		return nil, false, 0, fmt.Errorf("registry: %w", err)
+	}
+	return src, true, st.Mode().Perm(), nil
+}
+
+// writeAtomic replaces path with data, unless the file no longer holds orig.
+func writeAtomic(path string, orig []byte, existed bool, data []byte, mode fs.FileMode) (err error) {
+	dir := filepath.Dir(path)
+	if !existed {
+		if err := os.MkdirAll(dir, 0o700); err != nil {
+			return fmt.Errorf("registry: %w", err)
+		}
+	}
+	f, err := os.CreateTemp(dir, "."+filepath.Base(path)+".*.tmp")
+	if err != nil {
+		return fmt.Errorf("registry: %w", err)
+	}
+	tmp := f.Name()
+	defer func() {
+		if err != nil {
+			_ = os.Remove(tmp)
+		}
+	}()
+	_, err = f.Write(data)
+	if err == nil {
+		err = f.Sync()
+	}
+	if err == nil {
+		err = f.Chmod(mode)
+	}
+	if cerr := f.Close(); err == nil {
+		err = cerr
+	}
+	if err != nil {
+		return fmt.Errorf("registry: write %s: %w", path, err)
+	}
+	// Optimistic concurrency: another `mcphub add` may have written since
+	// we read; the caller then starts again from the new content.
+	cur, rerr := os.ReadFile(path)
+	switch {
+	case rerr == nil && (!existed || !bytes.Equal(cur, orig)):
+		return errConcurrent
+	case rerr != nil && (existed || !errors.Is(rerr, fs.ErrNotExist)):
+		return errConcurrent
+	}
+	if err = os.Rename(tmp, path); err != nil {
+		return fmt.Errorf("registry: %w", err)
+	}
+	syncDir(dir)
+	return nil
+}
+
+// syncDir makes a rename durable. Some systems cannot sync a directory;
+// the rename has happened either way, so errors are ignored.
+func syncDir(dir string) {
+	if d, err := os.Open(dir); err == nil {
+		_ = d.Sync()
+		_ = d.Close()
+	}
+}
+
+func splice(src []byte, from, to int, text string) []byte {
+	out := make([]byte, 0, len(src)-(to-from)+len(text))
+	out = append(out, src[:from]...)
+	out = append(out, text...)
+	return append(out, src[to:]...)
+}
+
+func appendBlock(src []byte, block string) []byte {
+	out := slices.Clone(src)
+	if len(out) > 0 && out[len(out)-1] != '\n' {
+		out = append(out, '\n')
+	}
+	if len(bytes.TrimSpace(out)) > 0 && !bytes.HasSuffix(out, []byte("\n\n")) {
+		out = append(out, '\n')
+	}
+	return append(out, block...)
+}
+
+// mentions reports whether any header or key belongs to servers.NAME.
+func (l *layout) mentions(name string) bool {
+	p := []string{"servers", name}
+	for _, h := range l.headers {
+		if hasPrefix(h.key, p) {
+			return true
+		}
+	}
+	for _, e := range l.entries {
+		if hasPrefix(e.key, p) {
+			return true
+		}
+	}
+	return false
+}
+
+// span is a byte range of the file.
+type span struct{ start, end int }
+
+// serverSpans finds the byte ranges of [servers.NAME] and its subtables,
+// each run of consecutive headers as one span that ends where the comment
+// block directly above the next table begins. withComments also takes the
+// comment block directly above each run's first header when a blank line
+// (or the start of the file) separates it from what comes before.
+func (l *layout) serverSpans(name string, withComments bool) ([]span, error) {
+	p := []string{"servers", name}
+	var out []span
+	for i := 0; i < len(l.headers); i++ {
+		if !hasPrefix(l.headers[i].key, p) {
+			continue
+		}
+		sp := span{start: l.headers[i].start, end: len(l.src)}
+		if withComments {
+			sp.start = l.attachedStart(l.headers[i].line)
+		}
+		for i+1 < len(l.headers) && hasPrefix(l.headers[i+1].key, p) {
+			i++
+		}
+		if i+1 < len(l.headers) {
+			sp.end = l.lineOff[l.commentBlockStart(l.headers[i+1].line)-1]
+		}
+		out = append(out, sp)
+	}
+	if len(out) == 0 {
+		return nil, notATable(name)
+	}
+	// Every key of the server must be inside the spans; keys written with
+	// dotted names elsewhere would survive the cut.
+	inside := func(off int) bool {
+		return slices.ContainsFunc(out, func(s span) bool { return off >= s.start && off < s.end })
+	}
+	for _, e := range l.entries {
+		if hasPrefix(e.key, p) && !inside(e.lineStart) {
+			return nil, notATable(name)
+		}
+	}
+	return out, nil
+}
+
+// commentBlockStart returns the first line of the comment lines directly
+// above line (line itself when there are none).
+func (l *layout) commentBlockStart(line int) int {
+	for line > 1 && l.kinds[line-2] == lineComment {
+		line--
+	}
+	return line
+}
+
+// attachedStart returns the byte offset where a header's own comments
+// begin: the comment block directly above it, if that block does not
+// continue the previous table's keys.
+func (l *layout) attachedStart(line int) int {
+	first := l.commentBlockStart(line)
+	if first < line && first > 1 {
+		if k := l.kinds[first-2]; k != lineBlank && k != lineHeader {
+			first = line
+		}
+	}
+	return l.lineOff[first-1]
+}
+
+func removeServer(src []byte, lay *layout, name string) ([]byte, error) {
+	spans, err := lay.serverSpans(name, true)
+	if err != nil {
+		return nil, err
+	}
+	out := src
+	for i := len(spans) - 1; i >= 0; i-- {
+		out = splice(out, spans[i].start, spans[i].end, "")
+	}
+	return tidyEnd(out), nil
+}
+
+// replaceServer puts block where the first span of the old server was and
+// drops the rest of it, keeping the comments above the old header.
+func replaceServer(src []byte, lay *layout, name, block string) ([]byte, error) {
+	spans, err := lay.serverSpans(name, false)
+	if err != nil {
+		return nil, err
+	}
+	out := src
+	for i := len(spans) - 1; i >= 0; i-- {
+		text := ""
+		if i == 0 {
+			text = block
+			if spans[0].end < len(src) {
+				text += "\n"
+			}
+		}
+		out = splice(out, spans[i].start, spans[i].end, text)
+	}
+	return tidyEnd(out), nil
+}
+
+// tidyEnd leaves exactly one newline at the end of a non-empty file, so
+// removing the last server does not leave blank lines behind.
+func tidyEnd(b []byte) []byte {
+	t := bytes.TrimRight(b, " \t\r\n")
+	if len(t) == 0 {
+		return t
+	}
+	return append(t, '\n')
+}
+
+// specEqual compares two specs the way the file would hold them.
+func specEqual(a, b ServerSpec) bool {
+	norm := func(s ServerSpec) ServerSpec {
+		if s.Transport == TransportAuto {
+			s.Transport = ""
+		}
+		if s.Share == ShareServer {
+			s.Share = ""
+		}
+		if s.Prefix != nil && *s.Prefix == s.Name {
+			s.Prefix = nil
+		}
+		if s.ConnectTimeout == DefaultConnectTimeout {
+			s.ConnectTimeout = 0
+		}
+		if s.CallTimeout == DefaultCallTimeout {
+			s.CallTimeout = 0
+		}
+		return s
+	}
+	a, b = norm(a), norm(b)
+	samePrefix := (a.Prefix == nil) == (b.Prefix == nil) && (a.Prefix == nil || *a.Prefix == *b.Prefix)
+	return a.Name == b.Name && a.Command == b.Command && slices.Equal(a.Args, b.Args) &&
+		maps.Equal(a.Env, b.Env) && a.Cwd == b.Cwd && a.URL == b.URL && a.Transport == b.Transport &&
+		maps.Equal(a.Headers, b.Headers) && a.Disabled == b.Disabled && samePrefix &&
+		a.Share == b.Share && slices.Equal(a.Allow, b.Allow) && slices.Equal(a.Deny, b.Deny) &&
+		a.ConnectTimeout == b.ConnectTimeout && a.CallTimeout == b.CallTimeout
+}

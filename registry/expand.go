@@ -1,0 +1,78 @@
+package registry
+
+import (
+	"fmt"
+	"os"
+	"path/filepath"
+	"strings"
+)
+
+// expand replaces each ${NAME} in s with the value lookup gives for NAME and
+// each $$ with a single $. Any other $ is kept as it is, so a password such
+// as "pa$word" needs no escaping. unset lists the names lookup did not know,
+// in order; err reports malformed references. Neither ever contains a value.
+func expand(s string, lookup func(string) (string, bool)) (out string, unset []string, err error) {
+	if !strings.Contains(s, "$") {
+		return s, nil, nil
+	}
+	var b strings.Builder
+	for i := 0; i < len(s); i++ {
+		c := s[i]
+		if c != '$' || i+1 >= len(s) || (s[i+1] != '$' && s[i+1] != '{') {
+			b.WriteByte(c)
+			continue
+		}
+		if s[i+1] == '$' {
+			b.WriteByte('$')
+			i++
+			continue
+		}
+		end := strings.IndexByte(s[i+2:], '}')
+		if end < 0 {
+			return "", nil, fmt.Errorf(`"${" at character %d has no closing "}"; write ${NAME}, or $$ for a literal $`, i+1)
+		}
+		name := s[i+2 : i+2+end]
+		if !validEnvName(name) {
+			return "", nil, fmt.Errorf(`%q is not a valid variable reference; write ${NAME} with letters, digits and _ (not starting with a digit), or $$ for a literal $`, "${"+name+"}")
+		}
+		v, ok := lookup(name)
+		if !ok {
+			unset = append(unset, name)
+		}
+		b.WriteString(v)
+		i += 2 + end
+	}
+	return b.String(), unset, nil
+}
+
+// validEnvName reports whether name may appear in ${NAME}.
+func validEnvName(name string) bool {
+	if name == "" || len(name) > 256 {
+		return false
+	}
+	for i := 0; i < len(name); i++ {
+		c := name[i]
+		letter := c == '_' || c >= 'a' && c <= 'z' || c >= 'A' && c <= 'Z'
+		if !letter && (i == 0 || c < '0' || c > '9') {
+			return false
+		}
+	}
+	return true
+}
+
+// expandHome turns a leading "~" or "~/" into the home directory. HOME is
+// read through lookup first so that tests and the caller's environment
+// decide; other forms such as ~user are left alone.
+func expandHome(p string, lookup func(string) (string, bool)) string {
+	if p != "~" && !strings.HasPrefix(p, "~/") && !strings.HasPrefix(p, `~`+string(filepath.Separator)) {
+		return p
+	}
+	home, ok := lookup("HOME")
+	if !ok || home == "" {
+		var err error
+		if home, err = os.UserHomeDir(); err != nil {
+			return p
+		}
+	}
+	return filepath.Join(home, p[1:])
+}

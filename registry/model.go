@@ -1,0 +1,385 @@
+package registry
+
+import (
+	"crypto/sha256"
+	"encoding/binary"
+	"encoding/hex"
+	"fmt"
+	"log/slog"
+	"maps"
+	"net/url"
+	"path"
+	"slices"
+	"strings"
+	"time"
+)
+
+// Defaults for every key that hub.toml may leave out.
+const (
+	// DefaultListen is loopback on port 7733, mcphub's default port.
+	DefaultListen = "127.0.0.1:7733"
+	// DefaultAuth accepts local clients without a token.
+	DefaultAuth = AuthNone
+	// DefaultTokenEnv names the variable that holds the token for auth = "token".
+	DefaultTokenEnv = "MCPHUB_TOKEN"
+	// DefaultSeparator joins prefix and name, as in github__create_issue.
+	DefaultSeparator = "__"
+	// DefaultRequestTimeout bounds upstream requests other than calls.
+	DefaultRequestTimeout = 30 * time.Second
+	// DefaultMaxBodyBytes limits a request body to 4 MiB.
+	DefaultMaxBodyBytes = 4 << 20
+	// DefaultMaxResponseBytes limits one upstream response to 1 MiB.
+	DefaultMaxResponseBytes = 1 << 20
+	// DefaultMaxSessionsPerServer caps sessions on one /{server}/mcp.
+	DefaultMaxSessionsPerServer = 10
+	// DefaultSessionTTL keeps an idle session for a day.
+	DefaultSessionTTL = 24 * time.Hour
+	// DefaultConnectTimeout is generous because npx cold starts are slow.
+	DefaultConnectTimeout = 60 * time.Second
+	// DefaultCallTimeout bounds a tools/call.
+	DefaultCallTimeout = 5 * time.Minute
+)
+
+// Values of hub.auth.
+const (
+	// AuthNone accepts every request that passes the Origin and Host checks.
+	AuthNone = "none"
+	// AuthToken requires "Authorization: Bearer <token>" on every request.
+	AuthToken = "token"
+)
+
+// Values of a server's transport key.
+const (
+	// TransportAuto tries Streamable HTTP first and falls back to the legacy
+	// HTTP+SSE transport.
+	TransportAuto = "auto"
+	// TransportStreamableHTTP speaks only Streamable HTTP.
+	TransportStreamableHTTP = "streamable-http"
+	// TransportSSE speaks only the legacy HTTP+SSE transport.
+	TransportSSE = "sse"
+)
+
+// Values of a server's share key.
+const (
+	// ShareServer shares one upstream connection among all downstream
+	// sessions; it is the default.
+	ShareServer = "server"
+	// ShareSession opens one upstream connection per downstream session, for
+	// servers whose roots or sampling must belong to exactly one client.
+	ShareSession = "session"
+)
+
+// Registry is one parsed and validated hub.toml.
+type Registry struct {
+	// Path is the file the registry was read from, as given.
+	Path string
+	// Hub holds the [hub] settings, with defaults filled in.
+	Hub Hub
+	// Servers holds every [servers.NAME] entry, sorted by name, including
+	// disabled ones.
+	Servers []*Server
+}
+
+// Server returns the server called name, or nil when there is none.
+func (r *Registry) Server(name string) *Server {
+	if r == nil {
+		return nil
+	}
+	for _, s := range r.Servers {
+		if s.Name == name {
+			return s
+		}
+	}
+	return nil
+}
+
+// Hub is the [hub] table: how mcphub itself listens and behaves.
+type Hub struct {
+	// Listen is the host:port of the HTTP endpoint.
+	Listen string
+	// Auth is AuthNone or AuthToken.
+	Auth string
+	// TokenEnv names the environment variable that holds the bearer token;
+	// when it is unset or empty the token is read from TokenFile.
+	TokenEnv string
+	// TokenFile is the path of a file holding the token, with "~" expanded;
+	// it defaults to "token" next to the registry file.
+	TokenFile string
+	// Separator joins a server's prefix and a tool name in the merged view.
+	Separator string
+	// RequestTimeout bounds upstream requests other than calls.
+	RequestTimeout time.Duration
+	// PostSSE lets the hub answer a POST with an SSE stream.
+	PostSSE bool
+	// AllowedOrigins lists extra allowed Origin values, besides loopback ones.
+	AllowedOrigins []string
+	// MaxBodyBytes limits a request body.
+	MaxBodyBytes int64
+	// MaxResponseBytes limits one upstream response.
+	MaxResponseBytes int64
+	// MaxSessionsPerServer caps downstream sessions on one /{server}/mcp.
+	MaxSessionsPerServer int
+	// AuditLogBodies adds request and response bodies to the audit log.
+	AuditLogBodies bool
+	// SessionTTL is how long an idle downstream session is kept.
+	SessionTTL time.Duration
+}
+
+// Kind says how mcphub reaches a server.
+type Kind string
+
+// The two kinds of server.
+const (
+	// KindStdio is a child process spoken to over stdin and stdout.
+	KindStdio Kind = "stdio"
+	// KindRemote is an HTTP endpoint.
+	KindRemote Kind = "remote"
+)
+
+// Server is one [servers.NAME] table, with defaults filled in and ${VAR}
+// references expanded. Its String, GoString and LogValue methods never show
+// env or header values, so a *Server is safe to print and to log.
+type Server struct {
+	// Name is the table name, 1-32 characters of a-z, 0-9 and '-'.
+	Name string
+
+	// Command is the program of a stdio server; empty for a remote one.
+	Command string
+	// Args are passed to Command as they are written (no expansion).
+	Args []string
+	// Env holds the expanded values added to the child's environment.
+	Env map[string]string
+	// Cwd is the expanded working directory; relative paths are resolved
+	// against the registry file's directory. Empty means the hub's own.
+	Cwd string
+
+	// URL is the endpoint of a remote server; empty for a stdio one.
+	URL string
+	// Transport is TransportAuto, TransportStreamableHTTP or TransportSSE
+	// for a remote server, and empty for a stdio one.
+	Transport string
+	// Headers holds the expanded HTTP headers sent to a remote server.
+	Headers map[string]string
+
+	// RawEnv, RawHeaders and RawCwd are the values as written in the file,
+	// before expansion; they are what an edit may write back.
+	RawEnv     map[string]string
+	RawHeaders map[string]string
+	RawCwd     string
+
+	// Enabled is false when the server is listed but not started.
+	Enabled bool
+	// Prefix namespaces the server's names in the merged view; it defaults
+	// to Name, and "" means unprefixed.
+	Prefix string
+	// Share is ShareServer or ShareSession.
+	Share string
+	// Allow and Deny are tool-name globs in path.Match syntax.
+	Allow, Deny []string
+	// ConnectTimeout bounds starting or connecting and initializing.
+	ConnectTimeout time.Duration
+	// CallTimeout bounds tools/call and other long requests.
+	CallTimeout time.Duration
+
+	// Line is the line of the server's table header (or of its first key).
+	Line int
+}
+
+// Kind reports whether the server is a stdio or a remote server.
+func (s *Server) Kind() Kind {
+	if s.URL != "" {
+		return KindRemote
+	}
+	return KindStdio
+}
+
+// Hash is a digest of the fields that need a new connection when they change:
+// command, args, expanded env, cwd, url, transport, expanded headers, share
+// and connect_timeout. Enabled, prefix, allow, deny and call_timeout are not
+// part of it, because the hub applies them to a running connection. The hash
+// covers secret values, so compare it; do not show it.
+func (s *Server) Hash() string {
+	h := sha256.New()
+	put := func(v string) {
+		var n [8]byte
+		binary.BigEndian.PutUint64(n[:], uint64(len(v)))
+		h.Write(n[:])
+		h.Write([]byte(v))
+	}
+	putMap := func(m map[string]string) {
+		put(fmt.Sprint(len(m)))
+		for _, k := range slices.Sorted(maps.Keys(m)) {
+			put(k)
+			put(m[k])
+		}
+	}
+	put("mcphub-server-v1")
+	put(s.Command)
+	put(fmt.Sprint(len(s.Args)))
+	for _, a := range s.Args {
+		put(a)
+	}
+	putMap(s.Env)
+	put(s.Cwd)
+	put(s.URL)
+	put(s.Transport)
+	putMap(s.Headers)
+	put(s.Share)
+	put(s.ConnectTimeout.String())
+	return hex.EncodeToString(h.Sum(nil))
+}
+
+// AllowsTool reports whether a tool of this server is exposed: no deny glob
+// matches it, and either there are no allow globs or one of them matches.
+// The globs were checked when the registry was parsed.
+func (s *Server) AllowsTool(name string) bool {
+	for _, p := range s.Deny {
+		if ok, _ := path.Match(p, name); ok {
+			return false
+		}
+	}
+	if len(s.Allow) == 0 {
+		return true
+	}
+	for _, p := range s.Allow {
+		if ok, _ := path.Match(p, name); ok {
+			return true
+		}
+	}
+	return false
+}
+
+// String describes the server on one line with env and header values
+// replaced by ***, and the URL's password and query values redacted.
+func (s Server) String() string {
+	var b strings.Builder
+	b.WriteString(s.Name)
+	if !s.Enabled {
+		b.WriteString(" (disabled)")
+	}
+	if s.URL != "" {
+		fmt.Fprintf(&b, ": %s %s", s.Transport, redactURL(s.URL))
+		writeRedacted(&b, "headers", s.Headers)
+	} else {
+		b.WriteString(": ")
+		b.WriteString(s.Command)
+		for _, a := range s.Args {
+			b.WriteByte(' ')
+			b.WriteString(a)
+		}
+		writeRedacted(&b, "env", s.Env)
+		if s.Cwd != "" {
+			fmt.Fprintf(&b, " cwd=%s", s.Cwd)
+		}
+	}
+	return b.String()
+}
+
+// GoString keeps %#v from printing env and header values.
+func (s Server) GoString() string { return "registry.Server{" + s.String() + "}" }
+
+// LogValue makes slog print the server without secret values.
+func (s Server) LogValue() slog.Value {
+	attrs := []slog.Attr{slog.String("name", s.Name), slog.String("kind", string(s.Kind()))}
+	if s.URL != "" {
+		attrs = append(attrs, slog.String("url", redactURL(s.URL)))
+	} else {
+		attrs = append(attrs, slog.String("command", s.Command))
+	}
+	return slog.GroupValue(attrs...)
+}
+
+func writeRedacted(b *strings.Builder, label string, m map[string]string) {
+	if len(m) == 0 {
+		return
+	}
+	keys := slices.Sorted(maps.Keys(m))
+	fmt.Fprintf(b, " %s{", label)
+	for i, k := range keys {
+		if i > 0 {
+			b.WriteString(", ")
+		}
+		b.WriteString(k)
+		b.WriteString("=***")
+	}
+	b.WriteByte('}')
+}
+
+// redactURL hides a URL's password and query values, where some remote
+// servers expect an API key.
+func redactURL(raw string) string {
+	u, err := url.Parse(raw)
+	if err != nil {
+		return "<invalid url>"
+	}
+	if u.RawQuery != "" {
+		q := u.Query()
+		for k := range q {
+			q[k] = []string{"***"}
+		}
+		u.RawQuery = strings.ReplaceAll(q.Encode(), "%2A%2A%2A", "***")
+	}
+	return u.Redacted()
+}
+
+// Spec returns the server as the user wrote it: unexpanded env, headers and
+// cwd, and only the settings that differ from their defaults.
+func (s *Server) Spec() ServerSpec {
+	sp := ServerSpec{
+		Name:     s.Name,
+		Command:  s.Command,
+		Args:     slices.Clone(s.Args),
+		Env:      maps.Clone(s.RawEnv),
+		Cwd:      s.RawCwd,
+		URL:      s.URL,
+		Headers:  maps.Clone(s.RawHeaders),
+		Disabled: !s.Enabled,
+		Allow:    slices.Clone(s.Allow),
+		Deny:     slices.Clone(s.Deny),
+	}
+	if s.Transport != TransportAuto {
+		sp.Transport = s.Transport
+	}
+	if s.Share != ShareServer {
+		sp.Share = s.Share
+	}
+	if s.Prefix != s.Name {
+		p := s.Prefix
+		sp.Prefix = &p
+	}
+	if s.ConnectTimeout != DefaultConnectTimeout {
+		sp.ConnectTimeout = s.ConnectTimeout
+	}
+	if s.CallTimeout != DefaultCallTimeout {
+		sp.CallTimeout = s.CallTimeout
+	}
+	return sp
+}
+
+// ServerSpec is a server as the user gives it to AddServer or as
+// ImportClientConfig reads it: raw values (a "${TOKEN}" stays unexpanded),
+// and zero values meaning "leave the key out and use the default".
+type ServerSpec struct {
+	// Name is the server's table name.
+	Name string
+	// Command, Args, Env and Cwd describe a stdio server.
+	Command string
+	Args    []string
+	Env     map[string]string
+	Cwd     string
+	// URL, Transport and Headers describe a remote server.
+	URL       string
+	Transport string
+	Headers   map[string]string
+	// Disabled writes enabled = false.
+	Disabled bool
+	// Prefix is nil for the default (the name); a pointer to "" means
+	// unprefixed.
+	Prefix *string
+	// Share, Allow, Deny, ConnectTimeout and CallTimeout are written when
+	// they are set.
+	Share          string
+	Allow, Deny    []string
+	ConnectTimeout time.Duration
+	CallTimeout    time.Duration
+}

@@ -1,0 +1,137 @@
+package registry
+
+import (
+	"bytes"
+	"context"
+	"errors"
+	"fmt"
+	"io/fs"
+	"log/slog"
+	"os"
+	"path/filepath"
+	"time"
+
+	"github.com/fsnotify/fsnotify"
+)
+
+// WatchDebounce is how long Watch waits after the last change event before
+// it reads the file, so that an editor's burst of writes, renames and chmods
+// gives one reload. Tests may lower it before calling Watch.
+var WatchDebounce = 250 * time.Millisecond
+
+// Watch reports the registry at path now and after every change, until ctx
+// is done. It calls fn once at the start with the current state, so that no
+// change between the caller's own Load and the watch is missed (an unchanged
+// file gives an empty Diff), and then once per settled change:
+//
+//   - fn(reg, nil) when the file parses and validates;
+//   - fn(nil, err) when it does not, or when it was removed (once per
+//     removal; recreating the file reloads it). The error is also logged
+//     through slog.Default. The caller keeps its last good registry.
+//
+// A save whose bytes are identical to the last ones seen is ignored. Watch
+// watches the file's directory, not the file, so that saves by rename (how
+// most editors write) and delete-and-recreate are seen; a symlinked file's
+// target directory is watched as well. fn runs on Watch's goroutine, one call
+// at a time. Watch returns an error at once when the directory cannot be
+// watched, and nil after ctx is done and everything it started has stopped.
+func Watch(ctx context.Context, path string, fn func(*Registry, error)) error {
+	abs, err := filepath.Abs(path)
+	if err != nil {
+		return fmt.Errorf("registry: watch %s: %w", path, err)
+	}
+	w, err := fsnotify.NewWatcher()
+	if err != nil {
+		return fmt.Errorf("registry: watch %s: %w", path, err)
+	}
+	defer w.Close() // waits for fsnotify's reader goroutine
+
+	names := map[string]bool{abs: true}
+	dirs := []string{filepath.Dir(abs)}
+	if real, err := filepath.EvalSymlinks(abs); err == nil && real != abs {
+		names[real] = true
+		if d := filepath.Dir(real); d != dirs[0] {
+			dirs = append(dirs, d)
+		}
+	}
+	for _, d := range dirs {
+		if err := w.Add(d); err != nil {
+			return fmt.Errorf("registry: watch %s: %w", d, err)
+		}
+	}
+
+	st := &watchState{path: path, fn: fn}
+	st.reload()
+	debounce := WatchDebounce
+	timer := time.NewTimer(debounce)
+	timer.Stop()
+	defer timer.Stop()
+	for {
+		select {
+		case <-ctx.Done():
+			return nil
+		case ev, ok := <-w.Events:
+			if !ok {
+				return errors.New("registry: file watcher closed")
+			}
+			// Chmod alone (indexers, backup tools) cannot change content.
+			if names[filepath.Clean(ev.Name)] && ev.Op&^fsnotify.Chmod != 0 {
+				timer.Reset(debounce)
+			}
+		case err, ok := <-w.Errors:
+			if !ok {
+				return errors.New("registry: file watcher closed")
+			}
+			slog.Default().Warn("registry: file watcher error", "path", path, "err", err)
+		case <-timer.C:
+			st.reload()
+		}
+	}
+}
+
+// watchHook, when set (by tests, before Watch starts), is told about
+// reloads that report nothing: "same" for identical content and "missing"
+// for a file whose removal was already reported.
+var watchHook func(event string)
+
+type watchState struct {
+	path    string
+	fn      func(*Registry, error)
+	last    []byte
+	seen    bool // last holds the content of the file as last read
+	missing bool // the file's absence was already reported
+}
+
+func (st *watchState) reload() {
+	data, err := os.ReadFile(st.path)
+	if err != nil {
+		gone := errors.Is(err, fs.ErrNotExist)
+		if gone && st.missing {
+			st.quiet("missing")
+			return
+		}
+		st.last, st.seen, st.missing = nil, false, gone
+		st.report(nil, fmt.Errorf("registry: reload %s: %w", st.path, err))
+		return
+	}
+	if st.seen && bytes.Equal(data, st.last) {
+		st.quiet("same")
+		return
+	}
+	st.last, st.seen, st.missing = data, true, false
+	reg, err := Parse(st.path, data, os.LookupEnv)
+	st.report(reg, err)
+}
+
+func (st *watchState) report(reg *Registry, err error) {
+	if err != nil {
+		slog.Default().Error("registry: reload failed; keeping the last good registry", "path", st.path, "err", err)
+	}
+	st.fn(reg, err)
+}
+
+func (st *watchState) quiet(event string) {
+	if watchHook != nil {
+		watchHook(event)
+	}
+}
