@@ -7,11 +7,12 @@ import (
 	"fmt"
 	"log/slog"
 	"maps"
-	"net/url"
 	"path"
 	"slices"
 	"strings"
 	"time"
+
+	"github.com/mcphub/mcphub/internal/redact"
 )
 
 // Defaults for every key that hub.toml may leave out.
@@ -258,7 +259,7 @@ func (s Server) String() string {
 		b.WriteString(" (disabled)")
 	}
 	if s.URL != "" {
-		fmt.Fprintf(&b, ": %s %s", s.Transport, redactURL(s.URL))
+		fmt.Fprintf(&b, ": %s %s", s.Transport, redact.URL(s.URL))
 		writeRedacted(&b, "headers", s.Headers)
 	} else {
 		b.WriteString(": ")
@@ -282,7 +283,7 @@ func (s Server) GoString() string { return "registry.Server{" + s.String() + "}"
 func (s Server) LogValue() slog.Value {
 	attrs := []slog.Attr{slog.String("name", s.Name), slog.String("kind", string(s.Kind()))}
 	if s.URL != "" {
-		attrs = append(attrs, slog.String("url", redactURL(s.URL)))
+		attrs = append(attrs, slog.String("url", redact.URL(s.URL)))
 	} else {
 		attrs = append(attrs, slog.String("command", s.Command))
 	}
@@ -293,33 +294,7 @@ func writeRedacted(b *strings.Builder, label string, m map[string]string) {
 	if len(m) == 0 {
 		return
 	}
-	keys := slices.Sorted(maps.Keys(m))
-	fmt.Fprintf(b, " %s{", label)
-	for i, k := range keys {
-		if i > 0 {
-			b.WriteString(", ")
-		}
-		b.WriteString(k)
-		b.WriteString("=***")
-	}
-	b.WriteByte('}')
-}
-
-// redactURL hides a URL's password and query values, where some remote
-// servers expect an API key.
-func redactURL(raw string) string {
-	u, err := url.Parse(raw)
-	if err != nil {
-		return "<invalid url>"
-	}
-	if u.RawQuery != "" {
-		q := u.Query()
-		for k := range q {
-			q[k] = []string{"***"}
-		}
-		u.RawQuery = strings.ReplaceAll(q.Encode(), "%2A%2A%2A", "***")
-	}
-	return u.Redacted()
+	fmt.Fprintf(b, " %s{%s}", label, redact.Keys(m))
 }
 
 // Spec returns the server as the user wrote it: unexpanded env, headers and

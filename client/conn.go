@@ -1,0 +1,590 @@
+package client
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"log/slog"
+	"net/http"
+	"sync"
+	"sync/atomic"
+	"time"
+
+	"github.com/mcphub/mcphub/internal/jsonrpc"
+)
+
+// Transport names, as the registry spells them.
+const (
+	TransportStdio          = "stdio"
+	TransportAuto           = "auto"
+	TransportStreamableHTTP = "streamable-http"
+	TransportSSE            = "sse"
+)
+
+// Config says which upstream to reach and how. Exactly one of Command and URL
+// is set.
+type Config struct {
+	// Name is the server's name in the registry, used in logs and errors.
+	Name string
+
+	// Command, Args, Env and Dir start a stdio server. The child gets PATH
+	// and HOME from mcphub's environment and Env, nothing else.
+	Command string
+	Args    []string
+	Env     map[string]string
+	Dir     string
+
+	// URL, Transport and Headers reach a remote server. Transport is one of
+	// TransportAuto (the default), TransportStreamableHTTP or TransportSSE.
+	URL       string
+	Transport string
+	Headers   map[string]string
+	// HTTPClient is used for every request; nil means a client without an
+	// overall timeout (streams are long-lived; idle timeouts guard them).
+	HTTPClient *http.Client
+
+	// ClientInfo is sent in initialize; zero means mcphub's own.
+	ClientInfo Implementation
+	// Capabilities are the client capabilities declared upstream (raw
+	// JSON object); nil declares sampling, elicitation and roots.
+	Capabilities json.RawMessage
+	// ProtocolVersion is the version offered in initialize; "" means the
+	// latest session-era version.
+	ProtocolVersion string
+
+	// MaxMessageBytes bounds one stdio line or one SSE event; 0 means 16 MiB.
+	MaxMessageBytes int
+	// StreamIdleTimeout ends a silent SSE stream so it is reconnected; any
+	// byte, comments included, resets it. 0 means 5 minutes.
+	StreamIdleTimeout time.Duration
+	// StreamMaxRetries is how many reconnects without progress a stream gets
+	// before it fails. 0 means 8.
+	StreamMaxRetries int
+
+	// Resume, when set, continues an earlier upstream HTTP session instead of
+	// starting a new one (see State).
+	Resume *State
+	// OnState is called whenever State changes (a new session id or a new
+	// last event id), so it can be persisted. It must not block.
+	OnState func(State)
+
+	// Logger receives the connection's logs; nil means slog.Default().
+	Logger *slog.Logger
+}
+
+// Implementation names an MCP client or server.
+type Implementation struct {
+	Name    string `json:"name"`
+	Version string `json:"version"`
+}
+
+// State is what it takes to resume an upstream HTTP session after mcphub
+// restarts: the session id and, per stream, the last event id seen.
+type State struct {
+	Transport       string            `json:"transport"`
+	SessionID       string            `json:"sessionId,omitempty"`
+	ProtocolVersion string            `json:"protocolVersion,omitempty"`
+	LastEventIDs    map[string]string `json:"lastEventIds,omitempty"`
+	// Initialize is the server's raw initialize result, kept so a resumed
+	// session knows the server's capabilities without a new handshake.
+	Initialize json.RawMessage `json:"initialize,omitempty"`
+}
+
+// Handler receives what the server sends on its own initiative. related is
+// the id of the upstream request the message belongs to, when the transport
+// tells (it arrived on the SSE stream a POST opened); nil otherwise.
+//
+// Both methods are called from the connection's reader, in arrival order;
+// HandleNotification must not block. HandleRequest runs on its own goroutine
+// and its answer is sent back upstream.
+type Handler interface {
+	HandleNotification(msg *jsonrpc.Message, related json.RawMessage)
+	HandleRequest(ctx context.Context, msg *jsonrpc.Message, related json.RawMessage) (json.RawMessage, error)
+}
+
+// InitializeResult is the server's answer to initialize, decoded where mcphub
+// needs it and raw elsewhere.
+type InitializeResult struct {
+	ProtocolVersion string          `json:"protocolVersion"`
+	Capabilities    json.RawMessage `json:"capabilities"`
+	ServerInfo      Implementation  `json:"serverInfo"`
+	Instructions    string          `json:"instructions,omitempty"`
+	// Raw is the whole result as received.
+	Raw json.RawMessage `json:"-"`
+}
+
+// transport moves JSON-RPC messages to and from one upstream. Incoming
+// messages go to the connection's deliver.
+type transport interface {
+	// start connects without any MCP handshake.
+	start(ctx context.Context) error
+	// send delivers one encoded message upstream. For a request over HTTP it
+	// also arranges for the reply stream to be read.
+	send(ctx context.Context, m *jsonrpc.Message, data []byte) error
+	// close releases everything; it is idempotent and waits.
+	close() error
+	// done is closed when the transport can carry nothing more.
+	done() <-chan struct{}
+	// err explains why done was closed.
+	err() error
+}
+
+// Conn is one MCP client connection to one upstream server.
+type Conn struct {
+	cfg     Config
+	handler Handler
+	log     *slog.Logger
+
+	t      transport
+	nextID atomic.Int64
+
+	mu      sync.Mutex
+	pending map[string]chan result
+	init    *InitializeResult
+
+	ctx       context.Context // cancelled by Close; parent of handler calls
+	cancel    context.CancelFunc
+	closeOnce sync.Once
+	closeErr  error
+	handlers  sync.WaitGroup
+}
+
+type result struct {
+	msg *jsonrpc.Message
+	err error
+}
+
+// New prepares a connection; Start connects it.
+func New(cfg Config, h Handler) *Conn {
+	log := cfg.Logger
+	if log == nil {
+		log = slog.Default()
+	}
+	log = log.With("server", cfg.Name)
+	ctx, cancel := context.WithCancel(context.Background())
+	return &Conn{
+		cfg:     cfg,
+		handler: h,
+		log:     log,
+		pending: make(map[string]chan result),
+		ctx:     ctx,
+		cancel:  cancel,
+	}
+}
+
+// defaultCapabilities are declared upstream when Config.Capabilities is nil:
+// mcphub relays sampling, elicitation and roots to its own clients.
+var defaultCapabilities = json.RawMessage(`{"roots":{"listChanged":true},"sampling":{},"elicitation":{}}`)
+
+// Name is the upstream's name from the registry.
+func (c *Conn) Name() string { return c.cfg.Name }
+
+// Start connects to the upstream and performs the MCP handshake (initialize,
+// then notifications/initialized). For Transport "auto" it first tries
+// Streamable HTTP and falls back to the legacy HTTP+SSE transport when the
+// server answers the initialize POST with 400, 404 or 405. ctx bounds the
+// connect and the handshake, not the connection's life.
+func (c *Conn) Start(ctx context.Context) error {
+	if c.ctx.Err() != nil {
+		return ErrClosed
+	}
+	var err error
+	switch {
+	case c.cfg.Command != "":
+		err = c.startWith(ctx, newStdio(c))
+	case c.cfg.URL == "":
+		return errors.New("neither a command nor a URL is configured")
+	default:
+		mode := c.cfg.Transport
+		if c.cfg.Resume != nil && c.cfg.Resume.Transport != "" {
+			mode = c.cfg.Resume.Transport
+		}
+		switch mode {
+		case TransportSSE:
+			err = c.startWith(ctx, newLegacy(c))
+		case TransportStreamableHTTP:
+			err = c.startWith(ctx, newStreamable(c))
+		case TransportAuto, "":
+			err = c.startWith(ctx, newStreamable(c))
+			var he *HTTPError
+			if errors.As(err, &he) && (he.Status == http.StatusBadRequest || he.Status == http.StatusNotFound || he.Status == http.StatusMethodNotAllowed) {
+				c.log.Info("Streamable HTTP refused; trying the legacy HTTP+SSE transport", "status", he.Status)
+				err = c.startWith(ctx, newLegacy(c))
+			}
+		default:
+			return fmt.Errorf("unknown transport %q (want auto, streamable-http or sse)", mode)
+		}
+	}
+	return err
+}
+
+// startWith runs the handshake over t, or resumes a stored session.
+func (c *Conn) startWith(ctx context.Context, t transport) error {
+	c.mu.Lock()
+	c.t = t
+	c.mu.Unlock()
+	if err := t.start(ctx); err != nil {
+		t.close()
+		return err
+	}
+	if r, ok := t.(resumer); ok && c.cfg.Resume != nil && c.cfg.Resume.SessionID != "" && len(c.cfg.Resume.Initialize) > 0 {
+		if res, err := parseInitialize(c.cfg.Resume.Initialize); err == nil && r.resume(ctx, *c.cfg.Resume) == nil {
+			c.setInit(res)
+			return nil
+		}
+		c.log.Info("stored upstream session could not be resumed; starting a new one")
+	}
+	if err := c.handshake(ctx); err != nil {
+		t.close()
+		return err
+	}
+	return nil
+}
+
+// resumer is a transport that can continue a stored upstream session.
+type resumer interface {
+	resume(ctx context.Context, st State) error
+}
+
+// versioned is a transport that sends the negotiated protocol version on
+// every later request.
+type versioned interface {
+	setProtocolVersion(v string)
+}
+
+// handshake sends initialize and notifications/initialized.
+func (c *Conn) handshake(ctx context.Context) error {
+	offered := c.cfg.ProtocolVersion
+	if offered == "" {
+		offered = jsonrpc.LatestSessionVersion
+	}
+	caps := c.cfg.Capabilities
+	if caps == nil {
+		caps = defaultCapabilities
+	}
+	info := c.cfg.ClientInfo
+	if info.Name == "" {
+		info = Implementation{Name: "mcphub", Version: "dev"}
+	}
+	params := fmt.Appendf(nil, `{"protocolVersion":%s,"capabilities":%s,"clientInfo":{"name":%s,"version":%s}}`,
+		jsonrpc.Quote(offered), caps, jsonrpc.Quote(info.Name), jsonrpc.Quote(info.Version))
+	raw, err := c.Call(ctx, "initialize", params)
+	if err != nil {
+		return fmt.Errorf("initialize: %w", err)
+	}
+	res, err := parseInitialize(raw)
+	if err != nil {
+		return fmt.Errorf("initialize: %w", err)
+	}
+	if !jsonrpc.IsSessionVersion(res.ProtocolVersion) {
+		return fmt.Errorf("%w: the server answered %q to mcphub's %q; mcphub speaks %v", ErrVersion, res.ProtocolVersion, offered, jsonrpc.SessionVersions)
+	}
+	if v, ok := c.t.(versioned); ok {
+		v.setProtocolVersion(res.ProtocolVersion)
+	}
+	c.setInit(res)
+	if err := c.Notify(ctx, "notifications/initialized", nil); err != nil {
+		return fmt.Errorf("notifications/initialized: %w", err)
+	}
+	if s, ok := c.t.(interface{ initialized() }); ok {
+		s.initialized()
+	}
+	return nil
+}
+
+func parseInitialize(raw json.RawMessage) (*InitializeResult, error) {
+	var res InitializeResult
+	if err := json.Unmarshal(raw, &res); err != nil {
+		return nil, fmt.Errorf("malformed initialize result: %w", err)
+	}
+	if len(res.Capabilities) == 0 || res.Capabilities[0] != '{' {
+		res.Capabilities = json.RawMessage(`{}`)
+	}
+	res.Raw = raw
+	return &res, nil
+}
+
+func (c *Conn) setInit(res *InitializeResult) {
+	c.mu.Lock()
+	c.init = res
+	c.mu.Unlock()
+}
+
+// Initialize returns the server's initialize result, nil before Start.
+func (c *Conn) Initialize() *InitializeResult {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	return c.init
+}
+
+// Transport reports the transport in use: stdio, streamable-http or sse
+// (for "auto", what the probe found). "" before Start.
+func (c *Conn) Transport() string {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	switch c.t.(type) {
+	case *stdioTransport:
+		return TransportStdio
+	case *streamable:
+		return TransportStreamableHTTP
+	case *legacy:
+		return TransportSSE
+	}
+	return ""
+}
+
+// NextID mints a fresh upstream request id. Callers that must know the id
+// before the request goes out (to map cancellations or related messages) take
+// one here and pass it to CallWithID.
+func (c *Conn) NextID() json.RawMessage {
+	return jsonrpc.IntID(c.nextID.Add(1))
+}
+
+// Call sends a request and waits for its result. An upstream JSON-RPC error
+// is returned as a *jsonrpc.Error, unchanged. When ctx ends first, the
+// upstream is sent notifications/cancelled for the request.
+func (c *Conn) Call(ctx context.Context, method string, params json.RawMessage) (json.RawMessage, error) {
+	return c.CallWithID(ctx, c.NextID(), method, params)
+}
+
+// CallWithID is Call with an id minted by NextID.
+func (c *Conn) CallWithID(ctx context.Context, id json.RawMessage, method string, params json.RawMessage) (json.RawMessage, error) {
+	t := c.transport()
+	if t == nil {
+		return nil, ErrNotStarted
+	}
+	if c.ctx.Err() != nil {
+		return nil, ErrClosed
+	}
+	ch := make(chan result, 1)
+	key := string(id)
+	c.mu.Lock()
+	c.pending[key] = ch
+	c.mu.Unlock()
+	defer c.forget(key)
+
+	msg := jsonrpc.NewRequest(id, method, params)
+	if err := t.send(ctx, msg, msg.Encode()); err != nil {
+		if ctx.Err() != nil && method != "initialize" {
+			c.cancelUpstream(id, ctx.Err())
+		}
+		return nil, err
+	}
+	select {
+	case r := <-ch:
+		return r.unpack()
+	case <-ctx.Done():
+		// A result that raced the deadline still wins.
+		select {
+		case r := <-ch:
+			return r.unpack()
+		default:
+		}
+		if method != "initialize" {
+			c.cancelUpstream(id, ctx.Err())
+		}
+		return nil, ctx.Err()
+	case <-t.done():
+		select {
+		case r := <-ch:
+			return r.unpack()
+		default:
+		}
+		return nil, t.err()
+	}
+}
+
+func (r result) unpack() (json.RawMessage, error) {
+	if r.err != nil {
+		return nil, r.err
+	}
+	if r.msg.Error != nil {
+		return nil, r.msg.Error
+	}
+	return r.msg.Result, nil
+}
+
+func (c *Conn) transport() transport {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	return c.t
+}
+
+func (c *Conn) forget(key string) {
+	c.mu.Lock()
+	delete(c.pending, key)
+	c.mu.Unlock()
+}
+
+// cancelUpstream tells the server to stop working on request id. It is sent
+// in the background so a dead upstream cannot hold the caller.
+func (c *Conn) cancelUpstream(id json.RawMessage, why error) {
+	params := fmt.Appendf(nil, `{"requestId":%s,"reason":%s}`, id, jsonrpc.Quote(why.Error()))
+	go func() {
+		ctx, cancel := context.WithTimeout(c.ctx, 5*time.Second)
+		defer cancel()
+		if err := c.Notify(ctx, "notifications/cancelled", params); err != nil {
+			c.log.Debug("could not send notifications/cancelled", "rpc_id", string(id), "err", err)
+		}
+	}()
+}
+
+// Notify sends a notification.
+func (c *Conn) Notify(ctx context.Context, method string, params json.RawMessage) error {
+	t := c.transport()
+	if t == nil {
+		return ErrNotStarted
+	}
+	msg := jsonrpc.NewNotification(method, params)
+	return t.send(ctx, msg, msg.Encode())
+}
+
+// failCall ends one pending call with err; transports use it when the stream
+// that should have carried a response is lost for good.
+func (c *Conn) failCall(id json.RawMessage, err error) {
+	c.mu.Lock()
+	ch := c.pending[string(id)]
+	delete(c.pending, string(id))
+	c.mu.Unlock()
+	if ch != nil {
+		ch <- result{err: err}
+	}
+}
+
+// failAll ends every pending call with err.
+func (c *Conn) failAll(err error) {
+	c.mu.Lock()
+	chans := c.pending
+	c.pending = make(map[string]chan result)
+	c.mu.Unlock()
+	for _, ch := range chans {
+		ch <- result{err: err}
+	}
+}
+
+// deliver routes one message from the upstream. related is the id of the
+// request whose stream carried it, if any.
+func (c *Conn) deliver(m *jsonrpc.Message, related json.RawMessage) {
+	switch m.Kind() {
+	case jsonrpc.KindResponse, jsonrpc.KindErrorResponse:
+		c.mu.Lock()
+		ch := c.pending[string(m.ID)]
+		delete(c.pending, string(m.ID))
+		c.mu.Unlock()
+		if ch == nil {
+			c.log.Debug("response for no pending request", "rpc_id", string(m.ID))
+			return
+		}
+		ch <- result{msg: m}
+	case jsonrpc.KindNotification:
+		if c.handler != nil {
+			c.handler.HandleNotification(m, related)
+		}
+	case jsonrpc.KindRequest:
+		c.handlers.Add(1)
+		go func() {
+			defer c.handlers.Done()
+			c.answer(m, related)
+		}()
+	}
+}
+
+// answer runs a server-to-client request through the handler and sends the
+// reply upstream. ping is answered here.
+func (c *Conn) answer(m *jsonrpc.Message, related json.RawMessage) {
+	var reply *jsonrpc.Message
+	switch {
+	case m.Method == "ping":
+		reply = jsonrpc.NewResponse(m.ID, nil)
+	case c.handler == nil:
+		reply = jsonrpc.NewErrorResponse(m.ID, jsonrpc.Errorf(jsonrpc.CodeMethodNotFound, "mcphub does not handle %s here", m.Method))
+	default:
+		res, err := c.handler.HandleRequest(c.ctx, m, related)
+		var rpcErr *jsonrpc.Error
+		switch {
+		case errors.As(err, &rpcErr):
+			reply = jsonrpc.NewErrorResponse(m.ID, rpcErr)
+		case err != nil:
+			reply = jsonrpc.NewErrorResponse(m.ID, jsonrpc.NewError(jsonrpc.CodeInternalError, err.Error()))
+		default:
+			reply = jsonrpc.NewResponse(m.ID, res)
+		}
+	}
+	t := c.transport()
+	ctx, cancel := context.WithTimeout(c.ctx, 30*time.Second)
+	defer cancel()
+	if err := t.send(ctx, reply, reply.Encode()); err != nil {
+		c.log.Warn("could not answer the server's request", "method", m.Method, "rpc_id", string(m.ID), "err", err)
+	}
+}
+
+// Done is closed when the connection can carry nothing more: the process
+// exited, the session could not be kept, or Close was called.
+func (c *Conn) Done() <-chan struct{} {
+	if t := c.transport(); t != nil {
+		return t.done()
+	}
+	return c.ctx.Done()
+}
+
+// Err explains why Done was closed.
+func (c *Conn) Err() error {
+	if t := c.transport(); t != nil {
+		select {
+		case <-t.done():
+			return t.err()
+		default:
+			return nil
+		}
+	}
+	if c.ctx.Err() != nil {
+		return ErrClosed
+	}
+	return nil
+}
+
+// PID is the stdio server's process id, 0 for remote servers.
+func (c *Conn) PID() int {
+	if s, ok := c.transport().(*stdioTransport); ok {
+		return s.pid()
+	}
+	return 0
+}
+
+// State returns what it takes to resume the upstream session (HTTP only).
+func (c *Conn) State() State {
+	st := State{Transport: c.Transport()}
+	if init := c.Initialize(); init != nil {
+		st.ProtocolVersion = init.ProtocolVersion
+		st.Initialize = init.Raw
+	}
+	if s, ok := c.transport().(interface{ fillState(*State) }); ok {
+		s.fillState(&st)
+	}
+	return st
+}
+
+// stateChanged reports the new State to Config.OnState.
+func (c *Conn) stateChanged() {
+	if c.cfg.OnState != nil {
+		c.cfg.OnState(c.State())
+	}
+}
+
+// Close ends the connection: pending calls fail with ErrClosed, a stdio
+// server is shut down as the spec says (stdin closed, then SIGTERM, then
+// SIGKILL to its process group) and an HTTP session is deleted. It waits for
+// everything it started and is safe to call more than once.
+func (c *Conn) Close() error {
+	c.closeOnce.Do(func() {
+		c.cancel()
+		// Pending calls fail now; the shutdown below may take seconds.
+		c.failAll(ErrClosed)
+		if t := c.transport(); t != nil {
+			c.closeErr = t.close()
+		}
+		c.handlers.Wait()
+	})
+	return c.closeErr
+}

@@ -1,0 +1,68 @@
+package client
+
+import (
+	"errors"
+	"fmt"
+	"strings"
+)
+
+// Sentinel errors of the client room. The hub turns them into JSON-RPC codes
+// and HTTP statuses; nothing here knows about either.
+var (
+	// ErrClosed is returned by calls on a connection that was closed, and
+	// wraps the error of calls that were pending when it was.
+	ErrClosed = errors.New("connection closed")
+	// ErrSessionExpired is returned for calls that were already sent on an
+	// upstream HTTP session that the server then reported gone (404). Calls
+	// not yet sent are retried on a fresh session instead.
+	ErrSessionExpired = errors.New("upstream session expired")
+	// ErrNotStarted is returned by calls made before Start succeeded.
+	ErrNotStarted = errors.New("connection not started")
+	// ErrVersion means the server answered initialize with a protocol
+	// version mcphub does not speak.
+	ErrVersion = errors.New("unsupported protocol version")
+	// ErrMessageTooLarge means a line or event from the upstream exceeded
+	// the configured size bound.
+	ErrMessageTooLarge = errors.New("upstream message too large")
+	// ErrStreamFailed means a resumable stream could not be resumed within
+	// its retry budget.
+	ErrStreamFailed = errors.New("upstream stream failed")
+)
+
+// ExitError reports that a stdio server process ended. Every call pending at
+// that moment fails with it.
+type ExitError struct {
+	// Status describes how the process ended, e.g. "exit status 1" or
+	// "signal: killed".
+	Status string
+	// Stderr holds the last lines the process wrote to its standard error.
+	Stderr []string
+}
+
+func (e *ExitError) Error() string {
+	msg := "server process exited (" + e.Status + ")"
+	if len(e.Stderr) > 0 {
+		msg += "; last stderr: " + strings.Join(e.Stderr, " | ")
+	}
+	return msg
+}
+
+// Is makes errors.Is(err, ErrClosed) true for an exited process.
+func (e *ExitError) Is(target error) bool { return target == ErrClosed }
+
+// HTTPError reports an upstream HTTP status mcphub could not use.
+type HTTPError struct {
+	Method string
+	URL    string
+	Status int
+	// Body is the start of the response body, for the user to read.
+	Body string
+}
+
+func (e *HTTPError) Error() string {
+	msg := fmt.Sprintf("%s %s: HTTP %d", e.Method, e.URL, e.Status)
+	if e.Body != "" {
+		msg += ": " + e.Body
+	}
+	return msg
+}

@@ -1,0 +1,133 @@
+package client
+
+import (
+	"bufio"
+	"encoding/json"
+	"fmt"
+	"os"
+	"os/signal"
+	"strings"
+	"sync"
+	"syscall"
+	"testing"
+
+	"github.com/mcphub/mcphub/internal/jsonrpc"
+)
+
+// The test binary doubles as a scripted stdio MCP server: when
+// MCPHUB_FAKE_SERVER is set, TestMain runs fakeServer instead of the tests.
+func TestMain(m *testing.M) {
+	if mode := os.Getenv("MCPHUB_FAKE_SERVER"); mode != "" {
+		fakeServer(mode)
+		os.Exit(0)
+	}
+	os.Exit(m.Run())
+}
+
+// fakeStdioConfig is a Config that runs this test binary as a fake server.
+func fakeStdioConfig(t *testing.T, mode string) Config {
+	t.Helper()
+	exe, err := os.Executable()
+	if err != nil {
+		t.Fatal(err)
+	}
+	return Config{
+		Name:    "fake",
+		Command: exe,
+		Args:    []string{"-test.run=^$"},
+		Env:     map[string]string{"MCPHUB_FAKE_SERVER": mode, "FAKE_SECRET": "registry-given"},
+	}
+}
+
+// fakeServer speaks just enough MCP over stdio to script the client's tests.
+// Besides answering, it misbehaves on purpose: a line that is not JSON
+// precedes the initialize result, and stderr gets chatter.
+func fakeServer(mode string) {
+	if mode == "stubborn" {
+		signal.Ignore(syscall.SIGTERM)
+	}
+	var mu sync.Mutex
+	writeLine := func(b []byte) {
+		mu.Lock()
+		defer mu.Unlock()
+		os.Stdout.Write(append(b, '\n'))
+	}
+	send := func(m *jsonrpc.Message) { writeLine(m.Encode()) }
+	in := bufio.NewReader(os.Stdin)
+	answers := map[string]chan *jsonrpc.Message{}
+	for {
+		line, err := in.ReadBytes('\n')
+		if err != nil {
+			if mode == "stubborn" {
+				select {} // ignore stdin EOF as well
+			}
+			return
+		}
+		m, derr := jsonrpc.Decode(line)
+		if derr != nil {
+			fmt.Fprintf(os.Stderr, "fake: bad line %q\n", line)
+			continue
+		}
+		if m.IsResponse() {
+			if ch := answers[string(m.ID)]; ch != nil {
+				ch <- m
+			}
+			continue
+		}
+		if !m.IsRequest() {
+			continue
+		}
+		switch m.Method {
+		case "initialize":
+			fmt.Fprintln(os.Stderr, "fake: starting up")
+			writeLine([]byte("this line is not JSON"))
+			var p struct {
+				ProtocolVersion string `json:"protocolVersion"`
+			}
+			json.Unmarshal(m.Params, &p)
+			send(jsonrpc.NewResponse(m.ID, fmt.Appendf(nil,
+				`{"protocolVersion":%q,"capabilities":{"tools":{"listChanged":true}},"serverInfo":{"name":"fake","version":"1.0"},"instructions":"be kind"}`,
+				p.ProtocolVersion)))
+		case "tools/call":
+			var p struct {
+				Name      string          `json:"name"`
+				Arguments json.RawMessage `json:"arguments"`
+				Meta      struct {
+					ProgressToken json.RawMessage `json:"progressToken"`
+				} `json:"_meta"`
+			}
+			json.Unmarshal(m.Params, &p)
+			switch p.Name {
+			case "echo":
+				send(jsonrpc.NewResponse(m.ID, fmt.Appendf(nil, `{"content":[{"type":"text","text":%s}]}`, jsonrpc.Quote(string(p.Arguments)))))
+			case "progress":
+				for i := 1; i <= 3; i++ {
+					send(jsonrpc.NewNotification("notifications/progress", fmt.Appendf(nil, `{"progressToken":%s,"progress":%d,"total":3}`, p.Meta.ProgressToken, i)))
+				}
+				send(jsonrpc.NewResponse(m.ID, json.RawMessage(`{"content":[]}`)))
+			case "env":
+				send(jsonrpc.NewResponse(m.ID, fmt.Appendf(nil, `{"content":[{"type":"text","text":%s}]}`, jsonrpc.Quote(strings.Join(os.Environ(), "\n")))))
+			case "huge":
+				writeLine([]byte(`{"jsonrpc":"2.0","method":"x","params":{"pad":"` + strings.Repeat("x", 4096) + `"}}`))
+				send(jsonrpc.NewResponse(m.ID, json.RawMessage(`{"content":[]}`)))
+			case "sample":
+				ch := make(chan *jsonrpc.Message, 1)
+				answers[`"s1"`] = ch
+				send(jsonrpc.NewRequest(json.RawMessage(`"s1"`), "sampling/createMessage", json.RawMessage(`{"messages":[],"maxTokens":5}`)))
+				go func(id json.RawMessage) {
+					reply := <-ch
+					send(jsonrpc.NewResponse(id, fmt.Appendf(nil, `{"content":[{"type":"text","text":%s}]}`, jsonrpc.Quote(string(reply.Result)))))
+				}(m.ID)
+			case "crash":
+				fmt.Fprintln(os.Stderr, "fatal: the fake server crashed on purpose")
+				os.Exit(3)
+			case "hang":
+				// never answers
+			default:
+				send(jsonrpc.NewErrorResponse(m.ID, jsonrpc.Errorf(jsonrpc.CodeInvalidParams, "unknown tool %s", p.Name)))
+			}
+		default:
+			send(jsonrpc.NewResponse(m.ID, nil))
+		}
+	}
+}

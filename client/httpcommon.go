@@ -1,0 +1,130 @@
+package client
+
+import (
+	"context"
+	"io"
+	"math/rand/v2"
+	"net/http"
+	"strings"
+	"sync"
+	"time"
+)
+
+// httpClient returns the configured client or one without an overall timeout:
+// SSE streams live as long as the session, so only idle timeouts apply.
+func (c *Conn) httpClient() *http.Client {
+	if c.cfg.HTTPClient != nil {
+		return c.cfg.HTTPClient
+	}
+	return defaultHTTPClient
+}
+
+var defaultHTTPClient = &http.Client{Transport: &http.Transport{
+	Proxy:                 http.ProxyFromEnvironment,
+	MaxIdleConnsPerHost:   64,
+	IdleConnTimeout:       90 * time.Second,
+	ResponseHeaderTimeout: 0, // a tools/call may take minutes before its headers
+	ForceAttemptHTTP2:     true,
+}}
+
+// setHeaders adds the registry's headers to an upstream request.
+func (c *Conn) setHeaders(h http.Header) {
+	for k, v := range c.cfg.Headers {
+		h.Set(k, v)
+	}
+}
+
+// bodyExcerpt reads the start of an error body for the user to see.
+func bodyExcerpt(r io.Reader) string {
+	b, _ := io.ReadAll(io.LimitReader(r, 512))
+	return strings.TrimSpace(string(b))
+}
+
+// backoff computes reconnect delays: the server's retry value when it sent
+// one, used exactly as the spec demands; otherwise exponential from base,
+// doubled per attempt, capped, with jitter so many clients do not reconnect
+// in step.
+type backoff struct {
+	base, max time.Duration
+	attempt   int
+	server    time.Duration // the last retry: value, 0 if none
+}
+
+func (b *backoff) next() time.Duration {
+	b.attempt++
+	if b.server > 0 {
+		return b.server
+	}
+	d := b.base << min(b.attempt-1, 16)
+	if d > b.max || d <= 0 {
+		d = b.max
+	}
+	return d/2 + rand.N(d/2+1)
+}
+
+// progress resets the attempt budget: the stream delivered something.
+func (b *backoff) progress() { b.attempt = 0 }
+
+// sleepCtx waits for d or until ctx ends, reporting whether the full wait
+// happened.
+func sleepCtx(ctx context.Context, d time.Duration) bool {
+	t := time.NewTimer(d)
+	defer t.Stop()
+	select {
+	case <-t.C:
+		return true
+	case <-ctx.Done():
+		return false
+	}
+}
+
+// idleReader ends a stream that has been silent for too long: every Read
+// that returns bytes pushes the deadline back; when it passes, cancel is
+// called, which aborts the request and so the pending Read.
+type idleReader struct {
+	r     io.Reader
+	timer *time.Timer
+	idle  time.Duration
+}
+
+func newIdleReader(r io.Reader, idle time.Duration, cancel func()) *idleReader {
+	return &idleReader{r: r, idle: idle, timer: time.AfterFunc(idle, cancel)}
+}
+
+func (i *idleReader) Read(p []byte) (int, error) {
+	n, err := i.r.Read(p)
+	if n > 0 {
+		i.timer.Reset(i.idle)
+	}
+	return n, err
+}
+
+func (i *idleReader) stop() { i.timer.Stop() }
+
+// doneState is the closed-once "transport can carry nothing more" signal
+// shared by the HTTP transports.
+type doneState struct {
+	once sync.Once
+	ch   chan struct{}
+	mu   sync.Mutex
+	e    error
+}
+
+func newDoneState() doneState { return doneState{ch: make(chan struct{})} }
+
+func (d *doneState) finish(err error) {
+	d.once.Do(func() {
+		d.mu.Lock()
+		d.e = err
+		d.mu.Unlock()
+		close(d.ch)
+	})
+}
+
+func (d *doneState) done() <-chan struct{} { return d.ch }
+
+func (d *doneState) err() error {
+	d.mu.Lock()
+	defer d.mu.Unlock()
+	return d.e
+}

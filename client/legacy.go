@@ -1,0 +1,185 @@
+package client
+
+import (
+	"bytes"
+	"context"
+	"errors"
+	"fmt"
+	"io"
+	"mime"
+	"net/http"
+	"net/url"
+	"sync"
+
+	"github.com/mcphub/mcphub/internal/jsonrpc"
+	"github.com/mcphub/mcphub/internal/redact"
+	"github.com/mcphub/mcphub/internal/sse"
+)
+
+// legacy is the HTTP+SSE transport of protocol 2024-11-05: one long GET
+// stream carries every server message, and the first event on it names the
+// endpoint that client messages are POSTed to.
+type legacy struct {
+	c  *Conn
+	hc *http.Client
+
+	ctx    context.Context
+	cancel context.CancelFunc
+	wg     sync.WaitGroup
+	doneState
+
+	endpoint string
+}
+
+func newLegacy(c *Conn) *legacy {
+	ctx, cancel := context.WithCancel(c.ctx)
+	return &legacy{c: c, hc: c.httpClient(), ctx: ctx, cancel: cancel, doneState: newDoneState()}
+}
+
+// start opens the SSE stream and waits for its endpoint event, which must
+// resolve to the same origin as the stream's URL.
+func (l *legacy) start(ctx context.Context) error {
+	req, err := http.NewRequestWithContext(l.ctx, http.MethodGet, l.c.cfg.URL, nil)
+	if err != nil {
+		return err
+	}
+	l.c.setHeaders(req.Header)
+	req.Header.Set("Accept", "text/event-stream")
+
+	type opened struct {
+		resp *http.Response
+		err  error
+	}
+	ch := make(chan opened, 1)
+	go func() {
+		resp, err := l.hc.Do(req)
+		ch <- opened{resp, err}
+	}()
+	var resp *http.Response
+	select {
+	case o := <-ch:
+		if o.err != nil {
+			return fmt.Errorf("GET %s: %w", redact.URL(l.c.cfg.URL), o.err)
+		}
+		resp = o.resp
+	case <-ctx.Done():
+		l.cancel()
+		if o := <-ch; o.resp != nil {
+			o.resp.Body.Close()
+		}
+		return ctx.Err()
+	}
+	ctype, _, _ := mime.ParseMediaType(resp.Header.Get("Content-Type"))
+	if resp.StatusCode != http.StatusOK || ctype != "text/event-stream" {
+		defer resp.Body.Close()
+		return &HTTPError{Method: http.MethodGet, URL: redact.URL(l.c.cfg.URL), Status: resp.StatusCode, Body: "not an SSE stream: " + bodyExcerpt(resp.Body)}
+	}
+
+	endpoint := make(chan string, 1)
+	l.wg.Add(1)
+	go func() {
+		defer l.wg.Done()
+		defer resp.Body.Close()
+		err := l.read(resp.Body, endpoint)
+		if l.ctx.Err() != nil {
+			l.finish(ErrClosed)
+			return
+		}
+		l.c.log.Warn("the legacy SSE stream ended", "err", err)
+		l.finish(fmt.Errorf("%w: the SSE stream ended: %v", ErrStreamFailed, err))
+	}()
+
+	select {
+	case ep := <-endpoint:
+		target, err := l.resolve(ep)
+		if err != nil {
+			return err
+		}
+		l.endpoint = target
+		return nil
+	case <-l.done():
+		return fmt.Errorf("GET %s: the stream ended before its endpoint event: %w", redact.URL(l.c.cfg.URL), l.err())
+	case <-ctx.Done():
+		return fmt.Errorf("GET %s: no endpoint event: %w", redact.URL(l.c.cfg.URL), ctx.Err())
+	}
+}
+
+// resolve makes the endpoint event's URI absolute and refuses another origin:
+// a server may not redirect the client's messages elsewhere.
+func (l *legacy) resolve(ep string) (string, error) {
+	base, err := url.Parse(l.c.cfg.URL)
+	if err != nil {
+		return "", err
+	}
+	ref, err := url.Parse(ep)
+	if err != nil {
+		return "", fmt.Errorf("the endpoint event %q is not a URI: %w", ep, err)
+	}
+	u := base.ResolveReference(ref)
+	if u.Scheme != base.Scheme || u.Host != base.Host {
+		return "", fmt.Errorf("the endpoint event points at another origin (%s://%s); refusing it", u.Scheme, u.Host)
+	}
+	return u.String(), nil
+}
+
+func (l *legacy) read(body io.Reader, endpoint chan<- string) error {
+	max := l.c.cfg.MaxMessageBytes
+	r := sse.NewReader(body, max)
+	for {
+		ev, err := r.Next()
+		if err != nil {
+			return err
+		}
+		switch ev.Type {
+		case "endpoint":
+			select {
+			case endpoint <- ev.Data:
+			default: // a second endpoint event changes nothing
+			}
+		case "", "message":
+			if ev.Data == "" {
+				continue
+			}
+			m, err := jsonrpc.Decode([]byte(ev.Data))
+			if err != nil {
+				l.c.log.Warn("skipped an SSE event that is not a JSON-RPC message", "err", err)
+				continue
+			}
+			l.c.deliver(m, nil)
+		}
+	}
+}
+
+func (l *legacy) send(ctx context.Context, _ *jsonrpc.Message, data []byte) error {
+	select {
+	case <-l.done():
+		return l.err()
+	default:
+	}
+	req, err := http.NewRequestWithContext(ctx, http.MethodPost, l.endpoint, bytes.NewReader(data))
+	if err != nil {
+		return err
+	}
+	l.c.setHeaders(req.Header)
+	req.Header.Set("Content-Type", "application/json")
+	resp, err := l.hc.Do(req)
+	if err != nil {
+		if errors.Is(err, context.Canceled) && l.ctx.Err() != nil {
+			return ErrClosed
+		}
+		return fmt.Errorf("POST %s: %w", redact.URL(l.endpoint), err)
+	}
+	defer resp.Body.Close()
+	if resp.StatusCode < 200 || resp.StatusCode > 299 {
+		return &HTTPError{Method: http.MethodPost, URL: redact.URL(l.endpoint), Status: resp.StatusCode, Body: bodyExcerpt(resp.Body)}
+	}
+	io.Copy(io.Discard, io.LimitReader(resp.Body, 4<<10))
+	return nil
+}
+
+func (l *legacy) close() error {
+	l.cancel()
+	l.wg.Wait()
+	l.finish(ErrClosed)
+	return nil
+}
