@@ -1,0 +1,127 @@
+package main
+
+import (
+	"errors"
+	"fmt"
+	"time"
+
+	"github.com/spf13/cobra"
+
+	"github.com/mcphub/mcphub/registry"
+)
+
+const addLong = `Add an MCP server to the registry.
+
+A stdio server is a command mcphub starts; put it after --:
+
+  mcphub add github --env GITHUB_PERSONAL_ACCESS_TOKEN='${GITHUB_TOKEN}' -- npx -y @modelcontextprotocol/server-github
+
+A remote server is a URL (Streamable HTTP, or the legacy HTTP+SSE transport):
+
+  mcphub add deepwiki --url https://mcp.deepwiki.com/mcp
+  mcphub add internal --url https://mcp.example.com/mcp --header 'Authorization=Bearer ${API_TOKEN}'
+
+Values may use ${VAR}, expanded from mcphub's environment when the hub reads
+the registry, so secrets need not be written into hub.toml (quote them so
+your shell leaves them alone). NAME is 1-32 characters of a-z, 0-9 and '-'.
+The registry is validated before it is written, and the edit keeps the
+file's comments and every other server as they were. A running hub applies
+the change on its own.`
+
+type addFlags struct {
+	url, transport, cwd, prefix, share string
+	env, headers, allow, deny          []string
+	connectTimeout, callTimeout        time.Duration
+	disabled, noPrefix, force          bool
+}
+
+func newAddCmd(a *app) *cobra.Command {
+	var f addFlags
+	cmd := &cobra.Command{
+		Use:   "add NAME (--url URL | -- COMMAND [ARGS...])",
+		Short: "Add a stdio or remote MCP server to the registry",
+		Long:  addLong,
+		Args:  cobra.MinimumNArgs(1),
+		RunE: func(cmd *cobra.Command, args []string) error {
+			spec, err := f.spec(args[0], args[1:], cmd.ArgsLenAtDash())
+			if err != nil {
+				return err
+			}
+			if err := a.ensureRegistry(); err != nil {
+				return err
+			}
+			if err := registry.AddServer(a.configPath, spec, f.force); err != nil {
+				if errors.Is(err, registry.ErrServerExists) {
+					return err
+				}
+				return a.printRegistryErrors(err)
+			}
+			kind := "stdio"
+			if spec.URL != "" {
+				kind = "remote"
+			}
+			fmt.Fprintf(a.stdout, "added %s server %q to %s\n", kind, spec.Name, a.configPath)
+			return nil
+		},
+	}
+	fl := cmd.Flags()
+	fl.StringVar(&f.url, "url", "", "URL of a remote server")
+	fl.StringVar(&f.transport, "transport", "", "remote transport: auto (default), streamable-http or sse")
+	fl.StringArrayVar(&f.headers, "header", nil, "HTTP header K=V for a remote server (repeatable; ${VAR} allowed)")
+	fl.StringArrayVar(&f.env, "env", nil, "environment variable K=V for a stdio server (repeatable; ${VAR} allowed)")
+	fl.StringVar(&f.cwd, "cwd", "", "working directory of a stdio server")
+	fl.StringVar(&f.prefix, "prefix", "", "namespace prefix for this server's names (default: NAME)")
+	fl.BoolVar(&f.noPrefix, "no-prefix", false, "expose this server's names without a prefix")
+	fl.StringVar(&f.share, "share", "", `"server" (one upstream connection, default) or "session" (one per client session)`)
+	fl.StringArrayVar(&f.allow, "allow", nil, "expose only tools matching this glob (repeatable)")
+	fl.StringArrayVar(&f.deny, "deny", nil, "hide tools matching this glob (repeatable)")
+	fl.DurationVar(&f.connectTimeout, "connect-timeout", 0, "how long connecting may take (default 60s)")
+	fl.DurationVar(&f.callTimeout, "call-timeout", 0, "how long a tool call may take (default 5m)")
+	fl.BoolVar(&f.disabled, "disabled", false, "add the server disabled")
+	fl.BoolVar(&f.force, "force", false, "replace a server of the same name")
+	return cmd
+}
+
+// spec turns the command line into a registry entry. dash is the index of
+// the first argument after --, or -1.
+func (f *addFlags) spec(name string, rest []string, dash int) (registry.ServerSpec, error) {
+	s := registry.ServerSpec{Name: name, URL: f.url, Transport: f.transport, Cwd: f.cwd, Share: f.share,
+		Allow: f.allow, Deny: f.deny, ConnectTimeout: f.connectTimeout, CallTimeout: f.callTimeout, Disabled: f.disabled}
+	if dash > 1 {
+		return s, fmt.Errorf("unexpected arguments before --: %q (only NAME goes there)", rest[:dash-1])
+	}
+	switch {
+	case f.url != "" && len(rest) > 0:
+		return s, errors.New("give either --url or a command after --, not both")
+	case f.url == "" && len(rest) == 0:
+		return s, errors.New("give the server's command after -- (stdio) or --url URL (remote); see mcphub add --help")
+	case f.url != "":
+		if len(f.env) > 0 || f.cwd != "" {
+			return s, errors.New("--env and --cwd apply to stdio servers, not to --url")
+		}
+		h, err := parseKV("--header", f.headers)
+		if err != nil {
+			return s, err
+		}
+		s.Headers = h
+	default:
+		if len(f.headers) > 0 || f.transport != "" {
+			return s, errors.New("--header and --transport apply to --url, not to a stdio command")
+		}
+		env, err := parseKV("--env", f.env)
+		if err != nil {
+			return s, err
+		}
+		s.Command, s.Args, s.Env = rest[0], rest[1:], env
+	}
+	switch {
+	case f.noPrefix && f.prefix != "":
+		return s, errors.New("give --prefix or --no-prefix, not both")
+	case f.noPrefix:
+		empty := ""
+		s.Prefix = &empty
+	case f.prefix != "":
+		s.Prefix = &f.prefix
+	}
+	return s, nil
+}

@@ -1,0 +1,144 @@
+package main
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"strconv"
+	"strings"
+	"text/tabwriter"
+
+	"github.com/spf13/cobra"
+
+	"github.com/mcphub/mcphub/hub"
+	"github.com/mcphub/mcphub/internal/redact"
+	"github.com/mcphub/mcphub/registry"
+)
+
+// listEntry is one server in `mcphub list`, also its --json form. Env and
+// header values are never part of it.
+type listEntry struct {
+	Name      string   `json:"name"`
+	Kind      string   `json:"kind"`
+	Command   string   `json:"command,omitempty"`
+	Args      []string `json:"args,omitempty"`
+	EnvKeys   []string `json:"env_keys,omitempty"`
+	URL       string   `json:"url,omitempty"`
+	Transport string   `json:"transport,omitempty"`
+	Enabled   bool     `json:"enabled"`
+	Prefix    string   `json:"prefix"`
+	Share     string   `json:"share"`
+	// Live is the running hub's view, absent when no hub runs.
+	Live *hub.ServerStatus `json:"live,omitempty"`
+}
+
+func newListCmd(a *app) *cobra.Command {
+	var asJSON bool
+	cmd := &cobra.Command{
+		Use:   "list",
+		Short: "List the registry's servers, with their live state when a hub is running",
+		Long: `List the servers in the registry: name, kind, command or URL, whether it is
+enabled, and its prefix. When a hub is running at the registry's listen
+address, each server's live state is shown too (connected, starting,
+restarting, failed with the last error) with its tool count. Env and header
+values are never shown.`,
+		Args: cobra.NoArgs,
+		RunE: func(cmd *cobra.Command, _ []string) error {
+			reg, err := a.loadRegistry()
+			if err != nil {
+				return a.printRegistryErrors(err)
+			}
+			ctx := cmd.Context()
+			if ctx == nil {
+				ctx = context.Background()
+			}
+			st, serr := fetchStatus(ctx, reg)
+			entries := listEntries(reg, st)
+			if asJSON {
+				enc := json.NewEncoder(a.stdout)
+				enc.SetIndent("", "  ")
+				return enc.Encode(entries)
+			}
+			printList(a, entries, st != nil)
+			switch {
+			case st != nil:
+				fmt.Fprintf(a.stdout, "\nhub running at %s with %d sessions\n", st.URL, st.Sessions)
+				if st.RegistryError != "" {
+					fmt.Fprintf(a.stdout, "the hub keeps its last good registry; the file has errors:\n%s\n", st.RegistryError)
+				}
+			case errors.Is(serr, errNoHub):
+				fmt.Fprintf(a.stdout, "\nno hub running at %s (start one with: mcphub serve)\n", reg.Hub.Listen)
+			default:
+				fmt.Fprintf(a.stdout, "\ncould not ask the hub at %s: %v\n", reg.Hub.Listen, serr)
+			}
+			return nil
+		},
+	}
+	cmd.Flags().BoolVar(&asJSON, "json", false, "print JSON for scripts")
+	return cmd
+}
+
+func listEntries(reg *registry.Registry, st *hub.Status) []listEntry {
+	live := map[string]*hub.ServerStatus{}
+	if st != nil {
+		for i := range st.Servers {
+			live[st.Servers[i].Name] = &st.Servers[i]
+		}
+	}
+	entries := make([]listEntry, 0, len(reg.Servers))
+	for _, s := range reg.Servers {
+		e := listEntry{Name: s.Name, Kind: string(s.Kind()), Enabled: s.Enabled, Prefix: s.Prefix, Share: s.Share, Live: live[s.Name]}
+		if s.Kind() == registry.KindRemote {
+			e.URL, e.Transport = redact.URL(s.URL), s.Transport
+		} else {
+			e.Command, e.Args = s.Command, s.Args
+			for k := range s.Env {
+				e.EnvKeys = append(e.EnvKeys, k)
+			}
+		}
+		entries = append(entries, e)
+	}
+	return entries
+}
+
+func printList(a *app, entries []listEntry, live bool) {
+	if len(entries) == 0 {
+		fmt.Fprintf(a.stdout, "no servers in %s; add one with: mcphub add NAME -- COMMAND [ARGS...]\n", a.configPath)
+		return
+	}
+	tw := tabwriter.NewWriter(a.stdout, 0, 4, 2, ' ', 0)
+	header := "NAME\tKIND\tCOMMAND / URL\tENABLED\tPREFIX"
+	if live {
+		header += "\tSTATE\tTOOLS"
+	}
+	fmt.Fprintln(tw, header)
+	for _, e := range entries {
+		target := e.URL
+		if e.Kind == string(registry.KindStdio) {
+			target = strings.Join(append([]string{e.Command}, e.Args...), " ")
+		}
+		prefix := e.Prefix
+		if prefix == "" {
+			prefix = "(none)"
+		}
+		line := fmt.Sprintf("%s\t%s\t%s\t%v\t%s", e.Name, e.Kind, oneLine(target, 60), e.Enabled, prefix)
+		if live {
+			state, tools := "-", "-"
+			if e.Live != nil {
+				state, tools = e.Live.State, strconv.Itoa(e.Live.Tools)
+				if e.Live.LastError != "" && e.Live.State != hub.StateConnected {
+					state += ": " + oneLine(e.Live.LastError, 80)
+				}
+			}
+			line += "\t" + state + "\t" + tools
+		}
+		fmt.Fprintln(tw, line)
+	}
+	tw.Flush()
+	for _, e := range entries {
+		if e.Live != nil && len(e.Live.Conflicts) > 0 {
+			fmt.Fprintf(a.stdout, "%s: names not exposed as offered: %s\n", e.Name, strings.Join(e.Live.Conflicts, "; "))
+		}
+	}
+}

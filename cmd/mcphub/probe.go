@@ -1,0 +1,356 @@
+package main
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io"
+	"log/slog"
+	"os"
+	"os/signal"
+	"sort"
+	"strings"
+	"syscall"
+	"text/tabwriter"
+	"time"
+
+	"github.com/spf13/cobra"
+
+	"github.com/mcphub/mcphub/client"
+	"github.com/mcphub/mcphub/internal/jsonrpc"
+)
+
+type probeFlags struct {
+	url       string
+	transport string
+	headers   []string
+	env       []string
+	cwd       string
+	call      string
+	args      string
+	timeout   time.Duration
+	asJSON    bool
+	verbose   bool
+}
+
+const probeLong = `Connect to one MCP server the way the hub would, and show what it offers.
+
+probe starts a stdio server (everything after --) or reaches a remote one
+(--url), performs the MCP handshake and prints the server's name and version,
+the negotiated protocol version, the transport, its capabilities and
+instructions, and its tools, prompts, resources and resource templates.
+With --call it then calls one tool and prints its result, showing progress
+notifications and log messages as they arrive.
+
+Use it to debug a server before you add it to the registry.`
+
+const probeExample = `  mcphub probe -- npx -y @modelcontextprotocol/server-everything
+  mcphub probe --url http://127.0.0.1:3000/mcp --header "Authorization=Bearer $TOKEN"
+  mcphub probe --url http://127.0.0.1:3000/sse --transport sse
+  mcphub probe --url http://127.0.0.1:3000/mcp --call add --args '{"a":1,"b":2}'`
+
+func newProbeCmd(a *app) *cobra.Command {
+	var f probeFlags
+	cmd := &cobra.Command{
+		Use:     "probe (--url URL | -- COMMAND [ARGS...])",
+		Short:   "Connect to one MCP server and show what it offers; optionally call a tool",
+		Long:    probeLong,
+		Example: probeExample,
+		RunE: func(cmd *cobra.Command, args []string) error {
+			cfg, err := f.config(args)
+			if err != nil {
+				return err
+			}
+			return runProbe(cmd.Context(), a, cfg, f)
+		},
+	}
+	fl := cmd.Flags()
+	fl.StringVar(&f.url, "url", "", "URL of a remote server (Streamable HTTP endpoint or legacy SSE endpoint)")
+	fl.StringVar(&f.transport, "transport", client.TransportAuto, "remote transport: auto, streamable-http or sse")
+	fl.StringArrayVar(&f.headers, "header", nil, "HTTP header K=V sent to a remote server (repeatable)")
+	fl.StringArrayVar(&f.env, "env", nil, "environment variable K=V for a stdio server (repeatable)")
+	fl.StringVar(&f.cwd, "cwd", "", "working directory of a stdio server")
+	fl.StringVar(&f.call, "call", "", "call this tool after listing")
+	fl.StringVar(&f.args, "args", "{}", "the tool's arguments, a JSON object (with --call)")
+	fl.DurationVar(&f.timeout, "timeout", 60*time.Second, "how long to wait for connecting and for each request")
+	fl.BoolVar(&f.asJSON, "json", false, "print one JSON object instead of tables")
+	fl.BoolVarP(&f.verbose, "verbose", "v", false, "log the connection's debug messages to stderr")
+	return cmd
+}
+
+// config turns the flags into a client configuration, refusing mixed or
+// missing targets with a message that says what to do.
+func (f *probeFlags) config(args []string) (client.Config, error) {
+	cfg := client.Config{Name: "probe", ClientInfo: client.Implementation{Name: "mcphub-probe", Version: mcphubVersion()}}
+	switch {
+	case f.url != "" && len(args) > 0:
+		return cfg, errors.New("give either --url or a command after --, not both")
+	case f.url == "" && len(args) == 0:
+		return cfg, errors.New("nothing to probe: give --url URL or a command after -- (see mcphub probe --help)")
+	case f.url != "":
+		if len(f.env) > 0 || f.cwd != "" {
+			return cfg, errors.New("--env and --cwd apply to stdio servers (a command after --), not to --url")
+		}
+		headers, err := parseKV("--header", f.headers)
+		if err != nil {
+			return cfg, err
+		}
+		cfg.URL, cfg.Transport, cfg.Headers = f.url, f.transport, headers
+		cfg.Name = "remote"
+	default:
+		if len(f.headers) > 0 {
+			return cfg, errors.New("--header applies to --url, not to a stdio command")
+		}
+		env, err := parseKV("--env", f.env)
+		if err != nil {
+			return cfg, err
+		}
+		cfg.Command, cfg.Args, cfg.Env, cfg.Dir = args[0], args[1:], env, f.cwd
+		cfg.Name = args[0]
+	}
+	if f.call == "" && f.args != "{}" {
+		return cfg, errors.New("--args needs --call TOOL")
+	}
+	if !json.Valid([]byte(f.args)) || !strings.HasPrefix(strings.TrimSpace(f.args), "{") {
+		return cfg, fmt.Errorf("--args must be a JSON object, got %q", f.args)
+	}
+	return cfg, nil
+}
+
+// parseKV reads repeated K=V flags.
+func parseKV(flag string, items []string) (map[string]string, error) {
+	if len(items) == 0 {
+		return nil, nil
+	}
+	out := make(map[string]string, len(items))
+	for _, it := range items {
+		k, v, ok := strings.Cut(it, "=")
+		if !ok || strings.TrimSpace(k) == "" {
+			return nil, fmt.Errorf("%s %q: want KEY=VALUE", flag, it)
+		}
+		out[strings.TrimSpace(k)] = v
+	}
+	return out, nil
+}
+
+// probeHandler shows what the server sends on its own while probe runs.
+type probeHandler struct{ out io.Writer }
+
+func (h probeHandler) HandleNotification(m *jsonrpc.Message, _ json.RawMessage) {
+	switch m.Method {
+	case "notifications/progress":
+		var p struct {
+			Progress float64  `json:"progress"`
+			Total    *float64 `json:"total"`
+			Message  string   `json:"message"`
+		}
+		json.Unmarshal(m.Params, &p)
+		line := fmt.Sprintf("progress %g", p.Progress)
+		if p.Total != nil {
+			line += fmt.Sprintf("/%g", *p.Total)
+		}
+		if p.Message != "" {
+			line += " " + p.Message
+		}
+		fmt.Fprintln(h.out, line)
+	case "notifications/message":
+		var p struct {
+			Level  string          `json:"level"`
+			Logger string          `json:"logger"`
+			Data   json.RawMessage `json:"data"`
+		}
+		json.Unmarshal(m.Params, &p)
+		fmt.Fprintf(h.out, "log %s %s %s\n", p.Level, p.Logger, p.Data)
+	default:
+		fmt.Fprintf(h.out, "notification %s %s\n", m.Method, m.Params)
+	}
+}
+
+func (h probeHandler) HandleRequest(_ context.Context, m *jsonrpc.Message, _ json.RawMessage) (json.RawMessage, error) {
+	if m.Method == "roots/list" {
+		return json.RawMessage(`{"roots":[]}`), nil
+	}
+	fmt.Fprintf(h.out, "the server asked for %s; probe cannot answer it\n", m.Method)
+	return nil, jsonrpc.Errorf(jsonrpc.CodeMethodNotFound, "mcphub probe does not answer %s", m.Method)
+}
+
+func runProbe(ctx context.Context, a *app, cfg client.Config, f probeFlags) error {
+	if ctx == nil {
+		ctx = context.Background()
+	}
+	ctx, stop := signal.NotifyContext(ctx, os.Interrupt, syscall.SIGTERM)
+	defer stop()
+	level := slog.LevelWarn
+	if f.verbose {
+		level = slog.LevelDebug
+	}
+	cfg.Logger = slog.New(slog.NewTextHandler(a.stderr, &slog.HandlerOptions{Level: level}))
+	conn := client.New(cfg, probeHandler{out: a.stderr})
+	defer conn.Close()
+
+	cctx, cancel := context.WithTimeout(ctx, f.timeout)
+	defer cancel()
+	if err := conn.Start(cctx); err != nil {
+		return fmt.Errorf("connect: %w", err)
+	}
+	report, err := collectProbe(cctx, conn)
+	if err != nil {
+		return err
+	}
+	if !f.asJSON {
+		printProbe(a.stdout, report)
+	}
+
+	if f.call != "" {
+		callCtx, cancel := context.WithTimeout(ctx, f.timeout)
+		defer cancel()
+		params := fmt.Appendf(nil, `{"name":%s,"arguments":%s,"_meta":{"progressToken":"probe"}}`, jsonrpc.Quote(f.call), f.args)
+		res, err := conn.Call(callCtx, "tools/call", params)
+		if err != nil {
+			return fmt.Errorf("call %s: %w", f.call, err)
+		}
+		report.CallResult = res
+		if !f.asJSON {
+			printCallResult(a.stdout, f.call, res)
+		}
+	}
+	if f.asJSON {
+		enc := json.NewEncoder(a.stdout)
+		enc.SetIndent("", "  ")
+		return enc.Encode(report)
+	}
+	return nil
+}
+
+// probeReport is what probe found, also its --json output.
+type probeReport struct {
+	Server            client.Implementation `json:"serverInfo"`
+	ProtocolVersion   string                `json:"protocolVersion"`
+	Transport         string                `json:"transport"`
+	Capabilities      json.RawMessage       `json:"capabilities"`
+	Instructions      string                `json:"instructions,omitempty"`
+	Tools             []json.RawMessage     `json:"tools"`
+	Prompts           []json.RawMessage     `json:"prompts"`
+	Resources         []json.RawMessage     `json:"resources"`
+	ResourceTemplates []json.RawMessage     `json:"resourceTemplates"`
+	CallResult        json.RawMessage       `json:"callResult,omitempty"`
+}
+
+func collectProbe(ctx context.Context, conn *client.Conn) (*probeReport, error) {
+	init := conn.Initialize()
+	r := &probeReport{Server: init.ServerInfo, ProtocolVersion: init.ProtocolVersion, Transport: conn.Transport(),
+		Capabilities: init.Capabilities, Instructions: init.Instructions}
+	var caps map[string]json.RawMessage
+	json.Unmarshal(init.Capabilities, &caps)
+	lists := []struct {
+		capability, method string
+		into               *[]json.RawMessage
+	}{
+		{"tools", "tools/list", &r.Tools},
+		{"prompts", "prompts/list", &r.Prompts},
+		{"resources", "resources/list", &r.Resources},
+		{"resources", "resources/templates/list", &r.ResourceTemplates},
+	}
+	for _, l := range lists {
+		if _, ok := caps[l.capability]; !ok {
+			continue
+		}
+		items, err := conn.ListAll(ctx, l.method)
+		if err != nil {
+			return nil, err
+		}
+		*l.into = items
+	}
+	return r, nil
+}
+
+func printProbe(w io.Writer, r *probeReport) {
+	tw := tabwriter.NewWriter(w, 0, 4, 2, ' ', 0)
+	fmt.Fprintf(tw, "server\t%s %s\n", r.Server.Name, r.Server.Version)
+	fmt.Fprintf(tw, "protocol\t%s over %s\n", r.ProtocolVersion, r.Transport)
+	fmt.Fprintf(tw, "capabilities\t%s\n", describeCapabilities(r.Capabilities))
+	if r.Instructions != "" {
+		fmt.Fprintf(tw, "instructions\t%s\n", oneLine(r.Instructions, 200))
+	}
+	tw.Flush()
+	printItems(w, "tools", r.Tools, "name", "description")
+	printItems(w, "prompts", r.Prompts, "name", "description")
+	printItems(w, "resources", r.Resources, "uri", "name")
+	printItems(w, "resource templates", r.ResourceTemplates, "uriTemplate", "name")
+}
+
+// describeCapabilities renders {"tools":{"listChanged":true},...} as
+// "tools (listChanged), ...".
+func describeCapabilities(raw json.RawMessage) string {
+	var caps map[string]map[string]any
+	json.Unmarshal(raw, &caps)
+	names := make([]string, 0, len(caps))
+	for name, sub := range caps {
+		var flags []string
+		for k, v := range sub {
+			if b, ok := v.(bool); ok && b {
+				flags = append(flags, k)
+			}
+		}
+		sort.Strings(flags)
+		if len(flags) > 0 {
+			name += " (" + strings.Join(flags, ", ") + ")"
+		}
+		names = append(names, name)
+	}
+	sort.Strings(names)
+	if len(names) == 0 {
+		return "none"
+	}
+	return strings.Join(names, ", ")
+}
+
+func printItems(w io.Writer, title string, items []json.RawMessage, keyField, descField string) {
+	fmt.Fprintf(w, "\n%s (%d)\n", title, len(items))
+	tw := tabwriter.NewWriter(w, 0, 4, 2, ' ', 0)
+	for _, it := range items {
+		var m map[string]any
+		json.Unmarshal(it, &m)
+		key, _ := m[keyField].(string)
+		desc, _ := m[descField].(string)
+		fmt.Fprintf(tw, "  %s\t%s\n", key, oneLine(desc, 100))
+	}
+	tw.Flush()
+}
+
+func printCallResult(w io.Writer, tool string, res json.RawMessage) {
+	var r struct {
+		Content []struct {
+			Type     string `json:"type"`
+			Text     string `json:"text"`
+			MimeType string `json:"mimeType"`
+		} `json:"content"`
+		IsError bool `json:"isError"`
+	}
+	json.Unmarshal(res, &r)
+	status := "result"
+	if r.IsError {
+		status = "error result"
+	}
+	fmt.Fprintf(w, "\n%s of %s:\n", status, tool)
+	for _, c := range r.Content {
+		switch c.Type {
+		case "text":
+			fmt.Fprintln(w, c.Text)
+		default:
+			fmt.Fprintf(w, "[%s %s]\n", c.Type, c.MimeType)
+		}
+	}
+	if len(r.Content) == 0 {
+		fmt.Fprintln(w, string(res))
+	}
+}
+
+func oneLine(s string, max int) string {
+	s = strings.Join(strings.Fields(s), " ")
+	if len(s) > max {
+		s = s[:max] + "…"
+	}
+	return s
+}

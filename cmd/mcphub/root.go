@@ -1,0 +1,82 @@
+package main
+
+import (
+	"errors"
+	"fmt"
+	"io"
+
+	"github.com/spf13/cobra"
+
+	"github.com/mcphub/mcphub/registry"
+)
+
+// app carries what every command shares: where the registry and the data
+// live, and where output goes. Commands read it after flags are parsed.
+type app struct {
+	configPath string
+	dataDir    string
+	stdout     io.Writer
+	stderr     io.Writer
+}
+
+// exitError carries a process exit code through cobra without printing
+// anything more; the command already said what went wrong.
+type exitError struct{ code int }
+
+func (e exitError) Error() string { return fmt.Sprintf("exit status %d", e.code) }
+
+const rootLong = `mcphub is a local hub for Model Context Protocol (MCP) servers.
+
+You list your MCP servers once, in one registry file (hub.toml): local stdio
+servers (npx ..., uvx ..., any binary) and remote ones over Streamable HTTP or
+the legacy HTTP+SSE transport. mcphub connects to every one of them as an MCP
+client and serves all their tools, prompts and resources behind ONE Streamable
+HTTP endpoint, with namespaced names (github__create_issue), plus one
+pass-through endpoint per server (/{server}/mcp). Point every IDE and agent at
+that one URL instead of giving each its own copy of the list.
+
+Sessions and SSE event ids are kept in SQLite under the data directory, so a
+client whose stream drops, or a hub that restarts, resumes without losing a
+notification.
+
+Files:
+  registry   --config, $MCPHUB_CONFIG, default <user config dir>/mcphub/hub.toml
+  data       --data-dir, $MCPHUB_DATA, default ~/.local/share/mcphub`
+
+func newRootCmd(a *app) *cobra.Command {
+	root := &cobra.Command{
+		Use:           "mcphub",
+		Short:         "One hub for all your MCP servers, behind one Streamable HTTP endpoint",
+		Long:          rootLong,
+		SilenceUsage:  true,
+		SilenceErrors: true,
+		// With no subcommand, mcphub explains itself.
+		RunE: func(cmd *cobra.Command, _ []string) error { return cmd.Help() },
+	}
+	root.SetOut(a.stdout)
+	root.SetErr(a.stderr)
+	root.PersistentFlags().StringVar(&a.configPath, "config", registry.DefaultPath(),
+		"path of the registry file (env MCPHUB_CONFIG)")
+	root.PersistentFlags().StringVar(&a.dataDir, "data-dir", registry.DefaultDataDir(),
+		"directory for mcphub's state: sessions and events in SQLite (env MCPHUB_DATA)")
+	root.AddCommand(newVersionCmd(a), newProbeCmd(a), newAddCmd(a), newListCmd(a), newRemoveCmd(a),
+		newValidateCmd(a), newImportCmd(a))
+	return root
+}
+
+// run executes the command line and returns the process exit code.
+func run(args []string, stdout, stderr io.Writer) int {
+	a := &app{stdout: stdout, stderr: stderr}
+	root := newRootCmd(a)
+	root.SetArgs(args)
+	err := root.Execute()
+	if err == nil {
+		return 0
+	}
+	var ee exitError
+	if errors.As(err, &ee) {
+		return ee.code
+	}
+	fmt.Fprintf(stderr, "mcphub: %v\n", err)
+	return 1
+}

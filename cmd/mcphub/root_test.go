@@ -1,0 +1,90 @@
+package main
+
+import (
+	"bytes"
+	"path/filepath"
+	"strings"
+	"testing"
+)
+
+// runCLI runs mcphub in-process and returns its exit code and output.
+func runCLI(t *testing.T, args ...string) (int, string, string) {
+	t.Helper()
+	var out, errOut bytes.Buffer
+	code := run(args, &out, &errOut)
+	return code, out.String(), errOut.String()
+}
+
+func TestHelpExplainsMcphub(t *testing.T) {
+	for _, args := range [][]string{nil, {"--help"}} {
+		code, out, _ := runCLI(t, args...)
+		if code != 0 {
+			t.Fatalf("mcphub %v exited %d", args, code)
+		}
+		for _, want := range []string{"Model Context Protocol", "hub.toml", "--config", "--data-dir", "MCPHUB_CONFIG", "MCPHUB_DATA", "version"} {
+			if !strings.Contains(out, want) {
+				t.Errorf("mcphub %v: help lacks %q:\n%s", args, want, out)
+			}
+		}
+	}
+}
+
+func TestVersion(t *testing.T) {
+	code, out, _ := runCLI(t, "version")
+	if code != 0 || !strings.HasPrefix(out, "mcphub ") || !strings.Contains(out, "2025-11-25") {
+		t.Fatalf("version: exit %d, output %q", code, out)
+	}
+}
+
+func TestUnknownCommandFails(t *testing.T) {
+	code, _, errOut := runCLI(t, "frobnicate")
+	if code == 0 || !strings.Contains(errOut, "unknown command") {
+		t.Fatalf("unknown command: exit %d, stderr %q", code, errOut)
+	}
+}
+
+func TestConfigAndDataDirFromEnvironment(t *testing.T) {
+	dir := t.TempDir()
+	t.Setenv("MCPHUB_CONFIG", filepath.Join(dir, "custom.toml"))
+	t.Setenv("MCPHUB_DATA", filepath.Join(dir, "state"))
+	a := &app{stdout: &bytes.Buffer{}, stderr: &bytes.Buffer{}}
+	root := newRootCmd(a)
+	root.SetArgs([]string{"version"})
+	if err := root.Execute(); err != nil {
+		t.Fatal(err)
+	}
+	if a.configPath != filepath.Join(dir, "custom.toml") || a.dataDir != filepath.Join(dir, "state") {
+		t.Errorf("env not honoured: config %q data %q", a.configPath, a.dataDir)
+	}
+
+	a = &app{stdout: &bytes.Buffer{}, stderr: &bytes.Buffer{}}
+	root = newRootCmd(a)
+	root.SetArgs([]string{"--config", "/x/hub.toml", "--data-dir", "/y", "version"})
+	if err := root.Execute(); err != nil {
+		t.Fatal(err)
+	}
+	if a.configPath != "/x/hub.toml" || a.dataDir != "/y" {
+		t.Errorf("flags must win over env: config %q data %q", a.configPath, a.dataDir)
+	}
+}
+
+func TestDefaultPathsUnderUserDirs(t *testing.T) {
+	home := t.TempDir()
+	t.Setenv("MCPHUB_CONFIG", "")
+	t.Setenv("MCPHUB_DATA", "")
+	t.Setenv("HOME", home)
+	t.Setenv("XDG_CONFIG_HOME", "")
+	t.Setenv("XDG_DATA_HOME", "")
+	a := &app{stdout: &bytes.Buffer{}, stderr: &bytes.Buffer{}}
+	root := newRootCmd(a)
+	root.SetArgs([]string{"version"})
+	if err := root.Execute(); err != nil {
+		t.Fatal(err)
+	}
+	if want := filepath.Join(home, ".config", "mcphub", "hub.toml"); a.configPath != want {
+		t.Errorf("default config %q; want %q", a.configPath, want)
+	}
+	if want := filepath.Join(home, ".local", "share", "mcphub"); a.dataDir != want {
+		t.Errorf("default data dir %q; want %q", a.dataDir, want)
+	}
+}
