@@ -87,10 +87,6 @@ type idleReader struct {
 	idle  time.Duration
 }
 
-func newIdleReader(r io.Reader, idle time.Duration, cancel func()) *idleReader {
-	return &idleReader{r: r, idle: idle, timer: time.AfterFunc(idle, cancel)}
-}
-
 func (i *idleReader) Read(p []byte) (int, error) {
 	n, err := i.r.Read(p)
 	if n > 0 {
@@ -98,8 +94,6 @@ func (i *idleReader) Read(p []byte) (int, error) {
 	}
 	return n, err
 }
-
-func (i *idleReader) stop() { i.timer.Stop() }
 
 // doneState is the closed-once "transport can carry nothing more" signal
 // shared by the HTTP transports.

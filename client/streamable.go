@@ -42,14 +42,14 @@ type streamable struct {
 	accepted  map[string]string // request id → session it was accepted on
 	getOpen   bool
 
-	renewMu sync.Mutex // one re-initialization at a time
+	renewing chan struct{} // a one-slot lock: one re-initialization at a time
 }
 
 func newStreamable(c *Conn) *streamable {
 	ctx, cancel := context.WithCancel(c.ctx)
 	return &streamable{
 		c: c, hc: c.httpClient(), ctx: ctx, cancel: cancel, doneState: newDoneState(),
-		lastIDs: map[string]string{}, accepted: map[string]string{},
+		lastIDs: map[string]string{}, accepted: map[string]string{}, renewing: make(chan struct{}, 1),
 	}
 }
 
@@ -149,6 +149,11 @@ func (s *streamable) send(ctx context.Context, m *jsonrpc.Message, data []byte) 
 	if !errors.As(err, &expired) {
 		return err
 	}
+	if m.Method == "notifications/initialized" {
+		// The handshake's own session is gone already; renewing from
+		// inside a renewal would wait for itself.
+		return ErrSessionExpired
+	}
 	if rerr := s.renew(ctx, expired.sid, m.ID); rerr != nil {
 		return fmt.Errorf("%w: re-initializing failed: %w", ErrSessionExpired, rerr)
 	}
@@ -200,12 +205,12 @@ func (s *streamable) post(ctx context.Context, m *jsonrpc.Message, data []byte) 
 		return s.httpFailure(resp, m)
 	}
 	if isInit {
-		if id := resp.Header.Get("Mcp-Session-Id"); id != "" {
-			s.mu.Lock()
-			s.sessionID = id
-			s.mu.Unlock()
-			s.c.stateChanged()
-		}
+		// A server may run without sessions; then the id is "" and later
+		// requests carry none.
+		s.mu.Lock()
+		s.sessionID = resp.Header.Get("Mcp-Session-Id")
+		s.mu.Unlock()
+		s.c.stateChanged()
 	}
 	if m.IsRequest() {
 		s.mu.Lock()
@@ -298,11 +303,16 @@ func (s *streamable) readEvents(body io.Reader, key string, related json.RawMess
 			b.server = time.Duration(ev.Retry) * time.Millisecond
 		}
 		if ev.HasID && ev.ID != "" {
+			// Only a new id is progress: a server that resends the same
+			// event and drops the stream must not get unlimited retries.
 			s.mu.Lock()
+			advanced := s.lastIDs[key] != ev.ID
 			s.lastIDs[key] = ev.ID
 			s.mu.Unlock()
-			s.c.stateChanged()
-			b.progress()
+			if advanced {
+				s.c.stateChanged()
+				b.progress()
+			}
 		}
 		if ev.Data == "" || (ev.Type != "" && ev.Type != "message") {
 			continue // priming events, keep-alives, other event types
@@ -435,6 +445,10 @@ func (s *streamable) getOnce(idle time.Duration, b *backoff) (int, error) {
 		req.Header.Set("Last-Event-ID", last)
 	}
 	s.mu.Unlock()
+	// The idle clock runs from the request on: a server that accepts the
+	// GET but never sends headers is as silent as one that sends nothing.
+	idleTimer := time.AfterFunc(idle, cancel)
+	defer idleTimer.Stop()
 	resp, err := s.hc.Do(req)
 	if err != nil {
 		return 0, err
@@ -443,8 +457,8 @@ func (s *streamable) getOnce(idle time.Duration, b *backoff) (int, error) {
 	if resp.StatusCode != http.StatusOK {
 		return resp.StatusCode, &HTTPError{Method: http.MethodGet, URL: redact.URL(s.c.cfg.URL), Status: resp.StatusCode, Body: bodyExcerpt(resp.Body)}
 	}
-	ir := newIdleReader(resp.Body, idle, cancel)
-	defer ir.stop()
+	idleTimer.Reset(idle)
+	ir := &idleReader{r: resp.Body, idle: idle, timer: idleTimer}
 	// Responses replayed here (a resumed POST stream) still reach their call.
 	_, err = s.readEvents(ir, getStreamKey, nil, b)
 	return resp.StatusCode, err
@@ -455,8 +469,12 @@ func (s *streamable) getOnce(idle time.Duration, b *backoff) (int, error) {
 // session is initialized, and a new standalone stream opened. Concurrent
 // callers that saw the same session expire wait for one renewal.
 func (s *streamable) renew(ctx context.Context, oldSID string, keep json.RawMessage) error {
-	s.renewMu.Lock()
-	defer s.renewMu.Unlock()
+	select {
+	case s.renewing <- struct{}{}:
+	case <-ctx.Done():
+		return ctx.Err()
+	}
+	defer func() { <-s.renewing }()
 	s.mu.Lock()
 	if s.sessionID != oldSID {
 		s.mu.Unlock()
@@ -470,7 +488,10 @@ func (s *streamable) renew(ctx context.Context, oldSID string, keep json.RawMess
 			delete(s.accepted, id)
 		}
 	}
-	s.sessionID, s.getOpen = "", false
+	// The old id stays until the new initialize replaces it, so that
+	// concurrent requests see 404 and wait here rather than go out with no
+	// session at all.
+	s.getOpen = false
 	s.lastIDs = map[string]string{}
 	s.mu.Unlock()
 	for _, id := range lost {
