@@ -1,0 +1,234 @@
+package main
+
+import (
+	"context"
+	"fmt"
+	"log/slog"
+	"net"
+	"net/http"
+	"os"
+	"os/signal"
+	"sort"
+	"syscall"
+	"time"
+
+	"github.com/spf13/cobra"
+
+	"github.com/mcphub/mcphub/bridge"
+	"github.com/mcphub/mcphub/client"
+	"github.com/mcphub/mcphub/hub"
+	"github.com/mcphub/mcphub/registry"
+)
+
+type serveFlags struct {
+	listen         string
+	logFormat      string
+	logLevel       string
+	disablePostSSE bool
+}
+
+const serveLong = `Start the hub: connect to every enabled server in the registry and serve
+them all behind one Streamable HTTP endpoint.
+
+  http://127.0.0.1:7733/mcp            every server, names prefixed (github__create_issue)
+  http://127.0.0.1:7733/{server}/mcp   one server, its own names
+  http://127.0.0.1:7733/readyz         each server's state (mcphub status shows it)
+
+Servers connect in the background; one that fails never stops the others,
+and its state and last error stay visible. SIGINT or SIGTERM stops the hub,
+its servers and their processes.
+
+Point a client at it:
+  Claude Code   claude mcp add --transport http mcphub http://127.0.0.1:7733/mcp
+  VS Code       .vscode/mcp.json: {"servers": {"mcphub": {"type": "http", "url": "http://127.0.0.1:7733/mcp"}}}
+  Cursor        ~/.cursor/mcp.json: {"mcpServers": {"mcphub": {"url": "http://127.0.0.1:7733/mcp"}}}`
+
+func newServeCmd(a *app) *cobra.Command {
+	var f serveFlags
+	cmd := &cobra.Command{
+		Use:   "serve",
+		Short: "Run the hub: one MCP endpoint over every server in the registry",
+		Long:  serveLong,
+		Args:  cobra.NoArgs,
+		RunE: func(cmd *cobra.Command, _ []string) error {
+			return runServe(a, f)
+		},
+	}
+	fl := cmd.Flags()
+	fl.StringVar(&f.listen, "listen", "", "address to listen on, overriding [hub] listen (e.g. 127.0.0.1:0 for any free port)")
+	fl.StringVar(&f.logFormat, "log-format", "text", "log format: text or json")
+	fl.StringVar(&f.logLevel, "log-level", "info", "log level: debug, info, warn or error")
+	fl.BoolVar(&f.disablePostSSE, "disable-post-sse", false, "answer every POST with JSON, never an SSE stream ([hub] post_sse = false)")
+	return cmd
+}
+
+func newLogger(a *app, format, level string) (*slog.Logger, error) {
+	var lv slog.Level
+	if err := lv.UnmarshalText([]byte(level)); err != nil {
+		return nil, fmt.Errorf("--log-level %q: want debug, info, warn or error", level)
+	}
+	opts := &slog.HandlerOptions{Level: lv}
+	switch format {
+	case "text":
+		return slog.New(slog.NewTextHandler(a.stderr, opts)), nil
+	case "json":
+		return slog.New(slog.NewJSONHandler(a.stderr, opts)), nil
+	}
+	return nil, fmt.Errorf("--log-format %q: want text or json", format)
+}
+
+func runServe(a *app, f serveFlags) error {
+	log, err := newLogger(a, f.logFormat, f.logLevel)
+	if err != nil {
+		return err
+	}
+	reg, err := a.loadRegistry()
+	if err != nil {
+		return a.printRegistryErrors(err)
+	}
+	if f.listen != "" {
+		reg.Hub.Listen = f.listen
+	}
+	if f.disablePostSSE {
+		reg.Hub.PostSSE = false
+	}
+	token, err := hubToken(reg)
+	if err != nil {
+		return err
+	}
+	ln, err := net.Listen("tcp", reg.Hub.Listen)
+	if err != nil {
+		return fmt.Errorf("listen on %s: %w (is another mcphub running? try: mcphub status)", reg.Hub.Listen, err)
+	}
+	// With port 0 the kernel picked one; clients need the real address.
+	reg.Hub.Listen = ln.Addr().String()
+
+	h := hub.New(hub.Options{
+		Registry:    reg,
+		NewUpstream: newUpstream(log),
+		Version:     mcphubVersion(),
+		Logger:      log,
+		Token:       token,
+	})
+	if err := h.Start(context.Background()); err != nil {
+		ln.Close()
+		return err
+	}
+	srv := &http.Server{
+		Handler:           h,
+		ReadHeaderTimeout: 10 * time.Second,
+		MaxHeaderBytes:    64 << 10,
+		ErrorLog:          slog.NewLogLogger(log.Handler(), slog.LevelDebug),
+	}
+	serveErr := make(chan error, 1)
+	go func() { serveErr <- srv.Serve(ln) }()
+
+	fmt.Fprintf(a.stdout, "mcphub %s serving http://%s/mcp\n", mcphubVersion(), reg.Hub.Listen)
+	stopReport := reportServers(a, h)
+	defer stopReport()
+
+	sig := make(chan os.Signal, 1)
+	signal.Notify(sig, os.Interrupt, syscall.SIGTERM)
+	defer signal.Stop(sig)
+	select {
+	case s := <-sig:
+		log.Info("stopping", "signal", s.String())
+	case err := <-serveErr:
+		h.Close()
+		return fmt.Errorf("serve: %w", err)
+	}
+	// Sessions end first so their streams let go of their connections;
+	// then the server drains and the upstreams stop.
+	shutdownDone := make(chan struct{})
+	go func() {
+		ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
+		defer cancel()
+		srv.Shutdown(ctx)
+		close(shutdownDone)
+	}()
+	h.Close()
+	<-shutdownDone
+	fmt.Fprintln(a.stdout, "mcphub stopped")
+	return nil
+}
+
+// reportServers prints one line per server as it settles: connected with its
+// tool count, or failed with the reason. It stops once every server settled.
+func reportServers(a *app, h *hub.Hub) (stop func()) {
+	done := make(chan struct{})
+	finished := make(chan struct{})
+	go func() {
+		defer close(finished)
+		reported := map[string]bool{}
+		tick := time.NewTicker(100 * time.Millisecond)
+		defer tick.Stop()
+		for {
+			st := h.Status()
+			sort.Slice(st.Servers, func(i, j int) bool { return st.Servers[i].Name < st.Servers[j].Name })
+			pending := 0
+			for _, s := range st.Servers {
+				if reported[s.Name] {
+					continue
+				}
+				switch s.State {
+				case hub.StateConnected:
+					fmt.Fprintf(a.stdout, "%s: connected, %d tools\n", s.Name, s.Tools)
+				case hub.StateFailed, hub.StateCrashLoop, hub.StateRestarting:
+					fmt.Fprintf(a.stdout, "%s: failed: %s\n", s.Name, s.LastError)
+				case hub.StateDisabled:
+					fmt.Fprintf(a.stdout, "%s: disabled\n", s.Name)
+				default:
+					pending++
+					continue
+				}
+				reported[s.Name] = true
+			}
+			if pending == 0 {
+				return
+			}
+			select {
+			case <-tick.C:
+			case <-done:
+				return
+			}
+		}
+	}()
+	return func() {
+		close(done)
+		<-finished
+	}
+}
+
+// newUpstream makes each registry server a supervised bridge.Server.
+func newUpstream(log *slog.Logger) hub.NewUpstreamFunc {
+	return func(spec *registry.Server, hc registry.Hub, events hub.UpstreamEvents) hub.Upstream {
+		cc := client.Config{
+			Command: spec.Command, Args: spec.Args, Env: spec.Env, Dir: spec.Cwd,
+			URL: spec.URL, Transport: spec.Transport, Headers: spec.Headers,
+			ClientInfo: client.Implementation{Name: "mcphub", Version: mcphubVersion()},
+		}
+		// "mcphub" as a command means this very binary, so the default
+		// registry's demo server works without mcphub on PATH (go run).
+		if cc.Command == "mcphub" {
+			if exe, err := os.Executable(); err == nil {
+				cc.Command = exe
+			}
+		}
+		return upstream{bridge.New(bridge.Config{
+			Name: spec.Name, Client: cc, Share: spec.Share,
+			ConnectTimeout: spec.ConnectTimeout, RequestTimeout: hc.RequestTimeout,
+			MaxResponseBytes: hc.MaxResponseBytes,
+			Changed:          events.Changed, Notification: events.Notification, Request: events.Request,
+			Logger: log,
+		})}
+	}
+}
+
+// upstream adapts a bridge.Server to hub.Upstream.
+type upstream struct{ *bridge.Server }
+
+func (u upstream) Status() hub.UpstreamStatus {
+	s := u.Server.Status()
+	return hub.UpstreamStatus{State: s.State, Transport: s.Transport, PID: s.PID, Since: s.Since, LastError: s.LastError, Restarts: s.Restarts}
+}
+

@@ -1,0 +1,260 @@
+package hub
+
+import (
+	"context"
+	"crypto/rand"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"strconv"
+	"sync"
+	"sync/atomic"
+	"time"
+
+	"github.com/mcphub/mcphub/internal/jsonrpc"
+)
+
+// maxQueued bounds the messages a session keeps for a GET stream that is not
+// open; past it the oldest are dropped (and logged).
+var maxQueued = 1000
+
+// maxGetStreams bounds the standalone streams one session may hold open.
+var maxGetStreams = 8
+
+// errSessionEnded is returned to work that outlives its session.
+var errSessionEnded = errors.New("the session ended")
+
+// session is one downstream client session on one endpoint.
+type session struct {
+	id       string
+	endpoint string // "" for /mcp, else the server name of /{server}/mcp
+	version  string
+	created  time.Time
+	lastSeen atomic.Int64 // unix nanoseconds
+
+	clientInfo json.RawMessage
+	caps       clientCaps
+
+	ctx    context.Context // ended by close; parent of the session's calls
+	cancel context.CancelFunc
+
+	mu       sync.Mutex
+	logLevel string              // "" = never set
+	subs     map[string]struct{} // subscribed resource URIs
+	streams  map[string]*stream
+	queue    [][]byte // messages waiting for a standalone stream
+	dropped  int
+	calls    map[string]context.CancelFunc    // downstream request id → cancel
+	replies  map[string]chan *jsonrpc.Message // hub-minted request id → waiter
+	nextOut  int64
+	closed   bool
+}
+
+// clientCaps is what mcphub needs to know of a client's capabilities.
+type clientCaps struct {
+	raw         json.RawMessage
+	sampling    bool
+	elicitation bool
+	roots       bool
+}
+
+func parseClientCaps(raw json.RawMessage) clientCaps {
+	c := clientCaps{raw: raw}
+	_, c.sampling = jsonrpc.Member(raw, "sampling")
+	_, c.elicitation = jsonrpc.Member(raw, "elicitation")
+	_, c.roots = jsonrpc.Member(raw, "roots")
+	return c
+}
+
+// newID returns a crypto-random id of visible ASCII (base32 text).
+func newID() string { return rand.Text() }
+
+func newSession(parent context.Context, endpoint, version string, clientInfo, caps json.RawMessage) *session {
+	ctx, cancel := context.WithCancel(parent)
+	s := &session{
+		id: newID(), endpoint: endpoint, version: version, created: time.Now(),
+		clientInfo: clientInfo, caps: parseClientCaps(caps),
+		ctx: ctx, cancel: cancel,
+		subs: map[string]struct{}{}, streams: map[string]*stream{},
+		calls: map[string]context.CancelFunc{}, replies: map[string]chan *jsonrpc.Message{},
+	}
+	s.touch()
+	return s
+}
+
+func (s *session) touch() { s.lastSeen.Store(time.Now().UnixNano()) }
+
+// primes reports whether the session's streams start with a priming event:
+// protocol 2025-11-25 and later, which let clients resume from it.
+func (s *session) primes() bool { return jsonrpc.AtLeast(s.version, jsonrpc.Version20251125) }
+
+// openStream creates a stream of the session.
+func (s *session) openStream(post bool) (*stream, error) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if s.closed {
+		return nil, errSessionEnded
+	}
+	if !post {
+		open := 0
+		for _, st := range s.streams {
+			if !st.post && st.isAttached() {
+				open++
+			}
+		}
+		if open >= maxGetStreams {
+			return nil, fmt.Errorf("%w: this session already has %d open GET streams", errTooManyStreams, open)
+		}
+	}
+	st := newStream(newStreamID(), post, s.primes())
+	s.streams[st.id] = st
+	return st, nil
+}
+
+var errTooManyStreams = errors.New("too many streams")
+
+// newStreamID is short: it is repeated in every event id of the stream.
+func newStreamID() string { return newID()[:10] }
+
+// resumeStream finds the stream a Last-Event-ID belongs to and claims it.
+func (s *session) resumeStream(lastEventID string) (*stream, int, error) {
+	sid, seq, err := parseEventID(lastEventID)
+	if err != nil {
+		return nil, 0, err
+	}
+	s.mu.Lock()
+	st := s.streams[sid]
+	s.mu.Unlock()
+	if st == nil {
+		return nil, 0, errUnknownStream
+	}
+	cursor, err := st.attach(seq)
+	return st, cursor, err
+}
+
+// forgetStream drops a POST stream whose response has been delivered.
+func (s *session) forgetStream(st *stream) {
+	s.mu.Lock()
+	delete(s.streams, st.id)
+	s.mu.Unlock()
+}
+
+// deliver sends a message that belongs to no POST stream: to one attached
+// standalone stream, or into the queue until one attaches. Each message goes
+// to exactly one stream.
+func (s *session) deliver(data []byte) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if s.closed {
+		return
+	}
+	for _, st := range s.streams {
+		if !st.post && st.isAttached() {
+			st.append(data, false)
+			return
+		}
+	}
+	s.queue = append(s.queue, data)
+	if len(s.queue) > maxQueued {
+		s.queue = s.queue[1:]
+		s.dropped++
+	}
+}
+
+// pull moves queued messages into st, which a handler now serves.
+func (s *session) pull(st *stream) {
+	s.mu.Lock()
+	q := s.queue
+	s.queue = nil
+	s.mu.Unlock()
+	for _, data := range q {
+		st.append(data, false)
+	}
+}
+
+// track registers an in-flight client request so notifications/cancelled can
+// reach it; the returned function unregisters it.
+func (s *session) track(id json.RawMessage, cancel context.CancelFunc) func() {
+	key := string(id)
+	s.mu.Lock()
+	s.calls[key] = cancel
+	s.mu.Unlock()
+	return func() {
+		s.mu.Lock()
+		delete(s.calls, key)
+		s.mu.Unlock()
+	}
+}
+
+// cancelCall cancels the in-flight request the client named.
+func (s *session) cancelCall(id json.RawMessage) bool {
+	s.mu.Lock()
+	cancel := s.calls[string(id)]
+	s.mu.Unlock()
+	if cancel != nil {
+		cancel()
+	}
+	return cancel != nil
+}
+
+// request sends a server-to-client request to this session and waits for the
+// client's answer. send places the encoded request on the right stream.
+func (s *session) request(ctx context.Context, method string, params json.RawMessage, send func([]byte)) (json.RawMessage, error) {
+	s.mu.Lock()
+	if s.closed {
+		s.mu.Unlock()
+		return nil, errSessionEnded
+	}
+	s.nextOut++
+	id := jsonrpc.Quote("mcphub-" + strconv.FormatInt(s.nextOut, 10))
+	ch := make(chan *jsonrpc.Message, 1)
+	s.replies[string(id)] = ch
+	s.mu.Unlock()
+	defer func() {
+		s.mu.Lock()
+		delete(s.replies, string(id))
+		s.mu.Unlock()
+	}()
+	send(jsonrpc.NewRequest(id, method, params).Encode())
+	select {
+	case m := <-ch:
+		if m.Error != nil {
+			return nil, m.Error
+		}
+		return m.Result, nil
+	case <-ctx.Done():
+		return nil, ctx.Err()
+	case <-s.ctx.Done():
+		return nil, errSessionEnded
+	}
+}
+
+// reply hands a client's response to the request waiting for it.
+func (s *session) reply(m *jsonrpc.Message) bool {
+	s.mu.Lock()
+	ch := s.replies[string(m.ID)]
+	s.mu.Unlock()
+	if ch == nil {
+		return false
+	}
+	select {
+	case ch <- m:
+	default:
+	}
+	return true
+}
+
+// close ends the session: its calls are cancelled and its streams end.
+func (s *session) close() {
+	s.mu.Lock()
+	s.closed = true
+	s.mu.Unlock()
+	s.cancel()
+}
+
+// level returns the session's log level ("" when never set).
+func (s *session) level() string {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return s.logLevel
+}

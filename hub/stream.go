@@ -1,0 +1,197 @@
+package hub
+
+import (
+	"errors"
+	"fmt"
+	"net/http"
+	"strconv"
+	"strings"
+	"sync"
+	"time"
+
+	"github.com/mcphub/mcphub/internal/sse"
+)
+
+// maxStreamEvents bounds the events a stream keeps for replay; older ones are
+// purged, and a Last-Event-ID pointing before them is refused.
+var maxStreamEvents = 1024
+
+// Errors of stream resumption; the HTTP edge maps them to statuses.
+var (
+	errBadEventID    = errors.New("malformed Last-Event-ID")
+	errUnknownStream = errors.New("Last-Event-ID names no stream of this session")
+	errPurged        = errors.New("the events after Last-Event-ID are no longer kept")
+	errStreamBusy    = errors.New("that stream is already being served")
+)
+
+// event is one SSE event of a stream. data is nil for a priming event.
+type event struct {
+	seq  int
+	data []byte
+}
+
+// stream is one logical SSE stream of a session: the reply stream of one
+// POST, or a standalone GET stream. It outlives the HTTP response serving
+// it: events keep arriving while the client is away, and a GET with the
+// Last-Event-ID of one of its events resumes it.
+//
+// Exactly one HTTP handler serves an attached stream; writers only append
+// and wake it, so the ResponseWriter has a single owner.
+type stream struct {
+	id   string
+	post bool
+
+	mu       sync.Mutex
+	events   []event // retained events, oldest first
+	next     int     // seq of the next event
+	attached bool
+	finished bool // a POST stream whose response has been appended
+	wake     chan struct{}
+}
+
+func newStream(id string, post, prime bool) *stream {
+	st := &stream{id: id, post: post, wake: make(chan struct{}, 1)}
+	if prime {
+		st.events = append(st.events, event{seq: 0})
+		st.next = 1
+	}
+	return st
+}
+
+// append adds an event and wakes the handler serving the stream, if any.
+func (st *stream) append(data []byte, final bool) {
+	st.mu.Lock()
+	st.events = append(st.events, event{seq: st.next, data: data})
+	st.next++
+	if len(st.events) > maxStreamEvents {
+		st.events = append(st.events[:0:0], st.events[len(st.events)-maxStreamEvents:]...)
+	}
+	if final {
+		st.finished = true
+	}
+	st.mu.Unlock()
+	select {
+	case st.wake <- struct{}{}:
+	default:
+	}
+}
+
+// isAttached reports whether a handler serves the stream now.
+func (st *stream) isAttached() bool {
+	st.mu.Lock()
+	defer st.mu.Unlock()
+	return st.attached
+}
+
+// attach claims the stream for one handler, starting after seq from (-1 for
+// the beginning). It fails when another handler serves it or the events
+// after from were purged.
+func (st *stream) attach(from int) (cursor int, err error) {
+	st.mu.Lock()
+	defer st.mu.Unlock()
+	if st.attached {
+		return 0, errStreamBusy
+	}
+	if from >= st.next {
+		return 0, errBadEventID
+	}
+	oldest := st.next
+	if len(st.events) > 0 {
+		oldest = st.events[0].seq
+	}
+	if from+1 < oldest {
+		return 0, errPurged
+	}
+	st.attached = true
+	return from + 1, nil
+}
+
+func (st *stream) detach() {
+	st.mu.Lock()
+	st.attached = false
+	st.mu.Unlock()
+}
+
+// since returns the events from seq cursor on, and whether the stream is
+// finished with nothing more to send after them.
+func (st *stream) since(cursor int) ([]event, bool) {
+	st.mu.Lock()
+	defer st.mu.Unlock()
+	var out []event
+	if n := len(st.events); n > 0 {
+		first := st.events[0].seq
+		if i := cursor - first; i < n {
+			out = append(out, st.events[max(i, 0):]...)
+		}
+	}
+	return out, st.finished
+}
+
+// eventID names an event: the stream's id and the event's sequence number.
+func eventID(stream string, seq int) string { return stream + "_" + strconv.Itoa(seq) }
+
+// parseEventID splits an event id made by eventID.
+func parseEventID(id string) (stream string, seq int, err error) {
+	i := strings.LastIndexByte(id, '_')
+	if i <= 0 {
+		return "", 0, errBadEventID
+	}
+	seq, err = strconv.Atoi(id[i+1:])
+	if err != nil || seq < 0 {
+		return "", 0, errBadEventID
+	}
+	return id[:i], seq, nil
+}
+
+// sseHeaders starts an SSE response. X-Accel-Buffering stops proxies from
+// holding events back.
+func sseHeaders(w http.ResponseWriter) {
+	h := w.Header()
+	h.Set("Content-Type", "text/event-stream")
+	h.Set("Cache-Control", "no-cache")
+	h.Set("Connection", "keep-alive")
+	h.Set("X-Accel-Buffering", "no")
+	w.WriteHeader(http.StatusOK)
+}
+
+// serve writes the stream's events from cursor on to w until the stream is
+// finished, the client goes away (done), or the session ends (ended). Idle
+// periods get a comment heartbeat so clients with read timeouts keep a
+// healthy stream. pull, when set, moves queued session messages into the
+// stream before each wait (standalone GET streams).
+func (st *stream) serve(w http.ResponseWriter, cursor int, heartbeat time.Duration, done, ended <-chan struct{}, pull func(*stream)) (bool, error) {
+	defer st.detach()
+	sw := sse.NewWriter(w)
+	ticker := time.NewTicker(heartbeat)
+	defer ticker.Stop()
+	for {
+		if pull != nil {
+			pull(st)
+		}
+		evs, finished := st.since(cursor)
+		for _, ev := range evs {
+			e := sse.Event{ID: eventID(st.id, ev.seq), HasID: true, HasData: true, Data: string(ev.data)}
+			if err := sw.WriteEvent(e); err != nil {
+				return false, fmt.Errorf("write event: %w", err)
+			}
+			cursor = ev.seq + 1
+		}
+		if len(evs) > 0 {
+			ticker.Reset(heartbeat)
+		}
+		if finished {
+			return true, nil
+		}
+		select {
+		case <-st.wake:
+		case <-ticker.C:
+			if err := sw.WriteComment("ping"); err != nil {
+				return false, fmt.Errorf("write heartbeat: %w", err)
+			}
+		case <-done:
+			return false, nil
+		case <-ended:
+			return false, nil
+		}
+	}
+}

@@ -1,0 +1,91 @@
+package hub
+
+import (
+	"context"
+	"encoding/json"
+	"time"
+
+	"github.com/mcphub/mcphub/internal/jsonrpc"
+	"github.com/mcphub/mcphub/registry"
+)
+
+// Peer is the downstream end of one routed request: where the upstream's
+// messages about that request go. The hub hands one to Upstream.Call; the
+// upstream calls it for every notification and server-to-client request that
+// belongs to the call, after mapping ids and progress tokens back.
+//
+// It is an alias of an unnamed interface type so that another room can
+// implement Upstream without importing hub.
+type Peer = interface {
+	// Notify delivers a notification belonging to the call (progress with
+	// the client's own token restored, log messages).
+	Notify(msg *jsonrpc.Message)
+	// Request sends a server-to-client request (sampling, elicitation,
+	// roots/list) to the client that made the call and waits for its
+	// result. A JSON-RPC error from the client is returned as *jsonrpc.Error.
+	Request(ctx context.Context, method string, params json.RawMessage) (json.RawMessage, error)
+}
+
+// Upstream is one registry server as the hub uses it: a supervised connection
+// (or, with share = "session", one per client session) that the hub routes
+// requests through. Implementations must be safe for concurrent use.
+type Upstream interface {
+	// Start begins connecting in the background and returns at once; the
+	// upstream keeps itself connected until Close.
+	Start(ctx context.Context)
+	// Close stops the upstream: in-flight calls fail, processes stop.
+	Close() error
+
+	// Call forwards a request made by session and returns its raw result.
+	// params is sent as it is. The upstream mints its own request id and
+	// progress token, relays what belongs to the call to peer, and sends
+	// notifications/cancelled upstream when ctx ends first. An upstream
+	// JSON-RPC error is returned as *jsonrpc.Error.
+	Call(ctx context.Context, session string, method string, params json.RawMessage, peer Peer) (json.RawMessage, error)
+	// Notify forwards a client notification (such as
+	// notifications/roots/list_changed) from session.
+	Notify(ctx context.Context, session string, method string, params json.RawMessage) error
+	// SetLogLevel asks the upstream to send log messages at level and above
+	// (the lowest level any session wants); it is re-applied on reconnect.
+	SetLogLevel(level string)
+	// SessionClosed tells the upstream a client session ended, so a
+	// per-session connection can be closed.
+	SessionClosed(session string)
+
+	// Initialize returns the current connection's raw initialize result,
+	// nil while not connected.
+	Initialize() json.RawMessage
+	// List returns the items the server offers for a list method
+	// (tools/list, prompts/list, resources/list, resources/templates/list)
+	// as last fetched, in the server's order.
+	List(method string) []json.RawMessage
+	// Status reports the upstream's state for health and `mcphub list`.
+	Status() UpstreamStatus
+}
+
+// UpstreamStatus is what an upstream reports about itself.
+type UpstreamStatus struct {
+	State     string
+	Transport string
+	PID       int
+	Since     time.Time // when the current connection was established
+	LastError string
+	Restarts  int
+}
+
+// UpstreamEvents is how upstreams tell the hub about what belongs to no call.
+// The hub hands it to its NewUpstream factory for each server.
+type UpstreamEvents struct {
+	// Changed reports that the server's state or one of its lists changed.
+	Changed func()
+	// Notification delivers a notification that belongs to no call:
+	// resources/updated, log messages, list_changed. session is the client
+	// session it belongs to for a per-session connection, "" for a shared one.
+	Notification func(session string, msg *jsonrpc.Message)
+	// Request delivers a server-to-client request that belongs to no call;
+	// session as for Notification.
+	Request func(ctx context.Context, session string, method string, params json.RawMessage) (json.RawMessage, error)
+}
+
+// NewUpstreamFunc creates the Upstream for one registry server.
+type NewUpstreamFunc func(spec *registry.Server, hub registry.Hub, events UpstreamEvents) Upstream
