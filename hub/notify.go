@@ -126,7 +126,15 @@ func (h *Hub) upstreamNotification(server, sessionID string, msg *jsonrpc.Messag
 		// The upstream refreshes its lists and reports Changed; the hub
 		// then sends its own coalesced list_changed.
 	default:
-		h.log.Debug("dropped an upstream notification that belongs to no call", "server", server, "method", msg.Method)
+		// Other notifications pass through to the clients of the
+		// server's own endpoint, which see it as it is; the merged view
+		// has no place for them.
+		data := msg.Encode()
+		for _, s := range h.sessionsOf(server, sessionID) {
+			if s.endpoint == server {
+				s.deliver(data)
+			}
+		}
 	}
 }
 

@@ -231,4 +231,3 @@ func (u upstream) Status() hub.UpstreamStatus {
 	s := u.Server.Status()
 	return hub.UpstreamStatus{State: s.State, Transport: s.Transport, PID: s.PID, Since: s.Since, LastError: s.LastError, Restarts: s.Restarts}
 }
-
