@@ -34,6 +34,8 @@ func (h *Hub) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 		writeJSON(w, http.StatusOK, map[string]string{"status": "ok"})
 	case path == "/readyz":
 		h.serveReady(w, r)
+	case path == "/control/restart":
+		h.serveRestart(w, r)
 	default:
 		server, rest, ok := strings.Cut(strings.TrimPrefix(path, "/"), "/")
 		if !ok || h.server(server) == nil {
@@ -49,6 +51,24 @@ func (h *Hub) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 			httpError(w, http.StatusNotFound, "no such endpoint: use /"+server+"/mcp")
 		}
 	}
+}
+
+// serveRestart is the local control endpoint behind `mcphub restart NAME`:
+// POST /control/restart?server=NAME. It passes the same Host, Origin and
+// auth checks as every other endpoint.
+func (h *Hub) serveRestart(w http.ResponseWriter, r *http.Request) {
+	if r.Method != http.MethodPost {
+		w.Header().Set("Allow", "POST")
+		httpError(w, http.StatusMethodNotAllowed, "use POST /control/restart?server=NAME")
+		return
+	}
+	name := r.URL.Query().Get("server")
+	if err := h.Restart(name); err != nil {
+		httpError(w, http.StatusNotFound, err.Error())
+		return
+	}
+	h.log.Info("restart requested", "server", name)
+	writeJSON(w, http.StatusAccepted, map[string]string{"status": "restarting", "server": name})
 }
 
 // checkOrigin enforces DNS-rebinding protection: when mcphub listens on

@@ -3,12 +3,14 @@ package hub
 import (
 	"context"
 	"encoding/json"
+	"fmt"
 	"log/slog"
 	"slices"
 	"sync"
 	"time"
 
 	"github.com/mcphub/mcphub/internal/jsonrpc"
+	"github.com/mcphub/mcphub/internal/redact"
 	"github.com/mcphub/mcphub/registry"
 )
 
@@ -121,6 +123,20 @@ func (h *Hub) Start(ctx context.Context) error {
 
 // addServerLocked creates and starts a server's upstream; h.mu is held.
 func (h *Hub) addServerLocked(spec *registry.Server) {
+	e := h.newServerLocked(spec)
+	h.servers[spec.Name] = e
+	e.up.Start(h.ctx)
+}
+
+// newServerLocked creates a server's upstream without starting it. A server
+// that points at this hub itself is refused, visibly: connecting to it would
+// loop every request back in.
+func (h *Hub) newServerLocked(spec *registry.Server) *serverEntry {
+	if h.selfReference(spec) {
+		reason := fmt.Sprintf("%s points at this mcphub itself (%s); refusing to connect to it", redact.URL(spec.URL), h.reg.Hub.Listen)
+		h.log.Error("refused a server", "server", spec.Name, "reason", reason)
+		return &serverEntry{spec: spec, up: refused{reason: reason}}
+	}
 	name := spec.Name
 	events := UpstreamEvents{
 		Changed:      func() { h.upstreamChanged(name) },
@@ -129,9 +145,7 @@ func (h *Hub) addServerLocked(spec *registry.Server) {
 			return h.upstreamRequest(ctx, name, session, method, params)
 		},
 	}
-	up := h.opts.NewUpstream(spec, h.reg.Hub, events)
-	h.servers[name] = &serverEntry{spec: spec, up: up}
-	up.Start(h.ctx)
+	return &serverEntry{spec: spec, up: h.opts.NewUpstream(spec, h.reg.Hub, events)}
 }
 
 // warmup closes h.warm once no server is starting any more, or after the

@@ -130,6 +130,8 @@ func demoHandle(ctx context.Context, m *jsonrpc.Message, send func(*jsonrpc.Mess
 		return fmt.Appendf(nil, `{"messages":[{"role":"user","content":{"type":"text","text":%s}}]}`, jsonrpc.Quote("Say hello to "+name+".")), nil
 	case "resources/list":
 		return json.RawMessage(`{"resources":[{"uri":"demo://readme","name":"readme","mimeType":"text/plain"}]}`), nil
+	case "resources/templates/list":
+		return json.RawMessage(`{"resourceTemplates":[]}`), nil
 	case "resources/read":
 		uri, _ := jsonrpc.StringMember(m.Params, "uri")
 		if uri != "demo://readme" {

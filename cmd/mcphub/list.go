@@ -53,7 +53,8 @@ values are never shown.`,
 			if ctx == nil {
 				ctx = context.Background()
 			}
-			st, serr := fetchStatus(ctx, reg)
+			tok, _ := hubToken(reg)
+			st, serr := fetchStatus(ctx, hubTarget{listen: reg.Hub.Listen, token: tok})
 			entries := listEntries(reg, st)
 			if asJSON {
 				enc := json.NewEncoder(a.stdout)

@@ -53,30 +53,55 @@ const statusTimeout = 2 * time.Second
 // errNoHub means no hub answers at the registry's listen address.
 var errNoHub = errors.New("no mcphub is running")
 
-// fetchStatus asks the hub at the registry's listen address for its state.
-func fetchStatus(ctx context.Context, reg *registry.Registry) (*hub.Status, error) {
+// hubTarget is where a running hub answers and the token it wants.
+type hubTarget struct {
+	listen string
+	token  string
+}
+
+// target finds the running hub: at the registry's listen address, or, when
+// the registry does not load (the hub keeps its last good one), at the
+// address the hub recorded in the data directory. Registry problems are
+// printed, not fatal: status must work precisely when the file is broken.
+func (a *app) target() (hubTarget, *registry.Registry, error) {
+	reg, err := a.loadRegistry()
+	if err == nil {
+		tok, _ := hubToken(reg)
+		return hubTarget{listen: reg.Hub.Listen, token: tok}, reg, nil
+	}
+	fmt.Fprintf(a.stderr, "the registry does not load:\n")
+	a.printRegistryErrors(err)
+	info, ierr := readRunInfo(a.dataDir)
+	if ierr != nil {
+		return hubTarget{}, nil, exitError{code: 1}
+	}
+	return hubTarget{listen: info.Listen}, nil, nil
+}
+
+// fetchStatus asks the hub at t for its state.
+func fetchStatus(ctx context.Context, t hubTarget) (*hub.Status, error) {
 	ctx, cancel := context.WithTimeout(ctx, statusTimeout)
 	defer cancel()
-	url := "http://" + reg.Hub.Listen + "/readyz"
+	url := "http://" + t.listen + "/readyz"
 	req, err := http.NewRequestWithContext(ctx, http.MethodGet, url, nil)
 	if err != nil {
 		return nil, err
 	}
-	if tok, err := hubToken(reg); err == nil && tok != "" {
-		req.Header.Set("Authorization", "Bearer "+tok)
+	if t.token != "" {
+		req.Header.Set("Authorization", "Bearer "+t.token)
 	}
 	resp, err := http.DefaultClient.Do(req)
 	if err != nil {
 		var op *net.OpError
 		if errors.As(err, &op) || errors.Is(err, context.DeadlineExceeded) {
-			return nil, fmt.Errorf("%w at %s", errNoHub, reg.Hub.Listen)
+			return nil, fmt.Errorf("%w at %s", errNoHub, t.listen)
 		}
 		return nil, err
 	}
 	defer resp.Body.Close()
 	var st hub.Status
 	if err := json.NewDecoder(resp.Body).Decode(&st); err != nil {
-		return nil, fmt.Errorf("%s answered, but not with mcphub's status (HTTP %d): %w", reg.Hub.Listen, resp.StatusCode, err)
+		return nil, fmt.Errorf("%s answered, but not with mcphub's status (HTTP %d): %w", t.listen, resp.StatusCode, err)
 	}
 	return &st, nil
 }

@@ -82,16 +82,12 @@ func runServe(a *app, f serveFlags) error {
 	if err != nil {
 		return err
 	}
+	slog.SetDefault(log)
 	reg, err := a.loadRegistry()
 	if err != nil {
 		return a.printRegistryErrors(err)
 	}
-	if f.listen != "" {
-		reg.Hub.Listen = f.listen
-	}
-	if f.disablePostSSE {
-		reg.Hub.PostSSE = false
-	}
+	f.override(reg)
 	token, err := hubToken(reg)
 	if err != nil {
 		return err
@@ -102,6 +98,12 @@ func runServe(a *app, f serveFlags) error {
 	}
 	// With port 0 the kernel picked one; clients need the real address.
 	reg.Hub.Listen = ln.Addr().String()
+	release, err := lockDataDir(a.dataDir, runInfo{PID: os.Getpid(), Listen: reg.Hub.Listen, Config: a.configPath, Started: time.Now()})
+	if err != nil {
+		ln.Close()
+		return err
+	}
+	defer release()
 
 	h := hub.New(hub.Options{
 		Registry:    reg,
@@ -127,6 +129,29 @@ func runServe(a *app, f serveFlags) error {
 	stopReport := reportServers(a, h)
 	defer stopReport()
 
+	// Registry changes apply live; a save that does not load leaves the
+	// running set as it is, and status shows why.
+	watchCtx, stopWatch := context.WithCancel(context.Background())
+	watchDone := make(chan struct{})
+	go func() {
+		defer close(watchDone)
+		err := registry.Watch(watchCtx, a.configPath, func(next *registry.Registry, err error) {
+			if err != nil {
+				h.SetRegistryError(err) // the registry room has logged it
+				return
+			}
+			f.override(next)
+			h.Apply(next)
+		})
+		if err != nil && watchCtx.Err() == nil {
+			log.Warn("not watching the registry; changes need a restart", "err", err)
+		}
+	}()
+	defer func() {
+		stopWatch()
+		<-watchDone
+	}()
+
 	sig := make(chan os.Signal, 1)
 	signal.Notify(sig, os.Interrupt, syscall.SIGTERM)
 	defer signal.Stop(sig)
@@ -150,6 +175,16 @@ func runServe(a *app, f serveFlags) error {
 	<-shutdownDone
 	fmt.Fprintln(a.stdout, "mcphub stopped")
 	return nil
+}
+
+// override applies the command line's settings over the registry's.
+func (f serveFlags) override(reg *registry.Registry) {
+	if f.listen != "" {
+		reg.Hub.Listen = f.listen
+	}
+	if f.disablePostSSE {
+		reg.Hub.PostSSE = false
+	}
 }
 
 // reportServers prints one line per server as it settles: connected with its

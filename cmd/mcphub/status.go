@@ -1,0 +1,75 @@
+package main
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"text/tabwriter"
+	"time"
+
+	"github.com/spf13/cobra"
+
+	"github.com/mcphub/mcphub/hub"
+)
+
+func newStatusCmd(a *app) *cobra.Command {
+	var asJSON bool
+	cmd := &cobra.Command{
+		Use:   "status",
+		Short: "Show the running hub's servers and their state",
+		Long: `Ask the hub running at the registry's listen address for its state: each
+server's state (connected, starting, restarting, crash-loop, failed,
+disabled), pid, uptime, tool count, restarts and last error, plus the
+registry error when the file on disk does not load. Exits 1 when no hub is
+running there.`,
+		Args: cobra.NoArgs,
+		RunE: func(cmd *cobra.Command, _ []string) error {
+			t, _, err := a.target()
+			if err != nil {
+				return err
+			}
+			ctx := cmd.Context()
+			if ctx == nil {
+				ctx = context.Background()
+			}
+			st, err := fetchStatus(ctx, t)
+			if errors.Is(err, errNoHub) {
+				fmt.Fprintf(a.stdout, "no mcphub is running at %s (start one with: mcphub serve)\n", t.listen)
+				return exitError{code: 1}
+			}
+			if err != nil {
+				return err
+			}
+			if asJSON {
+				enc := json.NewEncoder(a.stdout)
+				enc.SetIndent("", "  ")
+				return enc.Encode(st)
+			}
+			printStatus(a, st)
+			return nil
+		},
+	}
+	cmd.Flags().BoolVar(&asJSON, "json", false, "print the hub's status JSON")
+	return cmd
+}
+
+func printStatus(a *app, st *hub.Status) {
+	fmt.Fprintf(a.stdout, "mcphub %s at %s, %d sessions\n\n", st.Version, st.URL, st.Sessions)
+	tw := tabwriter.NewWriter(a.stdout, 0, 4, 2, ' ', 0)
+	fmt.Fprintln(tw, "SERVER\tSTATE\tPID\tUPTIME\tTOOLS\tRESTARTS\tLAST ERROR")
+	for _, s := range st.Servers {
+		pid, uptime := "-", "-"
+		if s.PID > 0 {
+			pid = fmt.Sprint(s.PID)
+		}
+		if s.UptimeSeconds > 0 {
+			uptime = (time.Duration(s.UptimeSeconds) * time.Second).String()
+		}
+		fmt.Fprintf(tw, "%s\t%s\t%s\t%s\t%d\t%d\t%s\n", s.Name, s.State, pid, uptime, s.Tools, s.Restarts, oneLine(s.LastError, 80))
+	}
+	tw.Flush()
+	if st.RegistryError != "" {
+		fmt.Fprintf(a.stdout, "\nthe registry on disk does not load; the hub keeps running its last good registry:\n%s\n", st.RegistryError)
+	}
+}
