@@ -54,6 +54,9 @@ type Config struct {
 	MaxResponseBytes int64
 	// Backoff is the reconnect policy; zero values take the defaults.
 	Backoff Backoff
+	// Cache is the catalog of an earlier run, served until the server has
+	// connected; nil for none.
+	Cache *Cache
 
 	// Changed reports a change of state or of a list.
 	Changed func()
@@ -97,6 +100,27 @@ func (b Backoff) withDefaults() Backoff {
 		b.Stable = time.Minute
 	}
 	return b
+}
+
+// Cache is a server's last known initialize result and lists.
+type Cache struct {
+	Init  json.RawMessage
+	Lists map[string][]json.RawMessage
+}
+
+// Catalog returns what the server offers now, for the cache.
+func (s *Server) Catalog() Cache {
+	l := s.sharedLink()
+	if l == nil {
+		return Cache{}
+	}
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	c := Cache{Init: l.init, Lists: make(map[string][]json.RawMessage, len(l.lists))}
+	for m, items := range l.lists {
+		c.Lists[m] = items
+	}
+	return c
 }
 
 // Status is what a Server reports about itself.
@@ -247,6 +271,29 @@ func (s *Server) linksLocked() []*link {
 		out = append(out, l)
 	}
 	return out
+}
+
+// Adopt takes over a request an earlier run of the hub sent on the stored
+// upstream session (Config.Client.Resume): when the connection resumes that
+// session, the request's stream is reopened and its messages go to peer and
+// its result to done. It reports false when the stored state has no open
+// stream for the request, so nothing could finish it.
+func (s *Server) Adopt(upstreamID json.RawMessage, hubToken string, progressToken json.RawMessage, peer Peer, done func(json.RawMessage, error)) bool {
+	r := s.cfg.Client.Resume
+	if r == nil || r.SessionID == "" {
+		return false
+	}
+	if _, ok := r.LastEventIDs[string(upstreamID)]; !ok {
+		return false
+	}
+	l := s.sharedLink()
+	if l == nil {
+		return false
+	}
+	l.mu.Lock()
+	l.adoptions = append(l.adoptions, adoption{c: &inflight{peer: peer, upID: upstreamID, origToken: progressToken}, hubToken: hubToken, done: done})
+	l.mu.Unlock()
+	return true
 }
 
 // SessionClosed closes the session's own connection, if it has one.

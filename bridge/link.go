@@ -51,6 +51,16 @@ type link struct {
 	order    []*inflight          // in-flight calls, oldest first
 	subs     map[string]bool      // resource URIs subscribed upstream
 	level    string               // log level last applied
+
+	adoptions  []adoption // calls of an earlier run, finished on the first connection
+	resumeUsed bool       // the stored session was offered once; later connections start fresh
+}
+
+// adoption is a call an earlier run of the hub sent upstream.
+type adoption struct {
+	c        *inflight
+	hubToken string
+	done     func(json.RawMessage, error)
 }
 
 // inflight is one call on a link and where its messages go.
@@ -58,15 +68,47 @@ type inflight struct {
 	peer      Peer
 	upID      json.RawMessage
 	origToken json.RawMessage // the client's progress token, nil if none
+
+	mu       sync.Mutex
+	progress float64 // the last progress value passed on
+	sent     bool
+}
+
+// advance reports whether a progress value moves the call forward. Progress
+// must increase (the spec's rule), so a value already passed on is a
+// duplicate, as a resumed upstream stream may replay, and is dropped.
+func (c *inflight) advance(v float64) bool {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	if c.sent && v <= c.progress {
+		return false
+	}
+	c.progress, c.sent = v, true
+	return true
+}
+
+// forwarded is the optional Peer method that records where a call went, so a
+// restarted hub can adopt it.
+type forwarded interface {
+	Forwarded(upstreamID json.RawMessage, hubToken string, progressToken json.RawMessage)
 }
 
 func newLink(s *Server, session string) *link {
 	ctx, cancel := context.WithCancel(context.Background())
-	return &link{
+	l := &link{
 		srv: s, session: session, ctx: ctx, cancel: cancel, done: make(chan struct{}),
 		state: StateStarting, lists: map[string][]json.RawMessage{},
 		calls: map[string]*inflight{}, tokens: map[string]*inflight{}, subs: map[string]bool{},
 	}
+	if c := s.cfg.Cache; c != nil && session == "" {
+		// The last run's catalog answers list calls until this run has
+		// connected and fetched its own.
+		l.init = c.Init
+		for m, items := range c.Lists {
+			l.lists[m] = items
+		}
+	}
+	return l
 }
 
 // stop ends the link and waits for its supervisor.
@@ -107,13 +149,24 @@ func (l *link) connect() (*client.Conn, error) {
 		l.state = StateRestarting
 	}
 	l.mu.Unlock()
-	conn := client.New(l.srv.cfg.Client, l)
+	cfg := l.srv.cfg.Client
+	l.mu.Lock()
+	if l.resumeUsed || l.session != "" {
+		cfg.Resume = nil
+	}
+	l.resumeUsed = true
+	adoptions := l.adoptions
+	l.adoptions = nil
+	l.mu.Unlock()
+	conn := client.New(cfg, l)
 	ctx, cancel := context.WithTimeout(l.ctx, l.srv.cfg.ConnectTimeout)
 	defer cancel()
 	if err := conn.Start(ctx); err != nil {
 		conn.Close()
+		l.abandon(adoptions, err)
 		return nil, err
 	}
+	l.adopt(conn, adoptions)
 	init := conn.Initialize()
 	lists, err := l.fetchLists(ctx, conn, init.Capabilities)
 	if err != nil {
@@ -141,6 +194,41 @@ func (l *link) connect() (*client.Conn, error) {
 	}
 	l.changed()
 	return conn, nil
+}
+
+// adopt finishes the calls of an earlier run on a connection that resumed
+// their session; on a fresh session they are lost and answered so.
+func (l *link) adopt(conn *client.Conn, adoptions []adoption) {
+	resumed := map[string]bool{}
+	for _, id := range conn.Resumed() {
+		resumed[string(id)] = true
+	}
+	for _, a := range adoptions {
+		if !resumed[string(a.c.upID)] {
+			a.done(nil, &unavailableError{fmt.Sprintf("server %s did not resume the session the request was sent on", l.srv.cfg.Name)})
+			continue
+		}
+		l.track(a.c, a.hubToken)
+		l.srv.wg.Add(1)
+		go func() {
+			defer l.srv.wg.Done()
+			defer l.untrack(a.c, a.hubToken)
+			res, err := conn.Await(l.ctx, a.c.upID)
+			if err != nil {
+				err = callError(l.srv.cfg.Name, err)
+			}
+			a.done(res, err)
+		}()
+	}
+	if len(adoptions) > 0 {
+		l.srv.log.Info("resumed calls of the previous run", "calls", len(adoptions))
+	}
+}
+
+func (l *link) abandon(adoptions []adoption, err error) {
+	for _, a := range adoptions {
+		a.done(nil, &unavailableError{fmt.Sprintf("server %s could not be reached to resume the request: %v", l.srv.cfg.Name, err)})
+	}
 }
 
 // fetchLists gets every list the server's capabilities offer.
@@ -314,6 +402,9 @@ func (l *link) call(ctx context.Context, method string, params json.RawMessage, 
 	}
 	l.track(c, hubToken)
 	defer l.untrack(c, hubToken)
+	if f, ok := peer.(forwarded); ok && l.session == "" {
+		f.Forwarded(c.upID, hubToken, c.origToken)
+	}
 	res, err := conn.CallWithID(ctx, c.upID, method, params)
 	if err != nil {
 		return nil, callError(l.srv.cfg.Name, err)
@@ -396,6 +487,12 @@ func (l *link) HandleNotification(m *jsonrpc.Message, related json.RawMessage) {
 		l.mu.Unlock()
 		if c == nil || c.origToken == nil {
 			return // progress for a call that ended, or not ours
+		}
+		var p struct {
+			Progress float64 `json:"progress"`
+		}
+		if v, ok := jsonrpc.Member(m.Params, "progress"); ok && json.Unmarshal(v, &p.Progress) == nil && !c.advance(p.Progress) {
+			return
 		}
 		params, err := jsonrpc.SetMember(m.Params, "progressToken", c.origToken)
 		if err != nil {
@@ -480,12 +577,12 @@ func (l *link) applyLogLevel(level string) {
 	}()
 }
 
+// initResult is the last known initialize result: of the current
+// connection, of the last one while reconnecting, or from the cache before
+// the first.
 func (l *link) initResult() json.RawMessage {
 	l.mu.Lock()
 	defer l.mu.Unlock()
-	if l.conn == nil {
-		return nil
-	}
 	return l.init
 }
 

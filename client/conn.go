@@ -141,6 +141,7 @@ type Conn struct {
 
 	mu      sync.Mutex
 	pending map[string]chan result
+	resumed map[string]chan result // requests of a resumed session, for Await
 	init    *InitializeResult
 
 	ctx       context.Context // cancelled by Close; parent of handler calls
@@ -229,9 +230,13 @@ func (c *Conn) startWith(ctx context.Context, t transport) error {
 		return err
 	}
 	if r, ok := t.(resumer); ok && c.cfg.Resume != nil && c.cfg.Resume.SessionID != "" && len(c.cfg.Resume.Initialize) > 0 {
-		if res, err := parseInitialize(c.cfg.Resume.Initialize); err == nil && r.resume(ctx, *c.cfg.Resume) == nil {
-			c.setInit(res)
-			return nil
+		if res, err := parseInitialize(c.cfg.Resume.Initialize); err == nil {
+			c.expectResumed(c.cfg.Resume.LastEventIDs)
+			if r.resume(ctx, *c.cfg.Resume) == nil {
+				c.setInit(res)
+				return nil
+			}
+			c.failResumed(ErrSessionExpired)
 		}
 		c.log.Info("stored upstream session could not be resumed; starting a new one")
 	}
@@ -240,6 +245,78 @@ func (c *Conn) startWith(ctx context.Context, t transport) error {
 		return err
 	}
 	return nil
+}
+
+// expectResumed prepares for the responses of the requests whose streams a
+// resumed session reopens, so none is dropped before Await asks for it. Ids
+// minted from now on start above anything an earlier run could have used
+// in the same upstream session (they are time-based), as ids must not be
+// reused within a session.
+func (c *Conn) expectResumed(lastEventIDs map[string]string) {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	c.nextID.Store(time.Now().UnixMilli() * 1000)
+	for key := range lastEventIDs {
+		if key == getStreamKey {
+			continue
+		}
+		ch := make(chan result, 1)
+		c.pending[key] = ch
+		if c.resumed == nil {
+			c.resumed = map[string]chan result{}
+		}
+		c.resumed[key] = ch
+	}
+}
+
+func (c *Conn) failResumed(err error) {
+	c.mu.Lock()
+	chans := c.resumed
+	c.resumed = nil
+	for key := range chans {
+		delete(c.pending, key)
+	}
+	c.mu.Unlock()
+	for _, ch := range chans {
+		ch <- result{err: err}
+	}
+}
+
+// Resumed lists the ids of the requests a resumed session is finishing: the
+// ones whose streams were open when the previous run stopped.
+func (c *Conn) Resumed() []json.RawMessage {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	out := make([]json.RawMessage, 0, len(c.resumed))
+	for key := range c.resumed {
+		out = append(out, json.RawMessage(key))
+	}
+	return out
+}
+
+// Await waits for the result of a request an earlier run sent on the session
+// this connection resumed (see Config.Resume).
+func (c *Conn) Await(ctx context.Context, id json.RawMessage) (json.RawMessage, error) {
+	c.mu.Lock()
+	ch := c.resumed[string(id)]
+	c.mu.Unlock()
+	if ch == nil {
+		return nil, fmt.Errorf("%w: request %s is not being resumed", ErrSessionExpired, id)
+	}
+	t := c.transport()
+	select {
+	case r := <-ch:
+		return r.unpack()
+	case <-ctx.Done():
+		return nil, ctx.Err()
+	case <-t.done():
+		select {
+		case r := <-ch:
+			return r.unpack()
+		default:
+		}
+		return nil, t.err()
+	}
 }
 
 // resumer is a transport that can continue a stored upstream session.

@@ -81,15 +81,54 @@ func (s *streamable) fillState(st *State) {
 
 // resume continues a stored session: the standalone stream is reopened with
 // its last event id, so what the server sent meanwhile is replayed.
+// The streams of requests that were in flight are reopened too, so their
+// results still arrive (for Conn.Await).
 func (s *streamable) resume(_ context.Context, st State) error {
 	s.mu.Lock()
 	s.sessionID, s.version = st.SessionID, st.ProtocolVersion
+	var keys []string
 	for k, v := range st.LastEventIDs {
 		s.lastIDs[k] = v
+		if k != getStreamKey {
+			keys = append(keys, k)
+			s.accepted[k] = st.SessionID // a renewal fails them, never replays them
+		}
 	}
 	s.mu.Unlock()
+	for _, key := range keys {
+		s.wg.Add(1)
+		go func() {
+			defer s.wg.Done()
+			s.followResumed(key)
+		}()
+	}
 	s.initialized()
 	return nil
+}
+
+// followResumed reopens the stream of a request an earlier run had in flight
+// and reads it until the response arrives.
+func (s *streamable) followResumed(key string) {
+	id := json.RawMessage(key)
+	defer func() {
+		s.mu.Lock()
+		delete(s.lastIDs, key)
+		s.mu.Unlock()
+	}()
+	b := &backoff{base: 500 * time.Millisecond, max: 30 * time.Second}
+	for s.ctx.Err() == nil {
+		got, err := s.resumeGet(s.ctx, key, id, b)
+		if got || s.ctx.Err() != nil {
+			return
+		}
+		if b.attempt >= s.maxRetries() {
+			s.c.failCall(id, fmt.Errorf("%w: the resumed stream of request %s failed after %d tries: %v", ErrStreamFailed, key, b.attempt, err))
+			return
+		}
+		if !sleepCtx(s.ctx, b.next()) {
+			return
+		}
+	}
 }
 
 // initialized opens the standalone GET stream once the handshake is done.

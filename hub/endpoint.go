@@ -188,7 +188,7 @@ func (h *Hub) clientRequest(w http.ResponseWriter, r *http.Request, s *session, 
 		return
 	}
 
-	st, err := s.openStream(true)
+	st, err := h.openStream(s, true, m.ID)
 	if err != nil {
 		cancel()
 		untrack()
@@ -199,7 +199,7 @@ func (h *Hub) clientRequest(w http.ResponseWriter, r *http.Request, s *session, 
 	go func() {
 		defer cancel()
 		defer untrack()
-		res, err := h.route(ctx, s, m, &sessionPeer{s: s, send: func(b []byte) { st.append(b, false) }})
+		res, err := h.route(ctx, s, m, &sessionPeer{h: h, s: s, st: st, send: func(b []byte) { st.append(b, false) }})
 		var reply []byte
 		if err != nil {
 			e, _ := h.rpcError(err, s.endpoint)
@@ -244,7 +244,7 @@ func (h *Hub) serveGet(w http.ResponseWriter, r *http.Request, endpoint string) 
 	)
 	if last := r.Header.Get("Last-Event-ID"); last != "" {
 		st, cursor, err = s.resumeStream(last)
-	} else if st, err = s.openStream(false); err == nil {
+	} else if st, err = h.openStream(s, false, nil); err == nil {
 		cursor, err = st.attach(-1)
 	}
 	switch {
@@ -258,6 +258,7 @@ func (h *Hub) serveGet(w http.ResponseWriter, r *http.Request, endpoint string) 
 		httpError(w, http.StatusNotFound, "Session not found")
 		return
 	case err != nil:
+		h.log.Warn("refused a stream resumption", "session", s.id, "last_event_id", r.Header.Get("Last-Event-ID"), "err", err)
 		httpError(w, http.StatusBadRequest, "Bad Request: "+err.Error())
 		return
 	}

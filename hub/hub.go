@@ -36,6 +36,8 @@ type Options struct {
 	// starting, so a client that connects with the hub sees their tools;
 	// 0 means 10 s.
 	Warmup time.Duration
+	// Store, when set, keeps sessions, streams and events across restarts.
+	Store Store
 }
 
 // Hub is mcphub as an MCP server: it owns the upstreams of the registry's
@@ -66,6 +68,8 @@ type Hub struct {
 
 	subsMu sync.Mutex
 	subs   map[string]int // "server\x00uri" → sessions subscribed
+
+	writer *writer // batches writes to Store; nil without one
 
 	wg        sync.WaitGroup
 	closeOnce sync.Once
@@ -108,15 +112,34 @@ func (h *Hub) Start(ctx context.Context) error {
 	h.mu.Lock()
 	for _, spec := range h.reg.Servers {
 		if spec.Enabled {
-			h.addServerLocked(spec)
+			h.servers[spec.Name] = h.newServerLocked(spec)
 		}
+	}
+	if h.opts.Store != nil {
+		h.writer = newWriter(h.opts.Store, h.log)
+		// Sessions come back before any upstream starts, so requests that
+		// were in flight are handed to their upstreams first.
+		if err := h.restoreLocked(); err != nil {
+			h.mu.Unlock()
+			h.writer.close()
+			return err
+		}
+	}
+	for _, e := range h.servers {
+		e.up.Start(h.ctx)
 	}
 	h.rebuildLocked()
 	h.mu.Unlock()
-	h.wg.Add(1)
+	h.applyLogLevels()
+	h.resubscribe()
+	h.wg.Add(2)
 	go func() {
 		defer h.wg.Done()
 		h.warmup()
+	}()
+	go func() {
+		defer h.wg.Done()
+		h.runSweeper()
 	}()
 	return nil
 }
@@ -170,11 +193,14 @@ func (h *Hub) warmup() {
 	}
 }
 
+// anyStarting reports whether a server is still connecting for the first
+// time with nothing known of it; a server whose catalog is cached from the
+// last run is served from the cache meanwhile.
 func (h *Hub) anyStarting() bool {
 	h.mu.RLock()
 	defer h.mu.RUnlock()
 	for _, e := range h.servers {
-		if e.up.Status().State == StateStarting {
+		if e.up.Status().State == StateStarting && e.up.Initialize() == nil {
 			return true
 		}
 	}
@@ -280,6 +306,9 @@ func (h *Hub) Close() error {
 		}
 		h.notifyMu.Unlock()
 		h.wg.Wait()
+		if h.writer != nil {
+			h.writer.close()
+		}
 	})
 	return nil
 }

@@ -46,6 +46,7 @@ func (h *Hub) initialize(w http.ResponseWriter, r *http.Request, endpoint string
 	}
 	h.sessions[s.id] = s
 	h.mu.Unlock()
+	h.saveSession(s, true)
 	h.applyLogLevels()
 	name, _ := jsonrpc.StringMember(info, "name")
 	h.log.Info("session started", "session", s.id, "endpoint", endpointName(endpoint), "client", name, "protocol", version)
@@ -163,6 +164,9 @@ func (h *Hub) endSession(s *session) {
 	delete(h.sessions, s.id)
 	h.mu.Unlock()
 	s.close()
+	if h.writer != nil {
+		h.writer.add(StoreOp{DeleteSession: s.id}, nil)
+	}
 	s.mu.Lock()
 	uris := make([]string, 0, len(s.subs))
 	for uri := range s.subs {
@@ -198,8 +202,19 @@ func (h *Hub) endSession(s *session) {
 // sessionPeer delivers what an upstream sends about one call to the session
 // that made it: on the call's own SSE stream, or its standalone stream.
 type sessionPeer struct {
-	s    *session
-	send func([]byte)
+	h      *Hub
+	s      *session
+	st     *stream // the call's POST stream; nil for a JSON reply
+	server string  // set when the call is forwarded
+	send   func([]byte)
+}
+
+// Forwarded records where the call went upstream, so that a hub restart
+// can still finish it (see Adopter). Upstreams call it when they can.
+func (p *sessionPeer) Forwarded(upstreamID json.RawMessage, hubToken string, progressToken json.RawMessage) {
+	if p.h != nil {
+		p.h.saveCall(p.st, p.server, upstreamID, hubToken, progressToken)
+	}
 }
 
 func (p *sessionPeer) Notify(msg *jsonrpc.Message) {

@@ -38,6 +38,7 @@ func (h *Hub) route(ctx context.Context, s *session, m *jsonrpc.Message, peer Pe
 		s.mu.Lock()
 		s.logLevel = level
 		s.mu.Unlock()
+		h.saveSession(s, false)
 		h.applyLogLevels()
 		return json.RawMessage(`{}`), nil
 	case "tools/call":
@@ -142,6 +143,9 @@ func (h *Hub) forward(ctx context.Context, s *session, server, method string, pa
 	if method == "tools/call" {
 		timeout = e.spec.CallTimeout
 	}
+	if sp, ok := peer.(*sessionPeer); ok {
+		sp.server = server
+	}
 	ctx, cancel := context.WithTimeoutCause(ctx, timeout,
 		fmt.Errorf("%w: server %s did not answer %s within %s; the request was cancelled upstream", errTimeout, server, method, timeout))
 	defer cancel()
@@ -190,6 +194,7 @@ func (h *Hub) subscribe(ctx context.Context, s *session, m *jsonrpc.Message) (js
 	if had == on {
 		return json.RawMessage(`{}`), nil
 	}
+	h.saveSession(s, false)
 	if !h.countSubscription(server, s.id, uri, on) {
 		return json.RawMessage(`{}`), nil
 	}

@@ -88,7 +88,23 @@ func (s *session) touch() { s.lastSeen.Store(time.Now().UnixNano()) }
 // protocol 2025-11-25 and later, which let clients resume from it.
 func (s *session) primes() bool { return jsonrpc.AtLeast(s.version, jsonrpc.Version20251125) }
 
-// openStream creates a stream of the session.
+// openStream creates a stream of the session: persisted, and primed for
+// sessions that resume from a priming event.
+func (h *Hub) openStream(s *session, post bool, requestID json.RawMessage) (*stream, error) {
+	st, err := s.openStream(post)
+	if err != nil {
+		return nil, err
+	}
+	st.requestID = requestID
+	h.bindStream(s, st)
+	h.saveStream(s, st)
+	if s.primes() {
+		st.append(nil, false)
+	}
+	return st, nil
+}
+
+// openStream creates and registers a stream of the session.
 func (s *session) openStream(post bool) (*stream, error) {
 	s.mu.Lock()
 	defer s.mu.Unlock()
@@ -106,7 +122,7 @@ func (s *session) openStream(post bool) (*stream, error) {
 			return nil, fmt.Errorf("%w: this session already has %d open GET streams", errTooManyStreams, open)
 		}
 	}
-	st := newStream(newStreamID(), post, s.primes())
+	st := newStream(newStreamID(), post)
 	s.streams[st.id] = st
 	return st, nil
 }
@@ -250,6 +266,22 @@ func (s *session) close() {
 	s.closed = true
 	s.mu.Unlock()
 	s.cancel()
+}
+
+// busy reports whether the session is in use now: a stream is attached or a
+// request is in flight. Idle expiry leaves busy sessions alone.
+func (s *session) busy() bool {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if len(s.calls) > 0 {
+		return true
+	}
+	for _, st := range s.streams {
+		if st.isAttached() {
+			return true
+		}
+	}
+	return false
 }
 
 // level returns the session's log level ("" when never set).

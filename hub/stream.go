@@ -36,32 +36,36 @@ type event struct {
 // Last-Event-ID of one of its events resumes it.
 //
 // Exactly one HTTP handler serves an attached stream; writers only append
-// and wake it, so the ResponseWriter has a single owner.
+// and wake it, so the ResponseWriter has a single owner. With a store, an
+// event goes on the wire only once it is committed (persist calls back), and
+// events older than those kept in memory are read back from the store.
 type stream struct {
-	id   string
-	post bool
+	id        string
+	post      bool
+	requestID []byte // the client's id of a POST stream's request
 
-	mu       sync.Mutex
-	events   []event // retained events, oldest first
-	next     int     // seq of the next event
-	attached bool
-	finished bool // a POST stream whose response has been appended
-	wake     chan struct{}
+	persist func(ev event, final bool, committed func())
+	load    func(after int) ([]event, error)
+
+	mu        sync.Mutex
+	events    []event // retained events, oldest first
+	next      int     // seq of the next event
+	committed int     // highest seq that may go on the wire
+	attached  bool
+	finished  bool // a POST stream whose response has been appended
+	wake      chan struct{}
 }
 
-func newStream(id string, post, prime bool) *stream {
-	st := &stream{id: id, post: post, wake: make(chan struct{}, 1)}
-	if prime {
-		st.events = append(st.events, event{seq: 0})
-		st.next = 1
-	}
-	return st
+func newStream(id string, post bool) *stream {
+	return &stream{id: id, post: post, wake: make(chan struct{}, 1), committed: -1}
 }
 
-// append adds an event and wakes the handler serving the stream, if any.
+// append adds an event and, once it is committed, wakes the handler serving
+// the stream.
 func (st *stream) append(data []byte, final bool) {
 	st.mu.Lock()
-	st.events = append(st.events, event{seq: st.next, data: data})
+	ev := event{seq: st.next, data: data}
+	st.events = append(st.events, ev)
 	st.next++
 	if len(st.events) > maxStreamEvents {
 		st.events = append(st.events[:0:0], st.events[len(st.events)-maxStreamEvents:]...)
@@ -69,7 +73,28 @@ func (st *stream) append(data []byte, final bool) {
 	if final {
 		st.finished = true
 	}
+	persist := st.persist
+	if persist == nil {
+		st.committed = ev.seq
+	}
 	st.mu.Unlock()
+	if persist != nil {
+		persist(ev, final, func() { st.commit(ev.seq) })
+		return
+	}
+	st.signal()
+}
+
+func (st *stream) commit(seq int) {
+	st.mu.Lock()
+	if seq > st.committed {
+		st.committed = seq
+	}
+	st.mu.Unlock()
+	st.signal()
+}
+
+func (st *stream) signal() {
 	select {
 	case st.wake <- struct{}{}:
 	default:
@@ -84,25 +109,24 @@ func (st *stream) isAttached() bool {
 }
 
 // attach claims the stream for one handler, starting after seq from (-1 for
-// the beginning). It fails when another handler serves it or the events
-// after from were purged.
+// the beginning). It fails when another handler serves it, when from is not
+// an event of the stream, or when the events after from are gone.
 func (st *stream) attach(from int) (cursor int, err error) {
 	st.mu.Lock()
-	defer st.mu.Unlock()
 	if st.attached {
+		st.mu.Unlock()
 		return 0, errStreamBusy
 	}
 	if from >= st.next {
+		st.mu.Unlock()
 		return 0, errBadEventID
 	}
-	oldest := st.next
-	if len(st.events) > 0 {
-		oldest = st.events[0].seq
-	}
-	if from+1 < oldest {
-		return 0, errPurged
-	}
 	st.attached = true
+	st.mu.Unlock()
+	if _, _, err := st.since(from + 1); err != nil {
+		st.detach()
+		return 0, err
+	}
 	return from + 1, nil
 }
 
@@ -112,20 +136,48 @@ func (st *stream) detach() {
 	st.mu.Unlock()
 }
 
-// since returns the events from seq cursor on, and whether the stream is
-// finished with nothing more to send after them.
-func (st *stream) since(cursor int) ([]event, bool) {
+// since returns the committed events from seq cursor on, reading back from
+// the store what memory no longer holds, and whether the stream is finished
+// with nothing left to send after them.
+func (st *stream) since(cursor int) ([]event, bool, error) {
 	st.mu.Lock()
-	defer st.mu.Unlock()
+	oldest := st.next
+	if len(st.events) > 0 {
+		oldest = st.events[0].seq
+	}
+	committed, next, finished, load := st.committed, st.next, st.finished, st.load
 	var out []event
-	if n := len(st.events); n > 0 {
-		first := st.events[0].seq
-		if i := cursor - first; i < n {
-			out = append(out, st.events[max(i, 0):]...)
+	for _, ev := range st.events {
+		if ev.seq >= cursor && ev.seq <= committed {
+			out = append(out, ev)
 		}
 	}
-	return out, st.finished
+	st.mu.Unlock()
+	if cursor < oldest && cursor <= committed {
+		if load == nil {
+			return nil, false, errPurged
+		}
+		stored, err := load(cursor - 1)
+		if err != nil {
+			return nil, false, err
+		}
+		if len(stored) == 0 || stored[0].seq != cursor {
+			return nil, false, errPurged
+		}
+		var older []event
+		for _, ev := range stored {
+			if ev.seq < oldest && ev.seq <= committed {
+				older = append(older, ev)
+			}
+		}
+		out = append(older, out...)
+	}
+	return out, finished && committed == next-1, nil
 }
+
+// primingRetryMs is the reconnect delay the priming event suggests: a client
+// whose stream drops comes back quickly, and a hub restart takes about that.
+const primingRetryMs = 1000
 
 // eventID names an event: the stream's id and the event's sequence number.
 func eventID(stream string, seq int) string { return stream + "_" + strconv.Itoa(seq) }
@@ -168,9 +220,15 @@ func (st *stream) serve(w http.ResponseWriter, cursor int, heartbeat time.Durati
 		if pull != nil {
 			pull(st)
 		}
-		evs, finished := st.since(cursor)
+		evs, finished, err := st.since(cursor)
+		if err != nil {
+			return false, err
+		}
 		for _, ev := range evs {
 			e := sse.Event{ID: eventID(st.id, ev.seq), HasID: true, HasData: true, Data: string(ev.data)}
+			if ev.data == nil && ev.seq == 0 {
+				e.Retry, e.HasRetry = primingRetryMs, true
+			}
 			if err := sw.WriteEvent(e); err != nil {
 				return false, fmt.Errorf("write event: %w", err)
 			}

@@ -18,6 +18,7 @@ import (
 	"github.com/mcphub/mcphub/client"
 	"github.com/mcphub/mcphub/hub"
 	"github.com/mcphub/mcphub/registry"
+	"github.com/mcphub/mcphub/store"
 )
 
 type serveFlags struct {
@@ -25,6 +26,7 @@ type serveFlags struct {
 	logFormat      string
 	logLevel       string
 	disablePostSSE bool
+	noStore        bool
 }
 
 const serveLong = `Start the hub: connect to every enabled server in the registry and serve
@@ -59,6 +61,7 @@ func newServeCmd(a *app) *cobra.Command {
 	fl.StringVar(&f.logFormat, "log-format", "text", "log format: text or json")
 	fl.StringVar(&f.logLevel, "log-level", "info", "log level: debug, info, warn or error")
 	fl.BoolVar(&f.disablePostSSE, "disable-post-sse", false, "answer every POST with JSON, never an SSE stream ([hub] post_sse = false)")
+	fl.BoolVar(&f.noStore, "no-store", false, "keep sessions and events in memory only (they do not survive a restart)")
 	return cmd
 }
 
@@ -105,13 +108,23 @@ func runServe(a *app, f serveFlags) error {
 	}
 	defer release()
 
-	h := hub.New(hub.Options{
+	db, err := store.Open(a.dataDir)
+	if err != nil {
+		ln.Close()
+		return err
+	}
+	defer db.Close()
+	opts := hub.Options{
 		Registry:    reg,
-		NewUpstream: newUpstream(log),
+		NewUpstream: newStoredUpstream(log, db),
 		Version:     mcphubVersion(),
 		Logger:      log,
 		Token:       token,
-	})
+	}
+	if !f.noStore {
+		opts.Store = hubStore{db}
+	}
+	h := hub.New(opts)
 	if err := h.Start(context.Background()); err != nil {
 		ln.Close()
 		return err
@@ -235,7 +248,12 @@ func reportServers(a *app, h *hub.Hub) (stop func()) {
 }
 
 // newUpstream makes each registry server a supervised bridge.Server.
-func newUpstream(log *slog.Logger) hub.NewUpstreamFunc {
+func newUpstream(log *slog.Logger) hub.NewUpstreamFunc { return newStoredUpstream(log, nil) }
+
+// newStoredUpstream is newUpstream with persistence: an HTTP server's
+// connection state is saved as it changes and offered back on the next start
+// (its session and streams resume), and every server's catalog is cached.
+func newStoredUpstream(log *slog.Logger, db *store.Store) hub.NewUpstreamFunc {
 	return func(spec *registry.Server, hc registry.Hub, events hub.UpstreamEvents) hub.Upstream {
 		cc := client.Config{
 			Command: spec.Command, Args: spec.Args, Env: spec.Env, Dir: spec.Cwd,
@@ -249,13 +267,31 @@ func newUpstream(log *slog.Logger) hub.NewUpstreamFunc {
 				cc.Command = exe
 			}
 		}
-		return upstream{bridge.New(bridge.Config{
+		cfg := bridge.Config{
 			Name: spec.Name, Client: cc, Share: spec.Share,
 			ConnectTimeout: spec.ConnectTimeout, RequestTimeout: hc.RequestTimeout,
 			MaxResponseBytes: hc.MaxResponseBytes,
 			Changed:          events.Changed, Notification: events.Notification, Request: events.Request,
 			Logger: log,
-		})}
+		}
+		if db == nil {
+			return upstream{bridge.New(cfg)}
+		}
+		saver := &serverPersistence{st: db, name: spec.Name, log: log}
+		if spec.Kind() == registry.KindRemote {
+			cfg.Client.Resume = saver.resume()
+			cfg.Client.OnState = saver.saveState
+		}
+		cfg.Cache = saver.cache()
+		var srv *bridge.Server
+		cfg.Changed = func() {
+			events.Changed()
+			if srv != nil {
+				saver.saveCatalog(srv.Catalog())
+			}
+		}
+		srv = bridge.New(cfg)
+		return upstream{srv}
 	}
 }
 

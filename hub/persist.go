@@ -1,0 +1,249 @@
+package hub
+
+import (
+	"sync"
+	"time"
+)
+
+// Store is where the hub keeps what must survive a restart: sessions, their
+// streams and every event, and where in-flight requests went. cmd/mcphub
+// plugs the SQLite store in; without one the hub keeps everything in memory.
+type Store interface {
+	// Write applies a batch of writes in one transaction, in order.
+	Write(ops []StoreOp) error
+	Sessions() ([]SessionRecord, error)
+	Streams(session string) ([]StreamRecord, error)
+	// EventsAfter returns a stream's stored events with seq > after.
+	EventsAfter(stream string, after int) ([]EventRecord, error)
+	Calls() ([]CallRecord, error)
+	// Sweep deletes sessions idle since before idleBefore and trims each
+	// session's events to its budget; it returns the deleted session ids.
+	Sweep(idleBefore time.Time, maxEvents int, maxBytes int64) ([]string, error)
+}
+
+// SessionRecord is a stored downstream session.
+type SessionRecord struct {
+	ID, Endpoint, Version    string
+	ClientInfo, Capabilities []byte
+	LogLevel                 string
+	Subscriptions            []string // nil leaves stored subscriptions alone
+	Created, LastSeen        time.Time
+}
+
+// StreamRecord is a stored SSE stream.
+type StreamRecord struct {
+	ID, Session    string
+	Post, Finished bool
+	RequestID      string
+	NextSeq        int
+}
+
+// EventRecord is a stored SSE event; Data is nil for a priming event.
+type EventRecord struct {
+	Session, Stream string
+	Seq             int
+	Data            []byte
+}
+
+// CallRecord says where a POST stream's request went upstream.
+type CallRecord struct {
+	Stream, Server, UpstreamID, HubToken, ProgressToken string
+}
+
+// StoreOp is one write; exactly one field is set.
+type StoreOp struct {
+	Session       *SessionRecord
+	DeleteSession string
+	Stream        *StreamRecord
+	Event         *EventRecord
+	Call          *CallRecord
+	DeleteCall    string
+}
+
+// writer batches the hub's writes: whatever arrives while a transaction is
+// being written goes into the next one, so persistence costs one commit per
+// burst rather than one per event. Each write may carry a callback that runs
+// once the write is durable; streams use it to release events to the wire.
+type writer struct {
+	store Store
+	log   interface{ Error(string, ...any) }
+
+	mu    sync.Mutex
+	ops   []StoreOp
+	after []func()
+	wake  chan struct{}
+	quit  chan struct{}
+	done  chan struct{}
+}
+
+func newWriter(s Store, log interface{ Error(string, ...any) }) *writer {
+	w := &writer{store: s, log: log, wake: make(chan struct{}, 1), quit: make(chan struct{}), done: make(chan struct{})}
+	go w.run()
+	return w
+}
+
+// add queues a write; after, if set, runs once it is committed.
+func (w *writer) add(op StoreOp, after func()) {
+	w.mu.Lock()
+	w.ops = append(w.ops, op)
+	if after != nil {
+		w.after = append(w.after, after)
+	}
+	w.mu.Unlock()
+	select {
+	case w.wake <- struct{}{}:
+	default:
+	}
+}
+
+// sync queues a write and waits until it is committed.
+func (w *writer) sync(op StoreOp) {
+	done := make(chan struct{})
+	w.add(op, func() { close(done) })
+	select {
+	case <-done:
+	case <-w.done:
+	}
+}
+
+func (w *writer) run() {
+	defer close(w.done)
+	for {
+		select {
+		case <-w.wake:
+		case <-w.quit:
+			w.flush()
+			return
+		}
+		w.flush()
+	}
+}
+
+func (w *writer) flush() {
+	w.mu.Lock()
+	ops, after := w.ops, w.after
+	w.ops, w.after = nil, nil
+	w.mu.Unlock()
+	if len(ops) == 0 {
+		return
+	}
+	if err := w.store.Write(ops); err != nil {
+		// The wire must not stall on a broken disk; the events still go
+		// out, they just will not survive a restart.
+		w.log.Error("could not persist session state", "ops", len(ops), "err", err)
+	}
+	for _, f := range after {
+		f()
+	}
+}
+
+// close writes what is queued and stops.
+func (w *writer) close() {
+	close(w.quit)
+	<-w.done
+}
+
+// Retention budgets for stored events, per session.
+var (
+	maxSessionEvents       = 10000
+	maxSessionBytes  int64 = 16 << 20
+)
+
+// sweepInterval is how often idle sessions and old events are swept.
+var sweepInterval = time.Minute
+
+// bindStream makes a stream persistent: its events are written before they
+// go on the wire, and read back for a resume older than memory holds.
+func (h *Hub) bindStream(s *session, st *stream) {
+	if h.writer == nil {
+		return
+	}
+	sid := s.id
+	st.persist = func(ev event, final bool, committed func()) {
+		h.writer.add(StoreOp{Event: &EventRecord{Session: sid, Stream: st.id, Seq: ev.seq, Data: ev.data}}, nil)
+		if final {
+			h.writer.add(StoreOp{Stream: &StreamRecord{ID: st.id, Session: sid, Post: st.post, RequestID: string(st.requestID), Finished: true}}, nil)
+			h.writer.add(StoreOp{DeleteCall: st.id}, nil)
+		}
+		h.writer.add(StoreOp{}, committed)
+	}
+	st.load = func(after int) ([]event, error) {
+		recs, err := h.opts.Store.EventsAfter(st.id, after)
+		if err != nil {
+			return nil, err
+		}
+		out := make([]event, len(recs))
+		for i, r := range recs {
+			out[i] = event{seq: r.Seq, data: r.Data}
+		}
+		return out, nil
+	}
+}
+
+// saveStream records a new stream.
+func (h *Hub) saveStream(s *session, st *stream) {
+	if h.writer != nil {
+		h.writer.add(StoreOp{Stream: &StreamRecord{ID: st.id, Session: s.id, Post: st.post, RequestID: string(st.requestID)}}, nil)
+	}
+}
+
+// saveSession records a session's settings; wait makes it durable before
+// returning (initialize, so a restart right after still knows the session).
+func (h *Hub) saveSession(s *session, wait bool) {
+	if h.writer == nil {
+		return
+	}
+	s.mu.Lock()
+	rec := &SessionRecord{ID: s.id, Endpoint: s.endpoint, Version: s.version, ClientInfo: s.clientInfo, Capabilities: s.caps.raw,
+		LogLevel: s.logLevel, Created: s.created, LastSeen: time.Unix(0, s.lastSeen.Load()), Subscriptions: []string{}}
+	for uri := range s.subs {
+		rec.Subscriptions = append(rec.Subscriptions, uri)
+	}
+	s.mu.Unlock()
+	if wait {
+		h.writer.sync(StoreOp{Session: rec})
+	} else {
+		h.writer.add(StoreOp{Session: rec}, nil)
+	}
+}
+
+// saveCall records where a POST stream's request went upstream.
+func (h *Hub) saveCall(st *stream, server string, upstreamID []byte, hubToken string, progressToken []byte) {
+	if h.writer != nil && st != nil {
+		h.writer.add(StoreOp{Call: &CallRecord{Stream: st.id, Server: server, UpstreamID: string(upstreamID), HubToken: hubToken, ProgressToken: string(progressToken)}}, nil)
+	}
+}
+
+// sweep ends sessions idle past the TTL, records when the others were last
+// seen, and trims stored events to their budget.
+func (h *Hub) sweep() {
+	ttl := h.registry().Hub.SessionTTL
+	cutoff := time.Now().Add(-ttl)
+	for _, s := range h.sessionList() {
+		if time.Unix(0, s.lastSeen.Load()).Before(cutoff) && !s.busy() {
+			h.log.Info("session expired", "session", s.id, "idle_ttl", ttl)
+			h.endSession(s)
+			continue
+		}
+		h.saveSession(s, false)
+	}
+	if h.opts.Store == nil {
+		return
+	}
+	if _, err := h.opts.Store.Sweep(cutoff, maxSessionEvents, maxSessionBytes); err != nil {
+		h.log.Error("could not sweep the store", "err", err)
+	}
+}
+
+func (h *Hub) runSweeper() {
+	t := time.NewTicker(sweepInterval)
+	defer t.Stop()
+	for {
+		select {
+		case <-t.C:
+			h.sweep()
+		case <-h.ctx.Done():
+			return
+		}
+	}
+}
