@@ -163,15 +163,16 @@ func (h *Hub) servePost(w http.ResponseWriter, r *http.Request, endpoint string)
 
 // clientRequest runs one request and answers it as JSON or as an SSE stream.
 func (h *Hub) clientRequest(w http.ResponseWriter, r *http.Request, s *session, m *jsonrpc.Message) {
-	acc := parseAccept(r.Header.Get("Accept"))
+	acc := parseAccept(acceptHeader(r))
 	sse := useSSE(acc, h.registry().Hub.PostSSE, m)
 	h.log.Debug("reply mode", "method", m.Method, "accept", acc.mode.String(), "prefers_sse", acc.prefersSSE, "sse", sse, "session", s.id)
 
 	// The call belongs to the session, not to the HTTP request: a client
 	// whose SSE connection drops may resume it. Only a JSON reply, which
 	// cannot be resumed, ends with its connection.
-	ctx, cancel := context.WithCancel(s.ctx)
-	untrack := s.track(m.ID, cancel)
+	ctx, cancelCause := context.WithCancelCause(s.ctx)
+	cancel := func() { cancelCause(nil) }
+	untrack := s.track(m.ID, cancelCause)
 	if !sse {
 		defer cancel()
 		defer untrack()
@@ -201,6 +202,12 @@ func (h *Hub) clientRequest(w http.ResponseWriter, r *http.Request, s *session, 
 		defer untrack()
 		res, err := h.route(ctx, s, m, &sessionPeer{h: h, s: s, st: st, send: func(b []byte) { st.append(b, false) }})
 		var reply []byte
+		if err != nil && errors.Is(context.Cause(ctx), errClientCancelled) {
+			// The client cancelled: no response, as the spec asks; the
+			// stream just ends.
+			st.finish()
+			return
+		}
 		if err != nil {
 			e, _ := h.rpcError(err, s.endpoint)
 			reply = jsonrpc.NewErrorResponse(m.ID, e).Encode()
@@ -216,6 +223,12 @@ func (h *Hub) clientRequest(w http.ResponseWriter, r *http.Request, s *session, 
 	}
 }
 
+// acceptHeader joins every Accept line: several lines mean the same as one
+// comma-separated list (RFC 9110 §5.3).
+func acceptHeader(r *http.Request) string {
+	return strings.Join(r.Header.Values("Accept"), ",")
+}
+
 func flush(w http.ResponseWriter) {
 	if f, ok := w.(http.Flusher); ok {
 		f.Flush()
@@ -226,7 +239,7 @@ func flush(w http.ResponseWriter) {
 // Last-Event-ID: its missed events are replayed, then it continues live.
 func (h *Hub) serveGet(w http.ResponseWriter, r *http.Request, endpoint string) {
 	start := time.Now()
-	if parseAccept(r.Header.Get("Accept")).mode < acceptSSEOnly {
+	if parseAccept(acceptHeader(r)).mode < acceptSSEOnly {
 		httpError(w, http.StatusNotAcceptable, "Not Acceptable: a GET must accept text/event-stream")
 		return
 	}

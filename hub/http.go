@@ -36,6 +36,8 @@ func (h *Hub) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 		h.serveReady(w, r)
 	case path == "/control/restart":
 		h.serveRestart(w, r)
+	case path == "/control/sessions":
+		h.serveSessions(w, r)
 	default:
 		server, rest, ok := strings.Cut(strings.TrimPrefix(path, "/"), "/")
 		if !ok || h.server(server) == nil {
@@ -147,8 +149,9 @@ func (h *Hub) checkAuth(w http.ResponseWriter, r *http.Request) bool {
 	if h.opts.Token == "" {
 		return true
 	}
-	got, ok := strings.CutPrefix(r.Header.Get("Authorization"), "Bearer ")
-	if ok && subtle.ConstantTimeCompare([]byte(got), []byte(h.opts.Token)) == 1 {
+	// The scheme name is case-insensitive (RFC 9110 §11.1).
+	scheme, got, _ := strings.Cut(strings.TrimSpace(r.Header.Get("Authorization")), " ")
+	if strings.EqualFold(scheme, "Bearer") && subtle.ConstantTimeCompare([]byte(strings.TrimSpace(got)), []byte(h.opts.Token)) == 1 {
 		return true
 	}
 	h.log.Warn("refused a request without a valid token", "path", r.URL.Path)

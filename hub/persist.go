@@ -19,6 +19,8 @@ type Store interface {
 	// Sweep deletes sessions idle since before idleBefore and trims each
 	// session's events to its budget; it returns the deleted session ids.
 	Sweep(idleBefore time.Time, maxEvents int, maxBytes int64) ([]string, error)
+	// Counts reports a session's stored events and their bytes.
+	Counts(session string) (events int, bytes int64, err error)
 }
 
 // SessionRecord is a stored downstream session.

@@ -44,7 +44,7 @@ type session struct {
 	streams  map[string]*stream
 	queue    [][]byte // messages waiting for a standalone stream
 	dropped  int
-	calls    map[string]context.CancelFunc    // downstream request id → cancel
+	calls    map[string]context.CancelCauseFunc // downstream request id → cancel
 	replies  map[string]chan *jsonrpc.Message // hub-minted request id → waiter
 	nextOut  int64
 	closed   bool
@@ -76,7 +76,7 @@ func newSession(parent context.Context, endpoint, version string, clientInfo, ca
 		clientInfo: clientInfo, caps: parseClientCaps(caps),
 		ctx: ctx, cancel: cancel,
 		subs: map[string]struct{}{}, streams: map[string]*stream{},
-		calls: map[string]context.CancelFunc{}, replies: map[string]chan *jsonrpc.Message{},
+		calls: map[string]context.CancelCauseFunc{}, replies: map[string]chan *jsonrpc.Message{},
 	}
 	s.touch()
 	return s
@@ -124,7 +124,31 @@ func (s *session) openStream(post bool) (*stream, error) {
 	}
 	st := newStream(newStreamID(), post)
 	s.streams[st.id] = st
+	s.pruneLocked()
 	return st, nil
+}
+
+// maxSessionStreams bounds the streams a session keeps in memory: a client
+// that reconnects often leaves detached streams behind. Past the bound,
+// detached streams with no request in flight are forgotten (a Last-Event-ID
+// naming one is then refused as unknown).
+var maxSessionStreams = 64
+
+func (s *session) pruneLocked() {
+	if len(s.streams) <= maxSessionStreams {
+		return
+	}
+	for id, st := range s.streams {
+		if len(s.streams) <= maxSessionStreams*3/4 {
+			return
+		}
+		st.mu.Lock()
+		idle := !st.attached && (!st.post || st.finished)
+		st.mu.Unlock()
+		if idle {
+			delete(s.streams, id)
+		}
+	}
 }
 
 var errTooManyStreams = errors.New("too many streams")
@@ -166,6 +190,12 @@ func (s *session) deliver(data []byte) {
 	}
 	for _, st := range s.streams {
 		if !st.post && st.isAttached() {
+			// Older queued messages go first, so order is kept when a
+			// stream has just attached and not pulled yet.
+			for _, q := range s.queue {
+				st.append(q, false)
+			}
+			s.queue = nil
 			st.append(data, false)
 			return
 		}
@@ -177,20 +207,21 @@ func (s *session) deliver(data []byte) {
 	}
 }
 
-// pull moves queued messages into st, which a handler now serves.
+// pull moves queued messages into st, which a handler now serves. It holds
+// the session lock while appending, so a message delivered meanwhile cannot
+// overtake the queued ones.
 func (s *session) pull(st *stream) {
 	s.mu.Lock()
-	q := s.queue
-	s.queue = nil
-	s.mu.Unlock()
-	for _, data := range q {
+	defer s.mu.Unlock()
+	for _, data := range s.queue {
 		st.append(data, false)
 	}
+	s.queue = nil
 }
 
 // track registers an in-flight client request so notifications/cancelled can
 // reach it; the returned function unregisters it.
-func (s *session) track(id json.RawMessage, cancel context.CancelFunc) func() {
+func (s *session) track(id json.RawMessage, cancel context.CancelCauseFunc) func() {
 	key := string(id)
 	s.mu.Lock()
 	s.calls[key] = cancel
@@ -202,13 +233,16 @@ func (s *session) track(id json.RawMessage, cancel context.CancelFunc) func() {
 	}
 }
 
+// errClientCancelled is the cause of a call the client cancelled.
+var errClientCancelled = errors.New("cancelled by the client")
+
 // cancelCall cancels the in-flight request the client named.
 func (s *session) cancelCall(id json.RawMessage) bool {
 	s.mu.Lock()
 	cancel := s.calls[string(id)]
 	s.mu.Unlock()
 	if cancel != nil {
-		cancel()
+		cancel(errClientCancelled)
 	}
 	return cancel != nil
 }

@@ -85,6 +85,14 @@ func (st *stream) append(data []byte, final bool) {
 	st.signal()
 }
 
+// finish ends a POST stream without a response (its request was cancelled).
+func (st *stream) finish() {
+	st.mu.Lock()
+	st.finished = true
+	st.mu.Unlock()
+	st.signal()
+}
+
 func (st *stream) commit(seq int) {
 	st.mu.Lock()
 	if seq > st.committed {
