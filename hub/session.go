@@ -45,7 +45,7 @@ type session struct {
 	queue    [][]byte // messages waiting for a standalone stream
 	dropped  int
 	calls    map[string]context.CancelCauseFunc // downstream request id → cancel
-	replies  map[string]chan *jsonrpc.Message // hub-minted request id → waiter
+	replies  map[string]chan *jsonrpc.Message   // hub-minted request id → waiter
 	nextOut  int64
 	closed   bool
 }
