@@ -168,7 +168,11 @@ func New(cfg Config) *Server {
 	}
 	cfg.Client.Name = cfg.Name
 	cfg.Client.Logger = cfg.Logger
-	return &Server{cfg: cfg, log: cfg.Logger.With("server", cfg.Name), sessions: map[string]*link{}}
+	s := &Server{cfg: cfg, log: cfg.Logger.With("server", cfg.Name), sessions: map[string]*link{}}
+	// The shared link exists from the start, so calls of an earlier run can
+	// be adopted before it connects.
+	s.shared = newLink(s, "")
+	return s
 }
 
 // Name is the server's registry name.
@@ -179,17 +183,21 @@ func (s *Server) Start(ctx context.Context) {
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	s.ctx, s.cancel = context.WithCancel(ctx)
-	s.shared = s.newLinkLocked("")
+	s.superviseLocked(s.shared)
 }
 
 func (s *Server) newLinkLocked(session string) *link {
 	l := newLink(s, session)
+	s.superviseLocked(l)
+	return l
+}
+
+func (s *Server) superviseLocked(l *link) {
 	s.wg.Add(1)
 	go func() {
 		defer s.wg.Done()
 		l.supervise(s.ctx)
 	}()
-	return l
 }
 
 // Close stops every connection and waits for them.
@@ -209,7 +217,7 @@ func (s *Server) Close() error {
 func (s *Server) linkFor(session string) (*link, error) {
 	s.mu.Lock()
 	defer s.mu.Unlock()
-	if s.closed || s.shared == nil {
+	if s.closed || s.ctx == nil {
 		return nil, &unavailableError{fmt.Sprintf("server %s is stopped", s.cfg.Name)}
 	}
 	if s.cfg.Share != ShareSession || session == "" {
@@ -229,7 +237,7 @@ func (s *Server) Call(ctx context.Context, session, method string, params json.R
 	if err != nil {
 		return nil, err
 	}
-	return l.call(ctx, method, params, peer)
+	return l.call(ctx, session, method, params, peer)
 }
 
 // Notify forwards a client notification from session.

@@ -66,25 +66,9 @@ type adoption struct {
 // inflight is one call on a link and where its messages go.
 type inflight struct {
 	peer      Peer
+	session   string // the client session that made the call
 	upID      json.RawMessage
 	origToken json.RawMessage // the client's progress token, nil if none
-
-	mu       sync.Mutex
-	progress float64 // the last progress value passed on
-	sent     bool
-}
-
-// advance reports whether a progress value moves the call forward. Progress
-// must increase (the spec's rule), so a value already passed on is a
-// duplicate, as a resumed upstream stream may replay, and is dropped.
-func (c *inflight) advance(v float64) bool {
-	c.mu.Lock()
-	defer c.mu.Unlock()
-	if c.sent && v <= c.progress {
-		return false
-	}
-	c.progress, c.sent = v, true
-	return true
 }
 
 // forwarded is the optional Peer method that records where a call went, so a
@@ -378,12 +362,12 @@ func (l *link) waitConnected(ctx context.Context) *client.Conn {
 // call forwards one request on the link, with a fresh upstream id and, when
 // the client asked for progress, a fresh progress token mapped back to the
 // client's own.
-func (l *link) call(ctx context.Context, method string, params json.RawMessage, peer Peer) (json.RawMessage, error) {
+func (l *link) call(ctx context.Context, session, method string, params json.RawMessage, peer Peer) (json.RawMessage, error) {
 	conn := l.waitConnected(ctx)
 	if conn == nil {
 		return nil, l.unavailable()
 	}
-	c := &inflight{peer: peer, upID: conn.NextID()}
+	c := &inflight{peer: peer, session: session, upID: conn.NextID()}
 	var hubToken string
 	if peer != nil {
 		if meta, ok := jsonrpc.Member(params, "_meta"); ok {
@@ -452,29 +436,36 @@ func (l *link) untrack(c *inflight, token string) {
 }
 
 // owner finds the call a message belongs to: the request whose stream
-// carried it when the transport tells, else the only call in flight. With
-// several calls in flight on a transport that does not tell (stdio), it is
-// the most recent one that can take it; share = "session" makes this exact.
-func (l *link) owner(related json.RawMessage, onlyIfSole bool) *inflight {
+// carried it, when the transport tells. Otherwise (stdio) it can only be
+// inferred when every call in flight comes from one session: then it is that
+// session's most recent call (with soleCall, only when exactly one call is in
+// flight). With calls of several sessions in flight the message is ambiguous
+// and no call is returned: a guess could hand one client's sampling prompt
+// to another. share = "session" makes every case exact.
+func (l *link) owner(related json.RawMessage, soleCall bool) (c *inflight, ambiguous bool) {
 	l.mu.Lock()
 	defer l.mu.Unlock()
 	if related != nil {
 		if c := l.calls[string(related)]; c != nil && c.peer != nil {
-			return c
+			return c, false
 		}
 	}
-	if onlyIfSole {
-		if len(l.order) == 1 && l.order[0].peer != nil {
-			return l.order[0]
+	var last *inflight
+	n := 0
+	for _, o := range l.order {
+		if o.peer == nil {
+			continue
 		}
-		return nil
-	}
-	for i := len(l.order) - 1; i >= 0; i-- {
-		if l.order[i].peer != nil {
-			return l.order[i]
+		if last != nil && o.session != last.session {
+			return nil, true
 		}
+		last = o
+		n++
 	}
-	return nil
+	if soleCall && n != 1 {
+		return nil, n > 1
+	}
+	return last, false
 }
 
 // HandleNotification routes a notification from the upstream (client.Handler).
@@ -488,12 +479,6 @@ func (l *link) HandleNotification(m *jsonrpc.Message, related json.RawMessage) {
 		if c == nil || c.origToken == nil {
 			return // progress for a call that ended, or not ours
 		}
-		var p struct {
-			Progress float64 `json:"progress"`
-		}
-		if v, ok := jsonrpc.Member(m.Params, "progress"); ok && json.Unmarshal(v, &p.Progress) == nil && !c.advance(p.Progress) {
-			return
-		}
 		params, err := jsonrpc.SetMember(m.Params, "progressToken", c.origToken)
 		if err != nil {
 			return
@@ -501,7 +486,7 @@ func (l *link) HandleNotification(m *jsonrpc.Message, related json.RawMessage) {
 		c.peer.Notify(jsonrpc.NewNotification(m.Method, params))
 		return
 	case "notifications/message":
-		if c := l.owner(related, true); c != nil {
+		if c, _ := l.owner(related, true); c != nil {
 			c.peer.Notify(m)
 			return
 		}
@@ -542,8 +527,15 @@ func (l *link) refresh(changed string) {
 // HandleRequest routes a server-to-client request (client.Handler) to the
 // client whose call caused it, or to the hub when it belongs to no call.
 func (l *link) HandleRequest(ctx context.Context, m *jsonrpc.Message, related json.RawMessage) (json.RawMessage, error) {
-	if c := l.owner(related, false); c != nil {
+	c, ambiguous := l.owner(related, false)
+	if c != nil {
 		return c.peer.Request(ctx, m.Method, m.Params)
+	}
+	if ambiguous {
+		l.srv.log.Warn("refused a server request that could belong to several clients", "method", m.Method)
+		return nil, jsonrpc.Errorf(jsonrpc.CodeInternalError,
+			"mcphub cannot tell which client %s is for: calls from several sessions are in flight on the shared connection to %s (set share = \"session\" for this server)",
+			m.Method, l.srv.cfg.Name)
 	}
 	if l.srv.cfg.Request != nil {
 		return l.srv.cfg.Request(ctx, l.session, m.Method, m.Params)

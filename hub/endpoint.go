@@ -172,7 +172,13 @@ func (h *Hub) clientRequest(w http.ResponseWriter, r *http.Request, s *session, 
 	// cannot be resumed, ends with its connection.
 	ctx, cancelCause := context.WithCancelCause(s.ctx)
 	cancel := func() { cancelCause(nil) }
-	untrack := s.track(m.ID, cancelCause)
+	untrack, err := s.track(m.ID, cancelCause)
+	if err != nil {
+		cancel()
+		h.log.Warn("refused a request", "session", s.id, "method", m.Method, "err", err)
+		writeRPCError(w, http.StatusOK, m.ID, jsonrpc.NewError(jsonrpc.CodeInvalidRequest, err.Error()))
+		return
+	}
 	if !sse {
 		defer cancel()
 		defer untrack()

@@ -218,7 +218,7 @@ func blockUntilCancelled(done chan<- error) callHandler {
 }
 
 // parseRegistry parses a registry text; servers need only a command.
-func parseRegistry(t *testing.T, text string) *registry.Registry {
+func parseRegistry(t testing.TB, text string) *registry.Registry {
 	t.Helper()
 	reg, err := registry.Parse("", []byte(text), func(string) (string, bool) { return "", false })
 	if err != nil {

@@ -28,14 +28,14 @@ prefix = ""
 
 // testHub is a started Hub behind an httptest server, with its fakes.
 type testHub struct {
-	t     *testing.T
+	t     testing.TB
 	h     *Hub
 	srv   *httptest.Server
 	fakes map[string]*fakeUpstream
 }
 
 // startHub starts a hub over fakes (nil: empty fakes) for a registry text.
-func startHub(t *testing.T, regText string, fakes map[string]*fakeUpstream, opts ...func(*Options)) *testHub {
+func startHub(t testing.TB, regText string, fakes map[string]*fakeUpstream, opts ...func(*Options)) *testHub {
 	t.Helper()
 	if fakes == nil {
 		fakes = map[string]*fakeUpstream{}
@@ -83,7 +83,7 @@ type reply struct {
 }
 
 // msg decodes the body as one JSON-RPC message.
-func (r reply) msg(t *testing.T) *jsonrpc.Message {
+func (r reply) msg(t testing.TB) *jsonrpc.Message {
 	t.Helper()
 	m, err := jsonrpc.Decode(r.body)
 	if err != nil {
@@ -230,7 +230,7 @@ func rpc(id int, method, params string) string {
 // sseClient is a client's view of one SSE response, read in the background so
 // every wait has a deadline.
 type sseClient struct {
-	t      *testing.T
+	t      testing.TB
 	resp   *http.Response
 	cancel context.CancelFunc
 	events chan sse.Event
@@ -351,7 +351,7 @@ func (s *sseClient) wantEnd() {
 }
 
 // eventually polls cond until it holds or the deadline passes.
-func eventually(t *testing.T, what string, cond func() bool) {
+func eventually(t testing.TB, what string, cond func() bool) {
 	t.Helper()
 	deadline := time.Now().Add(waitFor)
 	for !cond() {
@@ -364,7 +364,7 @@ func eventually(t *testing.T, what string, cond func() bool) {
 
 // rpcErr checks a JSON-RPC error body: its code (unless 0) and, when id
 // is not "", its id.
-func rpcErr(t *testing.T, r reply, code int, id string) *jsonrpc.Error {
+func rpcErr(t testing.TB, r reply, code int, id string) *jsonrpc.Error {
 	t.Helper()
 	var body struct {
 		JSONRPC string          `json:"jsonrpc"`

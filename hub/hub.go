@@ -59,9 +59,10 @@ type Hub struct {
 	sessions map[string]*session
 	warm     chan struct{} // closed once no server is starting, or after Warmup
 
-	notifyMu sync.Mutex
-	pending  map[string]map[string]bool // endpoint → list methods changed, awaiting the window
-	timer    *time.Timer
+	notifyMu     sync.Mutex
+	pending      map[string]map[string]bool // endpoint → list methods changed, awaiting the window
+	pendingSince map[string]time.Time       // endpoint → when its latest change happened
+	timer        *time.Timer
 
 	logMu    sync.Mutex
 	upLevels map[string]string // level last sent to each upstream
@@ -99,7 +100,7 @@ func New(opts Options) *Hub {
 	return &Hub{
 		opts: opts, log: opts.Logger, ctx: ctx, cancel: cancel,
 		reg: opts.Registry, servers: map[string]*serverEntry{}, single: map[string]*catalog{},
-		sessions: map[string]*session{}, pending: map[string]map[string]bool{},
+		sessions: map[string]*session{}, pending: map[string]map[string]bool{}, pendingSince: map[string]time.Time{},
 		upLevels: map[string]string{}, subs: map[string]int{}, warm: make(chan struct{}),
 		merged: buildCatalog(nil, true, opts.Registry.Hub.Separator),
 	}

@@ -7,6 +7,7 @@ import (
 	"net/http"
 	"slices"
 	"strings"
+	"sync"
 	"time"
 
 	"github.com/mcphub/mcphub/internal/jsonrpc"
@@ -21,15 +22,6 @@ func (h *Hub) initialize(w http.ResponseWriter, r *http.Request, endpoint string
 	info, _ := jsonrpc.Member(m.Params, "clientInfo")
 	version := jsonrpc.NegotiateVersion(requested)
 
-	if endpoint != "" {
-		limit := h.registry().Hub.MaxSessionsPerServer
-		if n := h.countSessions(endpoint); n >= limit {
-			h.log.Warn("refused a session over the per-server cap", "server", endpoint, "cap", limit)
-			httpError(w, http.StatusServiceUnavailable, fmt.Sprintf(
-				"Service Unavailable: /%s/mcp already has %d sessions, its cap ([hub] max_sessions_per_server = %d)", endpoint, n, limit))
-			return
-		}
-	}
 	// Wait for servers that are still starting, so the capabilities and
 	// lists the client sees are whole.
 	select {
@@ -39,9 +31,16 @@ func (h *Hub) initialize(w http.ResponseWriter, r *http.Request, endpoint string
 	}
 	s := newSession(h.ctx, endpoint, version, info, caps)
 	h.mu.Lock()
-	if h.ctx.Err() != nil {
+	// The caps are checked under the same lock that adds the session, so
+	// concurrent initializes cannot overshoot them.
+	if msg := h.capExceededLocked(endpoint); msg != "" || h.ctx.Err() != nil {
 		h.mu.Unlock()
-		httpError(w, http.StatusServiceUnavailable, "mcphub is shutting down")
+		s.close()
+		if msg == "" {
+			msg = "mcphub is shutting down"
+		}
+		h.log.Warn("refused a session", "endpoint", endpointName(endpoint), "reason", msg)
+		httpError(w, http.StatusServiceUnavailable, "Service Unavailable: "+msg)
 		return
 	}
 	h.sessions[s.id] = s
@@ -56,9 +55,23 @@ func (h *Hub) initialize(w http.ResponseWriter, r *http.Request, endpoint string
 	w.Write(jsonrpc.NewResponse(m.ID, h.initializeResult(endpoint, version)).Encode())
 }
 
-func (h *Hub) countSessions(endpoint string) int {
-	h.mu.RLock()
-	defer h.mu.RUnlock()
+// maxSessions bounds the sessions of /mcp.
+var maxSessions = 1000
+
+// capExceededLocked says why a new session on endpoint would exceed a cap,
+// "" when it would not; h.mu is held.
+func (h *Hub) capExceededLocked(endpoint string) string {
+	n := h.countSessionsLocked(endpoint)
+	if endpoint == "" && n >= maxSessions {
+		return fmt.Sprintf("/mcp already has %d sessions; end unused ones (mcphub sessions rm ID) or wait for them to expire", n)
+	}
+	if limit := h.reg.Hub.MaxSessionsPerServer; endpoint != "" && n >= limit {
+		return fmt.Sprintf("/%s/mcp already has %d sessions, its cap ([hub] max_sessions_per_server = %d)", endpoint, n, limit)
+	}
+	return ""
+}
+
+func (h *Hub) countSessionsLocked(endpoint string) int {
 	n := 0
 	for _, s := range h.sessions {
 		if s.endpoint == endpoint {
@@ -207,6 +220,29 @@ type sessionPeer struct {
 	st     *stream // the call's POST stream; nil for a JSON reply
 	server string  // set when the call is forwarded
 	send   func([]byte)
+
+	mu       sync.Mutex
+	progress float64 // the last progress value passed on
+	sent     bool
+}
+
+// advance reports whether a progress value moves the call forward. Progress
+// must increase (the spec's rule), so a value already passed on is a
+// duplicate, such as a resumed upstream stream replays after a restart, and
+// is dropped: each notification reaches the client once.
+func (p *sessionPeer) advance(params json.RawMessage) bool {
+	raw, ok := jsonrpc.Member(params, "progress")
+	var v float64
+	if !ok || json.Unmarshal(raw, &v) != nil {
+		return true
+	}
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	if p.sent && v <= p.progress {
+		return false
+	}
+	p.progress, p.sent = v, true
+	return true
 }
 
 // Forwarded records where the call went upstream, so that a hub restart
@@ -218,9 +254,14 @@ func (p *sessionPeer) Forwarded(upstreamID json.RawMessage, hubToken string, pro
 }
 
 func (p *sessionPeer) Notify(msg *jsonrpc.Message) {
-	if msg.Method == "notifications/message" {
+	switch msg.Method {
+	case "notifications/message":
 		level, _ := jsonrpc.StringMember(msg.Params, "level")
 		if !admits(p.s.level(), level) {
+			return
+		}
+	case "notifications/progress":
+		if !p.advance(msg.Params) {
 			return
 		}
 	}

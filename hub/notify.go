@@ -43,6 +43,7 @@ func (h *Hub) diffCatalogs(endpoint string, old, new *catalog) {
 	for _, m := range changed {
 		set[listChangedMethods[m]] = true
 	}
+	h.pendingSince[endpoint] = time.Now()
 	if h.timer == nil {
 		h.timer = time.AfterFunc(h.opts.ListChangedDelay, h.flushListChanged)
 	}
@@ -53,14 +54,17 @@ func (h *Hub) diffCatalogs(endpoint string, old, new *catalog) {
 // whose view changed.
 func (h *Hub) flushListChanged() {
 	h.notifyMu.Lock()
-	pending := h.pending
-	h.pending = map[string]map[string]bool{}
+	pending, since := h.pending, h.pendingSince
+	h.pending, h.pendingSince = map[string]map[string]bool{}, map[string]time.Time{}
 	h.timer = nil
 	h.notifyMu.Unlock()
 	if h.ctx.Err() != nil {
 		return
 	}
 	for _, s := range h.sessionList() {
+		if s.created.After(since[s.endpoint]) {
+			continue // it started after the change and saw the new lists
+		}
 		methods := pending[s.endpoint]
 		for _, m := range slices.Sorted(maps.Keys(methods)) {
 			s.deliver(jsonrpc.NewNotification(m, nil).Encode())

@@ -97,7 +97,17 @@ func (h *Hub) adopt(s *session, st *stream, c CallRecord) bool {
 	if c.ProgressToken != "" {
 		origToken = json.RawMessage(c.ProgressToken)
 	}
-	peer := &sessionPeer{s: s, send: func(b []byte) { st.append(b, false) }}
+	peer := &sessionPeer{h: h, s: s, st: st, server: c.Server, send: func(b []byte) { st.append(b, false) }}
+	// Progress the client already has must not come again when the
+	// upstream replays from a slightly older event.
+	if evs, err := h.opts.Store.EventsAfter(st.id, -1); err == nil {
+		for i := len(evs) - 1; i >= 0; i-- {
+			if m, err := jsonrpc.Decode(evs[i].Data); err == nil && m.Method == "notifications/progress" {
+				peer.advance(m.Params)
+				break
+			}
+		}
+	}
 	return ad.Adopt(json.RawMessage(c.UpstreamID), c.HubToken, origToken, peer, func(res json.RawMessage, err error) {
 		if err != nil {
 			h.answerLost(st, err.Error())

@@ -219,18 +219,33 @@ func (s *session) pull(st *stream) {
 	s.queue = nil
 }
 
+// maxSessionCalls bounds the requests one session may have in flight, so one
+// client cannot hold every upstream slot; past it requests are refused.
+var maxSessionCalls = 64
+
+var errTooManyCalls = errors.New("too many requests in flight")
+
 // track registers an in-flight client request so notifications/cancelled can
-// reach it; the returned function unregisters it.
-func (s *session) track(id json.RawMessage, cancel context.CancelCauseFunc) func() {
+// reach it; the returned function unregisters it. It refuses a request past
+// maxSessionCalls, or one whose id is already in flight.
+func (s *session) track(id json.RawMessage, cancel context.CancelCauseFunc) (func(), error) {
 	key := string(id)
 	s.mu.Lock()
+	if len(s.calls) >= maxSessionCalls {
+		s.mu.Unlock()
+		return nil, fmt.Errorf("%w: this session already has %d requests in flight", errTooManyCalls, maxSessionCalls)
+	}
+	if _, dup := s.calls[key]; dup {
+		s.mu.Unlock()
+		return nil, fmt.Errorf("request id %s is already in flight in this session; ids must not be reused", key)
+	}
 	s.calls[key] = cancel
 	s.mu.Unlock()
 	return func() {
 		s.mu.Lock()
 		delete(s.calls, key)
 		s.mu.Unlock()
-	}
+	}, nil
 }
 
 // errClientCancelled is the cause of a call the client cancelled.

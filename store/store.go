@@ -40,11 +40,19 @@ func Open(dir string) (*Store, error) {
 		return nil, fmt.Errorf("store: %w", err)
 	}
 	path := filepath.Join(dir, FileName)
+	// Created private before SQLite opens it: the -wal and -shm files it
+	// makes next take the database file's mode, and they hold the same data.
+	if f, err := os.OpenFile(path, os.O_RDWR|os.O_CREATE, 0o600); err == nil {
+		f.Close()
+	}
 	q := url.Values{}
 	for _, p := range []string{"busy_timeout(5000)", "journal_mode(WAL)", "foreign_keys(1)", "synchronous(NORMAL)"} {
 		q.Add("_pragma", p)
 	}
-	db, err := sql.Open("sqlite", "file:"+path+"?"+q.Encode())
+	// The path goes into a URI: characters that URIs give a meaning must
+	// be escaped, or a data dir named "a?b" opens a database named "a".
+	escaped := strings.NewReplacer("%", "%25", "?", "%3F", "#", "%23").Replace(path)
+	db, err := sql.Open("sqlite", "file:"+escaped+"?"+q.Encode())
 	if err != nil {
 		return nil, fmt.Errorf("store: open %s: %w", path, err)
 	}
@@ -54,7 +62,6 @@ func Open(dir string) (*Store, error) {
 		db.Close()
 		return nil, err
 	}
-	os.Chmod(path, 0o600)
 	return s, nil
 }
 
@@ -265,7 +272,8 @@ func (s *Store) strings(query string, args ...any) ([]string, error) {
 
 // Streams loads a session's streams with the seq after their last event.
 func (s *Store) Streams(session string) ([]Stream, error) {
-	rows, err := s.db.Query(`SELECT s.id, s.post, s.request_id, s.finished, COALESCE((SELECT MAX(seq) + 1 FROM events e WHERE e.stream_id = s.id), 0)
+	rows, err := s.db.Query(`SELECT s.id, s.post, s.request_id, s.finished,
+		MAX(s.floor_seq, COALESCE((SELECT MAX(seq) + 1 FROM events e WHERE e.stream_id = s.id), 0))
 		FROM streams s WHERE s.session_id = ?`, session)
 	if err != nil {
 		return nil, fmt.Errorf("store: %w", err)
@@ -320,7 +328,7 @@ func (s *Store) Calls() ([]Call, error) {
 
 // Counts reports a session's stored events and their bytes.
 func (s *Store) Counts(session string) (events int, bytes int64, err error) {
-	err = s.db.QueryRow(`SELECT COUNT(*), COALESCE(SUM(LENGTH(data)), 0) FROM events WHERE session_id = ?`, session).Scan(&events, &bytes)
+	err = s.db.QueryRow(`SELECT COUNT(*), COALESCE(SUM(COALESCE(LENGTH(data), 0)), 0) FROM events WHERE session_id = ?`, session).Scan(&events, &bytes)
 	return events, bytes, err
 }
 
@@ -360,7 +368,7 @@ func (s *Store) trim(session string, maxEvents int, maxBytes int64) error {
 	if err != nil || (n <= maxEvents && size <= maxBytes) {
 		return err
 	}
-	rows, err := s.db.Query(`SELECT id, LENGTH(data) FROM events WHERE session_id = ? ORDER BY id DESC`, session)
+	rows, err := s.db.Query(`SELECT id, COALESCE(LENGTH(data), 0) FROM events WHERE session_id = ? ORDER BY id DESC`, session)
 	if err != nil {
 		return fmt.Errorf("store: %w", err)
 	}
@@ -384,8 +392,22 @@ func (s *Store) trim(session string, maxEvents int, maxBytes int64) error {
 	if cutoff < 0 {
 		return nil
 	}
-	_, err = s.db.Exec(`DELETE FROM events WHERE session_id = ? AND id <= ?`, session, cutoff)
-	return err
+	tx, err := s.db.Begin()
+	if err != nil {
+		return fmt.Errorf("store: %w", err)
+	}
+	defer tx.Rollback()
+	// Remember how far each stream was purged, so its next seq stays past
+	// every event it ever had even when none is left.
+	if _, err := tx.Exec(`UPDATE streams SET floor_seq = MAX(floor_seq,
+		COALESCE((SELECT MAX(seq) + 1 FROM events e WHERE e.stream_id = streams.id AND e.id <= ?), 0))
+		WHERE session_id = ?`, cutoff, session); err != nil {
+		return fmt.Errorf("store: %w", err)
+	}
+	if _, err := tx.Exec(`DELETE FROM events WHERE session_id = ? AND id <= ?`, session, cutoff); err != nil {
+		return fmt.Errorf("store: %w", err)
+	}
+	return tx.Commit()
 }
 
 // ErrNotFound is returned for state that was never saved.

@@ -24,7 +24,9 @@ CREATE TABLE streams (
     session_id TEXT NOT NULL REFERENCES sessions(id) ON DELETE CASCADE,
     post       INTEGER NOT NULL,
     request_id TEXT NOT NULL DEFAULT '',
-    finished   INTEGER NOT NULL DEFAULT 0
+    finished   INTEGER NOT NULL DEFAULT 0,
+    -- seqs below floor_seq were purged; a stream's next seq never goes back
+    floor_seq  INTEGER NOT NULL DEFAULT 0
 );
 CREATE INDEX streams_session ON streams(session_id);
 
