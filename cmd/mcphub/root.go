@@ -61,7 +61,8 @@ func newRootCmd(a *app) *cobra.Command {
 		"directory for mcphub's state: sessions and events in SQLite (env MCPHUB_DATA)")
 	root.AddCommand(newVersionCmd(a), newProbeCmd(a), newAddCmd(a), newListCmd(a), newRemoveCmd(a),
 		newValidateCmd(a), newImportCmd(a), newServeCmd(a), newDemoCmd(a), newStatusCmd(a),
-		newRestartCmd(a), newEnableCmd(a, true), newEnableCmd(a, false), newSessionsCmd(a))
+		newRestartCmd(a), newEnableCmd(a, true), newEnableCmd(a, false), newSessionsCmd(a),
+		newTokenCmd(a), newConnectCmd(a))
 	return root
 }
 

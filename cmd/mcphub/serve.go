@@ -9,6 +9,7 @@ import (
 	"os"
 	"os/signal"
 	"sort"
+	"strings"
 	"syscall"
 	"time"
 
@@ -94,6 +95,12 @@ func runServe(a *app, f serveFlags) error {
 	token, err := hubToken(reg)
 	if err != nil {
 		return err
+	}
+	if host, _, err := net.SplitHostPort(reg.Hub.Listen); err == nil && !isLoopback(host) {
+		if token == "" {
+			return fmt.Errorf("refusing to listen on %s without auth: other machines could run your servers' tools; set [hub] auth = \"token\" (see mcphub token) or listen on 127.0.0.1", reg.Hub.Listen)
+		}
+		fmt.Fprintf(a.stderr, "warning: listening on %s, reachable from other machines; every request needs the bearer token\n", reg.Hub.Listen)
 	}
 	ln, err := net.Listen("tcp", reg.Hub.Listen)
 	if err != nil {
@@ -188,6 +195,15 @@ func runServe(a *app, f serveFlags) error {
 	<-shutdownDone
 	fmt.Fprintln(a.stdout, "mcphub stopped")
 	return nil
+}
+
+// isLoopback reports whether a listen host is reachable from this machine only.
+func isLoopback(host string) bool {
+	if strings.EqualFold(host, "localhost") {
+		return true
+	}
+	ip := net.ParseIP(host)
+	return ip != nil && ip.IsLoopback()
 }
 
 // override applies the command line's settings over the registry's.
