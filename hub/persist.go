@@ -162,12 +162,13 @@ func (h *Hub) bindStream(s *session, st *stream) {
 	}
 	sid := s.id
 	st.persist = func(ev event, final bool, committed func()) {
-		h.writer.add(StoreOp{Event: &EventRecord{Session: sid, Stream: st.id, Seq: ev.seq, Data: ev.data}}, nil)
-		if final {
-			h.writer.add(StoreOp{Stream: &StreamRecord{ID: st.id, Session: sid, Post: st.post, RequestID: string(st.requestID), Finished: true}}, nil)
-			h.writer.add(StoreOp{DeleteCall: st.id}, nil)
+		if !final {
+			h.writer.add(StoreOp{Event: &EventRecord{Session: sid, Stream: st.id, Seq: ev.seq, Data: ev.data}}, committed)
+			return
 		}
-		h.writer.add(StoreOp{}, committed)
+		h.writer.add(StoreOp{Event: &EventRecord{Session: sid, Stream: st.id, Seq: ev.seq, Data: ev.data}}, nil)
+		h.writer.add(StoreOp{Stream: &StreamRecord{ID: st.id, Session: sid, Post: st.post, RequestID: string(st.requestID), Finished: true}}, nil)
+		h.writer.add(StoreOp{DeleteCall: st.id}, committed)
 	}
 	st.load = func(after int) ([]event, error) {
 		recs, err := h.opts.Store.EventsAfter(st.id, after)

@@ -13,6 +13,7 @@ import (
 	"sort"
 	"strconv"
 	"strings"
+	"sync"
 	"time"
 
 	_ "modernc.org/sqlite" // the "sqlite" database/sql driver, pure Go
@@ -29,6 +30,13 @@ const FileName = "mcphub.db"
 type Store struct {
 	db   *sql.DB
 	path string
+
+	// wmu serialises writes: SQLite has one writer at a time, and its busy
+	// handler retries on a schedule rather than in order, so pooled
+	// connections racing for the lock can starve one another.
+	wmu sync.Mutex
+	// insEvent is the hot statement, prepared once.
+	insEvent *sql.Stmt
 }
 
 // Open opens (creating if needed) the database in dir and migrates it to the
@@ -62,6 +70,11 @@ func Open(dir string) (*Store, error) {
 		db.Close()
 		return nil, err
 	}
+	s.insEvent, err = db.Prepare(`INSERT OR IGNORE INTO events (stream_id, seq, session_id, data) VALUES (?, ?, ?, ?)`)
+	if err != nil {
+		db.Close()
+		return nil, fmt.Errorf("store: %w", err)
+	}
 	return s, nil
 }
 
@@ -69,7 +82,12 @@ func Open(dir string) (*Store, error) {
 func (s *Store) Path() string { return s.path }
 
 // Close closes the database.
-func (s *Store) Close() error { return s.db.Close() }
+func (s *Store) Close() error {
+	if s.insEvent != nil {
+		s.insEvent.Close()
+	}
+	return s.db.Close()
+}
 
 // SchemaVersion reports the schema version the database is at.
 func (s *Store) SchemaVersion() (int, error) {
@@ -162,12 +180,24 @@ type Op struct {
 // what keeps persistence cheap: one commit covers every event that arrived
 // while the previous one was being written.
 func (s *Store) Write(ops []Op) error {
+	s.wmu.Lock()
+	defer s.wmu.Unlock()
 	tx, err := s.db.BeginTx(context.Background(), nil)
 	if err != nil {
 		return fmt.Errorf("store: %w", err)
 	}
 	defer tx.Rollback()
+	var insEvent *sql.Stmt
 	for _, op := range ops {
+		if op.Event != nil {
+			if insEvent == nil {
+				insEvent = tx.Stmt(s.insEvent)
+			}
+			if _, err := insEvent.Exec(op.Event.Stream, op.Event.Seq, op.Event.Session, op.Event.Data); err != nil {
+				return fmt.Errorf("store: %w", err)
+			}
+			continue
+		}
 		if err := apply(tx, op); err != nil {
 			return fmt.Errorf("store: %w", err)
 		}
@@ -206,10 +236,6 @@ func apply(tx *sql.Tx, op Op) error {
 		_, err := tx.Exec(`INSERT INTO streams (id, session_id, post, request_id, finished) VALUES (?, ?, ?, ?, ?)
 			ON CONFLICT (id) DO UPDATE SET finished = excluded.finished`,
 			op.Stream.ID, op.Stream.Session, op.Stream.Post, op.Stream.RequestID, op.Stream.Finished)
-		return err
-	case op.Event != nil:
-		_, err := tx.Exec(`INSERT OR IGNORE INTO events (stream_id, seq, session_id, data) VALUES (?, ?, ?, ?)`,
-			op.Event.Stream, op.Event.Seq, op.Event.Session, op.Event.Data)
 		return err
 	case op.Call != nil:
 		c := op.Call
@@ -336,6 +362,8 @@ func (s *Store) Counts(session string) (events int, bytes int64, err error) {
 // own), then trims every session to its newest maxEvents events and maxBytes
 // bytes. It returns the ids of the sessions it deleted.
 func (s *Store) Sweep(idleBefore time.Time, maxEvents int, maxBytes int64) ([]string, error) {
+	s.wmu.Lock()
+	defer s.wmu.Unlock()
 	expired, err := s.strings(`SELECT id FROM sessions WHERE last_seen < ?`, idleBefore.UnixNano())
 	if err != nil {
 		return nil, err
@@ -415,6 +443,8 @@ var ErrNotFound = errors.New("not found")
 
 // SaveUpstream records an upstream's connection state (JSON).
 func (s *Store) SaveUpstream(server string, state []byte) error {
+	s.wmu.Lock()
+	defer s.wmu.Unlock()
 	_, err := s.db.Exec(`INSERT INTO upstreams (server, state, updated) VALUES (?, ?, ?)
 		ON CONFLICT (server) DO UPDATE SET state = excluded.state, updated = excluded.updated`, server, state, time.Now().UnixNano())
 	return err
@@ -433,6 +463,8 @@ func (s *Store) Upstream(server string) ([]byte, error) {
 // SaveCatalog records a server's initialize result and lists (method →
 // JSON array), replacing what was there.
 func (s *Store) SaveCatalog(server string, items map[string][]byte) error {
+	s.wmu.Lock()
+	defer s.wmu.Unlock()
 	tx, err := s.db.Begin()
 	if err != nil {
 		return err
