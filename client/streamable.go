@@ -268,12 +268,11 @@ func (s *streamable) post(ctx context.Context, m *jsonrpc.Message, data []byte) 
 		defer release()
 		return s.readJSON(resp.Body)
 	case "text/event-stream":
-		s.wg.Add(1)
-		go func() {
-			defer s.wg.Done()
-			defer release()
-			s.followPostStream(rctx, resp.Body, m.ID)
-		}()
+		// Read on the caller's goroutine: the caller waits for this
+		// response anyway, and a hand-off to another goroutine would only
+		// add a wake-up to every call's latency.
+		defer release()
+		s.followPostStream(rctx, resp.Body, m.ID)
 		return nil
 	default:
 		release()

@@ -77,7 +77,33 @@ func parseAccept(header string) accept {
 	return accept{mode: acceptInvalid}
 }
 
-// useSSE decides whether a request's reply is an SSE stream (seed 003):
+// replyMode is how a request is answered.
+type replyMode int
+
+const (
+	// replyJSON: one application/json body.
+	replyJSON replyMode = iota
+	// replySSE: an SSE stream from the start.
+	replySSE
+	// replyLazy: JSON if the result comes before anything else and soon;
+	// otherwise the reply turns into an SSE stream (see lazyStream).
+	replyLazy
+)
+
+// replyModeFor applies useSSE's rules and picks, among the SSE replies, a
+// lazy one for compliant clients that rank JSON first: a tool call that
+// answers at once needs no stream.
+func replyModeFor(a accept, postSSE bool, m *jsonrpc.Message) replyMode {
+	switch {
+	case !useSSE(a, postSSE, m):
+		return replyJSON
+	case a.mode == acceptBoth && !a.prefersSSE:
+		return replyLazy
+	}
+	return replySSE
+}
+
+// useSSE decides whether a request's reply may be an SSE stream (seed 003):
 // never when post_sse is off or the client accepts only JSON; always when it
 // accepts only SSE; and for compliant clients, for the requests that may
 // produce progress or server-to-client requests (tools/call, or any request

@@ -6,6 +6,7 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"log/slog"
 	"mime"
 	"net/http"
 	"strings"
@@ -86,6 +87,9 @@ func (h *Hub) servePost(w http.ResponseWriter, r *http.Request, endpoint string)
 	var msg *jsonrpc.Message
 	var body []byte
 	defer func() {
+		if !h.log.Enabled(r.Context(), slog.LevelInfo) {
+			return
+		}
 		attrs := []any{"endpoint", endpointName(endpoint), "status_code", rec.status, "latency_ms", time.Since(start).Milliseconds()}
 		if msg != nil {
 			attrs = append(attrs, "mcp_method", msg.Method, "rpc_id", string(msg.ID))
@@ -164,8 +168,8 @@ func (h *Hub) servePost(w http.ResponseWriter, r *http.Request, endpoint string)
 // clientRequest runs one request and answers it as JSON or as an SSE stream.
 func (h *Hub) clientRequest(w http.ResponseWriter, r *http.Request, s *session, m *jsonrpc.Message) {
 	acc := parseAccept(acceptHeader(r))
-	sse := useSSE(acc, h.registry().Hub.PostSSE, m)
-	h.log.Debug("reply mode", "method", m.Method, "accept", acc.mode.String(), "prefers_sse", acc.prefersSSE, "sse", sse, "session", s.id)
+	mode := replyModeFor(acc, h.registry().Hub.PostSSE, m)
+	h.log.Debug("reply mode", "method", m.Method, "accept", acc.mode.String(), "prefers_sse", acc.prefersSSE, "mode", mode, "session", s.id)
 
 	// The call belongs to the session, not to the HTTP request: a client
 	// whose SSE connection drops may resume it. Only a JSON reply, which
@@ -179,54 +183,90 @@ func (h *Hub) clientRequest(w http.ResponseWriter, r *http.Request, s *session, 
 		writeRPCError(w, http.StatusOK, m.ID, jsonrpc.NewError(jsonrpc.CodeInvalidRequest, err.Error()))
 		return
 	}
-	if !sse {
+	// reply runs the call and encodes its answer; nil when the client
+	// cancelled it (no response, as the spec asks).
+	reply := func(peer *sessionPeer) ([]byte, int) {
+		res, err := h.route(ctx, s, m, peer)
+		switch {
+		case err != nil && errors.Is(context.Cause(ctx), errClientCancelled):
+			return nil, 0
+		case err != nil:
+			e, status := h.rpcError(err, s.endpoint)
+			return jsonrpc.NewErrorResponse(m.ID, e).Encode(), status
+		}
+		return jsonrpc.NewResponse(m.ID, res).Encode(), http.StatusOK
+	}
+
+	switch mode {
+	case replyJSON:
 		defer cancel()
 		defer untrack()
 		stop := context.AfterFunc(r.Context(), cancel)
 		defer stop()
-		res, err := h.route(ctx, s, m, &sessionPeer{s: s, send: s.deliver})
+		body, status := reply(&sessionPeer{s: s, send: s.deliver})
+		writeJSONReply(w, status, m.ID, body)
+	case replySSE:
+		st, err := h.openStream(s, true, m.ID)
 		if err != nil {
-			e, status := h.rpcError(err, s.endpoint)
-			writeRPCError(w, status, m.ID, e)
+			cancel()
+			untrack()
+			httpError(w, http.StatusNotFound, "Session not found")
 			return
 		}
-		w.Header().Set("Content-Type", "application/json")
-		w.Write(jsonrpc.NewResponse(m.ID, res).Encode())
-		return
-	}
-
-	st, err := h.openStream(s, true, m.ID)
-	if err != nil {
-		cancel()
-		untrack()
-		httpError(w, http.StatusNotFound, "Session not found")
-		return
-	}
-	cursor, _ := st.attach(-1)
-	go func() {
-		defer cancel()
+		cursor, _ := st.attach(-1)
+		go func() {
+			defer cancel()
+			defer untrack()
+			body, _ := reply(&sessionPeer{h: h, s: s, st: st, send: func(b []byte) { st.append(b, false) }})
+			if body == nil {
+				st.finish()
+				return
+			}
+			st.append(body, true)
+		}()
+		h.serveReply(w, r, s, st, cursor)
+	case replyLazy:
 		defer untrack()
-		res, err := h.route(ctx, s, m, &sessionPeer{h: h, s: s, st: st, send: func(b []byte) { st.append(b, false) }})
-		var reply []byte
-		if err != nil && errors.Is(context.Cause(ctx), errClientCancelled) {
-			// The client cancelled: no response, as the spec asks; the
-			// stream just ends.
-			st.finish()
-			return
+		l := &lazyStream{h: h, s: s, id: m.ID, w: w, r: r, keep: context.AfterFunc(r.Context(), cancel)}
+		defer l.keep()
+		timer := time.AfterFunc(streamAfter, func() { l.open() })
+		body, status := reply(&sessionPeer{h: h, s: s, lazy: l, send: l.send})
+		timer.Stop()
+		served, asJSON := l.finish(body)
+		cancel()
+		switch {
+		case !asJSON:
+			<-served
+		case l.failure != nil:
+			httpError(w, http.StatusNotFound, "Session not found")
+		default:
+			writeJSONReply(w, status, m.ID, body)
 		}
-		if err != nil {
-			e, _ := h.rpcError(err, s.endpoint)
-			reply = jsonrpc.NewErrorResponse(m.ID, e).Encode()
-		} else {
-			reply = jsonrpc.NewResponse(m.ID, res).Encode()
-		}
-		st.append(reply, true)
-	}()
+	}
+}
+
+// serveReply sends a POST's SSE stream and forgets it once wholly delivered.
+func (h *Hub) serveReply(w http.ResponseWriter, r *http.Request, s *session, st *stream, cursor int) {
 	sseHeaders(w)
 	flush(w)
-	if delivered, _ := st.serve(w, cursor, h.opts.Heartbeat, r.Context().Done(), s.ctx.Done(), nil); delivered {
+	delivered, err := st.serve(w, cursor, h.opts.Heartbeat, r.Context().Done(), s.ctx.Done(), nil)
+	if delivered {
 		s.forgetStream(st)
+		return
 	}
+	h.log.Debug("a reply stream ended before its response", "session", s.id, "stream", st.id, "err", err, "client_gone", r.Context().Err() != nil)
+}
+
+// writeJSONReply writes a JSON reply; a nil body (a cancelled request) gets
+// a JSON-RPC error, since an HTTP response needs a body.
+func writeJSONReply(w http.ResponseWriter, status int, id json.RawMessage, body []byte) {
+	if body == nil {
+		writeRPCError(w, http.StatusOK, id, jsonrpc.NewError(codeServerError, "request cancelled"))
+		return
+	}
+	w.Header().Set("Content-Type", "application/json")
+	w.WriteHeader(status)
+	w.Write(body)
 }
 
 // acceptHeader joins every Accept line: several lines mean the same as one

@@ -217,8 +217,9 @@ func (h *Hub) endSession(s *session) {
 type sessionPeer struct {
 	h      *Hub
 	s      *session
-	st     *stream // the call's POST stream; nil for a JSON reply
-	server string  // set when the call is forwarded
+	st     *stream     // the call's POST stream; nil for a JSON reply
+	lazy   *lazyStream // or the reply that may become one
+	server string      // set when the call is forwarded
 	send   func([]byte)
 
 	mu       sync.Mutex
@@ -248,7 +249,10 @@ func (p *sessionPeer) advance(params json.RawMessage) bool {
 // Forwarded records where the call went upstream, so that a hub restart
 // can still finish it (see Adopter). Upstreams call it when they can.
 func (p *sessionPeer) Forwarded(upstreamID json.RawMessage, hubToken string, progressToken json.RawMessage) {
-	if p.h != nil {
+	switch {
+	case p.lazy != nil:
+		p.lazy.forwarded(forwardInfo{server: p.server, upstreamID: upstreamID, hubToken: hubToken, progressToken: progressToken})
+	case p.h != nil:
 		p.h.saveCall(p.st, p.server, upstreamID, hubToken, progressToken)
 	}
 }

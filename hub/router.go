@@ -146,8 +146,7 @@ func (h *Hub) forward(ctx context.Context, s *session, server, method string, pa
 	if sp, ok := peer.(*sessionPeer); ok {
 		sp.server = server
 	}
-	ctx, cancel := context.WithTimeoutCause(ctx, timeout,
-		fmt.Errorf("%w: server %s did not answer %s within %s; the request was cancelled upstream", errTimeout, server, method, timeout))
+	ctx, cancel := context.WithTimeoutCause(ctx, timeout, &timeoutError{server: server, method: method, timeout: timeout})
 	defer cancel()
 	res, err := e.up.Call(ctx, s.id, method, params, peer)
 	if err != nil && ctx.Err() != nil && errors.Is(context.Cause(ctx), errTimeout) {
@@ -157,6 +156,19 @@ func (h *Hub) forward(ctx context.Context, s *session, server, method string, pa
 }
 
 var errTimeout = errors.New("upstream timeout")
+
+// timeoutError is the cause of a forwarded request's deadline. It formats
+// its message only when someone reads it, not on every request.
+type timeoutError struct {
+	server, method string
+	timeout        time.Duration
+}
+
+func (e *timeoutError) Error() string {
+	return fmt.Sprintf("%v: server %s did not answer %s within %s; the request was cancelled upstream", errTimeout, e.server, e.method, e.timeout)
+}
+
+func (e *timeoutError) Unwrap() error { return errTimeout }
 
 // resourceOwner finds the server whose resource or template covers uri.
 func (h *Hub) resourceOwner(s *session, uri string) (string, error) {

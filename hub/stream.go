@@ -12,9 +12,15 @@ import (
 	"github.com/mcphub/mcphub/internal/sse"
 )
 
-// maxStreamEvents bounds the events a stream keeps for replay; older ones are
-// purged, and a Last-Event-ID pointing before them is refused.
-var maxStreamEvents = 1024
+// maxStreamEvents bounds the events a stream keeps in memory for replay;
+// older ones are dropped (the store still has them when there is one), and
+// without a store a Last-Event-ID pointing before them is refused. Events not
+// yet written to the client serving the stream are kept beyond it, up to
+// maxUnsentEvents, so a slow reader never loses its live stream.
+var (
+	maxStreamEvents = 1024
+	maxUnsentEvents = 64 * 1024
+)
 
 // Errors of stream resumption; the HTTP edge maps them to statuses.
 var (
@@ -51,6 +57,7 @@ type stream struct {
 	events    []event // retained events, oldest first
 	next      int     // seq of the next event
 	committed int     // highest seq that may go on the wire
+	cursor    int     // seq of the next event the attached handler sends
 	attached  bool
 	finished  bool // a POST stream whose response has been appended
 	wake      chan struct{}
@@ -67,8 +74,17 @@ func (st *stream) append(data []byte, final bool) {
 	ev := event{seq: st.next, data: data}
 	st.events = append(st.events, ev)
 	st.next++
-	if len(st.events) > maxStreamEvents {
-		st.events = append(st.events[:0:0], st.events[len(st.events)-maxStreamEvents:]...)
+	if n := len(st.events); n > maxStreamEvents {
+		drop := n - maxStreamEvents
+		if st.attached {
+			// Only what the reader has had may go, unless it has fallen
+			// hopelessly behind.
+			sent := max(st.cursor-st.events[0].seq, 0)
+			drop = max(min(drop, sent), n-maxUnsentEvents)
+		}
+		if drop > 0 {
+			st.events = append(st.events[:0:0], st.events[drop:]...)
+		}
 	}
 	if final {
 		st.finished = true
@@ -130,6 +146,7 @@ func (st *stream) attach(from int) (cursor int, err error) {
 		return 0, errBadEventID
 	}
 	st.attached = true
+	st.cursor = from + 1
 	st.mu.Unlock()
 	if _, _, err := st.since(from + 1); err != nil {
 		st.detach()
@@ -241,6 +258,11 @@ func (st *stream) serve(w http.ResponseWriter, cursor int, heartbeat time.Durati
 				return false, fmt.Errorf("write event: %w", err)
 			}
 			cursor = ev.seq + 1
+		}
+		if len(evs) > 0 {
+			st.mu.Lock()
+			st.cursor = cursor
+			st.mu.Unlock()
 		}
 		if len(evs) > 0 {
 			ticker.Reset(heartbeat)

@@ -144,6 +144,7 @@ func runServe(a *app, f serveFlags) error {
 	}
 	serveErr := make(chan error, 1)
 	go func() { serveErr <- srv.Serve(ln) }()
+	startPprof(log)
 
 	fmt.Fprintf(a.stdout, "mcphub %s serving http://%s/mcp\n", mcphubVersion(), reg.Hub.Listen)
 	stopReport := reportServers(a, h)
