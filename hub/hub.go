@@ -229,6 +229,13 @@ func (h *Hub) rebuildLocked() {
 	sep := h.reg.Hub.Separator
 	merged := buildCatalog(srcs, true, sep)
 	h.diffCatalogs("", h.merged, merged)
+	for server, list := range merged.conflicts {
+		for _, c := range list {
+			if !slices.Contains(h.merged.conflicts[server], c) {
+				h.log.Warn("a name could not be exposed as offered", "server", server, "conflict", c)
+			}
+		}
+	}
 	h.merged = merged
 	single := make(map[string]*catalog, len(srcs))
 	for _, src := range srcs {

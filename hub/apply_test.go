@@ -1,0 +1,41 @@
+package hub
+
+import (
+	"strings"
+	"testing"
+)
+
+// A registry entry that points at the hub itself is refused, visibly: the
+// hub never creates an upstream for it, and its status says why.
+func TestSelfReferenceRefused(t *testing.T) {
+	fakes := map[string]*fakeUpstream{"ok": newFake("ok").setList("tools/list", toolItems("echo"))}
+	th := startHub(t, `
+[hub]
+listen = "127.0.0.1:7733"
+[servers.ok]
+command = "x"
+[servers.loop]
+url = "http://localhost:7733/mcp"
+[servers.other]
+url = "http://127.0.0.1:7734/mcp"
+`, fakes)
+	st := th.h.Status()
+	byName := map[string]ServerStatus{}
+	for _, s := range st.Servers {
+		byName[s.Name] = s
+	}
+	loop := byName["loop"]
+	if loop.State != StateFailed || !strings.Contains(loop.LastError, "points at this mcphub itself") {
+		t.Fatalf("self-referencing server: %+v", loop)
+	}
+	if _, made := fakes["loop"]; made {
+		t.Fatal("an upstream was created for a server pointing at the hub itself")
+	}
+	if _, made := fakes["other"]; !made {
+		t.Fatal("a server on another port must be connected normally")
+	}
+	c := th.connect("/mcp", "2025-11-25", `{}`)
+	if m := c.call(1, "tools/call", `{"name":"ok__echo"}`); m.Error != nil {
+		t.Fatalf("the other server must keep working: %+v", m.Error)
+	}
+}
