@@ -2,9 +2,11 @@ package client
 
 import (
 	"context"
+	"errors"
 	"io"
 	"math/rand/v2"
 	"net/http"
+	"net/url"
 	"strings"
 	"sync"
 	"time"
@@ -26,6 +28,18 @@ var defaultHTTPClient = &http.Client{Transport: &http.Transport{
 	ResponseHeaderTimeout: 0, // a tools/call may take minutes before its headers
 	ForceAttemptHTTP2:     true,
 }}
+
+// do sends an upstream request. net/http's errors repeat the whole URL,
+// query included, where some servers take an API key; the URL is dropped
+// here, and callers name it redacted.
+func (c *Conn) do(req *http.Request) (*http.Response, error) {
+	resp, err := c.httpClient().Do(req)
+	var ue *url.Error
+	if errors.As(err, &ue) {
+		err = ue.Err
+	}
+	return resp, err
+}
 
 // setHeaders adds the registry's headers to an upstream request.
 func (c *Conn) setHeaders(h http.Header) {

@@ -20,8 +20,7 @@ import (
 // stream carries every server message, and the first event on it names the
 // endpoint that client messages are POSTed to.
 type legacy struct {
-	c  *Conn
-	hc *http.Client
+	c *Conn
 
 	ctx    context.Context
 	cancel context.CancelFunc
@@ -33,7 +32,7 @@ type legacy struct {
 
 func newLegacy(c *Conn) *legacy {
 	ctx, cancel := context.WithCancel(c.ctx)
-	return &legacy{c: c, hc: c.httpClient(), ctx: ctx, cancel: cancel, doneState: newDoneState()}
+	return &legacy{c: c, ctx: ctx, cancel: cancel, doneState: newDoneState()}
 }
 
 // start opens the SSE stream and waits for its endpoint event, which must
@@ -52,7 +51,7 @@ func (l *legacy) start(ctx context.Context) error {
 	}
 	ch := make(chan opened, 1)
 	go func() {
-		resp, err := l.hc.Do(req)
+		resp, err := l.c.do(req)
 		ch <- opened{resp, err}
 	}()
 	var resp *http.Response
@@ -162,7 +161,7 @@ func (l *legacy) send(ctx context.Context, _ *jsonrpc.Message, data []byte) erro
 	}
 	l.c.setHeaders(req.Header)
 	req.Header.Set("Content-Type", "application/json")
-	resp, err := l.hc.Do(req)
+	resp, err := l.c.do(req)
 	if err != nil {
 		if errors.Is(err, context.Canceled) && l.ctx.Err() != nil {
 			return ErrClosed

@@ -22,13 +22,16 @@ import (
 // streams are named by their request id.
 const getStreamKey = "get"
 
+// drainTimeout bounds reading what a POST's stream sends after its response;
+// a server that keeps the stream open past it loses the connection.
+const drainTimeout = 5 * time.Second
+
 // closeDeleteTimeout bounds the DELETE that ends an upstream session.
 const closeDeleteTimeout = 5 * time.Second
 
 // streamable is the Streamable HTTP transport (protocol 2025-03-26 and later).
 type streamable struct {
-	c  *Conn
-	hc *http.Client
+	c *Conn
 
 	ctx    context.Context // the transport's life; cancelled by close
 	cancel context.CancelFunc
@@ -39,8 +42,10 @@ type streamable struct {
 	sessionID string
 	version   string
 	lastIDs   map[string]string
-	accepted  map[string]string // request id → session it was accepted on
+	accepted  map[string]string             // request id → session it was accepted on
+	followers map[string]context.CancelFunc // request id → its stream's background resumption
 	getOpen   bool
+	getReady  chan struct{} // closed when the standalone stream first answers
 
 	renewing chan struct{} // a one-slot lock: one re-initialization at a time
 }
@@ -48,8 +53,9 @@ type streamable struct {
 func newStreamable(c *Conn) *streamable {
 	ctx, cancel := context.WithCancel(c.ctx)
 	return &streamable{
-		c: c, hc: c.httpClient(), ctx: ctx, cancel: cancel, doneState: newDoneState(),
-		lastIDs: map[string]string{}, accepted: map[string]string{}, renewing: make(chan struct{}, 1),
+		c: c, ctx: ctx, cancel: cancel, doneState: newDoneState(),
+		lastIDs: map[string]string{}, accepted: map[string]string{}, followers: map[string]context.CancelFunc{},
+		renewing: make(chan struct{}, 1),
 	}
 }
 
@@ -96,42 +102,18 @@ func (s *streamable) resume(_ context.Context, st State) error {
 	}
 	s.mu.Unlock()
 	for _, key := range keys {
-		s.wg.Add(1)
-		go func() {
-			defer s.wg.Done()
-			s.followResumed(key)
-		}()
+		// Reopened at once: the previous run's connection is gone.
+		s.follow(key, &backoff{base: 500 * time.Millisecond, max: 30 * time.Second}, nil, true)
 	}
 	s.initialized()
 	return nil
 }
 
-// followResumed reopens the stream of a request an earlier run had in flight
-// and reads it until the response arrives.
-func (s *streamable) followResumed(key string) {
-	id := json.RawMessage(key)
-	defer func() {
-		s.mu.Lock()
-		delete(s.lastIDs, key)
-		s.mu.Unlock()
-	}()
-	b := &backoff{base: 500 * time.Millisecond, max: 30 * time.Second}
-	for s.ctx.Err() == nil {
-		got, err := s.resumeGet(s.ctx, key, id, b)
-		if got || s.ctx.Err() != nil {
-			return
-		}
-		if b.attempt >= s.maxRetries() {
-			s.c.failCall(id, fmt.Errorf("%w: the resumed stream of request %s failed after %d tries: %v", ErrStreamFailed, key, b.attempt, err))
-			return
-		}
-		if !sleepCtx(s.ctx, b.next()) {
-			return
-		}
-	}
-}
-
 // initialized opens the standalone GET stream once the handshake is done.
+// It returns once the server has answered that GET (or refused it, or
+// getReadyWait passed), so server-initiated messages sent right after the
+// handshake have a stream to arrive on, and calls made next do not race the
+// stream's opening.
 func (s *streamable) initialized() {
 	s.mu.Lock()
 	if s.getOpen {
@@ -139,12 +121,36 @@ func (s *streamable) initialized() {
 		return
 	}
 	s.getOpen = true
+	ready := make(chan struct{})
+	s.getReady = ready
 	s.mu.Unlock()
 	s.wg.Add(1)
 	go func() {
 		defer s.wg.Done()
 		s.runGetStream()
 	}()
+	t := time.NewTimer(getReadyWait)
+	defer t.Stop()
+	select {
+	case <-ready:
+	case <-t.C:
+	case <-s.ctx.Done():
+	}
+}
+
+// getReadyWait bounds how long the handshake waits for the standalone
+// stream to open.
+const getReadyWait = 5 * time.Second
+
+// markGetReady reports the standalone stream's first answer.
+func (s *streamable) markGetReady() {
+	s.mu.Lock()
+	ready := s.getReady
+	s.getReady = nil
+	s.mu.Unlock()
+	if ready != nil {
+		close(ready)
+	}
 }
 
 func (s *streamable) newRequest(ctx context.Context, method string, body []byte, isInit bool) (*http.Request, error) {
@@ -220,7 +226,7 @@ func (s *streamable) post(ctx context.Context, m *jsonrpc.Message, data []byte) 
 		return err
 	}
 	sid := req.Header.Get("Mcp-Session-Id")
-	resp, err := s.hc.Do(req)
+	resp, err := s.c.do(req)
 	if err != nil {
 		stop()
 		cancel()
@@ -270,9 +276,18 @@ func (s *streamable) post(ctx context.Context, m *jsonrpc.Message, data []byte) 
 	case "text/event-stream":
 		// Read on the caller's goroutine: the caller waits for this
 		// response anyway, and a hand-off to another goroutine would only
-		// add a wake-up to every call's latency.
-		defer release()
+		// add a wake-up to every call's latency. What follows the response
+		// (normally just the end of the stream) is drained in the
+		// background, so the connection goes back to the pool.
 		s.followPostStream(rctx, resp.Body, m.ID)
+		s.wg.Add(1)
+		go func() {
+			defer s.wg.Done()
+			defer release()
+			stop := time.AfterFunc(drainTimeout, release)
+			defer stop.Stop()
+			io.Copy(io.Discard, io.LimitReader(resp.Body, 1<<20))
+		}()
 		return nil
 	default:
 		release()
@@ -318,12 +333,17 @@ func (s *streamable) readJSON(body io.Reader) error {
 }
 
 // receive hands a message to the connection, clearing the bookkeeping of a
-// request once its response is in.
+// request once its response is in: a background resumption of its stream
+// stops, wherever the response came from.
 func (s *streamable) receive(m *jsonrpc.Message, related json.RawMessage) {
 	if m.IsResponse() {
 		s.mu.Lock()
 		delete(s.accepted, string(m.ID))
+		stop := s.followers[string(m.ID)]
 		s.mu.Unlock()
+		if stop != nil {
+			stop()
+		}
 	}
 	s.c.deliver(m, related)
 }
@@ -360,42 +380,77 @@ func (s *streamable) readEvents(body io.Reader, key string, related json.RawMess
 			s.c.log.Warn("skipped an SSE event that is not a JSON-RPC message", "err", derr)
 			continue
 		}
-		if related != nil && m.IsResponse() && bytes.Equal(m.ID, related) {
-			gotResponse = true
-		}
 		s.receive(m, related)
+		if related != nil && m.IsResponse() && bytes.Equal(m.ID, related) {
+			// The request is answered: whatever the stream still holds is
+			// not this caller's to wait for (a resumed GET stream may stay
+			// open for server-initiated messages).
+			return true, nil
+		}
 	}
 }
 
-// followPostStream reads the SSE reply to a POST. If it ends before the
-// response and carried event ids, it is resumed by GET with Last-Event-ID
-// (the 2025-11-25 rule), honouring the server's retry delay.
+// followPostStream reads the SSE reply to a POST on the caller's goroutine.
+// If it ends before the response, the stream is resumed in the background
+// (GET + Last-Event-ID, the 2025-11-25 rule, honouring the server's retry
+// delay), since the response may as well arrive on another stream meanwhile;
+// the caller waits for it either way.
 func (s *streamable) followPostStream(ctx context.Context, body io.Reader, id json.RawMessage) {
 	key := string(id)
-	defer func() {
+	b := &backoff{base: 500 * time.Millisecond, max: 30 * time.Second}
+	got, err := s.readEvents(body, key, id, b)
+	if got || ctx.Err() != nil {
 		s.mu.Lock()
 		delete(s.lastIDs, key)
 		s.mu.Unlock()
-	}()
-	b := &backoff{base: 500 * time.Millisecond, max: 30 * time.Second}
-	got, err := s.readEvents(body, key, id, b)
-	for !got && ctx.Err() == nil {
-		s.mu.Lock()
-		last := s.lastIDs[key]
-		s.mu.Unlock()
-		if last == "" {
-			s.c.failCall(id, fmt.Errorf("%w: the response stream ended before the response (%v) and cannot be resumed", ErrStreamFailed, err))
-			return
-		}
-		if b.attempt >= s.maxRetries() {
-			s.c.failCall(id, fmt.Errorf("%w: the response stream could not be resumed after %d tries: %v", ErrStreamFailed, b.attempt, err))
-			return
-		}
-		if !sleepCtx(ctx, b.next()) {
-			return
-		}
-		got, err = s.resumeGet(ctx, key, id, b)
+		return
 	}
+	s.follow(key, b, err, false)
+}
+
+// follow resumes the stream of request key in the background until its
+// response arrives (on that stream or any other), the stream proves
+// unresumable, or its retry budget is spent.
+// With now set, the first attempt goes out at once.
+func (s *streamable) follow(key string, b *backoff, lastErr error, now bool) {
+	ctx, cancel := context.WithCancel(s.ctx)
+	s.mu.Lock()
+	s.followers[key] = cancel
+	s.mu.Unlock()
+	s.wg.Add(1)
+	go func() {
+		defer s.wg.Done()
+		defer func() {
+			s.mu.Lock()
+			delete(s.followers, key)
+			delete(s.lastIDs, key)
+			s.mu.Unlock()
+			cancel()
+		}()
+		id := json.RawMessage(key)
+		err := lastErr
+		for ctx.Err() == nil {
+			s.mu.Lock()
+			last := s.lastIDs[key]
+			s.mu.Unlock()
+			if last == "" {
+				s.c.failCall(id, fmt.Errorf("%w: the response stream ended before the response (%v) and cannot be resumed", ErrStreamFailed, err))
+				return
+			}
+			if b.attempt >= s.maxRetries() {
+				s.c.failCall(id, fmt.Errorf("%w: the response stream could not be resumed after %d tries: %v", ErrStreamFailed, b.attempt, err))
+				return
+			}
+			if !now && !sleepCtx(ctx, b.next()) {
+				return
+			}
+			now = false
+			var got bool
+			if got, err = s.resumeGet(ctx, key, id, b); got {
+				return
+			}
+		}
+	}()
 }
 
 func (s *streamable) maxRetries() int {
@@ -416,7 +471,7 @@ func (s *streamable) resumeGet(ctx context.Context, key string, related json.Raw
 		req.Header.Set("Last-Event-ID", last)
 	}
 	s.mu.Unlock()
-	resp, err := s.hc.Do(req)
+	resp, err := s.c.do(req)
 	if err != nil {
 		return false, err
 	}
@@ -487,7 +542,8 @@ func (s *streamable) getOnce(idle time.Duration, b *backoff) (int, error) {
 	// GET but never sends headers is as silent as one that sends nothing.
 	idleTimer := time.AfterFunc(idle, cancel)
 	defer idleTimer.Stop()
-	resp, err := s.hc.Do(req)
+	resp, err := s.c.do(req)
+	s.markGetReady()
 	if err != nil {
 		return 0, err
 	}
@@ -548,7 +604,7 @@ func (s *streamable) close() error {
 		ctx, cancel := context.WithTimeout(context.Background(), closeDeleteTimeout)
 		defer cancel()
 		if req, err := s.newRequest(ctx, http.MethodDelete, nil, false); err == nil {
-			if resp, err := s.hc.Do(req); err == nil {
+			if resp, err := s.c.do(req); err == nil {
 				resp.Body.Close()
 			}
 		}

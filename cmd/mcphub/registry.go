@@ -99,6 +99,13 @@ func fetchStatus(ctx context.Context, t hubTarget) (*hub.Status, error) {
 		return nil, err
 	}
 	defer resp.Body.Close()
+	switch resp.StatusCode {
+	case http.StatusOK, http.StatusServiceUnavailable:
+	case http.StatusUnauthorized:
+		return nil, fmt.Errorf("the hub at %s requires a bearer token: set $MCPHUB_TOKEN or [hub] token_file to the hub's token", t.listen)
+	default:
+		return nil, fmt.Errorf("the hub at %s answered HTTP %d", t.listen, resp.StatusCode)
+	}
 	var st hub.Status
 	if err := json.NewDecoder(resp.Body).Decode(&st); err != nil {
 		return nil, fmt.Errorf("%s answered, but not with mcphub's status (HTTP %d): %w", t.listen, resp.StatusCode, err)
