@@ -142,6 +142,12 @@ func (l *link) connect() (*client.Conn, error) {
 	adoptions := l.adoptions
 	l.adoptions = nil
 	l.mu.Unlock()
+	// The adopted calls are tracked before the connection starts: resuming
+	// their streams begins inside Start, and a replayed notification must
+	// find its call.
+	for _, a := range adoptions {
+		l.track(a.c, a.hubToken)
+	}
 	conn := client.New(cfg, l)
 	ctx, cancel := context.WithTimeout(l.ctx, l.srv.cfg.ConnectTimeout)
 	defer cancel()
@@ -189,10 +195,10 @@ func (l *link) adopt(conn *client.Conn, adoptions []adoption) {
 	}
 	for _, a := range adoptions {
 		if !resumed[string(a.c.upID)] {
+			l.untrack(a.c, a.hubToken)
 			a.done(nil, &unavailableError{fmt.Sprintf("server %s did not resume the session the request was sent on", l.srv.cfg.Name)})
 			continue
 		}
-		l.track(a.c, a.hubToken)
 		l.srv.wg.Add(1)
 		go func() {
 			defer l.srv.wg.Done()
@@ -211,6 +217,7 @@ func (l *link) adopt(conn *client.Conn, adoptions []adoption) {
 
 func (l *link) abandon(adoptions []adoption, err error) {
 	for _, a := range adoptions {
+		l.untrack(a.c, a.hubToken)
 		a.done(nil, &unavailableError{fmt.Sprintf("server %s could not be reached to resume the request: %v", l.srv.cfg.Name, err)})
 	}
 }

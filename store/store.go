@@ -361,9 +361,11 @@ func (s *Store) Counts(session string) (events int, bytes int64, err error) {
 // Sweep deletes sessions last seen before idleBefore (with everything they
 // own), then trims every session to its newest maxEvents events and maxBytes
 // bytes. It returns the ids of the sessions it deleted.
+//
+// It takes the write lock for one step at a time (the expiry, then each
+// session's trim), so the hub's batched writes, which hold events back
+// from the wire until committed, never wait for a whole sweep.
 func (s *Store) Sweep(idleBefore time.Time, maxEvents int, maxBytes int64) ([]string, error) {
-	s.wmu.Lock()
-	defer s.wmu.Unlock()
 	expired, err := s.strings(`SELECT id FROM sessions WHERE last_seen < ?`, idleBefore.UnixNano())
 	if err != nil {
 		return nil, err
@@ -374,7 +376,10 @@ func (s *Store) Sweep(idleBefore time.Time, maxEvents int, maxBytes int64) ([]st
 		for i, id := range expired {
 			args[i] = id
 		}
-		if _, err := s.db.Exec(`DELETE FROM sessions WHERE id IN (`+ph+`)`, args...); err != nil {
+		s.wmu.Lock()
+		_, err := s.db.Exec(`DELETE FROM sessions WHERE id IN (`+ph+`)`, args...)
+		s.wmu.Unlock()
+		if err != nil {
 			return nil, fmt.Errorf("store: %w", err)
 		}
 	}
@@ -392,6 +397,8 @@ func (s *Store) Sweep(idleBefore time.Time, maxEvents int, maxBytes int64) ([]st
 
 // trim deletes a session's oldest events beyond the budget.
 func (s *Store) trim(session string, maxEvents int, maxBytes int64) error {
+	s.wmu.Lock()
+	defer s.wmu.Unlock()
 	n, size, err := s.Counts(session)
 	if err != nil || (n <= maxEvents && size <= maxBytes) {
 		return err
