@@ -496,16 +496,41 @@ func (c *Conn) forget(key string) {
 
 // cancelUpstream tells the server to stop working on request id. It is sent
 // in the background so a dead upstream cannot hold the caller.
+//
+// Over HTTP each message is its own request, so the cancellation can reach
+// the server before the request it names, and a server ignores a cancel for
+// an id it does not know yet (the request then runs with nobody to stop
+// it). It is therefore sent again after cancelRepeats; a duplicate is
+// harmless. Over stdio one pipe keeps them in order.
 func (c *Conn) cancelUpstream(id json.RawMessage, why error) {
 	params := fmt.Appendf(nil, `{"requestId":%s,"reason":%s}`, id, jsonrpc.Quote(why.Error()))
+	repeats := cancelRepeats
+	if _, ordered := c.transport().(*stdioTransport); ordered {
+		repeats = nil
+	}
+	c.handlers.Add(1)
 	go func() {
-		ctx, cancel := context.WithTimeout(c.ctx, 5*time.Second)
-		defer cancel()
-		if err := c.Notify(ctx, "notifications/cancelled", params); err != nil {
-			c.log.Debug("could not send notifications/cancelled", "rpc_id", string(id), "err", err)
+		defer c.handlers.Done()
+		send := func() {
+			ctx, cancel := context.WithTimeout(c.ctx, 5*time.Second)
+			defer cancel()
+			if err := c.Notify(ctx, "notifications/cancelled", params); err != nil {
+				c.log.Debug("could not send notifications/cancelled", "rpc_id", string(id), "err", err)
+			}
+		}
+		send()
+		for _, d := range repeats {
+			if !sleepCtx(c.ctx, d) {
+				return
+			}
+			send()
 		}
 	}()
 }
+
+// cancelRepeats are the delays after which an HTTP cancellation is sent
+// again, for a request that was still on its way when it was first sent.
+var cancelRepeats = []time.Duration{100 * time.Millisecond, time.Second}
 
 // Notify sends a notification.
 func (c *Conn) Notify(ctx context.Context, method string, params json.RawMessage) error {

@@ -86,8 +86,10 @@ func TestStreamableIdleGETSurvivesShortCallTimeouts(t *testing.T) {
 	if d := time.Since(start); d < calls*150*time.Millisecond {
 		t.Fatalf("the calls took %v", d)
 	}
+	// Each cancellation is sent more than once over HTTP (it may overtake
+	// its request); every timed-out call must have one.
 	waitFor(t, 5*time.Second, "notifications/cancelled for every timed-out call", func() bool {
-		return f.count(func(s seenReq) bool { return s.rpc() == "notifications/cancelled" }) == calls
+		return f.count(func(s seenReq) bool { return s.rpc() == "notifications/cancelled" }) >= calls
 	})
 	// The silent stream, open the whole time, still carries messages.
 	f.push <- sseData(jsonrpc.NewNotification("notifications/resources/list_changed", nil))

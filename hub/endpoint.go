@@ -9,6 +9,7 @@ import (
 	"log/slog"
 	"mime"
 	"net/http"
+	"strconv"
 	"strings"
 	"time"
 
@@ -52,6 +53,9 @@ func validSessionID(id string) bool {
 func (h *Hub) lookupSession(w http.ResponseWriter, r *http.Request, endpoint string) *session {
 	id := r.Header.Get("Mcp-Session-Id")
 	switch {
+	case len(r.Header.Values("Mcp-Session-Id")) > 1 && !allSame(r.Header.Values("Mcp-Session-Id")):
+		httpError(w, http.StatusBadRequest, "Bad Request: several different Mcp-Session-Id headers")
+		return nil
 	case id == "":
 		httpError(w, http.StatusBadRequest, "Bad Request: Mcp-Session-Id header is required (send initialize first to get one)")
 		return nil
@@ -68,6 +72,15 @@ func (h *Hub) lookupSession(w http.ResponseWriter, r *http.Request, endpoint str
 	}
 	s.touch()
 	return s
+}
+
+func allSame(vs []string) bool {
+	for _, v := range vs[1:] {
+		if v != vs[0] {
+			return false
+		}
+	}
+	return true
 }
 
 // checkVersionHeader enforces MCP-Protocol-Version: absent means 2025-03-26
@@ -92,7 +105,7 @@ func (h *Hub) servePost(w http.ResponseWriter, r *http.Request, endpoint string)
 		}
 		attrs := []any{"endpoint", endpointName(endpoint), "status_code", rec.status, "latency_ms", time.Since(start).Milliseconds()}
 		if msg != nil {
-			attrs = append(attrs, "mcp_method", msg.Method, "rpc_id", string(msg.ID))
+			attrs = append(attrs, "mcp_method", logValue(msg.Method), "rpc_id", logValue(string(msg.ID)))
 		}
 		if h.registry().Hub.AuditLogBodies {
 			attrs = append(attrs, "request_body", string(body), "response_body", string(rec.body))
@@ -308,16 +321,18 @@ func (h *Hub) serveGet(w http.ResponseWriter, r *http.Request, endpoint string) 
 	}
 	switch {
 	case errors.Is(err, errStreamBusy):
+		h.log.Warn("refused a second connection for a stream", "session", s.id, "last_event_id", logValue(r.Header.Get("Last-Event-ID")))
 		httpError(w, http.StatusConflict, "Conflict: that stream is already being served on another connection")
 		return
 	case errors.Is(err, errTooManyStreams):
+		h.log.Warn("refused a stream over the per-session limit", "session", s.id, "err", err)
 		httpError(w, http.StatusTooManyRequests, err.Error())
 		return
 	case errors.Is(err, errSessionEnded):
 		httpError(w, http.StatusNotFound, "Session not found")
 		return
 	case err != nil:
-		h.log.Warn("refused a stream resumption", "session", s.id, "last_event_id", r.Header.Get("Last-Event-ID"), "err", err)
+		h.log.Warn("refused a stream resumption", "session", s.id, "last_event_id", logValue(r.Header.Get("Last-Event-ID")), "err", err)
 		httpError(w, http.StatusBadRequest, "Bad Request: "+err.Error())
 		return
 	}
@@ -336,6 +351,9 @@ func (h *Hub) serveGet(w http.ResponseWriter, r *http.Request, endpoint string) 
 
 func (h *Hub) serveDelete(w http.ResponseWriter, r *http.Request, endpoint string) {
 	start := time.Now()
+	if !checkVersionHeader(w, r) {
+		return
+	}
 	s := h.lookupSession(w, r, endpoint)
 	if s == nil {
 		return
@@ -344,6 +362,16 @@ func (h *Hub) serveDelete(w http.ResponseWriter, r *http.Request, endpoint strin
 	w.WriteHeader(http.StatusNoContent)
 	h.log.Info("DELETE", "endpoint", endpointName(endpoint), "session", s.id, "status_code", http.StatusNoContent,
 		"latency_ms", time.Since(start).Milliseconds())
+}
+
+// logValue bounds a client-chosen value in a log line: a 4 MiB id must not
+// make a 4 MiB line.
+func logValue(v string) string {
+	const max = 200
+	if len(v) <= max {
+		return v
+	}
+	return v[:max] + "…(" + strconv.Itoa(len(v)) + " bytes)"
 }
 
 func endpointName(endpoint string) string {

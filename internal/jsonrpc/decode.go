@@ -31,6 +31,11 @@ func Decode(data []byte) (*Message, error) {
 	if !json.Valid(data) {
 		return nil, decodeError(ErrParse, CodeParseError, "Parse error: the body is not valid JSON")
 	}
+	// JSON text is UTF-8 (RFC 8259 §8.1), which json.Valid does not check;
+	// passing invalid bytes on would make a strict upstream fail.
+	if !utf8.Valid(data) {
+		return nil, decodeError(ErrParse, CodeParseError, "Parse error: the body is not valid UTF-8")
+	}
 	i := skipSpace(data, 0)
 	switch data[i] {
 	case '{':

@@ -6,6 +6,7 @@ import (
 	"errors"
 	"strings"
 	"testing"
+	"unicode/utf8"
 )
 
 func TestDecodeKinds(t *testing.T) {
@@ -52,6 +53,7 @@ func TestDecodeRejects(t *testing.T) {
 		{`{"jsonrpc":"2.0","id":1,"method":`, CodeParseError, ErrParse, "not valid JSON", ""},
 		{``, CodeParseError, ErrParse, "not valid JSON", ""},
 		{"\xff", CodeParseError, ErrParse, "not valid JSON", ""},
+		{"{\"jsonrpc\":\"2.0\",\"id\":1,\"method\":\"a\xffb\"}", CodeParseError, ErrParse, "not valid UTF-8", ""},
 		{`[{"jsonrpc":"2.0","id":1,"method":"a"}]`, CodeInvalidRequest, ErrBatch, "batches", ""},
 		{`"hello"`, CodeInvalidRequest, ErrInvalidRequest, "must be an object", ""},
 		{`{"id":1,"method":"a"}`, CodeInvalidRequest, ErrInvalidRequest, `"2.0"`, "1"},
@@ -226,8 +228,8 @@ func FuzzDecode(f *testing.F) {
 			if !errors.As(err, &e) || (e.Code != CodeParseError && e.Code != CodeInvalidRequest) {
 				t.Fatalf("Decode error %v is not a JSON-RPC parse or invalid-request error", err)
 			}
-			if (e.Code == CodeParseError) == json.Valid(data) {
-				t.Fatalf("parse-error verdict %v disagrees with json.Valid", e.Code)
+			if (e.Code == CodeParseError) == (json.Valid(data) && utf8.Valid(data)) {
+				t.Fatalf("parse-error verdict %v disagrees with json.Valid and utf8.Valid", e.Code)
 			}
 			if m != nil && (m.ID == nil || !json.Valid(m.ID)) {
 				t.Fatalf("answerable id %q is not valid JSON", m.ID)
