@@ -68,6 +68,10 @@ type Config struct {
 	// OnState is called whenever State changes (a new session id or a new
 	// last event id), so it can be persisted. It must not block.
 	OnState func(State)
+	// OnProcess is told when a stdio server's process group starts
+	// (started true, pid = the group id) and when it has been stopped
+	// whole, so a hub that dies can clear leftovers on its next start.
+	OnProcess func(pid int, started bool)
 
 	// Logger receives the connection's logs; nil means slog.Default().
 	Logger *slog.Logger

@@ -108,6 +108,9 @@ func (s *stdioTransport) start(ctx context.Context) error {
 	}
 	s.cmd, s.stdin = cmd, stdin
 	s.c.log.Debug("started stdio server", "pid", cmd.Process.Pid, "command", cfg.Command)
+	if cfg.OnProcess != nil {
+		cfg.OnProcess(cmd.Process.Pid, true)
+	}
 
 	s.readers.Add(2)
 	go s.readStdout(outR)
@@ -138,6 +141,9 @@ func (s *stdioTransport) wait(outR, errR *os.File) {
 	outR.Close()
 	errR.Close()
 	<-drained
+	if cfg := s.c.cfg; cfg.OnProcess != nil {
+		cfg.OnProcess(s.cmd.Process.Pid, false)
+	}
 
 	status := "exit status 0"
 	if err != nil {

@@ -726,7 +726,7 @@ func durStartHub(t testing.TB, servers string, withStore bool) *durInProcessHub 
 	if err != nil {
 		t.Fatal(err)
 	}
-	opts := hub.Options{Registry: reg, NewUpstream: newStoredUpstream(logger, db), Version: "test", Logger: logger,
+	opts := hub.Options{Registry: reg, NewUpstream: newStoredUpstream(logger, db, nil), Version: "test", Logger: logger,
 		Heartbeat: 5 * time.Second}
 	if withStore {
 		opts.Store = hubStore{db}

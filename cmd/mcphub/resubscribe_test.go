@@ -48,7 +48,7 @@ func TestSubscriptionsRenewedAfterRestart(t *testing.T) {
 			t.Fatal(err)
 		}
 		log := slog.New(slog.NewTextHandler(io.Discard, nil))
-		h := hub.New(hub.Options{Registry: reg, NewUpstream: newStoredUpstream(log, db), Store: hubStore{db}, Version: "test", Logger: log})
+		h := hub.New(hub.Options{Registry: reg, NewUpstream: newStoredUpstream(log, db, nil), Store: hubStore{db}, Version: "test", Logger: log})
 		if err := h.Start(context.Background()); err != nil {
 			t.Fatal(err)
 		}

@@ -114,6 +114,8 @@ func runServe(a *app, f serveFlags) error {
 		return err
 	}
 	defer release()
+	reapLeftovers(a.dataDir, log)
+	kids := newChildren(a.dataDir)
 
 	db, err := store.Open(a.dataDir)
 	if err != nil {
@@ -123,7 +125,7 @@ func runServe(a *app, f serveFlags) error {
 	defer db.Close()
 	opts := hub.Options{
 		Registry:    reg,
-		NewUpstream: newStoredUpstream(log, db),
+		NewUpstream: newStoredUpstream(log, db, kids.track),
 		Version:     mcphubVersion(),
 		Logger:      log,
 		Token:       token,
@@ -265,17 +267,19 @@ func reportServers(a *app, h *hub.Hub) (stop func()) {
 }
 
 // newUpstream makes each registry server a supervised bridge.Server.
-func newUpstream(log *slog.Logger) hub.NewUpstreamFunc { return newStoredUpstream(log, nil) }
+func newUpstream(log *slog.Logger) hub.NewUpstreamFunc { return newStoredUpstream(log, nil, nil) }
 
 // newStoredUpstream is newUpstream with persistence: an HTTP server's
 // connection state is saved as it changes and offered back on the next start
 // (its session and streams resume), and every server's catalog is cached.
-func newStoredUpstream(log *slog.Logger, db *store.Store) hub.NewUpstreamFunc {
+// onProcess, when set, learns of every stdio server's process group.
+func newStoredUpstream(log *slog.Logger, db *store.Store, onProcess func(int, bool)) hub.NewUpstreamFunc {
 	return func(spec *registry.Server, hc registry.Hub, events hub.UpstreamEvents) hub.Upstream {
 		cc := client.Config{
 			Command: spec.Command, Args: spec.Args, Env: spec.Env, Dir: spec.Cwd,
 			URL: spec.URL, Transport: spec.Transport, Headers: spec.Headers,
 			ClientInfo: client.Implementation{Name: "mcphub", Version: mcphubVersion()},
+			OnProcess:  onProcess,
 		}
 		// "mcphub" as a command means this very binary, so the default
 		// registry's demo server works without mcphub on PATH (go run).
