@@ -12,6 +12,7 @@ import (
 	"time"
 
 	"github.com/mcphub/mcphub/internal/jsonrpc"
+	"github.com/mcphub/mcphub/internal/textdist"
 )
 
 // JSON-RPC codes mcphub uses beyond the standard ones.
@@ -370,7 +371,7 @@ func closeMatches(name string, names []string) []string {
 		case strings.HasSuffix(ln, lname) || strings.Contains(ln, lname) || strings.Contains(lname, ln):
 			cands = append(cands, scored{n, 0})
 		default:
-			if d := editDistance(lname, ln); d <= max(2, len(name)/4) {
+			if d := textdist.Distance(lname, ln); d <= max(2, len(name)/4) {
 				cands = append(cands, scored{n, d})
 			}
 		}
@@ -381,24 +382,4 @@ func closeMatches(name string, names []string) []string {
 		out = append(out, cands[i].name)
 	}
 	return out
-}
-
-func editDistance(a, b string) int {
-	prev := make([]int, len(b)+1)
-	cur := make([]int, len(b)+1)
-	for j := range prev {
-		prev[j] = j
-	}
-	for i := 1; i <= len(a); i++ {
-		cur[0] = i
-		for j := 1; j <= len(b); j++ {
-			cost := 1
-			if a[i-1] == b[j-1] {
-				cost = 0
-			}
-			cur[j] = min(prev[j]+1, cur[j-1]+1, prev[j-1]+cost)
-		}
-		prev, cur = cur, prev
-	}
-	return prev[len(b)]
 }

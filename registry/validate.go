@@ -9,6 +9,8 @@ import (
 	"slices"
 	"strconv"
 	"strings"
+
+	"github.com/mcphub/mcphub/internal/textdist"
 )
 
 // reservedHeaders are set by mcphub's transports; a user value would break
@@ -268,29 +270,9 @@ func suggest(k string, known []string, aliases map[string]string) string {
 	}
 	best, bestD := "", max(1, len(k)/3)+1
 	for _, kn := range known {
-		if d := levenshtein(strings.ToLower(k), kn); d < bestD {
+		if d := textdist.Distance(strings.ToLower(k), kn); d < bestD {
 			best, bestD = kn, d
 		}
 	}
 	return best
-}
-
-func levenshtein(a, b string) int {
-	prev := make([]int, len(b)+1)
-	cur := make([]int, len(b)+1)
-	for j := range prev {
-		prev[j] = j
-	}
-	for i := 1; i <= len(a); i++ {
-		cur[0] = i
-		for j := 1; j <= len(b); j++ {
-			cost := 1
-			if a[i-1] == b[j-1] {
-				cost = 0
-			}
-			cur[j] = min(prev[j]+1, cur[j-1]+1, prev[j-1]+cost)
-		}
-		prev, cur = cur, prev
-	}
-	return prev[len(b)]
 }

@@ -1,13 +1,10 @@
 package main
 
 import (
-	"context"
 	"errors"
 	"fmt"
-	"io"
 	"net/http"
 	"net/url"
-	"strings"
 
 	"github.com/spf13/cobra"
 
@@ -24,32 +21,8 @@ the old one stops. Calls in flight on the old connection fail; none is
 replayed.`,
 		Args: cobra.ExactArgs(1),
 		RunE: func(cmd *cobra.Command, args []string) error {
-			t, _, err := a.target()
-			if err != nil {
+			if err := a.control(cmd.Context(), http.MethodPost, "/control/restart?server="+url.QueryEscape(args[0]), http.StatusAccepted, nil); err != nil {
 				return err
-			}
-			ctx := cmd.Context()
-			if ctx == nil {
-				ctx = context.Background()
-			}
-			ctx, cancel := context.WithTimeout(ctx, statusTimeout)
-			defer cancel()
-			u := "http://" + t.listen + "/control/restart?server=" + url.QueryEscape(args[0])
-			req, err := http.NewRequestWithContext(ctx, http.MethodPost, u, nil)
-			if err != nil {
-				return err
-			}
-			if t.token != "" {
-				req.Header.Set("Authorization", "Bearer "+t.token)
-			}
-			resp, err := http.DefaultClient.Do(req)
-			if err != nil {
-				return fmt.Errorf("%w at %s (start one with: mcphub serve)", errNoHub, t.listen)
-			}
-			defer resp.Body.Close()
-			body, _ := io.ReadAll(io.LimitReader(resp.Body, 4096))
-			if resp.StatusCode != http.StatusAccepted {
-				return fmt.Errorf("the hub refused: HTTP %d: %s", resp.StatusCode, strings.TrimSpace(string(body)))
 			}
 			fmt.Fprintf(a.stdout, "restarting %s; see mcphub status\n", args[0])
 			return nil
