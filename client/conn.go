@@ -307,20 +307,31 @@ func (c *Conn) Await(ctx context.Context, id json.RawMessage) (json.RawMessage, 
 	if ch == nil {
 		return nil, fmt.Errorf("%w: request %s is not being resumed", ErrSessionExpired, id)
 	}
-	t := c.transport()
+	res, _, err := wait(ctx, ch, c.transport())
+	return res, err
+}
+
+// wait waits for a pending request's result, the end of ctx, or the end of
+// the transport; a result that raced either end still wins. cancelled
+// reports that ctx ended first.
+func wait(ctx context.Context, ch chan result, t transport) (res json.RawMessage, cancelled bool, err error) {
 	select {
 	case r := <-ch:
-		return r.unpack()
+		res, err = r.unpack()
+		return res, false, err
 	case <-ctx.Done():
-		return nil, ctx.Err()
 	case <-t.done():
-		select {
-		case r := <-ch:
-			return r.unpack()
-		default:
-		}
-		return nil, t.err()
 	}
+	select {
+	case r := <-ch:
+		res, err = r.unpack()
+		return res, false, err
+	default:
+	}
+	if ctx.Err() != nil {
+		return nil, true, ctx.Err()
+	}
+	return nil, false, t.err()
 }
 
 // resumer is a transport that can continue a stored upstream session.
@@ -452,28 +463,11 @@ func (c *Conn) CallWithID(ctx context.Context, id json.RawMessage, method string
 		}
 		return nil, err
 	}
-	select {
-	case r := <-ch:
-		return r.unpack()
-	case <-ctx.Done():
-		// A result that raced the deadline still wins.
-		select {
-		case r := <-ch:
-			return r.unpack()
-		default:
-		}
-		if method != "initialize" {
-			c.cancelUpstream(id, ctx.Err())
-		}
-		return nil, ctx.Err()
-	case <-t.done():
-		select {
-		case r := <-ch:
-			return r.unpack()
-		default:
-		}
-		return nil, t.err()
+	res, cancelled, err := wait(ctx, ch, t)
+	if cancelled && method != "initialize" {
+		c.cancelUpstream(id, err)
 	}
+	return res, err
 }
 
 func (r result) unpack() (json.RawMessage, error) {
