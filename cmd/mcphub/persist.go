@@ -104,6 +104,16 @@ func (u *serverPersistence) saveState(s client.State) {
 	}
 }
 
+// close writes any pending state now and stops the flush timer.
+func (u *serverPersistence) close() {
+	u.mu.Lock()
+	if u.timer != nil {
+		u.timer.Stop()
+	}
+	u.mu.Unlock()
+	u.flush()
+}
+
 func (u *serverPersistence) flush() {
 	u.mu.Lock()
 	s := u.pending

@@ -296,7 +296,7 @@ func newStoredUpstream(log *slog.Logger, db *store.Store, onProcess func(int, bo
 			Logger: log,
 		}
 		if db == nil {
-			return upstream{bridge.New(cfg)}
+			return upstream{Server: bridge.New(cfg)}
 		}
 		saver := &serverPersistence{st: db, name: spec.Name, log: log}
 		if spec.Kind() == registry.KindRemote {
@@ -312,12 +312,25 @@ func newStoredUpstream(log *slog.Logger, db *store.Store, onProcess func(int, bo
 			}
 		}
 		srv = bridge.New(cfg)
-		return upstream{srv}
+		return upstream{Server: srv, saver: saver}
 	}
 }
 
 // upstream adapts a bridge.Server to hub.Upstream.
-type upstream struct{ *bridge.Server }
+type upstream struct {
+	*bridge.Server
+	saver *serverPersistence // nil without a store
+}
+
+// Close stops the server, then writes its last connection state, so nothing
+// is left to write once the store closes.
+func (u upstream) Close() error {
+	err := u.Server.Close()
+	if u.saver != nil {
+		u.saver.close()
+	}
+	return err
+}
 
 func (u upstream) Status() hub.UpstreamStatus {
 	s := u.Server.Status()
