@@ -29,10 +29,11 @@ file's comments and every other server as they were. A running hub applies
 the change on its own.`
 
 type addFlags struct {
-	url, transport, cwd, prefix, share string
-	env, headers, allow, deny          []string
-	connectTimeout, callTimeout        time.Duration
-	disabled, noPrefix, force          bool
+	targetFlags
+	prefix, share               string
+	allow, deny                 []string
+	connectTimeout, callTimeout time.Duration
+	disabled, noPrefix, force   bool
 }
 
 func newAddCmd(a *app) *cobra.Command {
@@ -65,11 +66,7 @@ func newAddCmd(a *app) *cobra.Command {
 		},
 	}
 	fl := cmd.Flags()
-	fl.StringVar(&f.url, "url", "", "URL of a remote server")
-	fl.StringVar(&f.transport, "transport", "", "remote transport: auto (default), streamable-http or sse")
-	fl.StringArrayVar(&f.headers, "header", nil, "HTTP header K=V for a remote server (repeatable; ${VAR} allowed)")
-	fl.StringArrayVar(&f.env, "env", nil, "environment variable K=V for a stdio server (repeatable; ${VAR} allowed)")
-	fl.StringVar(&f.cwd, "cwd", "", "working directory of a stdio server")
+	f.targetFlags.register(fl, "")
 	fl.StringVar(&f.prefix, "prefix", "", "namespace prefix for this server's names (default: NAME)")
 	fl.BoolVar(&f.noPrefix, "no-prefix", false, "expose this server's names without a prefix")
 	fl.StringVar(&f.share, "share", "", `"server" (one upstream connection, default) or "session" (one per client session)`)
@@ -85,35 +82,17 @@ func newAddCmd(a *app) *cobra.Command {
 // spec turns the command line into a registry entry. dash is the index of
 // the first argument after --, or -1.
 func (f *addFlags) spec(name string, rest []string, dash int) (registry.ServerSpec, error) {
-	s := registry.ServerSpec{Name: name, URL: f.url, Transport: f.transport, Cwd: f.cwd, Share: f.share,
+	s := registry.ServerSpec{Name: name, Share: f.share,
 		Allow: f.allow, Deny: f.deny, ConnectTimeout: f.connectTimeout, CallTimeout: f.callTimeout, Disabled: f.disabled}
 	if dash > 1 {
 		return s, fmt.Errorf("unexpected arguments before --: %q (only NAME goes there)", rest[:dash-1])
 	}
-	switch {
-	case f.url != "" && len(rest) > 0:
-		return s, errors.New("give either --url or a command after --, not both")
-	case f.url == "" && len(rest) == 0:
-		return s, errors.New("give the server's command after -- (stdio) or --url URL (remote); see mcphub add --help")
-	case f.url != "":
-		if len(f.env) > 0 || f.cwd != "" {
-			return s, errors.New("--env and --cwd apply to stdio servers, not to --url")
-		}
-		h, err := parseKV("--header", f.headers)
-		if err != nil {
-			return s, err
-		}
-		s.Headers = h
-	default:
-		if len(f.headers) > 0 || f.transport != "" {
-			return s, errors.New("--header and --transport apply to --url, not to a stdio command")
-		}
-		env, err := parseKV("--env", f.env)
-		if err != nil {
-			return s, err
-		}
-		s.Command, s.Args, s.Env = rest[0], rest[1:], env
+	t, err := f.resolve(rest, "", "add")
+	if err != nil {
+		return s, err
 	}
+	s.URL, s.Transport, s.Headers = t.url, t.transport, t.headers
+	s.Command, s.Args, s.Env, s.Cwd = t.command, t.args, t.env, t.cwd
 	switch {
 	case f.noPrefix && f.prefix != "":
 		return s, errors.New("give --prefix or --no-prefix, not both")

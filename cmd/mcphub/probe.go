@@ -22,16 +22,12 @@ import (
 )
 
 type probeFlags struct {
-	url       string
-	transport string
-	headers   []string
-	env       []string
-	cwd       string
-	call      string
-	args      string
-	timeout   time.Duration
-	asJSON    bool
-	verbose   bool
+	targetFlags
+	call    string
+	args    string
+	timeout time.Duration
+	asJSON  bool
+	verbose bool
 }
 
 const probeLong = `Connect to one MCP server the way the hub would, and show what it offers.
@@ -66,11 +62,7 @@ func newProbeCmd(a *app) *cobra.Command {
 		},
 	}
 	fl := cmd.Flags()
-	fl.StringVar(&f.url, "url", "", "URL of a remote server (Streamable HTTP endpoint or legacy SSE endpoint)")
-	fl.StringVar(&f.transport, "transport", client.TransportAuto, "remote transport: auto, streamable-http or sse")
-	fl.StringArrayVar(&f.headers, "header", nil, "HTTP header K=V sent to a remote server (repeatable)")
-	fl.StringArrayVar(&f.env, "env", nil, "environment variable K=V for a stdio server (repeatable)")
-	fl.StringVar(&f.cwd, "cwd", "", "working directory of a stdio server")
+	f.targetFlags.register(fl, client.TransportAuto)
 	fl.StringVar(&f.call, "call", "", "call this tool after listing")
 	fl.StringVar(&f.args, "args", "{}", "the tool's arguments, a JSON object (with --call)")
 	fl.DurationVar(&f.timeout, "timeout", 60*time.Second, "how long to wait for connecting and for each request")
@@ -83,31 +75,15 @@ func newProbeCmd(a *app) *cobra.Command {
 // missing targets with a message that says what to do.
 func (f *probeFlags) config(args []string) (client.Config, error) {
 	cfg := client.Config{Name: "probe", ClientInfo: client.Implementation{Name: "mcphub-probe", Version: mcphubVersion()}}
-	switch {
-	case f.url != "" && len(args) > 0:
-		return cfg, errors.New("give either --url or a command after --, not both")
-	case f.url == "" && len(args) == 0:
-		return cfg, errors.New("nothing to probe: give --url URL or a command after -- (see mcphub probe --help)")
-	case f.url != "":
-		if len(f.env) > 0 || f.cwd != "" {
-			return cfg, errors.New("--env and --cwd apply to stdio servers (a command after --), not to --url")
-		}
-		headers, err := parseKV("--header", f.headers)
-		if err != nil {
-			return cfg, err
-		}
-		cfg.URL, cfg.Transport, cfg.Headers = f.url, f.transport, headers
-		cfg.Name = "remote"
-	default:
-		if len(f.headers) > 0 {
-			return cfg, errors.New("--header applies to --url, not to a stdio command")
-		}
-		env, err := parseKV("--env", f.env)
-		if err != nil {
-			return cfg, err
-		}
-		cfg.Command, cfg.Args, cfg.Env, cfg.Dir = args[0], args[1:], env, f.cwd
-		cfg.Name = args[0]
+	t, err := f.resolve(args, client.TransportAuto, "probe")
+	if err != nil {
+		return cfg, err
+	}
+	cfg.URL, cfg.Transport, cfg.Headers = t.url, t.transport, t.headers
+	cfg.Command, cfg.Args, cfg.Env, cfg.Dir = t.command, t.args, t.env, t.cwd
+	cfg.Name = "remote"
+	if t.command != "" {
+		cfg.Name = t.command
 	}
 	if f.call == "" && f.args != "{}" {
 		return cfg, errors.New("--args needs --call TOOL")
@@ -116,22 +92,6 @@ func (f *probeFlags) config(args []string) (client.Config, error) {
 		return cfg, fmt.Errorf("--args must be a JSON object, got %q", f.args)
 	}
 	return cfg, nil
-}
-
-// parseKV reads repeated K=V flags.
-func parseKV(flag string, items []string) (map[string]string, error) {
-	if len(items) == 0 {
-		return nil, nil
-	}
-	out := make(map[string]string, len(items))
-	for _, it := range items {
-		k, v, ok := strings.Cut(it, "=")
-		if !ok || strings.TrimSpace(k) == "" {
-			return nil, fmt.Errorf("%s %q: want KEY=VALUE", flag, it)
-		}
-		out[strings.TrimSpace(k)] = v
-	}
-	return out, nil
 }
 
 // probeHandler shows what the server sends on its own while probe runs.
