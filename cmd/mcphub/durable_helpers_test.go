@@ -83,8 +83,17 @@ func durBinary(t testing.TB) string {
 			goTool = filepath.Join(runtime.GOROOT(), "bin", "go")
 		}
 		out := filepath.Join(dir, "mcphub")
-		if b, err := exec.Command(goTool, "build", "-o", out, ".").CombinedOutput(); err != nil {
+		// One retry: other builds sharing the build cache can make a
+		// first attempt fail spuriously.
+		for attempt := 0; attempt < 2; attempt++ {
+			b, err := exec.Command(goTool, "build", "-o", out, ".").CombinedOutput()
+			if err == nil {
+				durBuild.err = nil
+				break
+			}
 			durBuild.err = fmt.Errorf("go build: %v\n%s", err, b)
+		}
+		if durBuild.err != nil {
 			return
 		}
 		durBuild.path = out
@@ -109,28 +118,10 @@ func durFreePort(t testing.TB) string {
 	return addr
 }
 
-// durBuffer is a goroutine-safe buffer for a child's output.
-type durBuffer struct {
-	mu sync.Mutex
-	b  bytes.Buffer
-}
-
-func (b *durBuffer) Write(p []byte) (int, error) {
-	b.mu.Lock()
-	defer b.mu.Unlock()
-	return b.b.Write(p)
-}
-
-func (b *durBuffer) String() string {
-	b.mu.Lock()
-	defer b.mu.Unlock()
-	return b.b.String()
-}
-
 // durServe is one run of `mcphub serve`.
 type durServe struct {
 	cmd    *exec.Cmd
-	out    durBuffer // stdout and stderr
+	out    syncBuffer // stdout and stderr
 	exited chan struct{}
 	werr   error // set before exited is closed
 }
@@ -706,7 +697,7 @@ func durRemoteTable(name, url string) string {
 // durInProcessHub is a hub served by httptest.
 type durInProcessHub struct {
 	url  string
-	logs *durBuffer
+	logs *syncBuffer
 }
 
 // durStartHub starts a hub over the registry's servers, with the SQLite
@@ -720,7 +711,7 @@ func durStartHub(t testing.TB, servers string, withStore bool) *durInProcessHub 
 	if err != nil {
 		t.Fatalf("registry: %v\n%s", err, text)
 	}
-	logs := &durBuffer{}
+	logs := &syncBuffer{}
 	logger := slog.New(slog.NewTextHandler(logs, &slog.HandlerOptions{Level: slog.LevelDebug}))
 	db, err := store.Open(t.TempDir())
 	if err != nil {

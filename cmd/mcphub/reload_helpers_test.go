@@ -10,18 +10,15 @@ package main
 import (
 	"bytes"
 	"context"
-	"crypto/sha256"
 	"encoding/json"
 	"errors"
 	"fmt"
 	"io"
-	"net"
 	"net/http"
 	"net/http/httptest"
 	"os"
 	"os/exec"
 	"path/filepath"
-	"runtime"
 	"slices"
 	"strings"
 	"sync"
@@ -43,88 +40,6 @@ const rlPoll = 20 * time.Millisecond
 // the session era, which is what IDE clients use today.
 const rlSessionVersion = "2025-11-25"
 
-var rlBuild struct {
-	once sync.Once
-	path string
-	err  error
-}
-
-// rlBinary builds ./cmd/mcphub once per test process. The output lives in a
-// directory keyed by this source tree, so repeated runs reuse it (go build
-// rewrites it only when the sources changed) instead of leaving a new copy
-// in the temporary directory every time.
-func rlBinary(t *testing.T) string {
-	t.Helper()
-	rlBuild.once.Do(func() {
-		wd, err := os.Getwd()
-		if err != nil {
-			rlBuild.err = err
-			return
-		}
-		sum := sha256.Sum256([]byte(wd))
-		dir := filepath.Join(os.TempDir(), fmt.Sprintf("mcphub-reload-test-%d-%x", os.Getuid(), sum[:6]))
-		if err := os.MkdirAll(dir, 0o700); err != nil {
-			rlBuild.err = err
-			return
-		}
-		goTool, err := exec.LookPath("go")
-		if err != nil {
-			goTool = filepath.Join(runtime.GOROOT(), "bin", "go")
-		}
-		out := filepath.Join(dir, "mcphub")
-		// One retry: other builds sharing the build cache can make a
-		// first attempt fail spuriously.
-		for attempt := 0; attempt < 2; attempt++ {
-			b, err := exec.Command(goTool, "build", "-o", out, ".").CombinedOutput()
-			if err == nil {
-				rlBuild.err = nil
-				break
-			}
-			rlBuild.err = fmt.Errorf("go build: %v\n%s", err, b)
-		}
-		if rlBuild.err != nil {
-			return
-		}
-		rlBuild.path = out
-	})
-	if rlBuild.err != nil {
-		t.Fatal(rlBuild.err)
-	}
-	return rlBuild.path
-}
-
-// rlFreePort finds a loopback port that is free now. `--listen 127.0.0.1:0`
-// cannot be used: `mcphub status`, `restart` and the test itself find the
-// hub through the registry's [hub] listen.
-func rlFreePort(t *testing.T) string {
-	t.Helper()
-	ln, err := net.Listen("tcp", "127.0.0.1:0")
-	if err != nil {
-		t.Fatal(err)
-	}
-	addr := ln.Addr().String()
-	ln.Close()
-	return addr
-}
-
-// rlBuffer is a goroutine-safe bytes.Buffer for a child's output.
-type rlBuffer struct {
-	mu sync.Mutex
-	b  bytes.Buffer
-}
-
-func (b *rlBuffer) Write(p []byte) (int, error) {
-	b.mu.Lock()
-	defer b.mu.Unlock()
-	return b.b.Write(p)
-}
-
-func (b *rlBuffer) String() string {
-	b.mu.Lock()
-	defer b.mu.Unlock()
-	return b.b.String()
-}
-
 // rlHub is one `mcphub serve` process and the files it owns.
 type rlHub struct {
 	t      *testing.T
@@ -134,8 +49,8 @@ type rlHub struct {
 	data   string // MCPHUB_DATA
 	addr   string // host:port from [hub] listen
 	cmd    *exec.Cmd
-	stdout rlBuffer
-	stderr rlBuffer
+	stdout syncBuffer
+	stderr syncBuffer
 	exited chan struct{}
 	werr   error // cmd.Wait's result, set before exited is closed
 }
@@ -146,10 +61,10 @@ func rlNewHub(t *testing.T) *rlHub {
 	t.Helper()
 	home := t.TempDir()
 	h := &rlHub{
-		t: t, bin: rlBinary(t), home: home,
+		t: t, bin: durBinary(t), home: home,
 		cfg:  filepath.Join(home, "config", "mcphub", "hub.toml"),
 		data: filepath.Join(home, "data"),
-		addr: rlFreePort(t),
+		addr: durFreePort(t),
 	}
 	if err := os.MkdirAll(filepath.Dir(h.cfg), 0o700); err != nil {
 		t.Fatal(err)
