@@ -500,7 +500,11 @@ func (l *link) HandleNotification(m *jsonrpc.Message, related json.RawMessage) {
 	}
 	for _, lm := range listMethods {
 		if m.Method == lm.changed {
-			go l.refresh(lm.changed)
+			l.srv.wg.Add(1)
+			go func() {
+				defer l.srv.wg.Done()
+				l.refresh(lm.changed)
+			}()
 			break
 		}
 	}
@@ -566,7 +570,9 @@ func (l *link) applyLogLevel(level string) {
 	}
 	l.level = level
 	l.mu.Unlock()
+	l.srv.wg.Add(1)
 	go func() {
+		defer l.srv.wg.Done()
 		ctx, cancel := context.WithTimeout(l.ctx, l.srv.cfg.RequestTimeout)
 		defer cancel()
 		params := fmt.Appendf(nil, `{"level":%s}`, jsonrpc.Quote(level))
