@@ -142,10 +142,16 @@ type durHubDir struct {
 // given [servers.*] tables.
 func durNewHubDir(t *testing.T, servers string) *durHubDir {
 	t.Helper()
+	return durNewHubDirWith(t, "", servers)
+}
+
+// durNewHubDirWith is durNewHubDir with extra [hub] keys.
+func durNewHubDirWith(t *testing.T, hubExtra, servers string) *durHubDir {
+	t.Helper()
 	home := t.TempDir()
 	d := &durHubDir{t: t, bin: durBinary(t), home: home,
 		cfg: filepath.Join(home, "hub.toml"), data: filepath.Join(home, "data"), addr: durFreePort(t)}
-	text := fmt.Sprintf("[hub]\nlisten = %q\n\n%s", d.addr, servers)
+	text := fmt.Sprintf("[hub]\nlisten = %q\n%s\n\n%s", d.addr, hubExtra, servers)
 	if err := os.WriteFile(d.cfg, []byte(text), 0o600); err != nil {
 		t.Fatal(err)
 	}
@@ -236,10 +242,16 @@ func (r *durServe) stop() {
 }
 
 // status fetches /readyz once.
-func (d *durHubDir) status() (*hub.Status, error) {
+func (d *durHubDir) status() (*hub.Status, error) { return fetchReadyz(d.addr) }
+
+// fetchReadyz fetches http://addr/readyz once and decodes the status.
+func fetchReadyz(addr string) (*hub.Status, error) {
 	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Second)
 	defer cancel()
-	req, _ := http.NewRequestWithContext(ctx, http.MethodGet, "http://"+d.addr+"/readyz", nil)
+	req, err := http.NewRequestWithContext(ctx, http.MethodGet, "http://"+addr+"/readyz", nil)
+	if err != nil {
+		return nil, err
+	}
 	resp, err := http.DefaultClient.Do(req)
 	if err != nil {
 		return nil, err

@@ -188,31 +188,7 @@ func (h *rlHub) running() bool {
 }
 
 // status fetches /readyz once.
-func (h *rlHub) status() (*hub.Status, error) {
-	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Second)
-	defer cancel()
-	req, err := http.NewRequestWithContext(ctx, http.MethodGet, "http://"+h.addr+"/readyz", nil)
-	if err != nil {
-		return nil, err
-	}
-	resp, err := http.DefaultClient.Do(req)
-	if err != nil {
-		return nil, err
-	}
-	defer resp.Body.Close()
-	body, err := io.ReadAll(resp.Body)
-	if err != nil {
-		return nil, err
-	}
-	if resp.StatusCode != http.StatusOK {
-		return nil, fmt.Errorf("/readyz: HTTP %d: %s", resp.StatusCode, body)
-	}
-	var st hub.Status
-	if err := json.Unmarshal(body, &st); err != nil {
-		return nil, fmt.Errorf("/readyz: %v: %s", err, body)
-	}
-	return &st, nil
-}
+func (h *rlHub) status() (*hub.Status, error) { return fetchReadyz(h.addr) }
 
 // waitStatus polls /readyz until cond accepts it; cond returns why not.
 func (h *rlHub) waitStatus(t *testing.T, timeout time.Duration, what string, cond func(*hub.Status) error) *hub.Status {

@@ -111,26 +111,6 @@ func secStdio(t *testing.T, name, mode, dir string, extraEnv ...string) string {
 	return fmt.Sprintf("[servers.%s]\ncommand = %q\nenv = { %s }\n\n", name, exe, env)
 }
 
-// secHubDir is durNewHubDir with extra [hub] keys.
-func secHubDir(t *testing.T, hubExtra, servers string) *durHubDir {
-	t.Helper()
-	home := t.TempDir()
-	d := &durHubDir{t: t, bin: durBinary(t), home: home,
-		cfg: filepath.Join(home, "hub.toml"), data: filepath.Join(home, "data"), addr: durFreePort(t)}
-	text := fmt.Sprintf("[hub]\nlisten = %q\n%s\n\n%s", d.addr, hubExtra, servers)
-	if err := os.WriteFile(d.cfg, []byte(text), 0o600); err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() {
-		if t.Failed() {
-			for i, r := range d.runs {
-				t.Logf("mcphub serve run %d output:\n%s", i+1, r.out.String())
-			}
-		}
-	})
-	return d
-}
-
 // secServe runs `mcphub serve` with extra environment and flags. Cleanup
 // stops it by its PID.
 func secServe(t *testing.T, d *durHubDir, env []string, flags ...string) *durServe {
@@ -302,7 +282,7 @@ func TestSecurityNoOrphans(t *testing.T) {
 
 func secOrphans(t *testing.T, sig syscall.Signal) {
 	dir := t.TempDir()
-	d := secHubDir(t, "", secStdio(t, "one", "fake", dir)+secStdio(t, "two", "fake", dir, "MCPHUB_SEC_SPAWN", "1"))
+	d := durNewHubDirWith(t, "", secStdio(t, "one", "fake", dir)+secStdio(t, "two", "fake", dir, "MCPHUB_SEC_SPAWN", "1"))
 	r := secServe(t, d, []string{"SEC_CANARY=must-not-reach-children", "MCPHUB_TOKEN=must-not-reach-children-either"}, "--log-level", "debug")
 	st := secWaitSettled(t, r, d.addr, "", map[string]func(hub.ServerStatus) bool{"one": secConnected, "two": secConnected})
 	pids := map[string]int{}
@@ -435,7 +415,7 @@ func secSecrets(t *testing.T, format string) {
 	servers := secStdio(t, "local", "fake", t.TempDir(), "API_KEY", "${SECRET_VALUE}") +
 		fmt.Sprintf("[servers.remote]\nurl = %q\ntransport = \"streamable-http\"\nconnect_timeout = \"2s\"\n"+
 			"headers = { Authorization = \"Bearer ${SECRET_VALUE}\", X-Api-Key = \"${SECRET_VALUE}\" }\n\n", remoteURL)
-	d := secHubDir(t, "", servers)
+	d := durNewHubDirWith(t, "", servers)
 	env := []string{"SECRET_VALUE=" + secEnvSecret}
 	r := secServe(t, d, env, "--log-format", format, "--log-level", "debug")
 	secWaitSettled(t, r, d.addr, "", map[string]func(hub.ServerStatus) bool{
@@ -499,7 +479,7 @@ func secSecrets(t *testing.T, format string) {
 // reaches no log, no command output and no stdio child.
 func TestSecurityAuthToken(t *testing.T) {
 	t.Parallel()
-	d := secHubDir(t, "auth = \"token\"", secStdio(t, "local", "fake", t.TempDir()))
+	d := durNewHubDirWith(t, "auth = \"token\"", secStdio(t, "local", "fake", t.TempDir()))
 	env := []string{"MCPHUB_TOKEN=" + secToken}
 	r := secServe(t, d, env, "--log-format", "json", "--log-level", "debug")
 	st := secWaitSettled(t, r, d.addr, secToken, map[string]func(hub.ServerStatus) bool{"local": secConnected})
@@ -587,7 +567,7 @@ func TestSecurityAuthToken(t *testing.T) {
 // other clients are served.
 func TestSecurityHeaderLimits(t *testing.T) {
 	t.Parallel()
-	d := secHubDir(t, "", "")
+	d := durNewHubDirWith(t, "", "")
 	r := secServe(t, d, nil)
 	base := "http://" + d.addr
 	if !poll(20*time.Second, func() bool {
