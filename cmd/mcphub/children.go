@@ -2,6 +2,8 @@ package main
 
 import (
 	"encoding/json"
+	"errors"
+	"io/fs"
 	"log/slog"
 	"os"
 	"path/filepath"
@@ -16,22 +18,30 @@ import (
 // one killed by SIGKILL cannot, and although its children see stdin EOF and
 // exit, a grandchild that ignores stdin would live on. The next serve on the
 // same data dir finds such leftovers through this record and stops them.
+//
+// A group is recorded with its leader's start time. Linux never hands out a
+// PID that is still in use as a process group id, so a recorded group whose
+// leader is gone is still the same group, and one whose leader is there is
+// the same group only if that leader started when the record says. (The
+// session id cannot tell: inside a container it reads 0 for every process.)
 type children struct {
 	path string
-	sid  int // this hub's session: leftovers still belong to it
 
 	mu     sync.Mutex
-	groups map[int]bool
+	groups map[int]uint64 // pgid → leader start time
+}
+
+type childGroup struct {
+	PGID  int    `json:"pgid"`
+	Start uint64 `json:"start"` // /proc/PID/stat starttime, clock ticks since boot
 }
 
 type childrenFile struct {
-	Session int   `json:"session"`
-	Groups  []int `json:"groups"`
+	Groups []childGroup `json:"process_groups"`
 }
 
 func newChildren(dataDir string) *children {
-	_, sid, _ := procGroup(os.Getpid())
-	return &children{path: filepath.Join(dataDir, "children.json"), sid: sid, groups: map[int]bool{}}
+	return &children{path: filepath.Join(dataDir, "children.json"), groups: map[int]uint64{}}
 }
 
 // track is client.Config.OnProcess.
@@ -39,13 +49,17 @@ func (c *children) track(pgid int, started bool) {
 	c.mu.Lock()
 	defer c.mu.Unlock()
 	if started {
-		c.groups[pgid] = true
+		st, err := readProcStat(pgid)
+		if err != nil {
+			return // already gone: nothing to leave behind
+		}
+		c.groups[pgid] = st.start
 	} else {
 		delete(c.groups, pgid)
 	}
-	f := childrenFile{Session: c.sid}
-	for g := range c.groups {
-		f.Groups = append(f.Groups, g)
+	var f childrenFile
+	for g, start := range c.groups {
+		f.Groups = append(f.Groups, childGroup{PGID: g, Start: start})
 	}
 	data, _ := json.Marshal(f)
 	tmp := c.path + ".tmp"
@@ -54,57 +68,74 @@ func (c *children) track(pgid int, started bool) {
 	}
 }
 
-// reapLeftovers stops what a previous hub on this data dir left running: the
-// members of its recorded process groups that are still in that hub's
-// session (so a group id reused by an unrelated process is left alone).
+// reapLeftovers stops what a previous hub on this data dir left running:
+// every recorded process group that is still the group that hub started.
 func reapLeftovers(dataDir string, log *slog.Logger) {
-	data, err := os.ReadFile(filepath.Join(dataDir, "children.json"))
+	path := filepath.Join(dataDir, "children.json")
+	data, err := os.ReadFile(path)
 	if err != nil {
 		return
 	}
 	var f childrenFile
-	if json.Unmarshal(data, &f) != nil || f.Session == 0 {
-		return
+	if err := json.Unmarshal(data, &f); err != nil {
+		log.Warn("ignoring an unreadable record of a previous mcphub's processes", "file", path, "err", err)
 	}
-	want := map[int]bool{}
 	for _, g := range f.Groups {
-		want[g] = true
-	}
-	procs, _ := os.ReadDir("/proc")
-	for _, p := range procs {
-		pid, err := strconv.Atoi(p.Name())
-		if err != nil {
+		if g.PGID <= 1 {
 			continue
 		}
-		pgrp, sid, ok := procGroup(pid)
-		if !ok || !want[pgrp] || sid != f.Session {
+		leader, err := readProcStat(g.PGID)
+		switch {
+		case errors.Is(err, fs.ErrNotExist):
+			// The leader is gone; the group id stays reserved while any
+			// member lives, so whatever is in the group is a leftover.
+		case err != nil:
 			continue
+		case leader.pgrp != g.PGID || leader.start != g.Start:
+			continue // the id now belongs to an unrelated process
 		}
-		log.Warn("stopping a process a previous mcphub left behind", "pid", pid, "process_group", pgrp)
-		syscall.Kill(pid, syscall.SIGKILL)
+		if syscall.Kill(-g.PGID, syscall.SIGKILL) == nil {
+			log.Warn("stopped what a previous mcphub left behind", "process_group", g.PGID)
+		}
 	}
-	os.Remove(filepath.Join(dataDir, "children.json"))
+	os.Remove(path)
 }
 
-// procGroup reads a process's group and session from /proc/PID/stat.
-func procGroup(pid int) (pgrp, sid int, ok bool) {
+type procStat struct {
+	pgrp  int
+	start uint64
+}
+
+// readProcStat reads a process's group and start time from /proc/PID/stat.
+func readProcStat(pid int) (procStat, error) {
 	data, err := os.ReadFile("/proc/" + strconv.Itoa(pid) + "/stat")
 	if err != nil {
-		return 0, 0, false
+		return procStat{}, err
 	}
-	// The command name may hold spaces and parentheses: fields start
-	// after the last ')'.
-	s := string(data)
+	return parseProcStat(string(data))
+}
+
+// parseProcStat parses the text of /proc/PID/stat. The command name may
+// hold spaces and parentheses: the fields start after the last ')'.
+func parseProcStat(s string) (procStat, error) {
 	i := strings.LastIndexByte(s, ')')
 	if i < 0 {
-		return 0, 0, false
+		return procStat{}, errors.New("proc stat: no command name")
 	}
+	// state ppid pgrp session tty_nr tpgid flags minflt cminflt majflt
+	// cmajflt utime stime cutime cstime priority nice num_threads
+	// itrealvalue starttime ...
 	fields := strings.Fields(s[i+1:])
-	// state ppid pgrp session ...
-	if len(fields) < 4 {
-		return 0, 0, false
+	if len(fields) < 20 {
+		return procStat{}, errors.New("proc stat: too few fields")
 	}
-	pgrp, err1 := strconv.Atoi(fields[2])
-	sid, err2 := strconv.Atoi(fields[3])
-	return pgrp, sid, err1 == nil && err2 == nil
+	pgrp, err := strconv.Atoi(fields[2])
+	if err != nil {
+		return procStat{}, errors.New("proc stat: bad process group")
+	}
+	start, err := strconv.ParseUint(fields[19], 10, 64)
+	if err != nil {
+		return procStat{}, errors.New("proc stat: bad start time")
+	}
+	return procStat{pgrp: pgrp, start: start}, nil
 }
