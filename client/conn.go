@@ -141,6 +141,7 @@ type Conn struct {
 	log     *slog.Logger
 
 	t      transport
+	h1     *h1 // POSTs to a plain-http upstream; nil for the rest
 	nextID atomic.Int64
 
 	mu      sync.Mutex
@@ -175,6 +176,7 @@ func New(cfg Config, h Handler) *Conn {
 		pending: make(map[string]chan result),
 		ctx:     ctx,
 		cancel:  cancel,
+		h1:      newH1(cfg),
 	}
 }
 
@@ -683,6 +685,9 @@ func (c *Conn) Close() error {
 		c.failAll(ErrClosed)
 		if t := c.transport(); t != nil {
 			c.closeErr = t.close()
+		}
+		if c.h1 != nil {
+			c.h1.close()
 		}
 		c.handlers.Wait()
 	})

@@ -31,6 +31,7 @@ type seenReq struct {
 	header http.Header
 	msg    *jsonrpc.Message // the POSTed JSON-RPC message; nil for GET and DELETE
 	at     time.Time
+	remote string // the client's address: one per TCP connection
 }
 
 // rpc names the JSON-RPC message a request carried: its method, "response"
@@ -110,7 +111,7 @@ func (f *fakeStreamable) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 		}
 	}
 	f.mu.Lock()
-	f.seen = append(f.seen, seenReq{method: r.Method, path: r.URL.Path, query: r.URL.RawQuery, header: r.Header.Clone(), msg: m, at: time.Now()})
+	f.seen = append(f.seen, seenReq{method: r.Method, path: r.URL.Path, query: r.URL.RawQuery, header: r.Header.Clone(), msg: m, at: time.Now(), remote: r.RemoteAddr})
 	f.mu.Unlock()
 
 	if r.Method == http.MethodPost && m != nil && m.Method == "initialize" {

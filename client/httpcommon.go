@@ -29,16 +29,34 @@ var defaultHTTPClient = &http.Client{Transport: &http.Transport{
 	ForceAttemptHTTP2:     true,
 }}
 
-// do sends an upstream request. net/http's errors repeat the whole URL,
+// do sends an upstream request: a POST to a plain-http upstream through
+// h1, anything else through net/http. net/http's errors repeat the whole URL,
 // query included, where some servers take an API key; the URL is dropped
 // here, and callers name it redacted.
 func (c *Conn) do(req *http.Request) (*http.Response, error) {
+	if c.h1.carries(req) {
+		return c.h1.roundTrip(req)
+	}
 	resp, err := c.httpClient().Do(req)
 	var ue *url.Error
 	if errors.As(err, &ue) {
 		err = ue.Err
 	}
 	return resp, err
+}
+
+// eofWatch notes whether a reader has reached its end.
+type eofWatch struct {
+	r   io.Reader
+	eof bool
+}
+
+func (w *eofWatch) Read(p []byte) (int, error) {
+	n, err := w.r.Read(p)
+	if err == io.EOF {
+		w.eof = true
+	}
+	return n, err
 }
 
 // setHeaders adds the registry's headers to an upstream request.

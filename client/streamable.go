@@ -216,9 +216,19 @@ func (e *sessionGone) Error() string { return "upstream session not found" }
 
 func (s *streamable) post(ctx context.Context, m *jsonrpc.Message, data []byte) error {
 	isInit := m.Method == "initialize"
-	// The POST's context ends with the caller's or with the transport.
-	rctx, cancel := context.WithCancel(ctx)
-	stop := context.AfterFunc(s.ctx, cancel)
+	// The POST's context ends with the transport, and with the caller's
+	// until the response is in. After that the rest of the stream (normally
+	// just its end) is drained whatever the caller does: a request context
+	// that ends mid-body makes net/http close the connection instead of
+	// pooling it, and every call would pay for a new one.
+	rctx, cancelCause := context.WithCancelCause(context.WithoutCancel(ctx))
+	cancel := func() { cancelCause(nil) }
+	stopCaller := context.AfterFunc(ctx, func() { cancelCause(context.Cause(ctx)) })
+	stopTransport := context.AfterFunc(s.ctx, cancel)
+	stop := func() {
+		stopCaller()
+		stopTransport()
+	}
 	req, err := s.newRequest(rctx, http.MethodPost, data, isInit)
 	if err != nil {
 		stop()
@@ -278,8 +288,17 @@ func (s *streamable) post(ctx context.Context, m *jsonrpc.Message, data []byte) 
 		// response anyway, and a hand-off to another goroutine would only
 		// add a wake-up to every call's latency. What follows the response
 		// (normally just the end of the stream) is drained in the
-		// background, so the connection goes back to the pool.
-		s.followPostStream(rctx, resp.Body, m.ID)
+		// background if it has not arrived with it, so the connection goes
+		// back to the pool.
+		body := &eofWatch{r: resp.Body}
+		s.followPostStream(rctx, body, m.ID)
+		stopCaller()
+		if body.eof {
+			// The stream ended with the response (its end was already
+			// read with it): nothing left to drain.
+			release()
+			return nil
+		}
 		s.wg.Add(1)
 		go func() {
 			defer s.wg.Done()
