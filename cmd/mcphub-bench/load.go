@@ -14,6 +14,8 @@ import (
 type result struct {
 	calls    int
 	errors   int
+	firstErr error
+	lats     []time.Duration // every successful call's latency
 	duration time.Duration
 	p50, p99 time.Duration
 }
@@ -56,10 +58,11 @@ func callLoad(url, tool string, sessions, callers int, d time.Duration) (result,
 		}
 	}
 	var (
-		mu   sync.Mutex
-		lats []time.Duration
-		errs int
-		wg   sync.WaitGroup
+		mu    sync.Mutex
+		lats  []time.Duration
+		errs  int
+		first error
+		wg    sync.WaitGroup
 	)
 	start := time.Now()
 	deadline := start.Add(d)
@@ -70,9 +73,13 @@ func callLoad(url, tool string, sessions, callers int, d time.Duration) (result,
 				defer wg.Done()
 				local := make([]time.Duration, 0, 4096)
 				bad := 0
+				var firstErr error
 				for time.Now().Before(deadline) {
 					t0 := time.Now()
 					if err := call(cs); err != nil {
+						if bad == 0 {
+							firstErr = err
+						}
 						bad++
 						continue
 					}
@@ -81,57 +88,97 @@ func callLoad(url, tool string, sessions, callers int, d time.Duration) (result,
 				mu.Lock()
 				lats = append(lats, local...)
 				errs += bad
+				if firstErr != nil && first == nil {
+					first = firstErr
+				}
 				mu.Unlock()
 			}()
 		}
 	}
 	wg.Wait()
 	elapsed := time.Since(start)
-	slices.Sort(lats)
-	r := result{calls: len(lats), errors: errs, duration: elapsed}
-	if len(lats) > 0 {
-		r.p50 = lats[len(lats)/2]
-		r.p99 = lats[len(lats)*99/100]
-	}
-	return r, nil
+	return result{errors: errs, firstErr: first, duration: elapsed, lats: lats}.summed(), nil
 }
 
-// notifyLoad calls the progress tool for n notifications and reports how
-// many arrived per second at the client.
-func notifyLoad(url, tool string, n, rounds int) (float64, error) {
-	ctx := context.Background()
-	var got int
-	var mu sync.Mutex
-	cs, err := connect(ctx, url, &mcp.ClientOptions{ProgressNotificationHandler: func(context.Context, *mcp.ProgressNotificationClientRequest) {
-		mu.Lock()
-		got++
-		mu.Unlock()
+// add merges another round of the same scenario into r.
+func (r result) add(o result) result {
+	if r.firstErr == nil {
+		r.firstErr = o.firstErr
+	}
+	r.errors += o.errors
+	r.duration += o.duration
+	r.lats = append(r.lats, o.lats...)
+	return r.summed()
+}
+
+// summed fills in the count and percentiles from the latencies.
+func (r result) summed() result {
+	slices.Sort(r.lats)
+	r.calls = len(r.lats)
+	if len(r.lats) > 0 {
+		r.p50 = r.lats[len(r.lats)/2]
+		r.p99 = r.lats[len(r.lats)*99/100]
+	}
+	return r
+}
+
+// notifier calls the progress tool over one client session and measures
+// how fast the notifications arrive.
+type notifier struct {
+	cs   *mcp.ClientSession
+	tool string
+	n    int
+	best float64 // the best rate of any round, per second
+
+	mu   sync.Mutex
+	got  int
+	last time.Time
+	all  chan struct{}
+}
+
+func newNotifier(url, tool string, n int) (*notifier, error) {
+	nt := &notifier{tool: tool, n: n}
+	cs, err := connect(context.Background(), url, &mcp.ClientOptions{ProgressNotificationHandler: func(context.Context, *mcp.ProgressNotificationClientRequest) {
+		nt.mu.Lock()
+		defer nt.mu.Unlock()
+		nt.got++
+		nt.last = time.Now()
+		if nt.got == nt.n {
+			close(nt.all)
+		}
 	}})
 	if err != nil {
-		return 0, err
+		return nil, err
 	}
-	defer cs.Close()
-	best := 0.0
-	for r := 0; r < rounds; r++ {
-		mu.Lock()
-		got = 0
-		mu.Unlock()
-		p := &mcp.CallToolParams{Name: tool, Arguments: map[string]any{"n": n}}
-		p.SetProgressToken(fmt.Sprintf("bench-%d", r))
-		t0 := time.Now()
-		if _, err := cs.CallTool(ctx, p); err != nil {
-			return 0, err
-		}
-		el := time.Since(t0)
-		mu.Lock()
-		g := got
-		mu.Unlock()
-		if g < n*9/10 {
-			return 0, fmt.Errorf("only %d of %d notifications arrived", g, n)
-		}
-		if rate := float64(g) / el.Seconds(); rate > best {
-			best = rate
-		}
+	nt.cs = cs
+	return nt, nil
+}
+
+// round calls the tool for n notifications. Its rate is n over the time
+// from the call to the last of them (the client may hand some to its
+// handler after the call returns). Every one of them must arrive.
+func (nt *notifier) round(r int) error {
+	nt.mu.Lock()
+	nt.got, nt.all = 0, make(chan struct{})
+	done := nt.all
+	nt.mu.Unlock()
+	p := &mcp.CallToolParams{Name: nt.tool, Arguments: map[string]any{"n": nt.n}}
+	p.SetProgressToken(fmt.Sprintf("bench-%d", r))
+	t0 := time.Now()
+	if _, err := nt.cs.CallTool(context.Background(), p); err != nil {
+		return err
 	}
-	return best, nil
+	select {
+	case <-done:
+	case <-time.After(5 * time.Second):
+		nt.mu.Lock()
+		g := nt.got
+		nt.mu.Unlock()
+		return fmt.Errorf("only %d of %d notifications arrived", g, nt.n)
+	}
+	nt.mu.Lock()
+	el := nt.last.Sub(t0)
+	nt.mu.Unlock()
+	nt.best = max(nt.best, float64(nt.n)/el.Seconds())
+	return nil
 }

@@ -4,12 +4,14 @@
 //
 //	go run ./cmd/mcphub-bench                  # builds mcphub, runs everything
 //	go run ./cmd/mcphub-bench -duration 5s     # longer load phases
+//	go run ./cmd/mcphub-bench -rounds 4        # more rounds, pooled
 //	go run ./cmd/mcphub-bench -mcphub ./mcphub # use a built binary
 //
 // It starts the reference upstream (the official Go SDK server with an echo
 // tool and a progress tool, this binary's "upstream" mode) over HTTP and
-// over stdio, hubs in front of it, and drives them with the official Go SDK
-// client.
+// over stdio, hubs in front of it, and a byte relay in front of it (this
+// binary's "relay" mode: the floor any proxy pays for its extra hop), and
+// drives them all with the official Go SDK client.
 package main
 
 import (
@@ -38,6 +40,17 @@ var (
 )
 
 func main() {
+	if len(os.Args) > 1 && os.Args[1] == "relay" {
+		fs := flag.NewFlagSet("relay", flag.ExitOnError)
+		listen := fs.String("listen", "", "address to accept on")
+		to := fs.String("to", "", "address to relay to")
+		fs.Parse(os.Args[2:])
+		if err := runRelay(*listen, *to); err != nil {
+			fmt.Fprintln(os.Stderr, err)
+			os.Exit(1)
+		}
+		return
+	}
 	if len(os.Args) > 1 && os.Args[1] == "upstream" {
 		fs := flag.NewFlagSet("upstream", flag.ExitOnError)
 		addr := fs.String("http", "", "serve Streamable HTTP at this address instead of stdio")
@@ -49,12 +62,13 @@ func main() {
 		return
 	}
 	duration := flag.Duration("duration", 3*time.Second, "length of each load phase")
+	rounds := flag.Int("rounds", 2, "how many times each load phase runs, in alternating order; the rounds are pooled")
 	mcphub := flag.String("mcphub", "", "mcphub binary to measure (default: build ./cmd/mcphub)")
 	notifications := flag.Int("notifications", 5000, "progress notifications per notification round")
 	flag.StringVar(&only, "only", "", "run only the call phases whose \"shape/target\" contains this (for profiling)")
 	flag.BoolVar(&keep, "keep", false, "keep the work directory, with the hubs' debug logs")
 	flag.Parse()
-	if err := run(*mcphub, *duration, *notifications); err != nil {
+	if err := run(*mcphub, *duration, *rounds, *notifications); err != nil {
 		fmt.Fprintln(os.Stderr, "mcphub-bench:", err)
 		os.Exit(1)
 	}
@@ -192,7 +206,7 @@ func buildMcphub(dir string) (string, error) {
 	return out, nil
 }
 
-func run(mcphub string, d time.Duration, notifications int) error {
+func run(mcphub string, d time.Duration, rounds, notifications int) error {
 	work, err := os.MkdirTemp("", "mcphub-bench-")
 	if err != nil {
 		return err
@@ -233,6 +247,20 @@ func run(mcphub string, d time.Duration, notifications int) error {
 		return err
 	}
 
+	// A byte relay in front of the upstream: the floor of any proxy.
+	relayAddr, err := freePort()
+	if err != nil {
+		return err
+	}
+	relay, err := start("relay", io.Discard, self, "relay", "-listen", relayAddr, "-to", upAddr)
+	if err != nil {
+		return err
+	}
+	procs = append(procs, relay)
+	if err := waitHTTP("http://"+relayAddr+"/mcp", 10*time.Second); err != nil {
+		return err
+	}
+
 	// Hub A (store on) and hub B (store off), each with the upstream over
 	// HTTP (unprefixed) and over stdio (prefix s).
 	reg := fmt.Sprintf("[servers.http]\nurl = %q\ntransport = \"streamable-http\"\nprefix = \"\"\n\n[servers.stdio]\ncommand = %q\nargs = [\"upstream\"]\nprefix = \"s\"\n", direct, self)
@@ -247,26 +275,42 @@ func run(mcphub string, d time.Duration, notifications int) error {
 	}
 	procs = append(procs, hubB)
 
-	rep := &report{duration: d}
-	fmt.Fprintf(os.Stderr, "measuring calls (%s per phase)...\n", d)
+	rep := &report{duration: d, rounds: rounds}
+	fmt.Fprintf(os.Stderr, "measuring calls (%d rounds of %s per phase)...\n", rounds, d)
+	targets := []struct{ name, url, tool string }{
+		{"direct (HTTP)", direct, "echo"},
+		{"TCP relay -> HTTP", "http://" + relayAddr + "/mcp", "echo"},
+		{"hub -> HTTP", "http://" + addrA + "/mcp", "echo"},
+		{"hub -> stdio", "http://" + addrA + "/mcp", "s__echo"},
+		{"hub -> HTTP, store off", "http://" + addrB + "/mcp", "echo"},
+	}
 	for _, shape := range []struct {
 		name              string
 		sessions, callers int
 	}{{"1 caller", 1, 1}, {"4 sessions x 8 callers", 4, 8}} {
-		for _, t := range []struct{ name, url, tool string }{
-			{"direct (HTTP)", direct, "echo"},
-			{"hub -> HTTP", "http://" + addrA + "/mcp", "echo"},
-			{"hub -> stdio", "http://" + addrA + "/mcp", "s__echo"},
-			{"hub -> HTTP, store off", "http://" + addrB + "/mcp", "echo"},
-		} {
-			if only != "" && !strings.Contains(shape.name+"/"+t.name, only) {
-				continue
+		for _, t := range targets {
+			if only == "" || strings.Contains(shape.name+"/"+t.name, only) {
+				rep.calls = append(rep.calls, callRow{shape: shape.name, target: t.name})
 			}
-			r, err := callLoad(t.url, t.tool, shape.sessions, shape.callers, d)
-			if err != nil {
-				return fmt.Errorf("%s, %s: %w", t.name, shape.name, err)
+		}
+		// Rounds alternate the order of the targets, so none is always
+		// measured first or last (the machine's state drifts).
+		for round := range rounds {
+			for i := range targets {
+				t := targets[i]
+				if round%2 == 1 {
+					t = targets[len(targets)-1-i]
+				}
+				row := rep.find(shape.name, t.name)
+				if row == nil {
+					continue
+				}
+				r, err := callLoad(t.url, t.tool, shape.sessions, shape.callers, d)
+				if err != nil {
+					return fmt.Errorf("%s, %s: %w", t.name, shape.name, err)
+				}
+				row.r = row.r.add(r)
 			}
-			rep.calls = append(rep.calls, callRow{shape: shape.name, target: t.name, r: r})
 		}
 	}
 
@@ -275,18 +319,28 @@ func run(mcphub string, d time.Duration, notifications int) error {
 		return nil
 	}
 	fmt.Fprintln(os.Stderr, "measuring notifications...")
-	on, err := notifyLoad("http://"+addrA+"/mcp", "progress", notifications, 3)
-	if err != nil {
-		return fmt.Errorf("notifications, store on: %w", err)
+	var nts []*notifier
+	for _, url := range []string{"http://" + addrA + "/mcp", "http://" + addrB + "/mcp", direct} {
+		nt, err := newNotifier(url, "progress", notifications)
+		if err != nil {
+			return fmt.Errorf("notifications, %s: %w", url, err)
+		}
+		defer nt.cs.Close()
+		nts = append(nts, nt)
 	}
-	off, err := notifyLoad("http://"+addrB+"/mcp", "progress", notifications, 3)
-	if err != nil {
-		return fmt.Errorf("notifications, store off: %w", err)
+	// Rounds alternate store on and off; each keeps its best.
+	for r := range max(3, rounds) {
+		for i := range nts {
+			nt := nts[i]
+			if r%2 == 1 {
+				nt = nts[len(nts)-1-i]
+			}
+			if err := nt.round(r); err != nil {
+				return fmt.Errorf("notifications: %w", err)
+			}
+		}
 	}
-	directN, err := notifyLoad(direct, "progress", notifications, 3)
-	if err != nil {
-		return fmt.Errorf("notifications, direct: %w", err)
-	}
+	on, off, directN := nts[0].best, nts[1].best, nts[2].best
 	rep.notifyOn, rep.notifyOff, rep.notifyDirect = on, off, directN
 
 	fmt.Fprintln(os.Stderr, "measuring startup and memory with 10 stdio upstreams...")

@@ -16,6 +16,7 @@ type callRow struct {
 // report is everything one run measured.
 type report struct {
 	duration                          time.Duration
+	rounds                            int
 	calls                             []callRow
 	notifyOn, notifyOff, notifyDirect float64
 	startup                           time.Duration
@@ -31,19 +32,26 @@ type check struct {
 }
 
 func (r *report) row(shape, target string) result {
-	for _, c := range r.calls {
-		if c.shape == shape && c.target == target {
-			return c.r
-		}
+	if c := r.find(shape, target); c != nil {
+		return c.r
 	}
 	return result{}
+}
+
+func (r *report) find(shape, target string) *callRow {
+	for i := range r.calls {
+		if c := &r.calls[i]; c.shape == shape && c.target == target {
+			return c
+		}
+	}
+	return nil
 }
 
 func ms(d time.Duration) string { return fmt.Sprintf("%.3f ms", float64(d.Microseconds())/1000) }
 
 // printCalls prints the tools/call table.
 func (r *report) printCalls(w io.Writer) {
-	fmt.Fprintf(w, "mcphub-bench: %d CPUs, %s, %s per load phase\n\n", runtime.NumCPU(), runtime.Version(), r.duration)
+	fmt.Fprintf(w, "mcphub-bench: %d CPUs, %s, %d rounds of %s per load phase\n\n", runtime.NumCPU(), runtime.Version(), r.rounds, r.duration)
 	tw := tabwriter.NewWriter(w, 0, 4, 2, ' ', tabwriter.AlignRight)
 	fmt.Fprintln(tw, "tools/call\ttarget\tcalls/s\tp50\tp99\terrors\tthroughput vs direct\tp50 vs direct\t")
 	for _, c := range r.calls {
@@ -52,6 +60,11 @@ func (r *report) printCalls(w io.Writer) {
 			c.r.throughput()/d.throughput(), float64(c.r.p50)/float64(d.p50))
 	}
 	tw.Flush()
+	for _, c := range r.calls {
+		if c.r.firstErr != nil {
+			fmt.Fprintf(w, "%s, %s: %d errors; the first: %v\n", c.shape, c.target, c.r.errors, c.r.firstErr)
+		}
+	}
 }
 
 // print prints every table and checks the targets.
@@ -92,6 +105,10 @@ func (r *report) print(w io.Writer) {
 		fmt.Fprintf(tw, "%s\t%.2f\t%s\t%s\n", c.what, c.value, c.target, mark)
 	}
 	tw.Flush()
+	d, relay, hub := r.row(one, "direct (HTTP)").p50, r.row(one, "TCP relay -> HTTP").p50, r.row(one, "hub -> HTTP").p50
+	fmt.Fprintf(w, "\nfloor: a byte relay in front of the upstream (one more process and TCP hop, no parsing)\n"+
+		"adds %s to the single-caller p50 (%.2fx direct); the hub adds %s (%.2fx direct).\n",
+		ms(relay-d), ratio(relay, d), ms(hub-d), ratio(hub, d))
 }
 
 func ratio(a, b time.Duration) float64 { return float64(a) / float64(b) }
