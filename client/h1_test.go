@@ -383,7 +383,7 @@ func TestH1OnlyForPlainHTTPPosts(t *testing.T) {
 // does next, so the connection goes back to the pool instead of closing.
 func TestStreamableCallsReuseConnections(t *testing.T) {
 	f := newFakeStreamable(t)
-	end := make(chan struct{})
+	end := make(chan struct{}, 40) // never blocks the test, whichever handler takes it
 	f.tools["sse"] = func(w http.ResponseWriter, r *http.Request, m *jsonrpc.Message, _ *fakeSession) {
 		startSSE(w)
 		writeSSE(w, sseData(jsonrpc.NewResponse(m.ID, json.RawMessage(`{"content":[]}`))))
