@@ -5,11 +5,13 @@ import (
 	"context"
 	"encoding/json"
 	"errors"
+	"fmt"
 	"io"
 	"net"
 	"net/http"
 	"strings"
 	"sync"
+	"sync/atomic"
 	"testing"
 	"time"
 
@@ -377,38 +379,43 @@ func TestH1OnlyForPlainHTTPPosts(t *testing.T) {
 	}
 }
 
-// Sequential calls answered on SSE streams, each ended by the server only
-// after the caller has its response and has cancelled its context, reuse
-// their POST connections: the stream's end is read whatever the caller
-// does next, so the connection goes back to the pool instead of closing.
+// A call answered on an SSE stream that the server ends a little after the
+// response (by then the caller has its result and has cancelled its
+// context) gives its connection back once the stream's end is read, instead
+// of having it closed under the server: sequential calls share one.
 func TestStreamableCallsReuseConnections(t *testing.T) {
 	f := newFakeStreamable(t)
-	end := make(chan struct{}, 40) // never blocks the test, whichever handler takes it
+	var cut atomic.Int32 // streams whose connection closed before their end
 	f.tools["sse"] = func(w http.ResponseWriter, r *http.Request, m *jsonrpc.Message, _ *fakeSession) {
 		startSSE(w)
 		writeSSE(w, sseData(jsonrpc.NewResponse(m.ID, json.RawMessage(`{"content":[]}`))))
 		select {
-		case <-end:
+		case <-time.After(20 * time.Millisecond): // the scenario: a late end
 		case <-r.Context().Done():
+			cut.Add(1)
 		}
 	}
 	c, _ := startHTTP(t, Config{URL: f.url, Transport: TransportStreamableHTTP}, newRecorder())
-	for i := range 40 {
+	idle := func() int {
+		c.h1.mu.Lock()
+		defer c.h1.mu.Unlock()
+		return len(c.h1.idle)
+	}
+	const calls = 10
+	for i := range calls {
 		ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
 		_, err := c.Call(ctx, "tools/call", json.RawMessage(`{"name":"sse"}`))
 		cancel()
 		if err != nil {
 			t.Fatalf("call %d: %v", i, err)
 		}
-		end <- struct{}{}
+		waitFor(t, 5*time.Second, fmt.Sprintf("call %d's connection back in the pool (%d closed under their stream)", i, cut.Load()), func() bool { return idle() >= 1 })
 	}
 	conns := map[string]bool{}
 	for _, r := range f.requests(func(s seenReq) bool { return s.method == http.MethodPost && s.rpc() == "tools/call" }) {
 		conns[r.remote] = true
 	}
-	// A call may start before the previous stream's end is read and take
-	// a second connection; never one per call.
-	if len(conns) > 3 {
-		t.Errorf("40 sequential calls used %d POST connections, want at most 3", len(conns))
+	if len(conns) != 1 || cut.Load() > 0 {
+		t.Errorf("%d sequential calls used %d POST connections, %d closed before their stream ended; want 1 and none", calls, len(conns), cut.Load())
 	}
 }
