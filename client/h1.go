@@ -99,14 +99,14 @@ func (h *h1) roundTrip(req *http.Request) (*http.Response, error) {
 	})
 	resp, err := pc.exchange(req)
 	if err != nil {
-		stop()
 		pc.nc.Close()
-		select {
-		case <-interrupted:
+		if !stop() {
+			// The context ended: that, not the broken read or write, is
+			// why the exchange failed.
+			<-interrupted
 			return nil, context.Cause(ctx)
-		default:
-			return nil, err
 		}
+		return nil, err
 	}
 	body := &h1Body{h: h, pc: pc, rc: resp.Body, stop: stop, keep: !resp.Close && resp.ProtoAtLeast(1, 1)}
 	if resp.Body == http.NoBody {
