@@ -184,6 +184,13 @@ func TestH1KeepsConnectionAlive(t *testing.T) {
 	if b, _ := io.ReadAll(r.Body); string(b) != `{"jsonrpc":"2.0","id":1,"method":"ping"}` {
 		t.Errorf("server read body %q", b)
 	}
+	// Closing the pool closes the kept connection.
+	h.close()
+	select {
+	case <-srv.ends:
+	case <-time.After(5 * time.Second):
+		t.Fatal("the idle connection stayed open after close")
+	}
 }
 
 // A connection is given back only when its response was read to the end
