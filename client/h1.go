@@ -90,12 +90,10 @@ func (h *h1) roundTrip(req *http.Request) (*http.Response, error) {
 	if err != nil {
 		return nil, err
 	}
-	interrupted := make(chan struct{})
 	stop := context.AfterFunc(ctx, func() {
 		// Unblocks a write or read in progress; the connection is not
 		// reused afterwards.
 		pc.nc.SetDeadline(time.Unix(1, 0))
-		close(interrupted)
 	})
 	resp, err := pc.exchange(req)
 	if err != nil {
@@ -103,7 +101,6 @@ func (h *h1) roundTrip(req *http.Request) (*http.Response, error) {
 		if !stop() {
 			// The context ended: that, not the broken read or write, is
 			// why the exchange failed.
-			<-interrupted
 			return nil, context.Cause(ctx)
 		}
 		return nil, err
