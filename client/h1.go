@@ -154,6 +154,7 @@ func (h *h1) put(pc *h1Conn) {
 	var stale []*h1Conn
 	for len(h.idle) > 0 && now.Sub(h.idle[0].idleSince) > h1IdleTime {
 		stale = append(stale, h.idle[0])
+		h.idle[0] = nil
 		h.idle = h.idle[1:]
 	}
 	keep := !h.closed && len(h.idle) < h1MaxIdle
