@@ -13,6 +13,7 @@ import (
 	"sync"
 	"time"
 
+	"github.com/mcphub/mcphub/internal/coarse"
 	"github.com/mcphub/mcphub/internal/jsonrpc"
 	"github.com/mcphub/mcphub/internal/redact"
 	"github.com/mcphub/mcphub/internal/sse"
@@ -303,7 +304,7 @@ func (s *streamable) post(ctx context.Context, m *jsonrpc.Message, data []byte) 
 		go func() {
 			defer s.wg.Done()
 			defer release()
-			stop := time.AfterFunc(drainTimeout, release)
+			stop := coarse.AfterFunc(drainTimeout, release)
 			defer stop.Stop()
 			io.Copy(io.Discard, io.LimitReader(resp.Body, 1<<20))
 		}()

@@ -13,6 +13,7 @@ import (
 	"strings"
 	"time"
 
+	"github.com/mcphub/mcphub/internal/coarse"
 	"github.com/mcphub/mcphub/internal/jsonrpc"
 )
 
@@ -242,7 +243,7 @@ func (h *Hub) clientRequest(w http.ResponseWriter, r *http.Request, s *session, 
 		defer untrack()
 		l := &lazyStream{h: h, s: s, id: m.ID, w: w, r: r, keep: context.AfterFunc(r.Context(), cancel)}
 		defer l.keep()
-		timer := time.AfterFunc(streamAfter, func() { l.open() })
+		timer := coarse.AfterFunc(streamAfter, func() { l.open() })
 		body, status := reply(&sessionPeer{h: h, s: s, lazy: l, send: l.send})
 		timer.Stop()
 		served, asJSON := l.finish(body)
