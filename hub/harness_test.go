@@ -6,12 +6,13 @@ import (
 	"fmt"
 	"io"
 	"log/slog"
+	"net"
 	"net/http"
-	"net/http/httptest"
 	"strings"
 	"testing"
 	"time"
 
+	"github.com/mcphub/mcphub/internal/httpserve"
 	"github.com/mcphub/mcphub/internal/jsonrpc"
 	"github.com/mcphub/mcphub/internal/sse"
 )
@@ -30,7 +31,7 @@ prefix = ""
 type testHub struct {
 	t     testing.TB
 	h     *Hub
-	srv   *httptest.Server
+	srv   *testServer
 	fakes map[string]*fakeUpstream
 }
 
@@ -55,12 +56,45 @@ func startHub(t testing.TB, regText string, fakes map[string]*fakeUpstream, opts
 		t.Fatal(err)
 	}
 	quietStartup(h)
-	srv := httptest.NewServer(h)
+	srv := serveHub(t, h)
 	t.Cleanup(func() {
 		h.Close()
-		srv.Close()
+		srv.close()
 	})
 	return &testHub{t: t, h: h, srv: srv, fakes: fakes}
+}
+
+// testServer serves a hub on loopback with the HTTP server serve uses, so
+// every hub test also runs through it.
+type testServer struct {
+	URL   string
+	hs    *httpserve.Server
+	tr    *http.Transport
+	ended chan error
+}
+
+func serveHub(t testing.TB, h http.Handler) *testServer {
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	s := &testServer{
+		URL:   "http://" + ln.Addr().String(),
+		hs:    httpserve.New(httpserve.Options{Handler: h}),
+		tr:    &http.Transport{},
+		ended: make(chan error, 1),
+	}
+	go func() { s.ended <- s.hs.Serve(ln) }()
+	return s
+}
+
+// Client returns a client with its own connection pool.
+func (s *testServer) Client() *http.Client { return &http.Client{Transport: s.tr} }
+
+func (s *testServer) close() {
+	s.hs.Close()
+	<-s.ended
+	s.tr.CloseIdleConnections()
 }
 
 // quietStartup drops the list_changed that Start schedules for the lists

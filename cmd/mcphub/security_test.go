@@ -561,10 +561,10 @@ func TestSecurityAuthToken(t *testing.T) {
 }
 
 // TestSecurityHeaderLimits checks the HTTP server settings of serve.go on a
-// real process: headers over MaxHeaderBytes (64 KiB, plus the 4 KiB net/http
-// allows on top) get 431 while 60 KiB pass; and, unless -short, a client
-// that trickles its header is cut off at ReadHeaderTimeout (10 s) while
-// other clients are served.
+// real process: headers over MaxHeaderBytes (64 KiB, plus the 4 KiB that
+// httpserve allows on top, as net/http does) get 431 while 60 KiB pass;
+// and, unless -short, a client that trickles its header is cut off at
+// ReadHeaderTimeout (10 s) while other clients are served.
 func TestSecurityHeaderLimits(t *testing.T) {
 	t.Parallel()
 	d := durNewHubDirWith(t, "", "")

@@ -5,7 +5,6 @@ import (
 	"fmt"
 	"log/slog"
 	"net"
-	"net/http"
 	"os"
 	"os/signal"
 	"sort"
@@ -18,6 +17,7 @@ import (
 	"github.com/mcphub/mcphub/bridge"
 	"github.com/mcphub/mcphub/client"
 	"github.com/mcphub/mcphub/hub"
+	"github.com/mcphub/mcphub/internal/httpserve"
 	"github.com/mcphub/mcphub/registry"
 	"github.com/mcphub/mcphub/store"
 )
@@ -138,12 +138,12 @@ func runServe(a *app, f serveFlags) error {
 		ln.Close()
 		return err
 	}
-	srv := &http.Server{
+	srv := httpserve.New(httpserve.Options{
 		Handler:           h,
 		ReadHeaderTimeout: 10 * time.Second,
 		MaxHeaderBytes:    64 << 10,
-		ErrorLog:          slog.NewLogLogger(log.Handler(), slog.LevelDebug),
-	}
+		Logger:            log,
+	})
 	serveErr := make(chan error, 1)
 	go func() { serveErr <- srv.Serve(ln) }()
 	startPprof(log)

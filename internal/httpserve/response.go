@@ -1,0 +1,207 @@
+package httpserve
+
+import (
+	"net/http"
+	"strconv"
+	"strings"
+	"time"
+)
+
+// holdLimit is how much body a response holds before its head is written:
+// a response that ends within it goes out with a Content-Length, larger or
+// flushed ones are chunked.
+const holdLimit = 4 << 10
+
+// response is the http.ResponseWriter and http.Flusher of one request.
+type response struct {
+	c      *conn
+	req    *http.Request
+	header http.Header
+
+	status        int
+	wroteHeader   bool  // the status is fixed
+	committed     bool  // the head is in the connection's buffer
+	chunked       bool  // the body goes out in chunks
+	contentLength int64 // the body's length once known, else -1
+	written       int64 // body bytes accepted so far
+	held          []byte
+	closeAfter    bool // the connection closes after this response
+}
+
+// Header returns the header map the response will send.
+func (w *response) Header() http.Header { return w.header }
+
+// WriteHeader fixes the status. An informational status (1xx, except 101)
+// is sent at once and another may follow, as net/http allows.
+func (w *response) WriteHeader(code int) {
+	if code < 100 || code > 999 {
+		panic("httpserve: invalid WriteHeader code " + strconv.Itoa(code))
+	}
+	if w.wroteHeader {
+		w.c.srv.log.Debug("superfluous WriteHeader call", "path", w.req.URL.Path, "code", code)
+		return
+	}
+	if code >= 100 && code < 200 && code != http.StatusSwitchingProtocols {
+		w.c.bw.WriteString("HTTP/1.1 " + strconv.Itoa(code) + " " + http.StatusText(code) + "\r\n")
+		w.header.Write(w.c.bw)
+		w.c.bw.WriteString("\r\n")
+		w.c.bw.Flush()
+		return
+	}
+	w.wroteHeader = true
+	w.status = code
+	if v := w.header.Get("Content-Length"); v != "" {
+		if n, err := strconv.ParseInt(v, 10, 64); err == nil && n >= 0 {
+			w.contentLength = n
+		} else {
+			w.c.srv.log.Debug("dropped an invalid Content-Length", "path", w.req.URL.Path, "value", v)
+			w.header.Del("Content-Length")
+		}
+	}
+}
+
+// bodyAllowed reports whether the status lets a body follow.
+func (w *response) bodyAllowed() bool {
+	return w.status != http.StatusNoContent && w.status != http.StatusNotModified
+}
+
+// Write adds to the body: held while small, then framed on the connection.
+func (w *response) Write(p []byte) (int, error) {
+	if !w.wroteHeader {
+		w.WriteHeader(http.StatusOK)
+	}
+	if len(p) == 0 {
+		return 0, nil
+	}
+	if !w.bodyAllowed() {
+		return 0, http.ErrBodyNotAllowed
+	}
+	if w.contentLength >= 0 && w.written+int64(len(p)) > w.contentLength {
+		return 0, http.ErrContentLength
+	}
+	w.written += int64(len(p))
+	if w.req.Method == http.MethodHead {
+		return len(p), nil
+	}
+	if !w.committed {
+		w.held = append(w.held, p...)
+		if len(w.held) > holdLimit {
+			if err := w.commit(false); err != nil {
+				return 0, err
+			}
+		}
+		return len(p), nil
+	}
+	return w.writeBody(p)
+}
+
+// Flush sends the head and everything written so far.
+func (w *response) Flush() {
+	if !w.wroteHeader {
+		w.WriteHeader(http.StatusOK)
+	}
+	if !w.committed && w.commit(false) != nil {
+		return
+	}
+	w.c.bw.Flush()
+}
+
+// commit writes the head, choosing the body's framing, then the held body.
+// final means the handler has returned, so the held body is all of it.
+func (w *response) commit(final bool) error {
+	w.committed = true
+	h := w.header
+	switch {
+	case !w.bodyAllowed():
+		h.Del("Content-Length")
+		h.Del("Transfer-Encoding")
+	case w.contentLength >= 0:
+	case final && w.req.Method != http.MethodHead:
+		w.contentLength = int64(len(w.held))
+		h.Set("Content-Length", strconv.Itoa(len(w.held)))
+	case final:
+		// A HEAD answered without a body: its length is unknown.
+	case w.req.ProtoAtLeast(1, 1):
+		w.chunked = true
+		h.Del("Content-Length")
+		h.Set("Transfer-Encoding", "chunked")
+	default:
+		// HTTP/1.0 has no chunks: the body ends when the connection does.
+		w.closeAfter = true
+	}
+	if _, ok := h["Content-Type"]; !ok && len(w.held) > 0 && w.bodyAllowed() {
+		h.Set("Content-Type", http.DetectContentType(w.held))
+	}
+	if _, ok := h["Date"]; !ok {
+		h.Set("Date", time.Now().UTC().Format(http.TimeFormat))
+	}
+	if hasToken(h.Values("Connection"), "close") {
+		w.closeAfter = true
+	}
+	if (w.closeAfter || w.req.Close) && !hasToken(h.Values("Connection"), "close") {
+		h.Add("Connection", "close")
+	}
+	bw := w.c.bw
+	bw.WriteString("HTTP/1.1 ")
+	bw.WriteString(strconv.Itoa(w.status))
+	bw.WriteString(" ")
+	bw.WriteString(http.StatusText(w.status))
+	bw.WriteString("\r\n")
+	h.Write(bw)
+	bw.WriteString("\r\n")
+	held := w.held
+	w.held = nil
+	if len(held) > 0 {
+		if _, err := w.writeBody(held); err != nil {
+			return err
+		}
+	}
+	return w.c.writeErr()
+}
+
+// writeBody frames p on the connection's buffer.
+func (w *response) writeBody(p []byte) (int, error) {
+	bw := w.c.bw
+	if w.chunked {
+		bw.WriteString(strconv.FormatInt(int64(len(p)), 16))
+		bw.WriteString("\r\n")
+	}
+	n, err := bw.Write(p)
+	if w.chunked && err == nil {
+		_, err = bw.WriteString("\r\n")
+	}
+	return n, err
+}
+
+// finish completes the response after the handler returned.
+func (w *response) finish() error {
+	if !w.wroteHeader {
+		w.WriteHeader(http.StatusOK)
+	}
+	if !w.committed {
+		if err := w.commit(true); err != nil {
+			return err
+		}
+	}
+	if w.chunked {
+		w.c.bw.WriteString("0\r\n\r\n")
+	}
+	if w.contentLength >= 0 && w.written < w.contentLength && w.req.Method != http.MethodHead && w.bodyAllowed() {
+		// The body is shorter than promised; the client can only tell
+		// by the connection closing.
+		w.closeAfter = true
+	}
+	return w.c.bw.Flush()
+}
+
+// hasToken reports whether a comma-separated header lists token.
+func hasToken(values []string, token string) bool {
+	for _, v := range values {
+		for t := range strings.SplitSeq(v, ",") {
+			if strings.EqualFold(strings.TrimSpace(t), token) {
+				return true
+			}
+		}
+	}
+	return false
+}
