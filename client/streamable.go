@@ -372,6 +372,7 @@ func (s *streamable) receive(m *jsonrpc.Message, related json.RawMessage) {
 // It reports whether the response to request id (if any) arrived.
 func (s *streamable) readEvents(body io.Reader, key string, related json.RawMessage, b *backoff) (gotResponse bool, err error) {
 	r := sse.NewReader(body, s.maxMessage())
+	defer r.Release()
 	for {
 		ev, err := r.Next()
 		if err != nil {

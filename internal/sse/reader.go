@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"io"
 	"strconv"
+	"sync"
 )
 
 const (
@@ -18,6 +19,17 @@ const (
 	// buffers are released so one huge event does not pin its memory.
 	keepCap = 64 << 10
 )
+
+// readBufPool holds chunk buffers of released readers: a client reads one
+// short stream per call, and a fresh 4 KiB buffer each time was a third of
+// what the hub allocated per call.
+var readBufPool = sync.Pool{New: func() any {
+	b := make([]byte, readBufSize)
+	return &b
+}}
+
+// errReleased is what Next returns after Release.
+var errReleased = errors.New("sse: reader released")
 
 // errInvalidRead reports an underlying reader that returned an impossible
 // byte count.
@@ -73,7 +85,22 @@ func NewReader(r io.Reader, maxEventSize int) *Reader {
 	if maxEventSize <= 0 {
 		maxEventSize = DefaultMaxEventSize
 	}
-	return &Reader{src: r, max: maxEventSize, buf: make([]byte, readBufSize)}
+	return &Reader{src: r, max: maxEventSize, buf: *readBufPool.Get().(*[]byte)}
+}
+
+// Release gives the reader's buffer back for later readers. The events
+// Next returned stay valid (they hold copies); Next itself fails from now
+// on. Release is optional and safe to call more than once.
+func (r *Reader) Release() {
+	if r.buf == nil {
+		return
+	}
+	b := r.buf[:readBufSize]
+	r.buf, r.r, r.w = nil, 0, 0
+	readBufPool.Put(&b)
+	if r.fail == nil {
+		r.fail = errReleased
+	}
 }
 
 // LastEventID returns the id of the most recent event returned by Next that
