@@ -126,9 +126,8 @@ func (s *Server) isStopping() bool {
 	return s.stopping
 }
 
-// stopListening marks the server stopping, closes its listener and every
-// connection that is between requests, and reports whether it was already
-// stopping.
+// stopListening marks the server stopping, and closes its listener and
+// every connection that is between requests.
 func (s *Server) stopListening() {
 	s.mu.Lock()
 	defer s.mu.Unlock()
