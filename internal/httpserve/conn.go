@@ -22,11 +22,13 @@ var errClientGone = errors.New("httpserve: client connection closed")
 // conn is one client connection. Its goroutine reads a request, runs the
 // handler and writes the response, then waits for the next request.
 type conn struct {
-	srv  *Server
-	rwc  net.Conn
-	br   *bufio.Reader
-	bw   *bufio.Writer
-	idle bool // guarded by srv.mu
+	srv    *Server
+	rwc    net.Conn
+	br     *bufio.Reader
+	bw     *bufio.Writer
+	idle   bool // guarded by srv.mu: between requests
+	doomed bool // guarded by srv.mu: the server closed the connection
+	served int  // requests read so far; only the connection's goroutine uses it
 
 	// What follows is guarded by mu. remain bounds reads while a request's
 	// head is read; inRead is set while the watch goroutine waits in Read;
@@ -135,11 +137,24 @@ func (c *conn) readRequest() (*http.Request, error) {
 	// The bound covers the bytes read while waiting too, since they are the
 	// head's first ones.
 	c.setRemain(int64(opts.MaxHeaderBytes) + 4096) // net/http's slack for the request line
-	if c.br.Buffered() == 0 {
-		c.rwc.SetReadDeadline(time.Now().Add(opts.IdleTimeout))
-		if _, err := c.br.Peek(1); err != nil {
-			return nil, io.EOF // idle connection closed or timed out: say nothing
+	wait := opts.IdleTimeout
+	if c.served == 0 {
+		wait = opts.ReadHeaderTimeout // a new connection owes its request at once
+	}
+	c.served++
+	for {
+		if c.br.Buffered() == 0 {
+			c.rwc.SetReadDeadline(time.Now().Add(wait))
+			if _, err := c.br.Peek(1); err != nil {
+				return nil, io.EOF // closed or timed out between requests: say nothing
+			}
 		}
+		// Empty lines before a request line are ignored (RFC 9112 §2.2);
+		// some clients send a CRLF after a POST body.
+		if b, _ := c.br.Peek(1); b[0] != '\r' && b[0] != '\n' {
+			break
+		}
+		c.br.Discard(1)
 	}
 	c.rwc.SetReadDeadline(time.Now().Add(opts.ReadHeaderTimeout))
 	req, err := http.ReadRequest(c.br)
@@ -157,8 +172,12 @@ func (c *conn) readRequest() (*http.Request, error) {
 	if req.ProtoMajor != 1 {
 		return nil, errVersion
 	}
-	// http.ReadRequest has moved the Host header to req.Host and refused
-	// more than one.
+	// http.ReadRequest has moved the Host header to req.Host (or taken the
+	// URI's host instead) and refused more than one. The hub is no proxy:
+	// a request for an absolute URI is refused, so req.Host is the header.
+	if req.URL.IsAbs() || req.URL.Host != "" {
+		return nil, badRequest("absolute request URI")
+	}
 	if req.ProtoAtLeast(1, 1) && req.Host == "" {
 		return nil, badRequest("missing required Host header")
 	}
@@ -265,6 +284,7 @@ func (c *conn) serveOne(req *http.Request) bool {
 	req = req.WithContext(ctx)
 
 	w := &response{c: c, req: req, header: http.Header{}, contentLength: -1}
+	body.w = w
 	timer := coarse.AfterFunc(c.srv.opts.WatchAfter, c.watchSoon)
 	ok := c.srv.handle(w, req)
 	timer.Stop()
@@ -276,21 +296,22 @@ func (c *conn) serveOne(req *http.Request) bool {
 	if !ok {
 		return false
 	}
-	if body.expect && !body.continued {
-		// The client waits for a 100 Continue it will not get; the body
+	if body.expect && !body.continued || body.skipped {
+		// The client waited for a 100 Continue it did not get; the body
 		// it may still send cannot be told apart from the next request.
 		w.closeAfter = true
 	}
 	if err := w.finish(); err != nil {
 		return false
 	}
+	ended := body.ended || req.ContentLength == 0 && !body.expect
 	if w.closeAfter || req.Close || !req.ProtoAtLeast(1, 1) {
-		if !body.ended {
+		if !ended {
 			c.lingerClose()
 		}
 		return false
 	}
-	if body.ended {
+	if ended {
 		return true
 	}
 	c.rwc.SetReadDeadline(time.Now().Add(c.srv.opts.ReadHeaderTimeout))
@@ -378,9 +399,11 @@ func (c *conn) stopWatching() {
 // 100-continue, the first read tells the client to go ahead.
 type reqBody struct {
 	c         *conn
+	w         *response
 	rc        io.ReadCloser
 	expect    bool
-	continued bool
+	continued bool // 100 Continue was sent
+	skipped   bool // it was not: the response had begun
 	closed    bool
 	ended     bool
 }
@@ -389,7 +412,11 @@ func (b *reqBody) Read(p []byte) (int, error) {
 	if b.closed {
 		return 0, http.ErrBodyReadAfterClose
 	}
-	if b.expect && !b.continued {
+	if b.expect && !b.continued && !b.skipped && b.w.committed {
+		// An interim response cannot follow the final one's head.
+		b.skipped = true
+	}
+	if b.expect && !b.continued && !b.skipped {
 		b.continued = true
 		if _, err := io.WriteString(b.c.bw, "HTTP/1.1 100 Continue\r\n\r\n"); err != nil {
 			return 0, err

@@ -84,13 +84,13 @@ func (w *response) Write(p []byte) (int, error) {
 		return len(p), nil
 	}
 	if !w.committed {
-		w.held = append(w.held, p...)
-		if len(w.held) > holdLimit {
-			if err := w.commit(false); err != nil {
-				return 0, err
-			}
+		if len(w.held)+len(p) <= holdLimit {
+			w.held = append(w.held, p...)
+			return len(p), nil
 		}
-		return len(p), nil
+		if err := w.commit(false, p); err != nil {
+			return 0, err
+		}
 	}
 	return w.writeBody(p)
 }
@@ -100,27 +100,32 @@ func (w *response) Flush() {
 	if !w.wroteHeader {
 		w.WriteHeader(http.StatusOK)
 	}
-	if !w.committed && w.commit(false) != nil {
+	if !w.committed && w.commit(false, nil) != nil {
 		return
 	}
 	w.c.bw.Flush()
 }
 
 // commit writes the head, choosing the body's framing, then the held body.
-// final means the handler has returned, so the held body is all of it.
-func (w *response) commit(final bool) error {
+// final means the handler has returned, so the held body is all of it;
+// next is what is about to be written after the held body, if anything.
+func (w *response) commit(final bool, next []byte) error {
 	w.committed = true
 	h := w.header
+	h.Del("Transfer-Encoding") // the framing is the server's to choose
 	switch {
 	case !w.bodyAllowed():
 		h.Del("Content-Length")
-		h.Del("Transfer-Encoding")
 	case w.contentLength >= 0:
-	case final && w.req.Method != http.MethodHead:
+	case w.req.Method == http.MethodHead:
+		// No body follows, so no framing either; a handler that wrote
+		// its whole (discarded) body tells its length, as net/http does.
+		if final && w.written > 0 {
+			h.Set("Content-Length", strconv.FormatInt(w.written, 10))
+		}
+	case final:
 		w.contentLength = int64(len(w.held))
 		h.Set("Content-Length", strconv.Itoa(len(w.held)))
-	case final:
-		// A HEAD answered without a body: its length is unknown.
 	case w.req.ProtoAtLeast(1, 1):
 		w.chunked = true
 		h.Del("Content-Length")
@@ -129,8 +134,13 @@ func (w *response) commit(final bool) error {
 		// HTTP/1.0 has no chunks: the body ends when the connection does.
 		w.closeAfter = true
 	}
-	if _, ok := h["Content-Type"]; !ok && len(w.held) > 0 && w.bodyAllowed() {
-		h.Set("Content-Type", http.DetectContentType(w.held))
+	if _, ok := h["Content-Type"]; !ok && len(w.held)+len(next) > 0 && w.bodyAllowed() {
+		// Sniffed from the body's start, as net/http does.
+		start := w.held
+		if n := min(len(next), 512-len(start)); n > 0 {
+			start = append(start[:len(start):len(start)], next[:n]...)
+		}
+		h.Set("Content-Type", http.DetectContentType(start))
 	}
 	if _, ok := h["Date"]; !ok {
 		h.Set("Date", time.Now().UTC().Format(http.TimeFormat))
@@ -179,7 +189,7 @@ func (w *response) finish() error {
 		w.WriteHeader(http.StatusOK)
 	}
 	if !w.committed {
-		if err := w.commit(true); err != nil {
+		if err := w.commit(true, nil); err != nil {
 			return err
 		}
 	}

@@ -127,7 +127,8 @@ func (s *Server) isStopping() bool {
 }
 
 // stopListening marks the server stopping, and closes its listener and
-// every connection that is between requests.
+// every connection that is between requests. A connection closed here
+// runs no request it may already have buffered.
 func (s *Server) stopListening() {
 	s.mu.Lock()
 	defer s.mu.Unlock()
@@ -137,7 +138,30 @@ func (s *Server) stopListening() {
 	}
 	for c := range s.conns {
 		if c.idle {
+			c.doomed = true
 			c.rwc.Close()
+		}
+	}
+}
+
+// closeAll closes every connection and ends the context of every request
+// still running, with http.ErrServerClosed as its cause.
+func (s *Server) closeAll() {
+	s.stopListening()
+	s.mu.Lock()
+	conns := make([]*conn, 0, len(s.conns))
+	for c := range s.conns {
+		c.doomed = true
+		c.rwc.Close()
+		conns = append(conns, c)
+	}
+	s.mu.Unlock()
+	for _, c := range conns {
+		c.mu.Lock()
+		cancel := c.cancel
+		c.mu.Unlock()
+		if cancel != nil {
+			cancel(http.ErrServerClosed)
 		}
 	}
 }
@@ -157,31 +181,31 @@ func (s *Server) Shutdown(ctx context.Context) error {
 	case <-done:
 		return nil
 	case <-ctx.Done():
-		s.Close()
+		// Like net/http's, this Shutdown does not wait for handlers past
+		// its deadline; it ends their requests' contexts and returns.
+		s.closeAll()
 		return ctx.Err()
 	}
 }
 
-// Close stops accepting and closes every connection at once, then waits for
-// their goroutines. It is safe to call more than once.
+// Close stops accepting, closes every connection at once and ends the
+// contexts of the requests still running, then waits for the connections'
+// goroutines (each handler returns once its context has ended). It is safe
+// to call more than once.
 func (s *Server) Close() error {
-	s.stopListening()
-	s.mu.Lock()
-	for c := range s.conns {
-		c.rwc.Close()
-	}
-	s.mu.Unlock()
+	s.closeAll()
 	s.wg.Wait()
 	return nil
 }
 
-// setIdle records whether c is between requests. It reports false when the
-// server is stopping, in which case an idle connection must close.
+// setIdle records whether c is between requests. It reports false when c
+// must close instead: it is going idle while the server stops, or the
+// server has already closed it.
 func (s *Server) setIdle(c *conn, idle bool) bool {
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	c.idle = idle
-	return !(idle && s.stopping)
+	return !c.doomed && !(idle && s.stopping)
 }
 
 func (s *Server) forget(c *conn) {
