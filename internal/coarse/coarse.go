@@ -8,7 +8,8 @@
 // and on a two-core machine that wake-up competes with the upstream and the
 // client for a CPU on every call. Here one goroutine ticks while timers are
 // armed (and for a second after the last one, so back-to-back calls do not
-// restart it), and arming or stopping a timer only takes a lock.
+// restart it), and arming or stopping a timer only takes a lock. While all
+// that is armed is far off, it ticks once a second.
 package coarse
 
 import (
@@ -17,12 +18,17 @@ import (
 )
 
 // Tick is the precision: a function runs between its delay and its delay
-// plus one tick after it was armed.
+// plus one tick after it was armed (later only if the goroutine is starved).
 const Tick = 10 * time.Millisecond
 
-// idleTicks is how many ticks without a timer the goroutine waits before it
+// slowTick is the period while everything armed is due later than that: a
+// long call's timeout alone does not keep the goroutine ticking 100 times a
+// second.
+const slowTick = time.Second
+
+// idleFor is how long the goroutine ticks with nothing armed before it
 // exits.
-const idleTicks = 100
+const idleFor = time.Second
 
 // Timer is one armed function.
 type Timer struct {
@@ -33,7 +39,9 @@ type Timer struct {
 var (
 	mu      sync.Mutex
 	armed   = map[*Timer]struct{}{}
-	running bool
+	running bool // the goroutine runs
+	slow    bool // it ticks every slowTick
+	hurry   = make(chan struct{}, 1)
 )
 
 // AfterFunc runs f in its own goroutine once d has passed, unless the
@@ -42,9 +50,16 @@ func AfterFunc(d time.Duration, f func()) *Timer {
 	t := &Timer{when: time.Now().Add(d), f: f}
 	mu.Lock()
 	armed[t] = struct{}{}
-	if !running {
-		running = true
+	switch {
+	case !running:
+		running, slow = true, false
 		go run()
+	case slow && d < slowTick:
+		slow = false
+		select {
+		case hurry <- struct{}{}:
+		default:
+		}
 	}
 	mu.Unlock()
 	return t
@@ -62,31 +77,51 @@ func (t *Timer) Stop() bool {
 	return true
 }
 
-// run ticks while timers are armed and starts the due ones.
+// run ticks while timers are armed, starts the due ones, and exits after
+// idleFor with nothing armed.
 func run() {
 	tk := time.NewTicker(Tick)
 	defer tk.Stop()
-	idle := 0
+	period := Tick
+	lastBusy := time.Now()
 	var due []func()
-	for now := range tk.C {
+	for {
+		var now time.Time
+		select {
+		case now = <-tk.C:
+		case <-hurry:
+			now = time.Now()
+		}
 		mu.Lock()
+		soonest := slowTick
 		for t := range armed {
-			if !now.Before(t.when) {
+			if left := t.when.Sub(now); left <= 0 {
 				delete(armed, t)
 				due = append(due, t.f)
+			} else {
+				soonest = min(soonest, left)
 			}
 		}
-		if len(armed) == 0 && len(due) == 0 {
-			idle++
-		} else {
-			idle = 0
-		}
-		if idle >= idleTicks {
+		if len(armed) > 0 || len(due) > 0 {
+			lastBusy = now
+		} else if now.Sub(lastBusy) >= idleFor {
 			running = false
 			mu.Unlock()
 			return
 		}
+		// Tick slowly only while something is armed and all of it is far
+		// off; with nothing armed, keep ticking fast so the next call's
+		// timers need no wake-up.
+		slow = len(armed) > 0 && soonest >= slowTick
+		want := Tick
+		if slow {
+			want = slowTick
+		}
 		mu.Unlock()
+		if want != period {
+			period = want
+			tk.Reset(period)
+		}
 		for i, f := range due {
 			go f()
 			due[i] = nil
