@@ -28,7 +28,7 @@ type conn struct {
 	bw     *bufio.Writer
 	idle   bool // guarded by srv.mu: between requests
 	doomed bool // guarded by srv.mu: the server closed the connection
-	served int  // requests read so far; only the connection's goroutine uses it
+	used   bool // a request has been read; only the connection's goroutine uses it
 
 	// What follows is guarded by mu. remain bounds reads while a request's
 	// head is read; inRead is set while the watch goroutine waits in Read;
@@ -138,10 +138,10 @@ func (c *conn) readRequest() (*http.Request, error) {
 	// head's first ones.
 	c.setRemain(int64(opts.MaxHeaderBytes) + 4096) // net/http's slack for the request line
 	wait := opts.IdleTimeout
-	if c.served == 0 {
+	if !c.used {
 		wait = opts.ReadHeaderTimeout // a new connection owes its request at once
 	}
-	c.served++
+	c.used = true
 	for {
 		if c.br.Buffered() == 0 {
 			c.rwc.SetReadDeadline(time.Now().Add(wait))
@@ -271,7 +271,7 @@ func (c *conn) lingerClose() {
 func (c *conn) serveOne(req *http.Request) bool {
 	ctx, cancel := context.WithCancelCause(context.Background())
 	defer cancel(context.Canceled)
-	body := &reqBody{c: c, rc: req.Body}
+	body := &reqBody{rc: req.Body}
 	if req.Header.Get("Expect") != "" && req.ContentLength != 0 && req.ProtoAtLeast(1, 1) {
 		body.expect = true
 	}
@@ -398,8 +398,7 @@ func (c *conn) stopWatching() {
 // afterwards whether the rest is small enough to skip. With Expect:
 // 100-continue, the first read tells the client to go ahead.
 type reqBody struct {
-	c         *conn
-	w         *response
+	w         *response // and through it the connection
 	rc        io.ReadCloser
 	expect    bool
 	continued bool // 100 Continue was sent
@@ -418,17 +417,17 @@ func (b *reqBody) Read(p []byte) (int, error) {
 	}
 	if b.expect && !b.continued && !b.skipped {
 		b.continued = true
-		if _, err := io.WriteString(b.c.bw, "HTTP/1.1 100 Continue\r\n\r\n"); err != nil {
+		if _, err := io.WriteString(b.w.c.bw, "HTTP/1.1 100 Continue\r\n\r\n"); err != nil {
 			return 0, err
 		}
-		if err := b.c.bw.Flush(); err != nil {
+		if err := b.w.c.bw.Flush(); err != nil {
 			return 0, err
 		}
 	}
 	n, err := b.rc.Read(p)
 	if err == io.EOF && !b.ended {
 		b.ended = true
-		b.c.bodyEnded()
+		b.w.c.bodyEnded()
 	}
 	return n, err
 }

@@ -63,15 +63,7 @@ func TestContinueAfterTheResponseBegan(t *testing.T) {
 func TestShutdownDeadlineEndsWaitingHandlers(t *testing.T) {
 	entered := make(chan struct{})
 	cause := make(chan error, 1)
-	s, addr := start(t, http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
-		close(entered)
-		select {
-		case <-r.Context().Done():
-			cause <- context.Cause(r.Context())
-		case <-time.After(30 * time.Second):
-			cause <- errors.New("the context never ended")
-		}
-	}), Options{})
+	s, addr := start(t, awaitCause(false, entered, cause), Options{})
 	c := dial(t, addr)
 	c.send("POST / HTTP/1.1\r\nHost: a\r\nContent-Length: 1\r\n\r\n") // the body never comes
 	<-entered

@@ -18,8 +18,7 @@ type response struct {
 	req    *http.Request
 	header http.Header
 
-	status        int
-	wroteHeader   bool  // the status is fixed
+	status        int   // fixed once set; 0 until then
 	committed     bool  // the head is in the connection's buffer
 	chunked       bool  // the body goes out in chunks
 	contentLength int64 // the body's length once known, else -1
@@ -37,7 +36,7 @@ func (w *response) WriteHeader(code int) {
 	if code < 100 || code > 999 {
 		panic("httpserve: invalid WriteHeader code " + strconv.Itoa(code))
 	}
-	if w.wroteHeader {
+	if w.status != 0 {
 		w.c.srv.log.Debug("superfluous WriteHeader call", "path", w.req.URL.Path, "code", code)
 		return
 	}
@@ -48,7 +47,6 @@ func (w *response) WriteHeader(code int) {
 		w.c.bw.Flush()
 		return
 	}
-	w.wroteHeader = true
 	w.status = code
 	if v := w.header.Get("Content-Length"); v != "" {
 		if n, err := strconv.ParseInt(v, 10, 64); err == nil && n >= 0 {
@@ -67,7 +65,7 @@ func (w *response) bodyAllowed() bool {
 
 // Write adds to the body: held while small, then framed on the connection.
 func (w *response) Write(p []byte) (int, error) {
-	if !w.wroteHeader {
+	if w.status == 0 {
 		w.WriteHeader(http.StatusOK)
 	}
 	if len(p) == 0 {
@@ -97,7 +95,7 @@ func (w *response) Write(p []byte) (int, error) {
 
 // Flush sends the head and everything written so far.
 func (w *response) Flush() {
-	if !w.wroteHeader {
+	if w.status == 0 {
 		w.WriteHeader(http.StatusOK)
 	}
 	if !w.committed && w.commit(false, nil) != nil {
@@ -185,7 +183,7 @@ func (w *response) writeBody(p []byte) (int, error) {
 
 // finish completes the response after the handler returned.
 func (w *response) finish() error {
-	if !w.wroteHeader {
+	if w.status == 0 {
 		w.WriteHeader(http.StatusOK)
 	}
 	if !w.committed {

@@ -169,21 +169,30 @@ func TestPipelinedRequestsAnswerInOrder(t *testing.T) {
 	}
 }
 
+// awaitCause is a handler that reads the body it is given, if any,
+// signals entered, and sends the cause its request's context ends with (or
+// an error after 30 s).
+func awaitCause(readBody bool, entered chan<- struct{}, cause chan<- error) http.Handler {
+	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		if readBody {
+			io.ReadAll(r.Body)
+		}
+		close(entered)
+		select {
+		case <-r.Context().Done():
+			cause <- context.Cause(r.Context())
+		case <-time.After(30 * time.Second):
+			cause <- errors.New("the context never ended")
+		}
+	})
+}
+
 // A handler still running after WatchAfter learns that its client went
 // away through its request's context.
 func TestClientGoneEndsContext(t *testing.T) {
 	entered := make(chan struct{})
 	cause := make(chan error, 1)
-	_, addr := start(t, http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
-		io.ReadAll(r.Body)
-		close(entered)
-		select {
-		case <-r.Context().Done():
-			cause <- context.Cause(r.Context())
-		case <-time.After(10 * time.Second):
-			cause <- errors.New("the context did not end")
-		}
-	}), Options{WatchAfter: time.Millisecond})
+	_, addr := start(t, awaitCause(true, entered, cause), Options{WatchAfter: time.Millisecond})
 	c := dial(t, addr)
 	c.send(post("/", "x"))
 	<-entered
