@@ -261,8 +261,14 @@ func (c *conn) lingerClose() {
 	if cw, ok := c.rwc.(interface{ CloseWrite() error }); ok {
 		cw.CloseWrite()
 	}
-	c.rwc.SetReadDeadline(time.Now().Add(500 * time.Millisecond))
-	io.CopyN(io.Discard, c.rwc, 256<<10)
+	deadline := time.Now().Add(500 * time.Millisecond)
+	c.rwc.SetReadDeadline(deadline)
+	if _, err := io.CopyN(io.Discard, c.rwc, 256<<10); err == nil {
+		// The client is still sending: closing now would reset the
+		// connection all the same. Wait out the rest of the time, as
+		// net/http does, so the client reads the answer first.
+		time.Sleep(time.Until(deadline))
+	}
 	c.rwc.Close()
 }
 

@@ -9,6 +9,7 @@ import (
 	"math/rand/v2"
 	"net"
 	"net/http"
+	"strings"
 	"sync"
 	"testing"
 	"time"
@@ -185,4 +186,26 @@ func TestPipelinedLoadWithWatches(t *testing.T) {
 		})
 	}
 	wg.Wait()
+}
+
+// A client still sending a head far over the limit gets its 431 rather
+// than a broken connection, every time (net/http's client fails the whole
+// request when its write breaks before the answer is read).
+func TestHugeHeadGetsItsAnswer(t *testing.T) {
+	_, addr := start(t, http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {}), Options{MaxHeaderBytes: 1 << 10})
+	tr := &http.Transport{}
+	defer tr.CloseIdleConnections()
+	cl := &http.Client{Transport: tr}
+	for i := range 20 {
+		req, _ := http.NewRequest(http.MethodGet, "http://"+addr+"/", nil)
+		req.Header.Set("X-Big", strings.Repeat("y", 1<<20))
+		resp, err := cl.Do(req)
+		if err != nil {
+			t.Fatalf("attempt %d: %v", i, err)
+		}
+		resp.Body.Close()
+		if resp.StatusCode != http.StatusRequestHeaderFieldsTooLarge {
+			t.Fatalf("attempt %d: status %d", i, resp.StatusCode)
+		}
+	}
 }
