@@ -9,9 +9,11 @@
 //
 // It starts the reference upstream (the official Go SDK server with an echo
 // tool and a progress tool, this binary's "upstream" mode) over HTTP and
-// over stdio, hubs in front of it, and a byte relay in front of it (this
-// binary's "relay" mode: the floor any proxy pays for its extra hop), and
-// drives them all with the official Go SDK client.
+// over stdio, hubs in front of it, and two floors in front of it: a byte
+// relay (this binary's "relay" mode: what any proxy pays for its extra hop)
+// and a bare HTTP/1.1 proxy ("http-proxy" mode: that hop plus net/http's
+// parsing of each request and response, and no MCP work at all). It drives
+// them all with the official Go SDK client.
 package main
 
 import (
@@ -40,12 +42,16 @@ var (
 )
 
 func main() {
-	if len(os.Args) > 1 && os.Args[1] == "relay" {
-		fs := flag.NewFlagSet("relay", flag.ExitOnError)
+	if len(os.Args) > 1 && (os.Args[1] == "relay" || os.Args[1] == "http-proxy") {
+		fs := flag.NewFlagSet(os.Args[1], flag.ExitOnError)
 		listen := fs.String("listen", "", "address to accept on")
-		to := fs.String("to", "", "address to relay to")
+		to := fs.String("to", "", "address to forward to")
 		fs.Parse(os.Args[2:])
-		if err := runRelay(*listen, *to); err != nil {
+		run := runRelay
+		if os.Args[1] == "http-proxy" {
+			run = runHTTPProxy
+		}
+		if err := run(*listen, *to); err != nil {
 			fmt.Fprintln(os.Stderr, err)
 			os.Exit(1)
 		}
@@ -247,18 +253,24 @@ func run(mcphub string, d time.Duration, rounds, notifications int) error {
 		return err
 	}
 
-	// A byte relay in front of the upstream: the floor of any proxy.
-	relayAddr, err := freePort()
-	if err != nil {
-		return err
-	}
-	relay, err := start("relay", io.Discard, self, "relay", "-listen", relayAddr, "-to", upAddr)
-	if err != nil {
-		return err
-	}
-	procs = append(procs, relay)
-	if err := waitHTTP("http://"+relayAddr+"/mcp", 10*time.Second); err != nil {
-		return err
+	// Two floors in front of the upstream: a byte relay (the least any
+	// proxy costs) and an HTTP proxy that parses and forwards each request
+	// and response with net/http, and does nothing else.
+	floors := map[string]string{}
+	for _, mode := range []string{"relay", "http-proxy"} {
+		addr, err := freePort()
+		if err != nil {
+			return err
+		}
+		p, err := start(mode, io.Discard, self, mode, "-listen", addr, "-to", upAddr)
+		if err != nil {
+			return err
+		}
+		procs = append(procs, p)
+		if err := waitHTTP("http://"+addr+"/mcp", 10*time.Second); err != nil {
+			return err
+		}
+		floors[mode] = "http://" + addr + "/mcp"
 	}
 
 	// Hub A (store on) and hub B (store off), each with the upstream over
@@ -279,7 +291,8 @@ func run(mcphub string, d time.Duration, rounds, notifications int) error {
 	fmt.Fprintf(os.Stderr, "measuring calls (%d rounds of %s per phase)...\n", rounds, d)
 	targets := []struct{ name, url, tool string }{
 		{"direct (HTTP)", direct, "echo"},
-		{"TCP relay -> HTTP", "http://" + relayAddr + "/mcp", "echo"},
+		{"TCP relay -> HTTP", floors["relay"], "echo"},
+		{"HTTP proxy -> HTTP", floors["http-proxy"], "echo"},
 		{"hub -> HTTP", "http://" + addrA + "/mcp", "echo"},
 		{"hub -> stdio", "http://" + addrA + "/mcp", "s__echo"},
 		{"hub -> HTTP, store off", "http://" + addrB + "/mcp", "echo"},

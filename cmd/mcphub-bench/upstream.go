@@ -1,6 +1,7 @@
 package main
 
 import (
+	"bufio"
 	"context"
 	"fmt"
 	"io"
@@ -90,4 +91,67 @@ func runRelay(listen, target string) error {
 			<-done
 		}()
 	}
+}
+
+// runHTTPProxy forwards each HTTP/1.1 request on an accepted connection to
+// target over a connection of its own, and the response back, parsing both
+// with net/http and doing nothing else: no MCP, no sessions, no rewriting.
+// It is the least an HTTP-aware proxy pays beyond the byte relay, measured
+// beside the hub as its second floor.
+func runHTTPProxy(listen, target string) error {
+	ln, err := net.Listen("tcp", listen)
+	if err != nil {
+		return err
+	}
+	for {
+		c, err := ln.Accept()
+		if err != nil {
+			return err
+		}
+		go func() {
+			defer c.Close()
+			u, err := net.Dial("tcp", target)
+			if err != nil {
+				return
+			}
+			u.(*net.TCPConn).SetLinger(0) // as runRelay
+			defer u.Close()
+			cr, cw := bufio.NewReader(c), bufio.NewWriter(c)
+			ur, uw := bufio.NewReader(u), bufio.NewWriter(u)
+			for {
+				req, err := http.ReadRequest(cr)
+				if err != nil {
+					return
+				}
+				if err := req.Write(uw); err != nil || uw.Flush() != nil {
+					return
+				}
+				resp, err := http.ReadResponse(ur, req)
+				if err != nil {
+					return
+				}
+				// A stream is passed on as it comes: what was read is
+				// flushed before the proxy waits for more.
+				resp.Body = flushBeforeRead{resp.Body, cw}
+				err = resp.Write(cw)
+				resp.Body.Close()
+				if err != nil || cw.Flush() != nil || resp.Close {
+					return
+				}
+			}
+		}()
+	}
+}
+
+// flushBeforeRead flushes w before each read of a response body.
+type flushBeforeRead struct {
+	io.ReadCloser
+	w *bufio.Writer
+}
+
+func (f flushBeforeRead) Read(p []byte) (int, error) {
+	if err := f.w.Flush(); err != nil {
+		return 0, err
+	}
+	return f.ReadCloser.Read(p)
 }
