@@ -279,7 +279,10 @@ func (s *streamable) post(ctx context.Context, m *jsonrpc.Message, data []byte) 
 		return nil
 	}
 
-	ctype, _, _ := mime.ParseMediaType(resp.Header.Get("Content-Type"))
+	ctype := resp.Header.Get("Content-Type")
+	if ctype != "text/event-stream" && ctype != "application/json" {
+		ctype, _, _ = mime.ParseMediaType(ctype) // parameters, or odd case
+	}
 	switch ctype {
 	case "application/json":
 		defer release()

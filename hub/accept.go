@@ -4,6 +4,7 @@ import (
 	"mime"
 	"strconv"
 	"strings"
+	"sync/atomic"
 
 	"github.com/mcphub/mcphub/internal/jsonrpc"
 )
@@ -39,6 +40,34 @@ type accept struct {
 // client that names no type cannot be assumed to parse an event stream; a
 // type with q=0 is refused, not accepted.
 func parseAccept(header string) accept {
+	// A client sends the same header on every request: the last one
+	// parsed is kept with its answer.
+	if l := lastAccept.Load(); l != nil && l.header == header {
+		return l.a
+	}
+	a := parseAcceptHeader(header)
+	lastAccept.Store(&parsedAccept{header, a})
+	return a
+}
+
+type parsedAccept struct {
+	header string
+	a      accept
+}
+
+var lastAccept atomic.Pointer[parsedAccept]
+
+// mediaType is a Content-Type's media type, lower-case and without
+// parameters; "" when it is malformed.
+func mediaType(v string) string {
+	if v == "application/json" {
+		return v // what every client sends: no need to parse it
+	}
+	mt, _, _ := mime.ParseMediaType(v)
+	return mt
+}
+
+func parseAcceptHeader(header string) accept {
 	jsonQ, sseQ := -1.0, -1.0
 	jsonAt, sseAt := -1, -1
 	for i, part := range strings.Split(header, ",") {

@@ -44,10 +44,15 @@ func TestAcceptMatrix(t *testing.T) {
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
+			// Asked twice in a row: parseAccept keeps the last header's
+			// answer, and the table's headers follow one another.
 			a := parseAccept(tt.header)
-			if a.mode != tt.mode || a.prefersSSE != tt.prefersSSE {
-				t.Fatalf("parseAccept(%q) = {%s, prefersSSE=%v}, want {%s, prefersSSE=%v}",
-					tt.header, a.mode, a.prefersSSE, tt.mode, tt.prefersSSE)
+			for range 2 {
+				if a.mode != tt.mode || a.prefersSSE != tt.prefersSSE {
+					t.Fatalf("parseAccept(%q) = {%s, prefersSSE=%v}, want {%s, prefersSSE=%v}",
+						tt.header, a.mode, a.prefersSSE, tt.mode, tt.prefersSSE)
+				}
+				a = parseAccept(tt.header)
 			}
 			for _, c := range []struct {
 				what string

@@ -7,7 +7,6 @@ import (
 	"fmt"
 	"io"
 	"log/slog"
-	"mime"
 	"net/http"
 	"strconv"
 	"strings"
@@ -116,7 +115,7 @@ func (h *Hub) servePost(w http.ResponseWriter, r *http.Request, endpoint string)
 	w = rec
 	rec.keepBody = h.registry().Hub.AuditLogBodies
 
-	if mt, _, _ := mime.ParseMediaType(r.Header.Get("Content-Type")); mt != "application/json" {
+	if mt := mediaType(r.Header.Get("Content-Type")); mt != "application/json" {
 		httpError(w, http.StatusUnsupportedMediaType, "Unsupported Media Type: Content-Type must be application/json")
 		return
 	}

@@ -209,3 +209,13 @@ func TestHugeHeadGetsItsAnswer(t *testing.T) {
 		}
 	}
 }
+
+// TestDateFollowsTheClock: the Date value is kept for its second only.
+func TestDateFollowsTheClock(t *testing.T) {
+	t0 := time.Date(2026, 3, 1, 12, 0, 0, 0, time.UTC)
+	for _, at := range []time.Time{t0, t0.Add(400 * time.Millisecond), t0.Add(time.Second), t0.Add(-time.Hour), t0.Add(time.Second)} {
+		if got, want := httpDate(at), at.Format(http.TimeFormat); got != want {
+			t.Fatalf("httpDate(%v) = %q, want %q", at, got, want)
+		}
+	}
+}

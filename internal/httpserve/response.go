@@ -4,6 +4,7 @@ import (
 	"net/http"
 	"strconv"
 	"strings"
+	"sync/atomic"
 	"time"
 )
 
@@ -141,7 +142,7 @@ func (w *response) commit(final bool, next []byte) error {
 		h.Set("Content-Type", http.DetectContentType(start))
 	}
 	if _, ok := h["Date"]; !ok {
-		h.Set("Date", time.Now().UTC().Format(http.TimeFormat))
+		h["Date"] = []string{httpDate(time.Now())}
 	}
 	if hasToken(h.Values("Connection"), "close") {
 		w.closeAfter = true
@@ -212,4 +213,24 @@ func hasToken(values []string, token string) bool {
 		}
 	}
 	return false
+}
+
+// date is a Date header value and the second it names.
+type date struct {
+	sec int64
+	s   string
+}
+
+var lastDate atomic.Pointer[date]
+
+// httpDate formats now for the Date header, once a second rather than once
+// a response.
+func httpDate(now time.Time) string {
+	sec := now.Unix()
+	if d := lastDate.Load(); d != nil && d.sec == sec {
+		return d.s
+	}
+	d := &date{sec: sec, s: now.UTC().Format(http.TimeFormat)}
+	lastDate.Store(d)
+	return d.s
 }

@@ -118,8 +118,11 @@ func TestFramingAndKeepAlive(t *testing.T) {
 	if resp.StatusCode != 200 || body != `{"a":1}` || resp.ContentLength != 7 || len(resp.TransferEncoding) != 0 {
 		t.Fatalf("json: status %d, body %q, length %d, te %v", resp.StatusCode, body, resp.ContentLength, resp.TransferEncoding)
 	}
-	if resp.Header.Get("Date") == "" || resp.Close {
-		t.Fatalf("json: Date %q, close %v", resp.Header.Get("Date"), resp.Close)
+	if resp.Close {
+		t.Fatal("json: the connection closes")
+	}
+	if d, err := http.ParseTime(resp.Header.Get("Date")); err != nil || time.Since(d) > 2*time.Second || time.Until(d) > time.Second {
+		t.Fatalf("json: Date %q is not now (%v)", resp.Header.Get("Date"), err)
 	}
 
 	c.send(post("/stream", ""))
