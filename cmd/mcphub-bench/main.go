@@ -47,11 +47,11 @@ func main() {
 		listen := fs.String("listen", "", "address to accept on")
 		to := fs.String("to", "", "address to forward to")
 		fs.Parse(os.Args[2:])
-		run := runRelay
+		pass := relay
 		if os.Args[1] == "http-proxy" {
-			run = runHTTPProxy
+			pass = httpProxy
 		}
-		if err := run(*listen, *to); err != nil {
+		if err := floor(*listen, *to, pass); err != nil {
 			fmt.Fprintln(os.Stderr, err)
 			os.Exit(1)
 		}

@@ -56,11 +56,10 @@ func runUpstream(addr string) error {
 	return http.ListenAndServe(addr, h)
 }
 
-// runRelay copies bytes between each accepted connection and a new one to
-// target, both ways, and nothing else: the least any proxy in front of the
-// upstream can cost (one more process and one more TCP hop, no parsing),
-// measured beside the hub as the floor its overhead is judged against.
-func runRelay(listen, target string) error {
+// floor serves listen by opening a connection to target for each accepted
+// one and handing both to pass: a proxy in front of the upstream, measured
+// beside the hub as a floor its overhead is judged against.
+func floor(listen, target string, pass func(c, u net.Conn)) error {
 	ln, err := net.Listen("tcp", listen)
 	if err != nil {
 		return err
@@ -76,70 +75,56 @@ func runRelay(listen, target string) error {
 			if err != nil {
 				return
 			}
-			// The relay closes its upstream side when a client goes;
+			// The proxy closes its upstream side when a client goes;
 			// closing it with a reset leaves no TIME_WAIT behind, so a
 			// client that opens and drops many connections (the Go SDK
-			// keeps 2 idle per host) cannot run the relay out of ports.
+			// keeps 2 idle per host) cannot run the proxy out of ports.
 			u.(*net.TCPConn).SetLinger(0)
 			defer u.Close()
-			// Either side ending ends both: a server keeps an idle
-			// connection open, and the relay must not keep it for a
-			// client that has gone.
-			done := make(chan struct{}, 2)
-			go func() { io.Copy(u, c); done <- struct{}{} }()
-			go func() { io.Copy(c, u); done <- struct{}{} }()
-			<-done
+			pass(c, u)
 		}()
 	}
 }
 
-// runHTTPProxy forwards each HTTP/1.1 request on an accepted connection to
-// target over a connection of its own, and the response back, parsing both
-// with net/http and doing nothing else: no MCP, no sessions, no rewriting.
-// It is the least an HTTP-aware proxy pays beyond the byte relay, measured
-// beside the hub as its second floor.
-func runHTTPProxy(listen, target string) error {
-	ln, err := net.Listen("tcp", listen)
-	if err != nil {
-		return err
-	}
+// relay copies bytes both ways and nothing else: the least any proxy in
+// front of the upstream can cost (one more process and one more TCP hop,
+// no parsing).
+func relay(c, u net.Conn) {
+	// Either side ending ends both: a server keeps an idle connection
+	// open, and the relay must not keep it for a client that has gone.
+	done := make(chan struct{}, 2)
+	go func() { io.Copy(u, c); done <- struct{}{} }()
+	go func() { io.Copy(c, u); done <- struct{}{} }()
+	<-done
+}
+
+// httpProxy forwards each HTTP/1.1 request to the upstream and its response
+// back, parsing both with net/http and doing nothing else: no MCP, no
+// sessions, no rewriting. It is the least an HTTP-aware proxy pays beyond
+// the byte relay.
+func httpProxy(c, u net.Conn) {
+	cr, cw := bufio.NewReader(c), bufio.NewWriter(c)
+	ur, uw := bufio.NewReader(u), bufio.NewWriter(u)
 	for {
-		c, err := ln.Accept()
+		req, err := http.ReadRequest(cr)
 		if err != nil {
-			return err
+			return
 		}
-		go func() {
-			defer c.Close()
-			u, err := net.Dial("tcp", target)
-			if err != nil {
-				return
-			}
-			u.(*net.TCPConn).SetLinger(0) // as runRelay
-			defer u.Close()
-			cr, cw := bufio.NewReader(c), bufio.NewWriter(c)
-			ur, uw := bufio.NewReader(u), bufio.NewWriter(u)
-			for {
-				req, err := http.ReadRequest(cr)
-				if err != nil {
-					return
-				}
-				if err := req.Write(uw); err != nil || uw.Flush() != nil {
-					return
-				}
-				resp, err := http.ReadResponse(ur, req)
-				if err != nil {
-					return
-				}
-				// A stream is passed on as it comes: what was read is
-				// flushed before the proxy waits for more.
-				resp.Body = flushBeforeRead{resp.Body, cw}
-				err = resp.Write(cw)
-				resp.Body.Close()
-				if err != nil || cw.Flush() != nil || resp.Close {
-					return
-				}
-			}
-		}()
+		if err := req.Write(uw); err != nil || uw.Flush() != nil {
+			return
+		}
+		resp, err := http.ReadResponse(ur, req)
+		if err != nil {
+			return
+		}
+		// A stream is passed on as it comes: what was read is flushed
+		// before the proxy waits for more.
+		resp.Body = flushBeforeRead{resp.Body, cw}
+		err = resp.Write(cw)
+		resp.Body.Close()
+		if err != nil || cw.Flush() != nil || resp.Close {
+			return
+		}
 	}
 }
 
