@@ -96,11 +96,23 @@ func FuzzHandler(f *testing.F) {
 		if rec.Code >= 400 && rec.Body.Len() > 0 && !json.Valid(rec.Body.Bytes()) {
 			t.Fatalf("%s %s: error body is not JSON: %q", method, path, rec.Body)
 		}
+		// An input that opened a session of its own ends it, so that a long
+		// run does not fill the endpoint's session limit.
+		if own := rec.Header().Get("Mcp-Session-Id"); own != "" && own != sid {
+			if end := th.serve(http.MethodDelete, path, "", "", map[string]string{"Mcp-Session-Id": own}); end.Code != http.StatusNoContent && end.Code != http.StatusOK {
+				t.Fatalf("ending the session %s %s opened: %d %s", method, path, end.Code, end.Body)
+			}
+		}
 		// The session that was there before still works, unless this input
-		// was its own DELETE.
-		if method == http.MethodDelete && hdr["Mcp-Session-Id"] == sid && strings.TrimSuffix(path, "/") == "/mcp" && host == "" && hdr["Origin"] == "" {
+		// was its own DELETE, and it was taken (then the next input gets a
+		// new one).
+		ownDelete := method == http.MethodDelete && hdr["Mcp-Session-Id"] == sid && strings.TrimSuffix(path, "/") == "/mcp" && host == "" && hdr["Origin"] == ""
+		if ownDelete && (rec.Code == http.StatusOK || rec.Code == http.StatusNoContent) {
 			again := th.serve(http.MethodPost, "/mcp", "", initReq("2025-11-25", "{}"), map[string]string{})
 			sid = again.Header().Get("Mcp-Session-Id")
+			if sid == "" {
+				t.Fatalf("re-initialize after DELETE failed: %d %s", again.Code, again.Body)
+			}
 			return
 		}
 		probe := th.serve(http.MethodPost, "/mcp", "", `{"jsonrpc":"2.0","id":99,"method":"tools/list"}`, map[string]string{"Mcp-Session-Id": sid})
