@@ -278,6 +278,9 @@ func writeJSONReply(w http.ResponseWriter, status int, id json.RawMessage, body 
 		return
 	}
 	w.Header().Set("Content-Type", "application/json")
+	// With its length known, the server can send the reply as soon as it
+	// is written, before the call's clean-up runs.
+	w.Header().Set("Content-Length", strconv.Itoa(len(body)))
 	w.WriteHeader(status)
 	w.Write(body)
 }

@@ -9,6 +9,7 @@ import (
 	"math/rand/v2"
 	"net"
 	"net/http"
+	"strconv"
 	"strings"
 	"sync"
 	"testing"
@@ -217,5 +218,42 @@ func TestDateFollowsTheClock(t *testing.T) {
 		if got, want := httpDate(at), at.Format(http.TimeFormat); got != want {
 			t.Fatalf("httpDate(%v) = %q, want %q", at, got, want)
 		}
+	}
+}
+
+// TestWholeBodyGoesOutAtOnce: a response whose body reaches its declared
+// Content-Length is sent while the handler is still running, whether the
+// body was small enough to hold or not; the connection then serves the
+// next request as usual.
+func TestWholeBodyGoesOutAtOnce(t *testing.T) {
+	release := make(chan struct{})
+	_, addr := start(t, http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		body := []byte("done")
+		if r.URL.Path == "/big" {
+			body = []byte(strings.Repeat("x", 3*holdLimit))
+		}
+		w.Header().Set("Content-Length", strconv.Itoa(len(body)))
+		w.Write(body[:1])
+		w.Write(body[1:])
+		if r.URL.Path != "/next" {
+			select { // the client must have the answer by now
+			case <-release:
+			case <-r.Context().Done():
+			}
+		}
+	}), Options{})
+	c := dial(t, addr)
+	for _, path := range []string{"/small", "/big"} {
+		c.send(post(path, ""))
+		c.nc.SetReadDeadline(time.Now().Add(5 * time.Second))
+		resp, body := c.read("POST")
+		if resp.StatusCode != 200 || resp.ContentLength != int64(len(body)) || len(resp.TransferEncoding) != 0 {
+			t.Fatalf("%s: status %d, length %d of %d, te %v", path, resp.StatusCode, resp.ContentLength, len(body), resp.TransferEncoding)
+		}
+		release <- struct{}{}
+	}
+	c.send(post("/next", ""))
+	if resp, body := c.read("POST"); resp.StatusCode != 200 || body != "done" {
+		t.Fatalf("next: status %d, body %q", resp.StatusCode, body)
 	}
 }

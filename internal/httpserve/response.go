@@ -85,13 +85,32 @@ func (w *response) Write(p []byte) (int, error) {
 	if !w.committed {
 		if len(w.held)+len(p) <= holdLimit {
 			w.held = append(w.held, p...)
-			return len(p), nil
+			return len(p), w.sendIfWhole()
 		}
 		if err := w.commit(false, p); err != nil {
 			return 0, err
 		}
 	}
-	return w.writeBody(p)
+	n, err := w.writeBody(p)
+	if err == nil {
+		err = w.sendIfWhole()
+	}
+	return n, err
+}
+
+// sendIfWhole sends the response at once when its body has all the
+// Content-Length the handler declared: the client need not wait for
+// whatever the handler does before it returns.
+func (w *response) sendIfWhole() error {
+	if w.contentLength < 0 || w.written != w.contentLength {
+		return nil
+	}
+	if !w.committed {
+		if err := w.commit(false, nil); err != nil {
+			return err
+		}
+	}
+	return w.c.bw.Flush()
 }
 
 // Flush sends the head and everything written so far.
