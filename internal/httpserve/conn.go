@@ -289,7 +289,7 @@ func (c *conn) serveOne(req *http.Request) bool {
 	c.mu.Unlock()
 	req = req.WithContext(ctx)
 
-	w := &response{c: c, req: req, header: http.Header{}, contentLength: -1}
+	w := &response{c: c, req: req, body: body, header: http.Header{}, contentLength: -1}
 	body.w = w
 	timer := coarse.AfterFunc(c.srv.opts.WatchAfter, c.watchSoon)
 	ok := c.srv.handle(w, req)

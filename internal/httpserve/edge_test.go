@@ -257,3 +257,20 @@ func TestWholeBodyGoesOutAtOnce(t *testing.T) {
 		t.Fatalf("next: status %d, body %q", resp.StatusCode, body)
 	}
 }
+
+// As TestExpectContinue's /ignore case, but the handler declares its
+// length: the answer must still announce that the connection closes.
+func TestExpectIgnoredWithLengthSaysClose(t *testing.T) {
+	_, addr := start(t, http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		w.Header().Set("Content-Length", "2")
+		w.WriteHeader(http.StatusForbidden)
+		w.Write([]byte("no"))
+	}), Options{})
+	c := dial(t, addr)
+	c.send("POST /ignore HTTP/1.1\r\nHost: a\r\nExpect: 100-continue\r\nContent-Length: 5\r\n\r\n")
+	resp, _ := c.read("POST")
+	closed := c.closed()
+	if resp.StatusCode != http.StatusForbidden || !resp.Close {
+		t.Fatalf("status %d, Connection: close sent %v, connection closed by server %v", resp.StatusCode, resp.Close, closed)
+	}
+}

@@ -17,6 +17,7 @@ const holdLimit = 4 << 10
 type response struct {
 	c      *conn
 	req    *http.Request
+	body   *reqBody
 	header http.Header
 
 	status        int   // fixed once set; 0 until then
@@ -100,7 +101,8 @@ func (w *response) Write(p []byte) (int, error) {
 
 // sendIfWhole sends the response at once when its body has all the
 // Content-Length the handler declared: the client need not wait for
-// whatever the handler does before it returns.
+// whatever the handler does before it returns. (So a handler that then
+// panics with http.ErrAbortHandler has already answered.)
 func (w *response) sendIfWhole() error {
 	if w.contentLength < 0 || w.written != w.contentLength {
 		return nil
@@ -164,6 +166,12 @@ func (w *response) commit(final bool, next []byte) error {
 		h["Date"] = []string{httpDate(time.Now())}
 	}
 	if hasToken(h.Values("Connection"), "close") {
+		w.closeAfter = true
+	}
+	if w.body != nil && w.body.expect && !w.body.continued {
+		// The client waits for a 100 Continue that can no longer come; the
+		// body it may still send cannot be told apart from the next
+		// request, so the connection ends with this response.
 		w.closeAfter = true
 	}
 	if (w.closeAfter || w.req.Close) && !hasToken(h.Values("Connection"), "close") {
