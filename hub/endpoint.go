@@ -200,6 +200,8 @@ func (h *Hub) clientRequest(w http.ResponseWriter, r *http.Request, s *session, 
 	// cancelled it (no response, as the spec asks).
 	reply := func(peer *sessionPeer) ([]byte, int) {
 		res, err := h.route(ctx, s, m, peer)
+		// The id is free again before the client can see the answer.
+		untrack()
 		switch {
 		case err != nil && errors.Is(context.Cause(ctx), errClientCancelled):
 			return nil, 0

@@ -1,9 +1,11 @@
 package hub
 
 import (
+	"context"
 	"encoding/json"
 	"fmt"
 	"net/http"
+	"net/http/httptest"
 	"regexp"
 	"strings"
 	"testing"
@@ -397,5 +399,46 @@ func TestHTTPAcceptEndToEnd(t *testing.T) {
 		"MCP-Protocol-Version", "bogus") // answered before the stream opens
 	if r.status == http.StatusNotAcceptable {
 		t.Errorf("GET with Accept split over two lines: 406, want the Accept check passed")
+	}
+}
+
+// answerWatch calls check before it writes a piece of the body that holds
+// the answer (an SSE stream writes other events first): the moment the
+// client could see it.
+type answerWatch struct {
+	*httptest.ResponseRecorder
+	check func()
+}
+
+func (a *answerWatch) Write(b []byte) (int, error) {
+	if strings.Contains(string(b), `"id":7`) {
+		a.check()
+	}
+	return a.ResponseRecorder.Write(b)
+}
+
+// TestHTTPAnsweredIDIsFree: the server sends a reply as soon as it is
+// written, before the handler returns, so by then its id must no longer
+// count as in flight; a client may reuse it once it has the answer.
+func TestHTTPAnsweredIDIsFree(t *testing.T) {
+	th := startHub(t, twoServers, map[string]*fakeUpstream{"alpha": newFake("alpha").setList("tools/list", toolItems("echo"))})
+	c := th.connect("/mcp", "2025-11-25", "{}")
+	s := c.session()
+	for _, accept := range []string{"application/json", "application/json, text/event-stream", "text/event-stream"} {
+		for _, m := range []string{rpc(7, "ping", ""), rpc(7, "tools/call", `{"name":"alpha__echo","arguments":{}}`)} {
+			req := th.request(context.Background(), http.MethodPost, "/mcp", m, "Mcp-Session-Id", c.sid, "Accept", accept)
+			w := &answerWatch{ResponseRecorder: httptest.NewRecorder(), check: func() {
+				s.mu.Lock()
+				_, inFlight := s.calls["7"]
+				s.mu.Unlock()
+				if inFlight {
+					t.Errorf("Accept %q, %s: id 7 is still in flight when its answer is written", accept, m)
+				}
+			}}
+			th.h.ServeHTTP(w, req)
+			if w.Code != http.StatusOK || !strings.Contains(w.Body.String(), `"id":7`) {
+				t.Fatalf("Accept %q, %s: %d %s", accept, m, w.Code, w.Body)
+			}
+		}
 	}
 }

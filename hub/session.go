@@ -241,9 +241,15 @@ func (s *session) track(id json.RawMessage, cancel context.CancelCauseFunc) (fun
 	}
 	s.calls[key] = cancel
 	s.mu.Unlock()
+	// Idempotent: a later call must not untrack a new request that reused
+	// the id once this one was answered.
+	done := false
 	return func() {
 		s.mu.Lock()
-		delete(s.calls, key)
+		if !done {
+			done = true
+			delete(s.calls, key)
+		}
 		s.mu.Unlock()
 	}, nil
 }
