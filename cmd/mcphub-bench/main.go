@@ -51,7 +51,11 @@ func main() {
 		if os.Args[1] == "http-proxy" {
 			pass = httpProxy
 		}
-		if err := floor(*listen, *to, pass); err != nil {
+		ln, err := net.Listen("tcp", *listen)
+		if err == nil {
+			err = floor(ln, *to, pass)
+		}
+		if err != nil {
 			fmt.Fprintln(os.Stderr, err)
 			os.Exit(1)
 		}

@@ -56,14 +56,11 @@ func runUpstream(addr string) error {
 	return http.ListenAndServe(addr, h)
 }
 
-// floor serves listen by opening a connection to target for each accepted
-// one and handing both to pass: a proxy in front of the upstream, measured
-// beside the hub as a floor its overhead is judged against.
-func floor(listen, target string, pass func(c, u net.Conn)) error {
-	ln, err := net.Listen("tcp", listen)
-	if err != nil {
-		return err
-	}
+// floor serves ln by opening a connection to target for each accepted one
+// and handing both to pass: a proxy in front of the upstream, measured
+// beside the hub as a floor its overhead is judged against. It returns
+// when ln is closed.
+func floor(ln net.Listener, target string, pass func(c, u net.Conn)) error {
 	for {
 		c, err := ln.Accept()
 		if err != nil {
@@ -118,9 +115,11 @@ func httpProxy(c, u net.Conn) {
 			return
 		}
 		// A stream is passed on as it comes: what was read is flushed
-		// before the proxy waits for more.
-		resp.Body = flushBeforeRead{resp.Body, cw}
-		err = resp.Write(cw)
+		// before the proxy waits for more. (The writer is wrapped so that
+		// the body is copied through Write, not read into cw's buffer
+		// while a flush empties it.)
+		resp.Body = flushBeforeRead{resp.Body, cw, ur}
+		err = resp.Write(struct{ io.Writer }{cw})
 		resp.Body.Close()
 		if err != nil || cw.Flush() != nil || resp.Close {
 			return
@@ -128,15 +127,19 @@ func httpProxy(c, u net.Conn) {
 	}
 }
 
-// flushBeforeRead flushes w before each read of a response body.
+// flushBeforeRead flushes w before a read of a response body that would
+// wait for the upstream (src, the body's connection, has nothing buffered).
 type flushBeforeRead struct {
 	io.ReadCloser
-	w *bufio.Writer
+	w   *bufio.Writer
+	src *bufio.Reader
 }
 
 func (f flushBeforeRead) Read(p []byte) (int, error) {
-	if err := f.w.Flush(); err != nil {
-		return 0, err
+	if f.src.Buffered() == 0 {
+		if err := f.w.Flush(); err != nil {
+			return 0, err
+		}
 	}
 	return f.ReadCloser.Read(p)
 }
