@@ -302,11 +302,9 @@ func (c *conn) serveOne(req *http.Request) bool {
 	if !ok {
 		return false
 	}
-	if body.expect && !body.continued || body.skipped {
-		// The client waited for a 100 Continue it did not get; the body
-		// it may still send cannot be told apart from the next request.
-		w.closeAfter = true
-	}
+	// finish commits the head if the handler did not; commit decides
+	// whether a client still waiting for its 100 Continue ends the
+	// connection.
 	if err := w.finish(); err != nil {
 		return false
 	}
@@ -408,7 +406,6 @@ type reqBody struct {
 	rc        io.ReadCloser
 	expect    bool
 	continued bool // 100 Continue was sent
-	skipped   bool // it was not: the response had begun
 	closed    bool
 	ended     bool
 }
@@ -417,11 +414,9 @@ func (b *reqBody) Read(p []byte) (int, error) {
 	if b.closed {
 		return 0, http.ErrBodyReadAfterClose
 	}
-	if b.expect && !b.continued && !b.skipped && b.w.committed {
-		// An interim response cannot follow the final one's head.
-		b.skipped = true
-	}
-	if b.expect && !b.continued && !b.skipped {
+	// An interim response cannot follow the final one's head: once that
+	// is out, the client gets no 100 Continue (and the connection closes).
+	if b.expect && !b.continued && !b.w.committed {
 		b.continued = true
 		if _, err := io.WriteString(b.w.c.bw, "HTTP/1.1 100 Continue\r\n\r\n"); err != nil {
 			return 0, err
