@@ -10,13 +10,9 @@ import (
 	"strconv"
 	"strings"
 
+	"github.com/mcphub/mcphub/internal/httphdr"
 	"github.com/mcphub/mcphub/internal/textdist"
 )
-
-// reservedHeaders are set by mcphub's transports; a user value would break
-// the protocol rather than configure it.
-var reservedHeaders = []string{"Accept", "Connection", "Content-Length", "Content-Type", "Host",
-	"Last-Event-ID", "Mcp-Protocol-Version", "Mcp-Session-Id", "Transfer-Encoding"}
 
 // checkKind enforces "either stdio or remote" and the keys that belong to
 // only one of them.
@@ -87,31 +83,10 @@ func (p *parser) checkEnv(t *table, s *Server) {
 
 func (p *parser) checkHeaders(t *table, s *Server) {
 	for k, v := range s.Headers {
-		path := append(slices.Clone(t.path), "headers", k)
-		switch {
-		case !validToken(k):
-			p.fail(path, s.Name, "%q is not an HTTP header name; use letters, digits and -", k)
-		case slices.ContainsFunc(reservedHeaders, func(r string) bool { return strings.EqualFold(r, k) }):
-			p.fail(path, s.Name, "%s is set by mcphub itself; remove it", k)
-		}
-		if strings.ContainsAny(v, "\r\n\x00") {
-			p.fail(path, s.Name, "the value contains a line break or NUL, which an HTTP header cannot hold")
+		if err := httphdr.Check(k, v); err != nil {
+			p.fail(append(slices.Clone(t.path), "headers", k), s.Name, "%v", err)
 		}
 	}
-}
-
-// validToken reports whether k is an RFC 9110 token.
-func validToken(k string) bool {
-	if k == "" {
-		return false
-	}
-	for i := 0; i < len(k); i++ {
-		c := k[i]
-		if !(c >= 'a' && c <= 'z' || c >= 'A' && c <= 'Z' || c >= '0' && c <= '9' || strings.IndexByte("!#$%&'*+-.^_`|~", c) >= 0) {
-			return false
-		}
-	}
-	return true
 }
 
 // crossCheck applies the rules that involve more than one server.

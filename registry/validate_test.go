@@ -82,7 +82,9 @@ func TestValidationRules(t *testing.T) {
 		{"bad variable name", "[servers.a]\ncommand = \"x\"\nenv.T = \"${input:tok}\"\n", 3, 1, "servers.a.env.T", `"${input:tok}" is not a valid variable reference`},
 		{"env name", "[servers.a]\ncommand = \"x\"\nenv = { \"A=B\" = \"1\" }\n", 3, 9, `servers.a.env."A=B"`, "contain no '='"},
 		{"header name", "[servers.a]\nurl = \"https://h\"\nheaders = { \"Bad Header\" = \"1\" }\n", 3, 13, `servers.a.headers."Bad Header"`, "not an HTTP header name"},
-		{"reserved header", "[servers.a]\nurl = \"https://h\"\nheaders.mcp-session-id = \"1\"\n", 3, 1, "servers.a.headers.mcp-session-id", "set by mcphub itself"},
+		{"reserved header", "[servers.a]\nurl = \"https://h\"\nheaders.mcp-session-id = \"1\"\n", 3, 1, "servers.a.headers.mcp-session-id", "mcphub sets this header itself"},
+		{"framing header", "[servers.a]\nurl = \"https://h\"\nheaders.Transfer-Encoding = \"chunked\"\n", 3, 1, "servers.a.headers.Transfer-Encoding", "Transfer-Encoding: mcphub sets this header itself"},
+		{"upgrade header", "[servers.a]\nurl = \"https://h\"\nheaders.Upgrade = \"h2c\"\n", 3, 1, "servers.a.headers.Upgrade", "mcphub sets this header itself"},
 		{"header line break", "[servers.a]\nurl = \"https://h\"\nheaders.X = \"a\\nb\"\n", 3, 1, "servers.a.headers.X", "line break"},
 		// positions in other layouts
 		{"dotted under [servers]", "[servers]\na.command = \"x\"\na.share = \"all\"\n", 3, 1, "servers.a.share", `use "server"`},

@@ -98,6 +98,34 @@ func TestAddRefusesBadInput(t *testing.T) {
 	}
 }
 
+// TestFramingHeadersRefused: a header that would change how a request is
+// framed or which session it belongs to is refused on the command line,
+// naming the header, before anything is written or sent; curl's
+// "Name: value" form is read like Name=value.
+func TestFramingHeadersRefused(t *testing.T) {
+	freshHome(t)
+	cfg := filepath.Join(t.TempDir(), "hub.toml")
+	t.Setenv("MCPHUB_CONFIG", cfg)
+	for _, args := range [][]string{
+		{"probe", "--url", "http://127.0.0.1:1/mcp", "--header", "Transfer-Encoding: chunked"},
+		{"probe", "--url", "http://127.0.0.1:1/mcp", "--header", "Content-Length=0"},
+		{"add", "x", "--url", "http://127.0.0.1:1/mcp", "--header", "Mcp-Session-Id: abc"},
+		{"add", "x", "--url", "http://127.0.0.1:1/mcp", "--header", "host=example.com"},
+	} {
+		code, _, errOut := runCLI(t, args...)
+		name := strings.TrimSpace(strings.FieldsFunc(args[len(args)-1], func(r rune) bool { return r == ':' || r == '=' })[0])
+		if code == 0 || !strings.Contains(errOut, name) || !strings.Contains(errOut, "mcphub sets this header itself") {
+			t.Errorf("mcphub %q: exit %d, %q; want a refusal naming %s", args, code, errOut, name)
+		}
+	}
+	if code, _, errOut := runCLI(t, "add", "y", "--url", "http://127.0.0.1:1/mcp", "--header", "X-Api-Key: k"); code != 0 {
+		t.Fatalf("add with a curl-style header: %d %q", code, errOut)
+	}
+	if data, _ := os.ReadFile(cfg); !strings.Contains(string(data), `X-Api-Key = "k"`) {
+		t.Errorf("the curl-style header was not kept:\n%s", data)
+	}
+}
+
 func TestValidatePrintsPositionsAndExits1(t *testing.T) {
 	freshHome(t)
 	bad := filepath.Join(t.TempDir(), "hub.toml")

@@ -6,6 +6,8 @@ import (
 	"strings"
 
 	"github.com/spf13/pflag"
+
+	"github.com/mcphub/mcphub/internal/httphdr"
 )
 
 // targetFlags are the flags that name one MCP server, shared by add and
@@ -19,7 +21,7 @@ type targetFlags struct {
 func (t *targetFlags) register(fl *pflag.FlagSet, defaultTransport string) {
 	fl.StringVar(&t.url, "url", "", "URL of a remote server (Streamable HTTP endpoint, or the legacy SSE endpoint)")
 	fl.StringVar(&t.transport, "transport", defaultTransport, "remote transport: auto, streamable-http or sse")
-	fl.StringArrayVar(&t.headers, "header", nil, "HTTP header K=V for a remote server (repeatable; ${VAR} allowed in the registry)")
+	fl.StringArrayVar(&t.headers, "header", nil, "HTTP header \"Name: value\" or Name=value for a remote server (repeatable; ${VAR} allowed in the registry)")
 	fl.StringArrayVar(&t.env, "env", nil, "environment variable K=V for a stdio server (repeatable; ${VAR} allowed in the registry)")
 	fl.StringVar(&t.cwd, "cwd", "", "working directory of a stdio server")
 }
@@ -47,7 +49,7 @@ func (t *targetFlags) resolve(command []string, defaultTransport, cmdName string
 		if len(t.env) > 0 || t.cwd != "" {
 			return target{}, errors.New("--env and --cwd apply to stdio servers (a command after --), not to --url")
 		}
-		h, err := parseKV("--header", t.headers)
+		h, err := parseHeaders(t.headers)
 		if err != nil {
 			return target{}, err
 		}
@@ -75,6 +77,23 @@ func parseKV(flag string, items []string) (map[string]string, error) {
 			return nil, fmt.Errorf("%s %q: want KEY=VALUE", flag, it)
 		}
 		out[strings.TrimSpace(k)] = v
+	}
+	return out, nil
+}
+
+// parseHeaders reads repeated --header flags, refusing the headers mcphub
+// sets itself (framing, session and connection headers).
+func parseHeaders(items []string) (map[string]string, error) {
+	if len(items) == 0 {
+		return nil, nil
+	}
+	out := make(map[string]string, len(items))
+	for _, it := range items {
+		k, v, err := httphdr.ParseArg(it)
+		if err != nil {
+			return nil, fmt.Errorf("--header %w", err)
+		}
+		out[k] = v
 	}
 	return out, nil
 }
