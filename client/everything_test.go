@@ -11,7 +11,6 @@ import (
 	"slices"
 	"strconv"
 	"strings"
-	"syscall"
 	"testing"
 	"time"
 
@@ -66,7 +65,7 @@ func startEverythingHTTP(t *testing.T, bin string) string {
 	go func() { exited <- cmd.Wait() }()
 	pid := cmd.Process.Pid
 	t.Cleanup(func() {
-		syscall.Kill(pid, syscall.SIGKILL)
+		killProcess(pid)
 		<-exited
 	})
 	deadline := time.Now().Add(10 * time.Second)

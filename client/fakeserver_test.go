@@ -5,11 +5,14 @@ import (
 	"encoding/json"
 	"fmt"
 	"os"
+	"os/exec"
 	"os/signal"
+	"strconv"
 	"strings"
 	"sync"
 	"syscall"
 	"testing"
+	"time"
 
 	"github.com/mcphub/mcphub/internal/jsonrpc"
 )
@@ -42,9 +45,31 @@ func fakeStdioConfig(t *testing.T, mode string) Config {
 // fakeServer speaks just enough MCP over stdio to script the client's tests.
 // Besides answering, it misbehaves on purpose: a line that is not JSON
 // precedes the initialize result, and stderr gets chatter.
+//
+// Modes: "normal"; "stubborn" ignores SIGTERM and stdin EOF; "spawn" first
+// starts a grandchild (a copy of itself in mode "sleeper", which never reads
+// stdin and ignores SIGTERM) and tells its PID through the tool
+// "grandchild"; "sleeper" only sleeps.
 func fakeServer(mode string) {
-	if mode == "stubborn" {
+	switch mode {
+	case "stubborn":
 		signal.Ignore(syscall.SIGTERM)
+	case "sleeper":
+		signal.Ignore(syscall.SIGTERM)
+		for {
+			time.Sleep(time.Hour)
+		}
+	}
+	grandchild := 0
+	if mode == "spawn" {
+		exe, _ := os.Executable()
+		gc := exec.Command(exe, "-test.run=^$")
+		gc.Env = append(os.Environ(), "MCPHUB_FAKE_SERVER=sleeper")
+		if err := gc.Start(); err != nil {
+			fmt.Fprintln(os.Stderr, "fake: start grandchild:", err)
+			os.Exit(1)
+		}
+		grandchild = gc.Process.Pid
 	}
 	var mu sync.Mutex
 	writeLine := func(b []byte) {
@@ -118,6 +143,8 @@ func fakeServer(mode string) {
 					reply := <-ch
 					send(jsonrpc.NewResponse(id, fmt.Appendf(nil, `{"content":[{"type":"text","text":%s}]}`, jsonrpc.Quote(string(reply.Result)))))
 				}(m.ID)
+			case "grandchild":
+				send(jsonrpc.NewResponse(m.ID, fmt.Appendf(nil, `{"content":[{"type":"text","text":%q}]}`, strconv.Itoa(grandchild))))
 			case "crash":
 				fmt.Fprintln(os.Stderr, "fatal: the fake server crashed on purpose")
 				os.Exit(3)

@@ -10,14 +10,14 @@ import (
 	"os"
 	"os/exec"
 	"sync"
-	"syscall"
 	"time"
 
 	"github.com/mcphub/mcphub/internal/jsonrpc"
 )
 
 // Shutdown timings for a stdio server: after stdin closes the server gets
-// stdinGrace to exit, then SIGTERM and termGrace, then SIGKILL.
+// stdinGrace to exit; then, on Unix, SIGTERM and termGrace, then SIGKILL, and
+// on Windows its job object is terminated (see stopSteps in the per-OS files).
 var (
 	stdinGrace = 2 * time.Second
 	termGrace  = 2 * time.Second
@@ -32,11 +32,19 @@ const (
 	stderrPerSecond = 20
 )
 
-// stdioTransport runs the server as a child process in its own process group
-// and speaks newline-delimited JSON over its stdin and stdout.
+// stdioTransport runs the server as a child process in a procGroup of its
+// own (a process group on Unix, a job object on Windows) and speaks
+// newline-delimited JSON over its stdin and stdout.
 type stdioTransport struct {
 	c   *Conn
 	cmd *exec.Cmd
+
+	// gmu guards the group against being signalled after wait has killed
+	// and released it (on Windows its handle could by then name another
+	// object; on Unix its id could belong to a new group).
+	gmu       sync.Mutex
+	group     *procGroup
+	groupGone bool
 
 	wmu   sync.Mutex // serialises writes to stdin
 	stdin io.WriteCloser
@@ -53,12 +61,13 @@ func newStdio(c *Conn) *stdioTransport {
 	return &stdioTransport{c: c, doneCh: make(chan struct{})}
 }
 
-// childEnv is the environment a stdio server gets: PATH and HOME from
-// mcphub's own environment, then what the registry gives it. Nothing else of
-// mcphub's environment (tokens for other servers, say) leaks to the child.
+// childEnv is the environment a stdio server gets: the variables of
+// inheritedEnv (PATH and HOME on Unix) from mcphub's own environment, then
+// what the registry gives it. Nothing else of mcphub's environment (tokens
+// for other servers, say) leaks to the child.
 func childEnv(extra map[string]string) []string {
-	env := make([]string, 0, len(extra)+2)
-	for _, k := range []string{"PATH", "HOME"} {
+	env := make([]string, 0, len(extra)+len(inheritedEnv))
+	for _, k := range inheritedEnv {
 		if _, set := extra[k]; set {
 			continue
 		}
@@ -74,39 +83,63 @@ func childEnv(extra map[string]string) []string {
 
 func (s *stdioTransport) start(ctx context.Context) error {
 	cfg := s.c.cfg
-	cmd := exec.Command(cfg.Command, cfg.Args...)
-	cmd.Env = childEnv(cfg.Env)
-	cmd.Dir = cfg.Dir
-	// Its own process group, so shutdown reaches whatever the server spawns
+	env := childEnv(cfg.Env)
+	path, err := resolveCommand(cfg.Command, env)
+	if err != nil {
+		return fmt.Errorf("start %s: %w", cfg.Command, err)
+	}
+	// A group of its own, so shutdown reaches whatever the server spawns
 	// (npx starts node, uvx starts python).
-	cmd.SysProcAttr = &syscall.SysProcAttr{Setpgid: true}
+	group, err := newProcGroup()
+	if err != nil {
+		return fmt.Errorf("start %s: %w", cfg.Command, err)
+	}
+	cmd := exec.Command(path, cfg.Args...)
+	cmd.Env = env
+	cmd.Dir = cfg.Dir
+	group.prepare(cmd)
 	stdin, err := cmd.StdinPipe()
 	if err != nil {
-		return err
+		group.release()
+		return fmt.Errorf("start %s: %w", cfg.Command, err)
 	}
 	// stdout and stderr are our own pipes rather than cmd's, so that reaping
 	// the process does not close them under the readers: what the server
 	// wrote just before exiting is still read.
 	outR, outW, err := os.Pipe()
 	if err != nil {
-		return err
+		stdin.Close()
+		group.release()
+		return fmt.Errorf("start %s: %w", cfg.Command, err)
 	}
 	errR, errW, err := os.Pipe()
 	if err != nil {
+		stdin.Close()
 		outR.Close()
 		outW.Close()
-		return err
+		group.release()
+		return fmt.Errorf("start %s: %w", cfg.Command, err)
 	}
 	cmd.Stdout, cmd.Stderr = outW, errW
 	err = cmd.Start()
 	outW.Close()
 	errW.Close()
+	if err == nil {
+		if err = group.attach(cmd.Process); err != nil {
+			// Without its group the server could not be stopped whole:
+			// do not run it at all.
+			cmd.Process.Kill()
+			cmd.Wait()
+		}
+	}
 	if err != nil {
+		stdin.Close()
 		outR.Close()
 		errR.Close()
+		group.release()
 		return fmt.Errorf("start %s: %w", cfg.Command, err)
 	}
-	s.cmd, s.stdin = cmd, stdin
+	s.cmd, s.stdin, s.group = cmd, stdin, group
 	s.c.log.Debug("started stdio server", "pid", cmd.Process.Pid, "command", cfg.Command)
 	if cfg.OnProcess != nil {
 		cfg.OnProcess(cmd.Process.Pid, true)
@@ -124,8 +157,8 @@ func (s *stdioTransport) start(ctx context.Context) error {
 const drainGrace = 500 * time.Millisecond
 
 // wait reaps the child and reports why it ended. When the leader is gone its
-// readers get drainGrace to finish, anything left in its process group is
-// killed, and the pipes are closed.
+// readers get drainGrace to finish, anything left in its group is killed,
+// the group is released, and the pipes are closed.
 func (s *stdioTransport) wait(outR, errR *os.File) {
 	err := s.cmd.Wait()
 	drained := make(chan struct{})
@@ -137,7 +170,11 @@ func (s *stdioTransport) wait(outR, errR *os.File) {
 	case <-drained:
 	case <-time.After(drainGrace):
 	}
-	syscall.Kill(-s.cmd.Process.Pid, syscall.SIGKILL)
+	s.gmu.Lock()
+	s.group.kill()
+	s.group.release()
+	s.groupGone = true
+	s.gmu.Unlock()
 	outR.Close()
 	errR.Close()
 	<-drained
@@ -289,8 +326,17 @@ func (s *stdioTransport) send(ctx context.Context, _ *jsonrpc.Message, data []by
 	return nil
 }
 
+// stopStep is one step of stopping a stdio server that is still running:
+// after grace, act on its group.
+type stopStep struct {
+	grace time.Duration
+	what  string // for the log
+	act   func()
+}
+
 // close shuts the server down as the spec says: close stdin and give it time
-// to exit, then SIGTERM its process group, then SIGKILL it.
+// to exit, then stop its group step by step (SIGTERM, then SIGKILL on Unix;
+// TerminateJobObject on Windows).
 func (s *stdioTransport) close() error {
 	s.once.Do(func() {
 		if s.cmd == nil || s.cmd.Process == nil {
@@ -300,17 +346,17 @@ func (s *stdioTransport) close() error {
 		s.wmu.Lock()
 		s.stdin.Close()
 		s.wmu.Unlock()
-		pgid := -s.cmd.Process.Pid
-		for _, step := range []struct {
-			grace time.Duration
-			sig   syscall.Signal
-		}{{stdinGrace, syscall.SIGTERM}, {termGrace, syscall.SIGKILL}} {
+		for _, step := range s.group.stopSteps() {
 			select {
 			case <-s.doneCh:
 				return // wait has reaped it and cleared its group
 			case <-time.After(step.grace):
-				s.c.log.Debug("stdio server still running; signalling its group", "signal", step.sig.String())
-				syscall.Kill(pgid, step.sig)
+				s.c.log.Debug("stdio server still running; stopping its group", "step", step.what)
+				s.gmu.Lock()
+				if !s.groupGone {
+					step.act()
+				}
+				s.gmu.Unlock()
 			}
 		}
 		<-s.doneCh

@@ -6,9 +6,10 @@ import (
 	"encoding/json"
 	"errors"
 	"log/slog"
+	"os"
+	"strconv"
 	"strings"
 	"sync"
-	"syscall"
 	"testing"
 	"time"
 
@@ -160,15 +161,19 @@ func TestStdioChildEnvironmentIsMinimal(t *testing.T) {
 		k, _, _ := strings.Cut(kv, "=")
 		names[k] = true
 	}
-	for _, want := range []string{"PATH", "HOME", "FAKE_SECRET", "MCPHUB_FAKE_SERVER"} {
-		if !names[want] {
-			t.Errorf("child lacks %s", want)
+	want := map[string]bool{"FAKE_SECRET": true, "MCPHUB_FAKE_SERVER": true}
+	for _, k := range inheritedEnv {
+		if _, ok := os.LookupEnv(k); ok {
+			want[k] = true
+		}
+	}
+	for k := range want {
+		if !names[k] {
+			t.Errorf("child lacks %s", k)
 		}
 	}
 	for k := range names {
-		switch k {
-		case "PATH", "HOME", "FAKE_SECRET", "MCPHUB_FAKE_SERVER":
-		default:
+		if !want[k] {
 			t.Errorf("child environment holds %s, which the registry did not give it", k)
 		}
 	}
@@ -238,31 +243,6 @@ func TestStdioOversizedLineIsSkipped(t *testing.T) {
 	}
 }
 
-func TestStdioCloseEscalatesToSIGKILL(t *testing.T) {
-	oldIn, oldTerm := stdinGrace, termGrace
-	stdinGrace, termGrace = 200*time.Millisecond, 200*time.Millisecond
-	t.Cleanup(func() { stdinGrace, termGrace = oldIn, oldTerm })
-
-	c, _ := startFake(t, "stubborn", nil)
-	pid := c.PID()
-	start := time.Now()
-	if err := c.Close(); err != nil {
-		t.Fatal(err)
-	}
-	if err := syscall.Kill(pid, 0); !errors.Is(err, syscall.ESRCH) {
-		t.Fatalf("the stubborn server (pid %d) survived Close: %v", pid, err)
-	}
-	if d := time.Since(start); d < 400*time.Millisecond {
-		t.Errorf("Close took %v: it should have waited for stdin EOF and SIGTERM first", d)
-	}
-	if err := c.Close(); err != nil {
-		t.Errorf("a second Close: %v", err)
-	}
-	if _, err := callTool(context.Background(), c, "echo", `{}`); !errors.Is(err, ErrClosed) {
-		t.Errorf("a call after Close got %v, want ErrClosed", err)
-	}
-}
-
 func TestCallCancellationSendsCancelled(t *testing.T) {
 	c, _ := startFake(t, "normal", nil)
 	ctx, cancel := context.WithTimeout(context.Background(), 200*time.Millisecond)
@@ -275,4 +255,57 @@ func TestCallCancellationSendsCancelled(t *testing.T) {
 	if _, err := callTool(context.Background(), c, "echo", `{}`); err != nil {
 		t.Fatal(err)
 	}
+}
+
+// grandchildPID asks a fake server in mode "spawn" for its grandchild's PID
+// and stops the grandchild by that PID at cleanup if it still runs.
+func grandchildPID(t *testing.T, c *Conn) int {
+	t.Helper()
+	res, err := callTool(context.Background(), c, "grandchild", `{}`)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var out struct {
+		Content []struct{ Text string } `json:"content"`
+	}
+	if err := json.Unmarshal(res, &out); err != nil || len(out.Content) != 1 {
+		t.Fatalf("grandchild: %s %v", res, err)
+	}
+	pid, err := strconv.Atoi(out.Content[0].Text)
+	if err != nil || pid <= 0 {
+		t.Fatalf("grandchild: %s %v", res, err)
+	}
+	t.Cleanup(func() {
+		if !processGone(pid) {
+			killProcess(pid)
+		}
+	})
+	if processGone(pid) {
+		t.Fatalf("grandchild %d is not running", pid)
+	}
+	return pid
+}
+
+// Close stops the server's whole group (process group, job object): a
+// grandchild that ignores stdin EOF and SIGTERM does not outlive it.
+func TestStdioCloseStopsGrandchild(t *testing.T) {
+	c, _ := startFake(t, "spawn", nil)
+	gc := grandchildPID(t, c)
+	if err := c.Close(); err != nil {
+		t.Fatal(err)
+	}
+	waitFor(t, 5*time.Second, "the grandchild to stop with the server's group", func() bool { return processGone(gc) })
+}
+
+// A server that exits on its own takes what it spawned along.
+func TestStdioLeaderExitStopsGrandchild(t *testing.T) {
+	c, _ := startFake(t, "spawn", nil)
+	gc := grandchildPID(t, c)
+	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+	defer cancel()
+	var exit *ExitError
+	if _, err := callTool(ctx, c, "crash", `{}`); !errors.As(err, &exit) {
+		t.Fatalf("crash: err %v, want *ExitError", err)
+	}
+	waitFor(t, 5*time.Second, "the grandchild to stop when the server exited", func() bool { return processGone(gc) })
 }

@@ -6,7 +6,6 @@ import (
 	"fmt"
 	"os"
 	"path/filepath"
-	"syscall"
 	"time"
 )
 
@@ -26,8 +25,9 @@ var errDataDirBusy = errors.New("the data directory is in use")
 
 // lockDataDir takes the data directory for this hub: an exclusive lock on
 // serve.lock, which also records where the hub listens. A second hub on the
-// same directory is refused; the kernel drops the lock when a hub dies, even
-// by SIGKILL, so a stale file never blocks a new start.
+// same directory is refused; the system drops the lock when a hub dies, even
+// by SIGKILL, so a stale file never blocks a new start. The lock itself is
+// per OS (runfile_unix.go, runfile_windows.go).
 func lockDataDir(dir string, info runInfo) (release func(), err error) {
 	if err := os.MkdirAll(dir, 0o700); err != nil {
 		return nil, fmt.Errorf("data directory: %w", err)
@@ -37,7 +37,7 @@ func lockDataDir(dir string, info runInfo) (release func(), err error) {
 	if err != nil {
 		return nil, fmt.Errorf("data directory: %w", err)
 	}
-	if err := syscall.Flock(int(f.Fd()), syscall.LOCK_EX|syscall.LOCK_NB); err != nil {
+	if err := lockFile(f); err != nil {
 		f.Close()
 		other := ""
 		if prev, rerr := readRunInfo(dir); rerr == nil {
@@ -52,7 +52,7 @@ func lockDataDir(dir string, info runInfo) (release func(), err error) {
 	}
 	return func() {
 		f.Truncate(0)
-		syscall.Flock(int(f.Fd()), syscall.LOCK_UN)
+		unlockFile(f)
 		f.Close()
 	}, nil
 }
