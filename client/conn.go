@@ -11,6 +11,7 @@ import (
 	"sync/atomic"
 	"time"
 
+	"github.com/mcphub/mcphub/internal/httphdr"
 	"github.com/mcphub/mcphub/internal/jsonrpc"
 )
 
@@ -40,8 +41,9 @@ type Config struct {
 	URL       string
 	Transport string
 	Headers   map[string]string
-	// HTTPClient is used for every request; nil means a client without an
-	// overall timeout (streams are long-lived; idle timeouts guard them).
+	// HTTPClient is used for every request; nil means a client of the
+	// connection's own (see newTransport), without an overall timeout
+	// (streams are long-lived; idle timeouts guard them).
 	HTTPClient *http.Client
 
 	// ClientInfo is sent in initialize; zero means mcphub's own.
@@ -141,7 +143,8 @@ type Conn struct {
 	log     *slog.Logger
 
 	t      transport
-	h1     *h1 // POSTs to a plain-http upstream; nil for the rest
+	hc     *http.Client    // every HTTP request goes through it
+	tr     *http.Transport // hc's own transport; nil for stdio or a configured client
 	nextID atomic.Int64
 
 	mu      sync.Mutex
@@ -169,15 +172,20 @@ func New(cfg Config, h Handler) *Conn {
 	}
 	log = log.With("server", cfg.Name)
 	ctx, cancel := context.WithCancel(context.Background())
-	return &Conn{
+	c := &Conn{
 		cfg:     cfg,
 		handler: h,
 		log:     log,
 		pending: make(map[string]chan result),
 		ctx:     ctx,
 		cancel:  cancel,
-		h1:      newH1(cfg),
+		hc:      cfg.HTTPClient,
 	}
+	if c.hc == nil && cfg.URL != "" {
+		c.tr = newTransport()
+		c.hc = &http.Client{Transport: c.tr}
+	}
+	return c
 }
 
 // defaultCapabilities are declared upstream when Config.Capabilities is nil:
@@ -203,6 +211,13 @@ func (c *Conn) Start(ctx context.Context) error {
 	case c.cfg.URL == "":
 		return errors.New("neither a command nor a URL is configured")
 	default:
+		// The registry and the command line refuse these already; a
+		// Config built elsewhere is held to the same rule.
+		for k, v := range c.cfg.Headers {
+			if err := httphdr.Check(k, v); err != nil {
+				return fmt.Errorf("server %s: header %w", c.cfg.Name, err)
+			}
+		}
 		mode := c.cfg.Transport
 		if c.cfg.Resume != nil && c.cfg.Resume.Transport != "" {
 			mode = c.cfg.Resume.Transport
@@ -686,8 +701,8 @@ func (c *Conn) Close() error {
 		if t := c.transport(); t != nil {
 			c.closeErr = t.close()
 		}
-		if c.h1 != nil {
-			c.h1.close()
+		if c.tr != nil {
+			c.tr.CloseIdleConnections()
 		}
 		c.handlers.Wait()
 	})

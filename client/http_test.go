@@ -32,6 +32,7 @@ type seenReq struct {
 	msg    *jsonrpc.Message // the POSTed JSON-RPC message; nil for GET and DELETE
 	at     time.Time
 	remote string // the client's address: one per TCP connection
+	proto  int    // the HTTP major version
 }
 
 // rpc names the JSON-RPC message a request carried: its method, "response"
@@ -111,7 +112,7 @@ func (f *fakeStreamable) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 		}
 	}
 	f.mu.Lock()
-	f.seen = append(f.seen, seenReq{method: r.Method, path: r.URL.Path, query: r.URL.RawQuery, header: r.Header.Clone(), msg: m, at: time.Now(), remote: r.RemoteAddr})
+	f.seen = append(f.seen, seenReq{method: r.Method, path: r.URL.Path, query: r.URL.RawQuery, header: r.Header.Clone(), msg: m, at: time.Now(), remote: r.RemoteAddr, proto: r.ProtoMajor})
 	f.mu.Unlock()
 
 	if r.Method == http.MethodPost && m != nil && m.Method == "initialize" {

@@ -5,6 +5,7 @@ import (
 	"errors"
 	"io"
 	"math/rand/v2"
+	"net"
 	"net/http"
 	"net/url"
 	"strings"
@@ -12,32 +13,35 @@ import (
 	"time"
 )
 
-// httpClient returns the configured client or one without an overall timeout:
-// SSE streams live as long as the session, so only idle timeouts apply.
-func (c *Conn) httpClient() *http.Client {
-	if c.cfg.HTTPClient != nil {
-		return c.cfg.HTTPClient
+// maxIdlePerUpstream is how many kept-alive connections one upstream's pool
+// holds: one per call in flight for as many concurrent calls as a busy hub
+// sends one server, so calls reuse connections instead of dialling. Beyond
+// it, a connection closes once its call is done.
+const maxIdlePerUpstream = 64
+
+// newTransport returns the HTTP transport of one upstream connection:
+// proxies from the environment (HTTP_PROXY, HTTPS_PROXY, NO_PROXY), HTTP/2
+// where a TLS server offers it, a kept-alive pool sized for concurrent
+// calls, and no response-header timeout, since a tools/call may take
+// minutes before its headers (SSE streams have idle timeouts instead).
+func newTransport() *http.Transport {
+	return &http.Transport{
+		Proxy:                 http.ProxyFromEnvironment,
+		DialContext:           (&net.Dialer{Timeout: 30 * time.Second, KeepAlive: 30 * time.Second}).DialContext,
+		ForceAttemptHTTP2:     true,
+		MaxIdleConns:          maxIdlePerUpstream,
+		MaxIdleConnsPerHost:   maxIdlePerUpstream,
+		IdleConnTimeout:       90 * time.Second,
+		TLSHandshakeTimeout:   10 * time.Second,
+		ExpectContinueTimeout: time.Second,
 	}
-	return defaultHTTPClient
 }
 
-var defaultHTTPClient = &http.Client{Transport: &http.Transport{
-	Proxy:                 http.ProxyFromEnvironment,
-	MaxIdleConnsPerHost:   64,
-	IdleConnTimeout:       90 * time.Second,
-	ResponseHeaderTimeout: 0, // a tools/call may take minutes before its headers
-	ForceAttemptHTTP2:     true,
-}}
-
-// do sends an upstream request: a POST to a plain-http upstream through
-// h1, anything else through net/http. net/http's errors repeat the whole URL,
+// do sends an upstream request. net/http's errors repeat the whole URL,
 // query included, where some servers take an API key; the URL is dropped
 // here, and callers name it redacted.
 func (c *Conn) do(req *http.Request) (*http.Response, error) {
-	if c.h1.carries(req) {
-		return c.h1.roundTrip(req)
-	}
-	resp, err := c.httpClient().Do(req)
+	resp, err := c.hc.Do(req)
 	var ue *url.Error
 	if errors.As(err, &ue) {
 		err = ue.Err

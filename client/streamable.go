@@ -13,7 +13,6 @@ import (
 	"sync"
 	"time"
 
-	"github.com/mcphub/mcphub/internal/coarse"
 	"github.com/mcphub/mcphub/internal/jsonrpc"
 	"github.com/mcphub/mcphub/internal/redact"
 	"github.com/mcphub/mcphub/internal/sse"
@@ -307,7 +306,7 @@ func (s *streamable) post(ctx context.Context, m *jsonrpc.Message, data []byte) 
 		go func() {
 			defer s.wg.Done()
 			defer release()
-			stop := coarse.AfterFunc(drainTimeout, release)
+			stop := time.AfterFunc(drainTimeout, release)
 			defer stop.Stop()
 			io.Copy(io.Discard, io.LimitReader(resp.Body, 1<<20))
 		}()
