@@ -7,7 +7,6 @@ import (
 	"io/fs"
 	"os"
 	"path/filepath"
-	"runtime"
 )
 
 // defaultRegistry is what EnsureExists writes on a machine that has no
@@ -21,7 +20,9 @@ func DefaultRegistry() []byte { return append([]byte(nil), defaultRegistry...) }
 
 // DefaultPath is the registry mcphub uses when no path is given:
 // $MCPHUB_CONFIG if it is set, else hub.toml in the mcphub folder of the
-// user's config directory (~/.config/mcphub/hub.toml on Linux).
+// user's config directory: ~/.config/mcphub/hub.toml (or under
+// $XDG_CONFIG_HOME) on Linux, ~/Library/Application Support/mcphub/hub.toml
+// on macOS, %AppData%\mcphub\hub.toml on Windows.
 func DefaultPath() string {
 	if p := os.Getenv("MCPHUB_CONFIG"); p != "" {
 		return p
@@ -37,26 +38,19 @@ func DefaultPath() string {
 	return filepath.Join(dir, "mcphub", "hub.toml")
 }
 
-// DefaultDataDir is where mcphub keeps its database and logs: $MCPHUB_DATA if
-// it is set, else $XDG_DATA_HOME/mcphub, else ~/.local/share/mcphub (on
-// Windows, %LocalAppData%\mcphub).
+// DefaultDataDir is where mcphub keeps its database and the record of its
+// running hub: $MCPHUB_DATA if it is set, else the OS's place for an
+// application's own data (see dataHome): ~/.local/share/mcphub (or
+// $XDG_DATA_HOME/mcphub) on Linux, ~/Library/Application Support/mcphub on
+// macOS, %LocalAppData%\mcphub on Windows.
 func DefaultDataDir() string {
 	if p := os.Getenv("MCPHUB_DATA"); p != "" {
 		return p
 	}
-	if p := os.Getenv("XDG_DATA_HOME"); p != "" && filepath.IsAbs(p) {
-		return filepath.Join(p, "mcphub")
+	if dir := dataHome(); dir != "" {
+		return filepath.Join(dir, "mcphub")
 	}
-	if runtime.GOOS == "windows" {
-		if p := os.Getenv("LocalAppData"); p != "" {
-			return filepath.Join(p, "mcphub")
-		}
-	}
-	home, err := os.UserHomeDir()
-	if err != nil {
-		return filepath.Join(os.TempDir(), "mcphub")
-	}
-	return filepath.Join(home, ".local", "share", "mcphub")
+	return filepath.Join(os.TempDir(), "mcphub")
 }
 
 // EnsureExists creates the registry at path from the built-in default when

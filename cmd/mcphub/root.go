@@ -39,9 +39,15 @@ Sessions and SSE event ids are kept in SQLite under the data directory, so a
 client whose stream drops, or a hub that restarts, resumes without losing a
 notification.
 
-Files:
-  registry   --config, $MCPHUB_CONFIG, default <user config dir>/mcphub/hub.toml
-  data       --data-dir, $MCPHUB_DATA, default ~/.local/share/mcphub`
+Files (the --config and --data-dir defaults below are this machine's):
+  registry   --config, $MCPHUB_CONFIG, default hub.toml in
+               Linux    ~/.config/mcphub ($XDG_CONFIG_HOME/mcphub)
+               macOS    ~/Library/Application Support/mcphub
+               Windows  %AppData%\mcphub
+  data       --data-dir, $MCPHUB_DATA, default
+               Linux    ~/.local/share/mcphub ($XDG_DATA_HOME/mcphub)
+               macOS    ~/Library/Application Support/mcphub
+               Windows  %LocalAppData%\mcphub`
 
 func newRootCmd(a *app) *cobra.Command {
 	root := &cobra.Command{

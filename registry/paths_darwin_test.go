@@ -1,0 +1,22 @@
+package registry
+
+import (
+	"path/filepath"
+	"testing"
+)
+
+// TestDataDirOnMacOS: macOS keeps the data beside the registry, in
+// ~/Library/Application Support/mcphub, whatever XDG says.
+func TestDataDirOnMacOS(t *testing.T) {
+	t.Setenv("MCPHUB_DATA", "")
+	t.Setenv("MCPHUB_CONFIG", "")
+	t.Setenv("HOME", "/Users/u")
+	t.Setenv("XDG_DATA_HOME", "/data")
+	want := filepath.Join("/Users/u", "Library", "Application Support", "mcphub")
+	if got := DefaultDataDir(); got != want {
+		t.Errorf("DefaultDataDir = %q, want %q", got, want)
+	}
+	if got := filepath.Dir(DefaultPath()); got != want {
+		t.Errorf("the registry's folder = %q, want %q", got, want)
+	}
+}
