@@ -24,8 +24,12 @@ func (h *Hub) Apply(reg *registry.Registry) {
 	}
 	h.mu.Lock()
 	old := h.reg
-	// The listen address cannot change under a running listener.
-	reg.Hub.Listen = old.Hub.Listen
+	// The listen address and its TLS cannot change under a running
+	// listener.
+	if reg.Hub.TLSCert != old.Hub.TLSCert || reg.Hub.TLSKey != old.Hub.TLSKey {
+		h.log.Warn("tls_cert and tls_key changes take effect when mcphub restarts")
+	}
+	reg.Hub.Listen, reg.Hub.TLSCert, reg.Hub.TLSKey = old.Hub.Listen, old.Hub.TLSCert, old.Hub.TLSKey
 	ch := registry.Diff(old, reg)
 	h.reg = reg
 	h.regErr = ""

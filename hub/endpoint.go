@@ -12,7 +12,6 @@ import (
 	"strings"
 	"time"
 
-	"github.com/mcphub/mcphub/internal/coarse"
 	"github.com/mcphub/mcphub/internal/jsonrpc"
 )
 
@@ -129,6 +128,11 @@ func (h *Hub) servePost(w http.ResponseWriter, r *http.Request, endpoint string)
 			httpError(w, http.StatusRequestEntityTooLarge, fmt.Sprintf("Request Entity Too Large: bodies are limited to %d bytes ([hub] max_body_bytes)", limit))
 			return
 		}
+		if errors.Is(err, errSlowBody) {
+			h.log.Warn("cut off a request body that arrived too slowly", "bytes", len(body))
+			httpError(w, http.StatusRequestTimeout, fmt.Sprintf("Request Timeout: the body arrived too slowly; it must arrive within %s plus one second per %d KiB", bodyGrace, minBodyRate>>10))
+			return
+		}
 		httpError(w, http.StatusBadRequest, "Bad Request: could not read the body")
 		return
 	}
@@ -218,7 +222,13 @@ func (h *Hub) clientRequest(w http.ResponseWriter, r *http.Request, s *session, 
 		defer untrack()
 		stop := context.AfterFunc(r.Context(), cancel)
 		defer stop()
+		// The call may outlast the response's write deadline, which over
+		// HTTP/2 would reset the stream mid-call: it is lifted for the
+		// call and set again for the write.
+		rc := http.NewResponseController(w)
+		rc.SetWriteDeadline(time.Time{})
 		body, status := reply(&sessionPeer{s: s, send: s.deliver})
+		rc.SetWriteDeadline(time.Now().Add(writeTimeout))
 		writeJSONReply(w, status, m.ID, body)
 	case replySSE:
 		st, err := h.openStream(s, true, m.ID)
@@ -244,7 +254,7 @@ func (h *Hub) clientRequest(w http.ResponseWriter, r *http.Request, s *session, 
 		defer untrack()
 		l := &lazyStream{h: h, s: s, id: m.ID, w: w, r: r, keep: context.AfterFunc(r.Context(), cancel)}
 		defer l.keep()
-		timer := coarse.AfterFunc(streamAfter, func() { l.open() })
+		timer := time.AfterFunc(streamAfter, func() { l.open() })
 		body, status := reply(&sessionPeer{h: h, s: s, lazy: l, send: l.send})
 		timer.Stop()
 		served, asJSON := l.finish(body)

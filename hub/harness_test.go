@@ -6,13 +6,12 @@ import (
 	"fmt"
 	"io"
 	"log/slog"
-	"net"
 	"net/http"
+	"net/http/httptest"
 	"strings"
 	"testing"
 	"time"
 
-	"github.com/mcphub/mcphub/internal/httpserve"
 	"github.com/mcphub/mcphub/internal/jsonrpc"
 	"github.com/mcphub/mcphub/internal/sse"
 )
@@ -64,38 +63,20 @@ func startHub(t testing.TB, regText string, fakes map[string]*fakeUpstream, opts
 	return &testHub{t: t, h: h, srv: srv, fakes: fakes}
 }
 
-// testServer serves a hub on loopback with the HTTP server serve uses, so
-// every hub test also runs through it.
+// testServer serves a hub on loopback with the HTTP server serve uses
+// (NewServer), so every hub test also runs through its limits.
 type testServer struct {
-	URL   string
-	hs    *httpserve.Server
-	tr    *http.Transport
-	ended chan error
+	*httptest.Server
 }
 
 func serveHub(t testing.TB, h http.Handler) *testServer {
-	ln, err := net.Listen("tcp", "127.0.0.1:0")
-	if err != nil {
-		t.Fatal(err)
-	}
-	s := &testServer{
-		URL:   "http://" + ln.Addr().String(),
-		hs:    httpserve.New(httpserve.Options{Handler: h}),
-		tr:    &http.Transport{},
-		ended: make(chan error, 1),
-	}
-	go func() { s.ended <- s.hs.Serve(ln) }()
-	return s
+	srv := httptest.NewUnstartedServer(h)
+	srv.Config = NewServer(h, slog.New(slog.DiscardHandler))
+	srv.Start()
+	return &testServer{srv}
 }
 
-// Client returns a client with its own connection pool.
-func (s *testServer) Client() *http.Client { return &http.Client{Transport: s.tr} }
-
-func (s *testServer) close() {
-	s.hs.Close()
-	<-s.ended
-	s.tr.CloseIdleConnections()
-}
+func (s *testServer) close() { s.Close() }
 
 // quietStartup drops the list_changed that Start schedules for the lists
 // the hub has just loaded: no session existed to see the old ones, and the

@@ -16,6 +16,7 @@ import (
 // endpoints /{server}/mcp, the health endpoints, and the retired legacy
 // routes. Every request first passes the Host/Origin and auth checks.
 func (h *Hub) ServeHTTP(w http.ResponseWriter, r *http.Request) {
+	h.guardBody(w, r)
 	if !h.checkOrigin(w, r) {
 		return
 	}
@@ -167,7 +168,7 @@ func httpError(w http.ResponseWriter, status int, msg string) {
 	switch status {
 	case http.StatusNotFound:
 		code = -32001
-	case http.StatusRequestEntityTooLarge, http.StatusUnsupportedMediaType, http.StatusNotAcceptable:
+	case http.StatusRequestEntityTooLarge, http.StatusUnsupportedMediaType, http.StatusNotAcceptable, http.StatusRequestTimeout:
 		code = jsonrpc.CodeInvalidRequest
 	}
 	writeRPCError(w, status, nil, jsonrpc.NewError(code, msg))

@@ -284,7 +284,7 @@ func (h *Hub) Status() Status {
 	h.mu.RLock()
 	reg, regErr, merged, nsess := h.reg, h.regErr, h.merged, len(h.sessions)
 	h.mu.RUnlock()
-	st := Status{Version: h.opts.Version, URL: "http://" + reg.Hub.Listen + "/mcp", RegistryError: regErr, Sessions: nsess}
+	st := Status{Version: h.opts.Version, URL: reg.Hub.URL("/mcp"), RegistryError: regErr, Sessions: nsess}
 	for _, spec := range reg.Servers {
 		ss := ServerStatus{Name: spec.Name, State: StateDisabled}
 		if e := h.server(spec.Name); e != nil {

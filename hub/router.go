@@ -11,7 +11,6 @@ import (
 	"strings"
 	"time"
 
-	"github.com/mcphub/mcphub/internal/coarse"
 	"github.com/mcphub/mcphub/internal/jsonrpc"
 	"github.com/mcphub/mcphub/internal/textdist"
 )
@@ -148,13 +147,8 @@ func (h *Hub) forward(ctx context.Context, s *session, server, method string, pa
 	if sp, ok := peer.(*sessionPeer); ok {
 		sp.server = server
 	}
-	// A coarse timer, not context.WithTimeout: see package coarse.
-	ctx, cancel := context.WithCancelCause(ctx)
-	defer cancel(nil)
-	expire := coarse.AfterFunc(timeout, func() {
-		cancel(&timeoutError{server: server, method: method, timeout: timeout})
-	})
-	defer expire.Stop()
+	ctx, cancel := context.WithTimeoutCause(ctx, timeout, &timeoutError{server: server, method: method, timeout: timeout})
+	defer cancel()
 	res, err := e.up.Call(ctx, s.id, method, params, peer)
 	if err != nil && ctx.Err() != nil && errors.Is(context.Cause(ctx), errTimeout) {
 		return nil, context.Cause(ctx)

@@ -236,11 +236,28 @@ func sseHeaders(w http.ResponseWriter) {
 // periods get a comment heartbeat so clients with read timeouts keep a
 // healthy stream. pull, when set, moves queued session messages into the
 // stream before each wait (standalone GET streams).
+//
+// Every write has a deadline a heartbeat plus writeTimeout ahead of it at
+// most: a client that stops reading loses its connection within that time
+// rather than holding the handler, and the stream waits, detached, for a
+// resumption.
 func (st *stream) serve(w http.ResponseWriter, cursor int, heartbeat time.Duration, done, ended <-chan struct{}, pull func(*stream)) (bool, error) {
 	defer st.detach()
 	sw := sse.NewWriter(w)
 	ticker := time.NewTicker(heartbeat)
 	defer ticker.Stop()
+	// The deadline is pushed only once half of it has passed, so a write
+	// always has at least half of heartbeat+writeTimeout to finish.
+	rc := http.NewResponseController(w)
+	window := heartbeat + writeTimeout
+	var extended time.Time
+	extend := func() {
+		if now := time.Now(); now.Sub(extended) >= window/2 {
+			rc.SetWriteDeadline(now.Add(window))
+			extended = now
+		}
+	}
+	extend()
 	for {
 		if pull != nil {
 			pull(st)
@@ -250,6 +267,7 @@ func (st *stream) serve(w http.ResponseWriter, cursor int, heartbeat time.Durati
 			return false, err
 		}
 		for _, ev := range evs {
+			extend()
 			e := sse.Event{ID: eventID(st.id, ev.seq), HasID: true, HasData: true, Data: string(ev.data)}
 			if ev.data == nil && ev.seq == 0 {
 				e.Retry, e.HasRetry = primingRetryMs, true
@@ -273,6 +291,7 @@ func (st *stream) serve(w http.ResponseWriter, cursor int, heartbeat time.Durati
 		select {
 		case <-st.wake:
 		case <-ticker.C:
+			extend()
 			if err := sw.WriteComment("ping"); err != nil {
 				return false, fmt.Errorf("write heartbeat: %w", err)
 			}

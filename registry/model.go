@@ -124,6 +124,40 @@ type Hub struct {
 	AuditLogBodies bool
 	// SessionTTL is how long an idle downstream session is kept.
 	SessionTTL time.Duration
+	// TLSCert and TLSKey are the paths of a PEM certificate (chain) and
+	// its key, with "~" expanded; when set the hub serves HTTPS (and
+	// HTTP/2). Both or neither.
+	TLSCert, TLSKey string
+}
+
+// URL is the address of path on a hub with these settings: https when it
+// serves TLS.
+func (h Hub) URL(path string) string {
+	if h.TLSCert != "" {
+		return "https://" + h.Listen + path
+	}
+	return "http://" + h.Listen + path
+}
+
+// ExposureProblem says what a hub listening on h.Listen lacks to be safe
+// from other machines, with the fix; "" when it listens on loopback only,
+// or has both token auth and TLS (without TLS the token itself would cross
+// the network in the clear).
+func (h Hub) ExposureProblem() string {
+	if LoopbackListen(h.Listen) {
+		return ""
+	}
+	var missing []string
+	if h.Auth != AuthToken {
+		missing = append(missing, `auth = "token" (see mcphub token)`)
+	}
+	if h.TLSCert == "" || h.TLSKey == "" {
+		missing = append(missing, "tls_cert and tls_key (a PEM certificate and its key)")
+	}
+	if len(missing) == 0 {
+		return ""
+	}
+	return fmt.Sprintf("%q is reachable from other machines, which needs token auth and TLS; set %s in [hub], or listen on 127.0.0.1", h.Listen, strings.Join(missing, " and "))
 }
 
 // Kind says how mcphub reaches a server.

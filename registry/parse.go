@@ -105,7 +105,7 @@ var (
 	topKeys = []string{"hub", "servers"}
 	hubKeys = []string{"listen", "auth", "token_env", "token_file", "separator", "request_timeout",
 		"post_sse", "allowed_origins", "max_body_bytes", "max_response_bytes",
-		"max_sessions_per_server", "audit_log_bodies", "session_ttl"}
+		"max_sessions_per_server", "audit_log_bodies", "session_ttl", "tls_cert", "tls_key"}
 	serverKeys = []string{"command", "args", "env", "cwd", "url", "transport", "headers",
 		"enabled", "prefix", "share", "allow", "deny", "connect_timeout", "call_timeout"}
 	// serverAliases are the names other clients' configs use.
@@ -168,8 +168,20 @@ func (p *parser) hub(raw any) Hub {
 	}
 	t.boolean("audit_log_bodies", &h.AuditLogBodies)
 	t.duration("session_ttl", &h.SessionTTL)
-	if h.Auth == AuthNone && !loopbackListen(h.Listen) && t.has("listen") {
-		t.errf("listen", "%q is reachable from other machines; set auth = \"token\" or listen on 127.0.0.1", h.Listen)
+	if t.str("tls_cert", &h.TLSCert) && h.TLSCert != "" {
+		h.TLSCert = p.resolvePath(expandHome(h.TLSCert, p.lookup))
+	}
+	if t.str("tls_key", &h.TLSKey) && h.TLSKey != "" {
+		h.TLSKey = p.resolvePath(expandHome(h.TLSKey, p.lookup))
+	}
+	switch {
+	case h.TLSCert != "" && h.TLSKey == "":
+		t.errf("tls_cert", "is set but tls_key is not; set both (the certificate's PEM file and its key's) or neither")
+	case h.TLSKey != "" && h.TLSCert == "":
+		t.errf("tls_key", "is set but tls_cert is not; set both (the certificate's PEM file and its key's) or neither")
+	}
+	if msg := h.ExposureProblem(); msg != "" && t.has("listen") {
+		t.errf("listen", "%s", msg)
 	}
 	return h
 }

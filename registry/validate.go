@@ -122,10 +122,10 @@ func (p *parser) checkListen(t *table, v string) {
 	}
 }
 
-// loopbackListen reports whether a listen address is reachable only from
+// LoopbackListen reports whether a listen address is reachable only from
 // this machine. Addresses that do not parse count as loopback here, because
 // checkListen reports them already.
-func loopbackListen(v string) bool {
+func LoopbackListen(v string) bool {
 	host, _, err := net.SplitHostPort(v)
 	if err != nil {
 		return true

@@ -63,7 +63,11 @@ func TestValidationRules(t *testing.T) {
 		{"origin path", "[hub]\nallowed_origins = [\"https://a.example/app\"]\n", 2, 1, "hub.allowed_origins", "has a path"},
 		{"listen not host:port", "[hub]\nlisten = \"7733\"\n", 2, 1, "hub.listen", `"7733" is not host:port; use e.g. "127.0.0.1:7733"`},
 		{"listen port", "[hub]\nlisten = \"127.0.0.1:99999\"\n", 2, 1, "hub.listen", "no valid port"},
-		{"listen public without auth", "[hub]\nlisten = \"0.0.0.0:7733\"\n", 2, 1, "hub.listen", `reachable from other machines; set auth = "token"`},
+		{"listen public without auth", "[hub]\nlisten = \"0.0.0.0:7733\"\n", 2, 1, "hub.listen", `reachable from other machines, which needs token auth and TLS; set auth = "token" (see mcphub token) and tls_cert and tls_key`},
+		{"listen public without TLS", "[hub]\nauth = \"token\"\nlisten = \"0.0.0.0:7733\"\n", 3, 1, "hub.listen", `needs token auth and TLS; set tls_cert and tls_key (a PEM certificate and its key) in [hub], or listen on 127.0.0.1`},
+		{"listen public without token", "[hub]\nlisten = \"0.0.0.0:7733\"\ntls_cert = \"c.pem\"\ntls_key = \"k.pem\"\n", 2, 1, "hub.listen", `needs token auth and TLS; set auth = "token" (see mcphub token) in [hub]`},
+		{"tls cert without key", "[hub]\ntls_cert = \"c.pem\"\n", 2, 1, "hub.tls_cert", "tls_key is not; set both"},
+		{"tls key without cert", "[hub]\ntls_key = \"k.pem\"\n", 2, 1, "hub.tls_key", "tls_cert is not; set both"},
 		{"hub not a table", "hub = 1\n", 1, 1, "hub", "hub must be a table"},
 		// types
 		{"args not array", "[servers.a]\ncommand = \"x\"\nargs = \"-y\"\n", 3, 1, "servers.a.args", `must be an array of strings, like ["a", "b"], not a string`},

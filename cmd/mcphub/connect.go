@@ -82,12 +82,12 @@ With --write, merge it into the client's own config file (Claude Code:
 			if err != nil {
 				return a.printRegistryErrors(err)
 			}
-			url := "http://" + reg.Hub.Listen + "/mcp"
-			var headers map[string]string
 			tok, err := hubToken(reg)
 			if err != nil {
 				return err
 			}
+			url := targetOf(reg.Hub, tok).url("/mcp")
+			var headers map[string]string
 			if tok != "" {
 				headers = map[string]string{"Authorization": "Bearer " + tok}
 			}

@@ -54,7 +54,7 @@ values are never shown.`,
 				ctx = context.Background()
 			}
 			tok, _ := hubToken(reg)
-			st, serr := fetchStatus(ctx, hubTarget{listen: reg.Hub.Listen, token: tok})
+			st, serr := fetchStatus(ctx, targetOf(reg.Hub, tok))
 			entries := listEntries(reg, st)
 			if asJSON {
 				enc := json.NewEncoder(a.stdout)

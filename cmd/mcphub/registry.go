@@ -1,12 +1,16 @@
 package main
 
 import (
+	"bytes"
 	"context"
+	"crypto/tls"
 	"encoding/json"
+	"encoding/pem"
 	"errors"
 	"fmt"
 	"net"
 	"net/http"
+	"os"
 	"time"
 
 	"github.com/mcphub/mcphub/hub"
@@ -55,8 +59,64 @@ var errNoHub = errors.New("no mcphub is running")
 
 // hubTarget is where a running hub answers and the token it wants.
 type hubTarget struct {
-	listen string
-	token  string
+	listen  string
+	token   string
+	tlsCert string // the certificate file of a hub that serves HTTPS
+}
+
+// targetOf is the hub a [hub] table describes.
+func targetOf(h registry.Hub, token string) hubTarget {
+	return hubTarget{listen: h.Listen, token: token, tlsCert: h.TLSCert}
+}
+
+// url is the address of path on the hub.
+func (t hubTarget) url(path string) string {
+	return registry.Hub{Listen: t.listen, TLSCert: t.tlsCert}.URL(path)
+}
+
+// do sends a request to the hub, with its token. Over HTTPS the hub must
+// present exactly its configured certificate: the CLI reaches it by its
+// listen address, which the certificate need not name, and trusting that
+// one certificate is narrower than trusting any CA.
+func (t hubTarget) do(req *http.Request) (*http.Response, error) {
+	if t.token != "" {
+		req.Header.Set("Authorization", "Bearer "+t.token)
+	}
+	if t.tlsCert == "" {
+		return http.DefaultClient.Do(req)
+	}
+	want, err := leafCertificate(t.tlsCert)
+	if err != nil {
+		return nil, err
+	}
+	tr := &http.Transport{DisableKeepAlives: true, TLSClientConfig: &tls.Config{
+		InsecureSkipVerify: true, // replaced by the exact check below
+		VerifyConnection: func(cs tls.ConnectionState) error {
+			if len(cs.PeerCertificates) == 0 || !bytes.Equal(cs.PeerCertificates[0].Raw, want) {
+				return fmt.Errorf("the server at %s did not present the hub's tls_cert (%s)", t.listen, t.tlsCert)
+			}
+			return nil
+		},
+	}}
+	return (&http.Client{Transport: tr}).Do(req)
+}
+
+// leafCertificate reads the first certificate of a PEM file, in DER.
+func leafCertificate(path string) ([]byte, error) {
+	data, err := os.ReadFile(path)
+	if err != nil {
+		return nil, fmt.Errorf("the hub's tls_cert: %w", err)
+	}
+	for {
+		var block *pem.Block
+		block, data = pem.Decode(data)
+		switch {
+		case block == nil:
+			return nil, fmt.Errorf("the hub's tls_cert %s holds no PEM certificate", path)
+		case block.Type == "CERTIFICATE":
+			return block.Bytes, nil
+		}
+	}
 }
 
 // target finds the running hub: at the registry's listen address, or, when
@@ -67,7 +127,7 @@ func (a *app) target() (hubTarget, *registry.Registry, error) {
 	reg, err := a.loadRegistry()
 	if err == nil {
 		tok, _ := hubToken(reg)
-		return hubTarget{listen: reg.Hub.Listen, token: tok}, reg, nil
+		return targetOf(reg.Hub, tok), reg, nil
 	}
 	fmt.Fprintf(a.stderr, "the registry does not load:\n")
 	a.printRegistryErrors(err)
@@ -75,22 +135,18 @@ func (a *app) target() (hubTarget, *registry.Registry, error) {
 	if ierr != nil {
 		return hubTarget{}, nil, exitError{code: 1}
 	}
-	return hubTarget{listen: info.Listen}, nil, nil
+	return hubTarget{listen: info.Listen, tlsCert: info.TLSCert}, nil, nil
 }
 
 // fetchStatus asks the hub at t for its state.
 func fetchStatus(ctx context.Context, t hubTarget) (*hub.Status, error) {
 	ctx, cancel := context.WithTimeout(ctx, statusTimeout)
 	defer cancel()
-	url := "http://" + t.listen + "/readyz"
-	req, err := http.NewRequestWithContext(ctx, http.MethodGet, url, nil)
+	req, err := http.NewRequestWithContext(ctx, http.MethodGet, t.url("/readyz"), nil)
 	if err != nil {
 		return nil, err
 	}
-	if t.token != "" {
-		req.Header.Set("Authorization", "Bearer "+t.token)
-	}
-	resp, err := http.DefaultClient.Do(req)
+	resp, err := t.do(req)
 	if err != nil {
 		var op *net.OpError
 		if errors.As(err, &op) || errors.Is(err, context.DeadlineExceeded) {

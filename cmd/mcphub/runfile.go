@@ -14,6 +14,7 @@ import (
 type runInfo struct {
 	PID     int       `json:"pid"`
 	Listen  string    `json:"listen"`
+	TLSCert string    `json:"tls_cert,omitempty"` // set when the hub serves HTTPS
 	Config  string    `json:"config"`
 	Started time.Time `json:"started"`
 }

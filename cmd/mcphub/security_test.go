@@ -12,6 +12,7 @@ package main
 // SIGTERM, or the soak tests' server. Every helper here starts with "sec".
 
 import (
+	"bufio"
 	"bytes"
 	"context"
 	"encoding/json"
@@ -562,7 +563,7 @@ func TestSecurityAuthToken(t *testing.T) {
 
 // TestSecurityHeaderLimits checks the HTTP server settings of serve.go on a
 // real process: headers over MaxHeaderBytes (64 KiB, plus the 4 KiB that
-// httpserve allows on top, as net/http does) get 431 while 60 KiB pass;
+// net/http allows on top) get 431 while 60 KiB pass;
 // and, unless -short, a client that trickles its header is cut off at
 // ReadHeaderTimeout (10 s) while other clients are served.
 func TestSecurityHeaderLimits(t *testing.T) {
@@ -648,5 +649,52 @@ func TestSecurityHeaderLimits(t *testing.T) {
 		t.Errorf("the hub closed the slow connection after %s (read %q, %v); want about ReadHeaderTimeout, 10 s", took.Round(time.Millisecond), buf[:n], rerr)
 	default:
 		t.Logf("the slow connection was closed after %s (read %q, %v)", took.Round(time.Millisecond), buf[:n], rerr)
+	}
+}
+
+// TestSecuritySlowBody checks on a real process that a request whose body
+// stops arriving is answered 408 once its allowance (10 s for a small body)
+// is spent, and does not hold the hub: other clients are served meanwhile.
+func TestSecuritySlowBody(t *testing.T) {
+	if testing.Short() {
+		t.Skip("the slow-body check takes 10 s")
+	}
+	t.Parallel()
+	d := durNewHubDirWith(t, "", "")
+	r := secServe(t, d, nil)
+	base := "http://" + d.addr
+	if !poll(20*time.Second, func() bool {
+		resp, err := http.Get(base + "/healthz")
+		if err == nil {
+			resp.Body.Close()
+		}
+		return err == nil && resp.StatusCode == 200
+	}) {
+		t.Fatalf("the hub did not answer /healthz within 20 s:\n%s", r.out.String())
+	}
+	conn, err := net.Dial("tcp", d.addr)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer conn.Close()
+	start := time.Now()
+	fmt.Fprintf(conn, "POST /mcp HTTP/1.1\r\nHost: %s\r\nContent-Type: application/json\r\nAccept: application/json, text/event-stream\r\nContent-Length: 100\r\n\r\n{\"jsonrpc\"", d.addr)
+	if resp, err := http.Get(base + "/healthz"); err != nil || resp.StatusCode != 200 {
+		t.Errorf("/healthz during a stalled body: %v", err)
+	} else {
+		resp.Body.Close()
+	}
+	conn.SetReadDeadline(time.Now().Add(30 * time.Second))
+	resp, err := http.ReadResponse(bufio.NewReader(conn), nil)
+	took := time.Since(start)
+	if err != nil {
+		t.Fatalf("no answer to a stalled body after %s: %v", took.Round(time.Millisecond), err)
+	}
+	body, _ := io.ReadAll(resp.Body)
+	if resp.StatusCode != http.StatusRequestTimeout || !strings.Contains(string(body), "too slowly") {
+		t.Errorf("a stalled body: HTTP %d %s, want 408", resp.StatusCode, body)
+	}
+	if took < 9*time.Second || took > 12500*time.Millisecond {
+		t.Errorf("a stalled body was answered after %s; want about 10 s", took.Round(time.Millisecond))
 	}
 }

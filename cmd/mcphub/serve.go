@@ -2,6 +2,7 @@ package main
 
 import (
 	"context"
+	"crypto/tls"
 	"fmt"
 	"log/slog"
 	"net"
@@ -17,7 +18,6 @@ import (
 	"github.com/mcphub/mcphub/bridge"
 	"github.com/mcphub/mcphub/client"
 	"github.com/mcphub/mcphub/hub"
-	"github.com/mcphub/mcphub/internal/httpserve"
 	"github.com/mcphub/mcphub/registry"
 	"github.com/mcphub/mcphub/store"
 )
@@ -96,19 +96,29 @@ func runServe(a *app, f serveFlags) error {
 	if err != nil {
 		return err
 	}
-	if host, _, err := net.SplitHostPort(reg.Hub.Listen); err == nil && !isLoopback(host) {
-		if token == "" {
-			return fmt.Errorf("refusing to listen on %s without auth: other machines could run your servers' tools; set [hub] auth = \"token\" (see mcphub token) or listen on 127.0.0.1", reg.Hub.Listen)
-		}
-		fmt.Fprintf(a.stderr, "warning: listening on %s, reachable from other machines; every request needs the bearer token\n", reg.Hub.Listen)
+	if msg := reg.Hub.ExposureProblem(); msg != "" {
+		return fmt.Errorf("refusing to listen: %s (other machines could run your servers' tools)", msg)
+	}
+	if !registry.LoopbackListen(reg.Hub.Listen) {
+		fmt.Fprintf(a.stderr, "warning: listening on %s, reachable from other machines; every request needs TLS and the bearer token\n", reg.Hub.Listen)
+	}
+	tlsConfig, err := loadTLS(reg.Hub)
+	if err != nil {
+		return err
 	}
 	ln, err := net.Listen("tcp", reg.Hub.Listen)
 	if err != nil {
 		return fmt.Errorf("listen on %s: %w (is another mcphub running? try: mcphub status)", reg.Hub.Listen, err)
 	}
-	// With port 0 the kernel picked one; clients need the real address.
-	reg.Hub.Listen = ln.Addr().String()
-	release, err := lockDataDir(a.dataDir, runInfo{PID: os.Getpid(), Listen: reg.Hub.Listen, Config: a.configPath, Started: time.Now()})
+	// With port 0 the kernel picked one; clients need the real port. The
+	// host stays as written (0.0.0.0 is not reported back as [::]).
+	if host, _, err := net.SplitHostPort(reg.Hub.Listen); err == nil && host != "" {
+		_, port, _ := net.SplitHostPort(ln.Addr().String())
+		reg.Hub.Listen = net.JoinHostPort(host, port)
+	} else {
+		reg.Hub.Listen = ln.Addr().String()
+	}
+	release, err := lockDataDir(a.dataDir, runInfo{PID: os.Getpid(), Listen: reg.Hub.Listen, TLSCert: reg.Hub.TLSCert, Config: a.configPath, Started: time.Now()})
 	if err != nil {
 		ln.Close()
 		return err
@@ -138,17 +148,19 @@ func runServe(a *app, f serveFlags) error {
 		ln.Close()
 		return err
 	}
-	srv := httpserve.New(httpserve.Options{
-		Handler:           h,
-		ReadHeaderTimeout: 10 * time.Second,
-		MaxHeaderBytes:    64 << 10,
-		Logger:            log,
-	})
+	srv := hub.NewServer(h, log)
+	srv.TLSConfig = tlsConfig
 	serveErr := make(chan error, 1)
-	go func() { serveErr <- srv.Serve(ln) }()
+	go func() {
+		if tlsConfig != nil {
+			serveErr <- srv.ServeTLS(ln, "", "")
+		} else {
+			serveErr <- srv.Serve(ln)
+		}
+	}()
 	startPprof(log)
 
-	fmt.Fprintf(a.stdout, "mcphub %s serving http://%s/mcp\n", mcphubVersion(), reg.Hub.Listen)
+	fmt.Fprintf(a.stdout, "mcphub %s serving %s\n", mcphubVersion(), targetOf(reg.Hub, "").url("/mcp"))
 	stopReport := reportServers(a, h)
 	defer stopReport()
 
@@ -191,13 +203,28 @@ func runServe(a *app, f serveFlags) error {
 	go func() {
 		ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
 		defer cancel()
-		srv.Shutdown(ctx)
+		if srv.Shutdown(ctx) != nil {
+			srv.Close() // what is still open past the deadline is cut
+		}
 		close(shutdownDone)
 	}()
 	h.Close()
 	<-shutdownDone
 	fmt.Fprintln(a.stdout, "mcphub stopped")
 	return nil
+}
+
+// loadTLS reads the hub's certificate and key when [hub] sets them; nil
+// means plain HTTP. HTTP/2 is offered over TLS.
+func loadTLS(h registry.Hub) (*tls.Config, error) {
+	if h.TLSCert == "" {
+		return nil, nil
+	}
+	cert, err := tls.LoadX509KeyPair(h.TLSCert, h.TLSKey)
+	if err != nil {
+		return nil, fmt.Errorf("[hub] tls_cert %s and tls_key %s: %w (both must be PEM files: the certificate, then its private key)", h.TLSCert, h.TLSKey, err)
+	}
+	return &tls.Config{Certificates: []tls.Certificate{cert}, MinVersion: tls.VersionTLS12}, nil
 }
 
 // isLoopback reports whether a listen host is reachable from this machine only.

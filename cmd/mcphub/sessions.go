@@ -79,14 +79,11 @@ func (a *app) control(ctx context.Context, method, path string, want int, out an
 	}
 	ctx, cancel := context.WithTimeout(ctx, statusTimeout)
 	defer cancel()
-	req, err := http.NewRequestWithContext(ctx, method, "http://"+t.listen+path, nil)
+	req, err := http.NewRequestWithContext(ctx, method, t.url(path), nil)
 	if err != nil {
 		return err
 	}
-	if t.token != "" {
-		req.Header.Set("Authorization", "Bearer "+t.token)
-	}
-	resp, err := http.DefaultClient.Do(req)
+	resp, err := t.do(req)
 	if err != nil {
 		return fmt.Errorf("%w at %s (start one with: mcphub serve)", errNoHub, t.listen)
 	}

@@ -1,0 +1,156 @@
+package main
+
+import (
+	"context"
+	"crypto/ecdsa"
+	"crypto/elliptic"
+	"crypto/rand"
+	"crypto/tls"
+	"crypto/x509"
+	"crypto/x509/pkix"
+	"encoding/pem"
+	"fmt"
+	"math/big"
+	"net"
+	"net/http"
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/modelcontextprotocol/go-sdk/mcp"
+)
+
+// writeTestCert writes a self-signed certificate for 127.0.0.1 and its key
+// as PEM files in dir and returns their paths and a pool trusting it.
+func writeTestCert(t *testing.T, dir string) (certPath, keyPath string, pool *x509.CertPool) {
+	t.Helper()
+	key, err := ecdsa.GenerateKey(elliptic.P256(), rand.Reader)
+	if err != nil {
+		t.Fatal(err)
+	}
+	tmpl := &x509.Certificate{
+		SerialNumber: big.NewInt(1),
+		Subject:      pkix.Name{CommonName: "mcphub test"},
+		NotBefore:    time.Now().Add(-time.Hour),
+		NotAfter:     time.Now().Add(time.Hour),
+		IPAddresses:  []net.IP{net.ParseIP("127.0.0.1")},
+		KeyUsage:     x509.KeyUsageDigitalSignature,
+		ExtKeyUsage:  []x509.ExtKeyUsage{x509.ExtKeyUsageServerAuth},
+	}
+	der, err := x509.CreateCertificate(rand.Reader, tmpl, tmpl, &key.PublicKey, key)
+	if err != nil {
+		t.Fatal(err)
+	}
+	kder, err := x509.MarshalPKCS8PrivateKey(key)
+	if err != nil {
+		t.Fatal(err)
+	}
+	certPath, keyPath = filepath.Join(dir, "cert.pem"), filepath.Join(dir, "key.pem")
+	os.WriteFile(certPath, pem.EncodeToMemory(&pem.Block{Type: "CERTIFICATE", Bytes: der}), 0o600)
+	os.WriteFile(keyPath, pem.EncodeToMemory(&pem.Block{Type: "PRIVATE KEY", Bytes: kder}), 0o600)
+	leaf, _ := x509.ParseCertificate(der)
+	pool = x509.NewCertPool()
+	pool.AddCert(leaf)
+	return certPath, keyPath, pool
+}
+
+// bearer adds a bearer token to every request.
+type bearer struct {
+	token string
+	next  http.RoundTripper
+}
+
+func (b bearer) RoundTrip(r *http.Request) (*http.Response, error) {
+	r = r.Clone(r.Context())
+	r.Header.Set("Authorization", "Bearer "+b.token)
+	return b.next.RoundTrip(r)
+}
+
+// TestServeTLSBeyondLoopback: a hub listening on every interface with TLS
+// and token auth serves HTTPS and HTTP/2; the official SDK client calls a
+// tool through it; the CLI finds it over HTTPS (trusting exactly its
+// certificate); a plain-HTTP request gets no MCP answer.
+func TestServeTLSBeyondLoopback(t *testing.T) {
+	d := durNewHubDirWith(t, "", "")
+	certPath, keyPath, pool := writeTestCert(t, d.home)
+	const token = "tls-test-token-0123456789abcdef"
+	tokenPath := filepath.Join(d.home, "token")
+	os.WriteFile(tokenPath, []byte(token+"\n"), 0o600)
+	_, port, _ := net.SplitHostPort(d.addr)
+	reg := fmt.Sprintf("[hub]\nlisten = \"0.0.0.0:%s\"\nauth = \"token\"\ntoken_file = %q\ntls_cert = %q\ntls_key = %q\n\n[servers.demo]\ncommand = \"mcphub\"\nargs = [\"demo\"]\n",
+		port, tokenPath, certPath, keyPath)
+	if err := os.WriteFile(d.cfg, []byte(reg), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	r := d.start()
+	base := "https://127.0.0.1:" + port
+	tr := &http.Transport{TLSClientConfig: &tls.Config{RootCAs: pool}, ForceAttemptHTTP2: true}
+	defer tr.CloseIdleConnections()
+	hc := &http.Client{Transport: bearer{token, tr}}
+	var proto int
+	if !poll(20*time.Second, func() bool {
+		resp, err := hc.Get(base + "/readyz")
+		if err != nil {
+			return false
+		}
+		resp.Body.Close()
+		proto = resp.ProtoMajor
+		return resp.StatusCode == http.StatusOK
+	}) {
+		t.Fatalf("the hub did not become ready over HTTPS within 20 s:\n%s", r.out.String())
+	}
+	if proto != 2 {
+		t.Errorf("/readyz over HTTP/%d; want HTTP/2 over TLS", proto)
+	}
+	if !strings.Contains(r.out.String(), "serving https://0.0.0.0:"+port+"/mcp") {
+		t.Errorf("serve did not announce its https URL:\n%s", r.out.String())
+	}
+
+	ctx, cancel := context.WithTimeout(context.Background(), 20*time.Second)
+	defer cancel()
+	c := mcp.NewClient(&mcp.Implementation{Name: "tls", Version: "0"}, nil)
+	cs, err := c.Connect(ctx, &mcp.StreamableClientTransport{Endpoint: base + "/mcp", HTTPClient: hc}, nil)
+	if err != nil {
+		t.Fatalf("SDK client over HTTPS: %v", err)
+	}
+	defer cs.Close()
+	if got, err := callText(ctx, cs, "demo__add", map[string]any{"a": 2, "b": 3}); err != nil || got != "5" {
+		t.Fatalf("demo__add over HTTPS: %q %v", got, err)
+	}
+
+	// Plain HTTP on the TLS port is not served.
+	if resp, err := http.Get("http://127.0.0.1:" + port + "/healthz"); err == nil {
+		resp.Body.Close()
+		if resp.StatusCode == http.StatusOK {
+			t.Errorf("plain HTTP was served on the TLS port")
+		}
+	}
+
+	// The CLI reaches the hub over HTTPS by the registry.
+	t.Setenv("MCPHUB_CONFIG", d.cfg)
+	t.Setenv("MCPHUB_DATA", filepath.Join(d.home, "cli-data"))
+	code, out, errOut := runCLI(t, "status")
+	if code != 0 || !strings.Contains(out, "demo") || !strings.Contains(out, "https://") {
+		t.Errorf("mcphub status against the TLS hub: exit %d\n%s\n%s", code, out, errOut)
+	}
+}
+
+// TestServeRefusesExposureWithoutTLSAndToken: serve --listen on a
+// non-loopback address refuses to start unless the hub has both token auth
+// and TLS, and says what is missing.
+func TestServeRefusesExposureWithoutTLSAndToken(t *testing.T) {
+	d := durNewHubDirWith(t, "", "")
+	t.Setenv("MCPHUB_CONFIG", d.cfg)
+	t.Setenv("MCPHUB_DATA", d.data)
+	code, _, errOut := runCLI(t, "serve", "--listen", "0.0.0.0:0")
+	if code == 0 {
+		t.Fatal("serve --listen 0.0.0.0:0 without auth or TLS started")
+	}
+	for _, want := range []string{"refusing to listen", `auth = "token"`, "tls_cert and tls_key", "or listen on 127.0.0.1"} {
+		if !strings.Contains(errOut, want) {
+			t.Errorf("the refusal lacks %q: %s", want, errOut)
+		}
+	}
+}
