@@ -29,7 +29,6 @@ import (
 	"strings"
 	"sync"
 	"sync/atomic"
-	"syscall"
 	"testing"
 	"time"
 
@@ -217,7 +216,7 @@ func (r *durServe) running() bool {
 // kill9 kills the hub with SIGKILL and waits until it is reaped.
 func (r *durServe) kill9(t *testing.T) {
 	t.Helper()
-	if err := syscall.Kill(r.pid(), syscall.SIGKILL); err != nil {
+	if err := killPID(r.pid()); err != nil {
 		t.Fatalf("kill -9 %d: %v", r.pid(), err)
 	}
 	select {
@@ -232,11 +231,11 @@ func (r *durServe) stop() {
 	if !r.running() {
 		return
 	}
-	syscall.Kill(r.pid(), syscall.SIGTERM)
+	termPID(r.pid())
 	select {
 	case <-r.exited:
 	case <-time.After(10 * time.Second):
-		syscall.Kill(r.pid(), syscall.SIGKILL)
+		killPID(r.pid())
 		<-r.exited
 	}
 }
@@ -305,9 +304,14 @@ func (d *durHubDir) waitConnected(r *durServe, server string) hub.ServerStatus {
 // zombie. A stdio child outlives its parent only by being reparented to
 // PID 1, and when PID 1 does not reap orphans (as in some containers) the
 // exited child stays a zombie forever; it runs no code, so it counts as gone.
+// Only Linux has /proc to tell a zombie from a running process; elsewhere a
+// PID that pidGone does not report gone counts as running.
 func durProcGone(pid int) (gone bool, how string) {
-	if errors.Is(syscall.Kill(pid, 0), syscall.ESRCH) {
+	if pidGone(pid) {
 		return true, "ESRCH"
+	}
+	if runtime.GOOS != "linux" {
+		return false, "running"
 	}
 	stat, err := os.ReadFile(fmt.Sprintf("/proc/%d/stat", pid))
 	if err != nil {

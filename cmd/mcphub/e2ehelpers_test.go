@@ -5,7 +5,6 @@ import (
 	"bytes"
 	"context"
 	"encoding/json"
-	"errors"
 	"fmt"
 	"io"
 	"log/slog"
@@ -16,7 +15,6 @@ import (
 	"sort"
 	"strings"
 	"sync"
-	"syscall"
 	"testing"
 	"time"
 
@@ -354,8 +352,8 @@ func newHub(t *testing.T, hubTable string, servers []string, tweak func(*hub.Opt
 		f.mu.Lock()
 		defer f.mu.Unlock()
 		for pid := range f.pids {
-			if err := syscall.Kill(pid, 0); !errors.Is(err, syscall.ESRCH) {
-				t.Errorf("upstream process %d survived hub Close (kill 0: %v)", pid, err)
+			if !pidGone(pid) {
+				t.Errorf("upstream process %d survived hub Close", pid)
 			}
 		}
 	})

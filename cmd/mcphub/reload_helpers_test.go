@@ -23,7 +23,6 @@ import (
 	"strings"
 	"sync"
 	"sync/atomic"
-	"syscall"
 	"testing"
 	"time"
 
@@ -156,11 +155,11 @@ func (h *rlHub) start() {
 	}()
 	t.Cleanup(func() {
 		if h.running() {
-			syscall.Kill(h.cmd.Process.Pid, syscall.SIGTERM)
+			termPID(h.cmd.Process.Pid)
 			select {
 			case <-h.exited:
 			case <-time.After(10 * time.Second):
-				syscall.Kill(h.cmd.Process.Pid, syscall.SIGKILL)
+				killPID(h.cmd.Process.Pid)
 				<-h.exited
 			}
 		}
@@ -285,19 +284,13 @@ func rlEventually(t *testing.T, timeout time.Duration, what string, f func() err
 	}
 }
 
-// rlGone reports whether no process has this PID: the process exited and its
-// parent reaped it (a zombie still answers kill 0).
-func rlGone(pid int) bool {
-	return errors.Is(syscall.Kill(pid, 0), syscall.ESRCH)
-}
-
 func rlWaitGone(t *testing.T, pid int, what string) {
 	t.Helper()
 	if pid <= 0 {
 		t.Fatalf("%s: no PID to check", what)
 	}
 	rlEventually(t, 5*time.Second, what+" (pid "+fmt.Sprint(pid)+") is gone", func() error {
-		if rlGone(pid) {
+		if pidGone(pid) {
 			return nil
 		}
 		return errors.New("kill(pid, 0) still succeeds")
