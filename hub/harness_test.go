@@ -37,6 +37,12 @@ type testHub struct {
 // startHub starts a hub over fakes (nil: empty fakes) for a registry text.
 func startHub(t testing.TB, regText string, fakes map[string]*fakeUpstream, opts ...func(*Options)) *testHub {
 	t.Helper()
+	return startHubOn(t, false, regText, fakes, opts...)
+}
+
+// startHubOn is startHub, served over TLS with HTTP/2 when tls is set.
+func startHubOn(t testing.TB, tls bool, regText string, fakes map[string]*fakeUpstream, opts ...func(*Options)) *testHub {
+	t.Helper()
 	if fakes == nil {
 		fakes = map[string]*fakeUpstream{}
 	}
@@ -55,7 +61,7 @@ func startHub(t testing.TB, regText string, fakes map[string]*fakeUpstream, opts
 		t.Fatal(err)
 	}
 	quietStartup(h)
-	srv := serveHub(t, h)
+	srv := serveHub(t, h, tls)
 	t.Cleanup(func() {
 		h.Close()
 		srv.close()
@@ -69,10 +75,15 @@ type testServer struct {
 	*httptest.Server
 }
 
-func serveHub(t testing.TB, h http.Handler) *testServer {
+func serveHub(t testing.TB, h http.Handler, tls bool) *testServer {
 	srv := httptest.NewUnstartedServer(h)
 	srv.Config = NewServer(h, slog.New(slog.DiscardHandler))
-	srv.Start()
+	if tls {
+		srv.EnableHTTP2 = true
+		srv.StartTLS()
+	} else {
+		srv.Start()
+	}
 	return &testServer{srv}
 }
 

@@ -5,8 +5,11 @@ import (
 	"context"
 	"encoding/json"
 	"fmt"
+	"io"
+	"log/slog"
 	"net"
 	"net/http"
+	"net/http/httptest"
 	"strings"
 	"testing"
 	"time"
@@ -72,7 +75,7 @@ func TestSlowBodyIsCutOff(t *testing.T) {
 			if resp.StatusCode != http.StatusRequestTimeout {
 				t.Fatalf("status %d, want 408", resp.StatusCode)
 			}
-			allowed := bodyGrace + length*time.Second/time.Duration(minBodyRate)
+			allowed := bodyAllowance(length)
 			if took < allowed || took > allowed+3*time.Second {
 				t.Errorf("cut off after %s; want soon after its %s allowance", took, allowed)
 			}
@@ -151,3 +154,146 @@ func TestReadingStreamOutlivesWriteTimeout(t *testing.T) {
 		}
 	}
 }
+
+// TestHugeDeclaredBodyGetsNoLongerAllowance: a client that declares a body
+// far over max_body_bytes and stalls is cut off within the allowance of the
+// largest body the hub takes, not of what it declared.
+func TestHugeDeclaredBodyGetsNoLongerAllowance(t *testing.T) {
+	setVar(t, &bodyGrace, 300*time.Millisecond)
+	th := startHub(t, "[hub]\nmax_body_bytes = 16384\n"+twoServers, routedFakes())
+	start := time.Now()
+	conn := rawPost(t, th, 1<<32, `{"jsonrpc":"2.0",`)
+	conn.SetReadDeadline(time.Now().Add(bodyAllowance(th.h.registry().Hub.MaxBodyBytes) + 5*time.Second))
+	resp, err := http.ReadResponse(bufio.NewReader(conn), nil)
+	if err != nil {
+		t.Fatalf("no answer to a stalled body declaring 4 GiB after %s: %v", time.Since(start), err)
+	}
+	if resp.StatusCode != http.StatusRequestTimeout {
+		t.Errorf("status %d, want 408", resp.StatusCode)
+	}
+	if took, want := time.Since(start), bodyAllowance(16384); took < want || took > want+3*time.Second {
+		t.Errorf("cut off after %s; want soon after the %s allowance of the largest body", took, want)
+	}
+	if d := bodyAllowance(1 << 62); d < 24*time.Hour || d > 25*time.Hour {
+		t.Errorf("the allowance of an absurd size is %s; want it capped at a day", d)
+	}
+}
+
+// slowPost sends a POST whose body arrives in two parts, pause apart.
+func slowPost(t *testing.T, th *testHub, sid, body string, pause time.Duration) reply {
+	t.Helper()
+	pr, pw := io.Pipe()
+	go func() {
+		pw.Write([]byte(body[:10]))
+		time.Sleep(pause) // the slowness under test, not synchronization
+		pw.Write([]byte(body[10:]))
+		pw.Close()
+	}()
+	req := th.request(context.Background(), http.MethodPost, "/mcp", "", "Mcp-Session-Id", sid)
+	req.Body = pr
+	req.Header.Set("Content-Type", "application/json")
+	req.Header.Set("Accept", "application/json, text/event-stream")
+	resp, err := th.srv.Client().Do(req)
+	if err != nil {
+		t.Fatalf("a POST whose body took %s: %v", pause, err)
+	}
+	defer resp.Body.Close()
+	b, err := io.ReadAll(resp.Body)
+	if err != nil {
+		t.Fatalf("reading the answer to a POST whose body took %s: %v", pause, err)
+	}
+	return reply{status: resp.StatusCode, header: resp.Header, body: b}
+}
+
+// TestSlowBodyStillAnswered: the response's write deadline never runs out
+// while a body is still within its allowance: a body slower than
+// writeTimeout but within its allowance gets its answer, and one past its
+// allowance gets its 408, over HTTP/1.1 and over HTTP/2.
+func TestSlowBodyStillAnswered(t *testing.T) {
+	setVar(t, &bodyGrace, 2*time.Second)
+	setVar(t, &writeTimeout, 300*time.Millisecond)
+	for _, h2 := range []bool{false, true} {
+		t.Run(fmt.Sprintf("h2=%v", h2), func(t *testing.T) {
+			var th *testHub
+			if h2 {
+				th = routedHubTLS(t)
+			} else {
+				th = routedHub(t)
+			}
+			c := th.connect("/mcp", "2025-06-18", `{}`)
+			r := slowPost(t, th, c.sid, `{"jsonrpc":"2.0","id":5,"method":"tools/call","params":{"name":"alpha__echo","arguments":{}}}`, 700*time.Millisecond)
+			if r.status != http.StatusOK || !strings.Contains(string(r.body), `"id":5`) {
+				t.Fatalf("a body within its allowance: %d %s", r.status, r.body)
+			}
+			if h2 {
+				return
+			}
+			conn := rawPost(t, th, 1000, `{"jsonrpc":"2.0",`)
+			conn.SetReadDeadline(time.Now().Add(10 * time.Second))
+			resp, err := http.ReadResponse(bufio.NewReader(conn), nil)
+			if err != nil || resp.StatusCode != http.StatusRequestTimeout {
+				t.Fatalf("a stalled body whose allowance exceeds writeTimeout: %v %v, want 408", resp, err)
+			}
+		})
+	}
+}
+
+// TestHTTP2LongLivedReplies: over HTTP/2 the write deadline is a timer that
+// resets the stream; a GET stream that reads and a long call answered as
+// JSON both outlive it.
+func TestHTTP2LongLivedReplies(t *testing.T) {
+	setVar(t, &writeTimeout, 100*time.Millisecond)
+	th := routedHubTLS(t, func(o *Options) { o.Heartbeat = 50 * time.Millisecond })
+	release := make(chan struct{})
+	th.fakes["alpha"].setHandler(func(ctx context.Context, c *fakeCall) (json.RawMessage, error) {
+		select {
+		case <-release:
+			return json.RawMessage(`{"content":[{"type":"text","text":"done"}]}`), nil
+		case <-ctx.Done():
+			return nil, context.Cause(ctx)
+		}
+	})
+	c := th.connect("/mcp", "2025-06-18", `{}`)
+	s := c.get()
+	if s.resp.ProtoMajor != 2 {
+		t.Fatalf("the stream went over HTTP/%d", s.resp.ProtoMajor)
+	}
+	time.AfterFunc(10*writeTimeout, func() { close(release) })
+	if m := c.call(1, "tools/call", `{"name":"alpha__slow"}`); m.Error != nil || !strings.Contains(string(m.Result), "done") {
+		t.Fatalf("a long call answered as JSON over HTTP/2: %s %v", m.Result, m.Error)
+	}
+	th.fakes["alpha"].notify("", logMsg(7))
+	if m, _ := s.nextMsg(); !strings.Contains(string(m.Params), "msg-7") {
+		t.Fatalf("the GET stream after %s: %s", 10*writeTimeout, m.Params)
+	}
+}
+
+// TestHandlerPanicIsLoggedAsError: net/http reports a handler's panic
+// through the server's ErrorLog; it reaches the hub's log as an error,
+// visible at the default level.
+func TestHandlerPanicIsLoggedAsError(t *testing.T) {
+	logged := make(chan string, 16)
+	log := slog.New(slog.NewTextHandler(writerFunc(func(p []byte) (int, error) {
+		logged <- string(p)
+		return len(p), nil
+	}), &slog.HandlerOptions{Level: slog.LevelInfo}))
+	srv := httptest.NewUnstartedServer(nil)
+	srv.Config = NewServer(http.HandlerFunc(func(http.ResponseWriter, *http.Request) { panic("boom in handler") }), log)
+	srv.Start()
+	defer srv.Close()
+	if resp, err := http.Get(srv.URL); err == nil {
+		resp.Body.Close()
+	}
+	select {
+	case line := <-logged:
+		if !strings.Contains(line, "level=ERROR") || !strings.Contains(line, "boom in handler") {
+			t.Fatalf("the panic was logged as %q", line)
+		}
+	case <-time.After(5 * time.Second):
+		t.Fatal("a handler panic left nothing in an info-level log")
+	}
+}
+
+type writerFunc func([]byte) (int, error)
+
+func (f writerFunc) Write(p []byte) (int, error) { return f(p) }

@@ -15,7 +15,18 @@ import (
 // routedHub is two servers with tools, resources and templates.
 func routedHub(t *testing.T, opts ...func(*Options)) *testHub {
 	t.Helper()
-	fakes := map[string]*fakeUpstream{
+	return startHub(t, twoServers, routedFakes(), opts...)
+}
+
+// routedHubTLS is routedHub served over TLS, with HTTP/2.
+func routedHubTLS(t *testing.T, opts ...func(*Options)) *testHub {
+	t.Helper()
+	return startHubOn(t, true, twoServers, routedFakes(), opts...)
+}
+
+// routedFakes are the upstreams of routedHub.
+func routedFakes() map[string]*fakeUpstream {
+	return map[string]*fakeUpstream{
 		"alpha": newFake("alpha").
 			setList("tools/list", toolItems("echo", "slow", "ask", "do thing")).
 			setList("prompts/list", items(`{"name":"greet","arguments":[{"name":"who"}]}`)).
@@ -24,7 +35,6 @@ func routedHub(t *testing.T, opts ...func(*Options)) *testHub {
 			setList("tools/list", toolItems("search")).
 			setList("resources/templates/list", items(`{"uriTemplate":"test://template/{id}/data","name":"t"}`)),
 	}
-	return startHub(t, twoServers, fakes, opts...)
 }
 
 func TestRouteToolsCall(t *testing.T) {

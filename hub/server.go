@@ -4,9 +4,11 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	stdlog "log"
 	"log/slog"
 	"net/http"
 	"os"
+	"strings"
 	"time"
 )
 
@@ -44,35 +46,73 @@ func NewServer(handler http.Handler, log *slog.Logger) *http.Server {
 		IdleTimeout:       idleTimeout,
 		WriteTimeout:      writeTimeout,
 		MaxHeaderBytes:    maxHeaderBytes,
-		// net/http reports malformed requests and TLS handshake failures
-		// here: a client's problem, not the hub's, so debug level.
-		ErrorLog: slog.NewLogLogger(log.Handler(), slog.LevelDebug),
+		ErrorLog:          stdlog.New(serverLog{log}, "", 0),
 	}
+}
+
+// serverLog carries what net/http reports into the hub's log. A handler's
+// panic is the hub's own error; the rest (malformed requests, failed TLS
+// handshakes, accept retries) is about clients, so debug level.
+type serverLog struct{ log *slog.Logger }
+
+func (l serverLog) Write(p []byte) (int, error) {
+	msg := strings.TrimSpace(string(p))
+	if strings.Contains(msg, "panic serving") {
+		l.log.Error("a request handler panicked", "err", msg)
+	} else {
+		l.log.Debug(msg)
+	}
+	return len(p), nil
 }
 
 // errSlowBody means a request body arrived slower than minBodyRate.
 var errSlowBody = errors.New("the request body arrived too slowly")
 
 // guardBody makes a request's body arrive at a sane rate: the connection's
-// read deadline is set to bodyGrace plus the time the declared length (or,
-// for a body of unknown length, the largest the hub takes) may take at
-// minBodyRate. Reading past it fails with errSlowBody. net/http clears the
-// deadline itself once the body has been read to its end, so it never
-// reaches a call that runs after; a body left unread is discarded by
-// net/http under the same deadline.
+// read deadline is set to bodyGrace plus the time the declared length (at
+// most the largest body the hub takes; for a body of unknown length, that
+// largest) may take at minBodyRate. Reading past it fails with errSlowBody.
+// net/http clears the deadline itself once the body has been read to its
+// end, so it never reaches a call that runs after; a body left unread is
+// discarded by net/http under the same deadline.
+//
+// The response's write deadline (writeTimeout from the request's head, and
+// over HTTP/2 a timer that resets the stream) must not run out while a
+// legitimately slow body is still arriving: when the allowance is more than
+// half of writeTimeout it is pushed to the allowance plus writeTimeout, so
+// that once the body is in (or cut off, for the 408) at least half of
+// writeTimeout is left to answer. The usual small body needs no push.
 func (h *Hub) guardBody(w http.ResponseWriter, r *http.Request) {
 	if r.Body == nil || r.Body == http.NoBody {
 		return
 	}
+	limit := h.registry().Hub.MaxBodyBytes
 	size := r.ContentLength
-	if size < 0 {
-		size = h.registry().Hub.MaxBodyBytes
+	if size < 0 || size > limit {
+		size = limit // a larger body is refused once limit+1 bytes are in
 	}
-	allowed := bodyGrace + time.Duration(size)*time.Second/time.Duration(minBodyRate)
-	if http.NewResponseController(w).SetReadDeadline(time.Now().Add(allowed)) != nil {
+	allowed := bodyAllowance(size)
+	rc := http.NewResponseController(w)
+	now := time.Now()
+	if rc.SetReadDeadline(now.Add(allowed)) != nil {
 		return // a writer without deadlines (a test recorder)
 	}
+	if allowed > writeTimeout/2 {
+		rc.SetWriteDeadline(now.Add(allowed + writeTimeout))
+	}
 	r.Body = slowBody{r.Body}
+}
+
+// bodyAllowance is how long a body of size bytes may take: bodyGrace plus
+// one second per minBodyRate bytes, capped at a day so that no size
+// overflows it.
+func bodyAllowance(size int64) time.Duration {
+	rate := int64(minBodyRate)
+	size = max(size, 0)
+	if size/rate >= 24*3600 {
+		return bodyGrace + 24*time.Hour
+	}
+	return bodyGrace + time.Duration(size)*time.Second/time.Duration(rate)
 }
 
 // slowBody reports a read that ran into guardBody's deadline as errSlowBody.
@@ -84,11 +124,4 @@ func (b slowBody) Read(p []byte) (int, error) {
 		err = fmt.Errorf("%w (%w)", errSlowBody, err)
 	}
 	return n, err
-}
-
-// extendWrite pushes the response's write deadline d from now, for a
-// writer about to write after a wait; it is a no-op on writers without
-// deadlines.
-func extendWrite(w http.ResponseWriter, d time.Duration) {
-	http.NewResponseController(w).SetWriteDeadline(time.Now().Add(d))
 }
