@@ -3,6 +3,7 @@ package registry
 import (
 	"cmp"
 	"fmt"
+	"maps"
 	"net"
 	"net/url"
 	"path"
@@ -82,9 +83,15 @@ func (p *parser) checkEnv(t *table, s *Server) {
 }
 
 func (p *parser) checkHeaders(t *table, s *Server) {
-	for k, v := range s.Headers {
-		if err := httphdr.Check(k, v); err != nil {
-			p.fail(append(slices.Clone(t.path), "headers", k), s.Name, "%v", err)
+	for _, k := range slices.Sorted(maps.Keys(s.Headers)) {
+		path := append(slices.Clone(t.path), "headers", k)
+		if err := httphdr.Check(k, s.Headers[k]); err != nil {
+			p.fail(path, s.Name, "%v", err)
+		}
+		for other := range s.Headers {
+			if other < k && strings.EqualFold(other, k) {
+				p.fail(path, s.Name, "the same header as %s (names ignore case); keep one", other)
+			}
 		}
 	}
 }

@@ -118,6 +118,9 @@ func TestFramingHeadersRefused(t *testing.T) {
 			t.Errorf("mcphub %q: exit %d, %q; want a refusal naming %s", args, code, errOut, name)
 		}
 	}
+	if code, _, errOut := runCLI(t, "add", "z", "--url", "http://127.0.0.1:1/mcp", "--header", "X-Key: 1", "--header", "x-key=2"); code == 0 || !strings.Contains(errOut, "given twice") {
+		t.Errorf("a header given twice in two cases: exit %d %q", code, errOut)
+	}
 	if code, _, errOut := runCLI(t, "add", "y", "--url", "http://127.0.0.1:1/mcp", "--header", "X-Api-Key: k"); code != 0 {
 		t.Fatalf("add with a curl-style header: %d %q", code, errOut)
 	}

@@ -93,6 +93,11 @@ func parseHeaders(items []string) (map[string]string, error) {
 		if err != nil {
 			return nil, fmt.Errorf("--header %w", err)
 		}
+		for prev := range out {
+			if strings.EqualFold(prev, k) {
+				return nil, fmt.Errorf("--header %s is given twice (as %s too); give it once", k, prev)
+			}
+		}
 		out[k] = v
 	}
 	return out, nil

@@ -26,14 +26,17 @@ var (
 )
 
 // managed are the headers mcphub and net/http set themselves, in canonical
-// form: framing (Content-Length, Transfer-Encoding, TE, Trailer), routing
-// (Host), the connection (Connection, Keep-Alive, Proxy-Connection,
-// Upgrade), and what the MCP transports send on every request (Accept,
-// Content-Type, Mcp-Session-Id, MCP-Protocol-Version, Last-Event-ID).
+// form: framing (Content-Length, Transfer-Encoding, TE, Trailer), encoding
+// (Accept-Encoding: a user value turns off net/http's transparent gzip, so
+// a compressed answer would reach the JSON parser; Content-Encoding would
+// misdescribe the body), routing (Host), the connection (Connection,
+// Keep-Alive, Proxy-Connection, Upgrade), and what the MCP transports send
+// on every request (Accept, Content-Type, Mcp-Session-Id,
+// MCP-Protocol-Version, Last-Event-ID).
 var managed = []string{
-	"Accept", "Connection", "Content-Length", "Content-Type", "Host", "Keep-Alive",
-	"Last-Event-Id", "Mcp-Protocol-Version", "Mcp-Session-Id", "Proxy-Connection",
-	"Te", "Trailer", "Transfer-Encoding", "Upgrade",
+	"Accept", "Accept-Encoding", "Connection", "Content-Encoding", "Content-Length", "Content-Type",
+	"Host", "Keep-Alive", "Last-Event-Id", "Mcp-Protocol-Version", "Mcp-Session-Id",
+	"Proxy-Connection", "Te", "Trailer", "Transfer-Encoding", "Upgrade",
 }
 
 // Managed reports whether name is a header mcphub sets itself, in any case.

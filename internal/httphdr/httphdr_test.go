@@ -22,6 +22,8 @@ func TestCheck(t *testing.T) {
 		{"MCP-Protocol-Version", "2025-06-18", ErrManaged},
 		{"Last-Event-ID", "1", ErrManaged},
 		{"TE", "trailers", ErrManaged},
+		{"Accept-Encoding", "gzip", ErrManaged},
+		{"content-encoding", "gzip", ErrManaged},
 		{"Bad Name", "x", ErrInvalidName},
 		{"", "x", ErrInvalidName},
 		{"X-Ok", "a\r\nInjected: 1", ErrInvalidValue},
