@@ -16,11 +16,10 @@ const defaultPathext = ".COM;.EXE;.BAT;.CMD"
 //
 //   - a name that holds a path (a separator or a drive letter) is used as it
 //     is;
-//   - a name with an extension ("npx.cmd", "server.exe") is looked for as it
-//     is in each PATH directory;
-//   - a name without one is looked for with each PATHEXT extension in turn,
-//     in each PATH directory in turn (".COM;.EXE;.BAT;.CMD" when PATHEXT is
-//     empty).
+//   - a name is looked for with each PATHEXT extension in turn, in each
+//     PATH directory in turn (".COM;.EXE;.BAT;.CMD" when PATHEXT is empty);
+//     a name that holds a dot ("npx.cmd", "python3.11") is tried as it is
+//     first in each directory.
 //
 // Unlike cmd.exe, and like exec.LookPath since Go 1.19, it never looks in the
 // current directory, neither first nor through a relative PATH entry: a
@@ -34,9 +33,11 @@ func lookPathWindows(name, path, pathext string, isFile func(string) bool) (stri
 	if strings.ContainsAny(name, `\/:`) {
 		return name, nil
 	}
-	exts := []string{""}
-	if !strings.Contains(name, ".") {
-		exts = splitPathext(pathext)
+	exts := splitPathext(pathext)
+	if strings.Contains(name, ".") {
+		// As exec.LookPath does: the name as written first, then with
+		// each extension ("python3.11" -> "python3.11.exe").
+		exts = append([]string{""}, exts...)
 	}
 	for _, dir := range splitWindowsPathList(path) {
 		if !isWindowsAbs(dir) {

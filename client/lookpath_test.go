@@ -15,6 +15,7 @@ func TestLookPathWindows(t *testing.T) {
 		`C:\tools\uvx.COM`:                 true,
 		`C:\tools\server.py`:               true,
 		`C:\tools\python3.11`:              true,
+		`C:\tools\python3.12.exe`:          true,
 		`D:\semi;colon\tool.bat`:           true,
 		`\\host\share\bin\remote.exe`:      true,
 		`C:\cwd\local.exe`:                 true,
@@ -45,11 +46,13 @@ func TestLookPathWindows(t *testing.T) {
 		// Extensions may lack the dot or carry spaces; case is Windows'.
 		{"npx", nodePath, " cmd ;;", `C:\Program Files\nodejs\npx.cmd`},
 		{"uvx", `C:\tools`, ".COM", `C:\tools\uvx.com`},
-		// An explicit extension is looked for as it is.
+		// An explicit extension is looked for as it is first.
 		{"npx.cmd", nodePath, "", `C:\Program Files\nodejs\npx.cmd`},
 		{"node.exe", nodePath, "", `C:\Program Files\nodejs\node.exe`},
 		{"server.py", `C:\tools`, "", `C:\tools\server.py`},
 		{"python3.11", `C:\tools`, "", `C:\tools\python3.11`},
+		// A dotted name also gets each extension, as exec.LookPath gives it.
+		{"python3.12", `C:\tools`, "", `C:\tools\python3.12.exe`},
 		{"npx.exe", nodePath, "", ""},
 		// Quoted entries, forward slashes, UNC paths.
 		{"tool", `"D:\semi;colon";C:\tools`, "", `D:\semi;colon\tool.bat`},
