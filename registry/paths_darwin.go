@@ -16,3 +16,17 @@ func dataHome() string {
 	}
 	return filepath.Join(home, "Library", "Application Support")
 }
+
+// legacyDataDir is where mcphub kept its data on macOS before it followed
+// the platform's convention: the Linux place, ~/.local/share/mcphub (or
+// $XDG_DATA_HOME/mcphub).
+func legacyDataDir() string {
+	if p := os.Getenv("XDG_DATA_HOME"); p != "" && filepath.IsAbs(p) {
+		return filepath.Join(p, "mcphub")
+	}
+	home, err := os.UserHomeDir()
+	if err != nil {
+		return ""
+	}
+	return filepath.Join(home, ".local", "share", "mcphub")
+}

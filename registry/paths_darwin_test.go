@@ -1,6 +1,7 @@
 package registry
 
 import (
+	"os"
 	"path/filepath"
 	"testing"
 )
@@ -18,5 +19,29 @@ func TestDataDirOnMacOS(t *testing.T) {
 	}
 	if got := filepath.Dir(DefaultPath()); got != want {
 		t.Errorf("the registry's folder = %q, want %q", got, want)
+	}
+}
+
+// TestDataDirOnMacOSKeepsAnEarlierOne: a Mac where an earlier mcphub kept
+// its data in ~/.local/share/mcphub goes on using it, until the new place
+// exists.
+func TestDataDirOnMacOSKeepsAnEarlierOne(t *testing.T) {
+	home := t.TempDir()
+	t.Setenv("MCPHUB_DATA", "")
+	t.Setenv("XDG_DATA_HOME", "")
+	t.Setenv("HOME", home)
+	old := filepath.Join(home, ".local", "share", "mcphub")
+	if err := os.MkdirAll(old, 0o700); err != nil {
+		t.Fatal(err)
+	}
+	if got := DefaultDataDir(); got != old {
+		t.Errorf("DefaultDataDir = %q, want the earlier %q", got, old)
+	}
+	now := filepath.Join(home, "Library", "Application Support", "mcphub")
+	if err := os.MkdirAll(now, 0o700); err != nil {
+		t.Fatal(err)
+	}
+	if got := DefaultDataDir(); got != now {
+		t.Errorf("DefaultDataDir = %q, want %q once it exists", got, now)
 	}
 }

@@ -19,3 +19,7 @@ func dataHome() string {
 	}
 	return filepath.Join(home, ".local", "share")
 }
+
+// legacyDataDir is an earlier default data directory still in use: none
+// here, the default has not moved.
+func legacyDataDir() string { return "" }
