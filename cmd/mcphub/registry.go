@@ -69,22 +69,52 @@ func targetOf(h registry.Hub, token string) hubTarget {
 	return hubTarget{listen: h.Listen, token: token, tlsCert: h.TLSCert}
 }
 
-// url is the address of path on the hub.
+// url is the address of path on the hub, for a client on this machine: a
+// hub listening on every interface (0.0.0.0 or ::) is reached on loopback.
 func (t hubTarget) url(path string) string {
-	return registry.Hub{Listen: t.listen, TLSCert: t.tlsCert}.URL(path)
+	listen := t.listen
+	if host, port, err := net.SplitHostPort(listen); err == nil {
+		if ip := net.ParseIP(host); ip != nil && ip.IsUnspecified() {
+			loopback := "127.0.0.1"
+			if ip.To4() == nil {
+				loopback = "::1"
+			}
+			listen = net.JoinHostPort(loopback, port)
+		}
+	}
+	return registry.Hub{Listen: listen, TLSCert: t.tlsCert}.URL(path)
 }
 
-// do sends a request to the hub, with its token. Over HTTPS the hub must
-// present exactly its configured certificate: the CLI reaches it by its
-// listen address, which the certificate need not name, and trusting that
-// one certificate is narrower than trusting any CA.
+// do sends a request to the hub, with its token. A hub that cannot be
+// reached at all is errNoHub; any other failure (a TLS mismatch, say) is
+// reported as it is. Over HTTPS the hub must present exactly its configured
+// certificate: the CLI reaches it by its listen address, which the
+// certificate need not name, and trusting that one certificate is narrower
+// than trusting any CA.
 func (t hubTarget) do(req *http.Request) (*http.Response, error) {
 	if t.token != "" {
 		req.Header.Set("Authorization", "Bearer "+t.token)
 	}
-	if t.tlsCert == "" {
-		return http.DefaultClient.Do(req)
+	hc := http.DefaultClient
+	if t.tlsCert != "" {
+		var err error
+		if hc, err = t.pinnedClient(); err != nil {
+			return nil, err
+		}
 	}
+	resp, err := hc.Do(req)
+	if err != nil {
+		var op *net.OpError
+		if errors.As(err, &op) || errors.Is(err, context.DeadlineExceeded) {
+			return nil, fmt.Errorf("%w at %s (start one with: mcphub serve)", errNoHub, t.listen)
+		}
+		return nil, err
+	}
+	return resp, nil
+}
+
+// pinnedClient is an HTTPS client that trusts exactly the hub's tls_cert.
+func (t hubTarget) pinnedClient() (*http.Client, error) {
 	want, err := leafCertificate(t.tlsCert)
 	if err != nil {
 		return nil, err
@@ -98,7 +128,7 @@ func (t hubTarget) do(req *http.Request) (*http.Response, error) {
 			return nil
 		},
 	}}
-	return (&http.Client{Transport: tr}).Do(req)
+	return &http.Client{Transport: tr}, nil
 }
 
 // leafCertificate reads the first certificate of a PEM file, in DER.
@@ -148,10 +178,6 @@ func fetchStatus(ctx context.Context, t hubTarget) (*hub.Status, error) {
 	}
 	resp, err := t.do(req)
 	if err != nil {
-		var op *net.OpError
-		if errors.As(err, &op) || errors.Is(err, context.DeadlineExceeded) {
-			return nil, fmt.Errorf("%w at %s", errNoHub, t.listen)
-		}
 		return nil, err
 	}
 	defer resp.Body.Close()

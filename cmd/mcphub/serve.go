@@ -160,7 +160,7 @@ func runServe(a *app, f serveFlags) error {
 	}()
 	startPprof(log)
 
-	fmt.Fprintf(a.stdout, "mcphub %s serving %s\n", mcphubVersion(), targetOf(reg.Hub, "").url("/mcp"))
+	fmt.Fprintf(a.stdout, "mcphub %s serving %s\n", mcphubVersion(), reg.Hub.URL("/mcp"))
 	stopReport := reportServers(a, h)
 	defer stopReport()
 

@@ -85,7 +85,7 @@ func (a *app) control(ctx context.Context, method, path string, want int, out an
 	}
 	resp, err := t.do(req)
 	if err != nil {
-		return fmt.Errorf("%w at %s (start one with: mcphub serve)", errNoHub, t.listen)
+		return err
 	}
 	defer resp.Body.Close()
 	if resp.StatusCode != want {

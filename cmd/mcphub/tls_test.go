@@ -13,9 +13,11 @@ import (
 	"math/big"
 	"net"
 	"net/http"
+	"net/http/httptest"
 	"os"
 	"path/filepath"
 	"strings"
+	"sync/atomic"
 	"testing"
 	"time"
 
@@ -152,5 +154,31 @@ func TestServeRefusesExposureWithoutTLSAndToken(t *testing.T) {
 		if !strings.Contains(errOut, want) {
 			t.Errorf("the refusal lacks %q: %s", want, errOut)
 		}
+	}
+}
+
+// TestCLIRefusesAnotherCertificate: when the server at the hub's address
+// does not present the hub's own tls_cert, the CLI sends it nothing (not
+// even the token) and says why, rather than "no mcphub is running".
+func TestCLIRefusesAnotherCertificate(t *testing.T) {
+	home := freshHome(t)
+	var hits atomic.Int32
+	srv := httptest.NewTLSServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		hits.Add(1)
+		w.Write([]byte("[]"))
+	}))
+	defer srv.Close()
+	certPath, keyPath, _ := writeTestCert(t, home)
+	cfg := filepath.Join(home, "hub.toml")
+	os.WriteFile(cfg, []byte(fmt.Sprintf("[hub]\nlisten = %q\ntls_cert = %q\ntls_key = %q\n", srv.Listener.Addr().String(), certPath, keyPath)), 0o600)
+	t.Setenv("MCPHUB_CONFIG", cfg)
+	for _, cmd := range []string{"sessions", "status"} {
+		code, out, errOut := runCLI(t, cmd)
+		if code == 0 || !strings.Contains(out+errOut, "did not present the hub's tls_cert") || strings.Contains(out+errOut, "no mcphub is running") {
+			t.Errorf("mcphub %s against a server with another certificate: exit %d\n%s%s", cmd, code, out, errOut)
+		}
+	}
+	if n := hits.Load(); n != 0 {
+		t.Errorf("%d requests reached a server that did not present tls_cert", n)
 	}
 }
