@@ -221,24 +221,19 @@ func (s *streamable) post(ctx context.Context, m *jsonrpc.Message, data []byte) 
 	// just its end) is drained whatever the caller does: a request context
 	// that ends mid-body makes net/http close the connection instead of
 	// pooling it, and every call would pay for a new one.
-	rctx, cancelCause := context.WithCancelCause(context.WithoutCancel(ctx))
+	rctx, cancelCause := context.WithCancelCause(s.ctx)
 	cancel := func() { cancelCause(nil) }
 	stopCaller := context.AfterFunc(ctx, func() { cancelCause(context.Cause(ctx)) })
-	stopTransport := context.AfterFunc(s.ctx, cancel)
-	stop := func() {
-		stopCaller()
-		stopTransport()
-	}
 	req, err := s.newRequest(rctx, http.MethodPost, data, isInit)
 	if err != nil {
-		stop()
+		stopCaller()
 		cancel()
 		return err
 	}
 	sid := req.Header.Get("Mcp-Session-Id")
 	resp, err := s.c.do(req)
 	if err != nil {
-		stop()
+		stopCaller()
 		cancel()
 		if s.ctx.Err() != nil {
 			return ErrClosed
@@ -247,7 +242,7 @@ func (s *streamable) post(ctx context.Context, m *jsonrpc.Message, data []byte) 
 	}
 	release := func() {
 		resp.Body.Close()
-		stop()
+		stopCaller()
 		cancel()
 	}
 
