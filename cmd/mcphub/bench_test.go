@@ -73,7 +73,9 @@ func BenchmarkToolCall(b *testing.B) {
 				b.Fatal(err)
 			}
 			defer h.Close()
-			ts := httptest.NewServer(h)
+			ts := httptest.NewUnstartedServer(h)
+			ts.Config = hub.NewServer(h, log) // as serve does
+			ts.Start()
 			defer ts.Close()
 			deadline := time.Now().Add(10 * time.Second)
 			for h.Status().Servers[0].State != hub.StateConnected && time.Now().Before(deadline) {
