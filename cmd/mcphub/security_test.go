@@ -409,13 +409,10 @@ func TestSecurityAuthToken(t *testing.T) {
 	}
 }
 
-// TestSecurityHeaderLimits checks the HTTP server settings of serve.go on a
-// real process: headers over MaxHeaderBytes (64 KiB, plus the 4 KiB that
-// net/http allows on top) get 431 while 60 KiB pass;
-// and, unless -short, a client that trickles its header is cut off at
-// ReadHeaderTimeout (10 s) while other clients are served.
-func TestSecurityHeaderLimits(t *testing.T) {
-	t.Parallel()
+// secServeHealthy starts a hub with no servers and waits for its
+// /healthz; it returns the hub's directory and base URL.
+func secServeHealthy(t *testing.T) (*durHubDir, string) {
+	t.Helper()
 	d := durNewHubDirWith(t, "", "")
 	r := secServe(t, d, nil)
 	base := "http://" + d.addr
@@ -428,6 +425,17 @@ func TestSecurityHeaderLimits(t *testing.T) {
 	}) {
 		t.Fatalf("the hub did not answer /healthz within 20 s:\n%s", r.out.String())
 	}
+	return d, base
+}
+
+// TestSecurityHeaderLimits checks the HTTP server settings of serve.go on a
+// real process: headers over MaxHeaderBytes (64 KiB, plus the 4 KiB that
+// net/http allows on top) get 431 while 60 KiB pass;
+// and, unless -short, a client that trickles its header is cut off at
+// ReadHeaderTimeout (10 s) while other clients are served.
+func TestSecurityHeaderLimits(t *testing.T) {
+	t.Parallel()
+	d, base := secServeHealthy(t)
 
 	for _, tc := range []struct {
 		size   int
@@ -508,18 +516,7 @@ func TestSecuritySlowBody(t *testing.T) {
 		t.Skip("the slow-body check takes 10 s")
 	}
 	t.Parallel()
-	d := durNewHubDirWith(t, "", "")
-	r := secServe(t, d, nil)
-	base := "http://" + d.addr
-	if !poll(20*time.Second, func() bool {
-		resp, err := http.Get(base + "/healthz")
-		if err == nil {
-			resp.Body.Close()
-		}
-		return err == nil && resp.StatusCode == 200
-	}) {
-		t.Fatalf("the hub did not answer /healthz within 20 s:\n%s", r.out.String())
-	}
+	d, base := secServeHealthy(t)
 	conn, err := net.Dial("tcp", d.addr)
 	if err != nil {
 		t.Fatal(err)
