@@ -56,7 +56,8 @@ func lookPathWindows(name, path, pathext string, isFile func(string) bool) (stri
 }
 
 // splitPathext splits a PATHEXT value into lower-case extensions that each
-// start with a dot, skipping empty entries.
+// start with a dot, skipping empty entries and ones that hold a path
+// separator or a drive colon (which would name a file in another folder).
 func splitPathext(pathext string) []string {
 	if strings.TrimSpace(pathext) == "" {
 		pathext = defaultPathext
@@ -64,7 +65,7 @@ func splitPathext(pathext string) []string {
 	var exts []string
 	for _, e := range strings.Split(pathext, ";") {
 		e = strings.ToLower(strings.TrimSpace(e))
-		if e == "" {
+		if e == "" || strings.ContainsAny(e, `\/:`) {
 			continue
 		}
 		if e[0] != '.' {

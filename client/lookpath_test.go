@@ -45,6 +45,8 @@ func TestLookPathWindows(t *testing.T) {
 		{"npx", nodePath, ".EXE", ""},
 		// Extensions may lack the dot or carry spaces; case is Windows'.
 		{"npx", nodePath, " cmd ;;", `C:\Program Files\nodejs\npx.cmd`},
+		// An "extension" that names another folder is no extension.
+		{"npx", `C:\tools`, `.x\..\..\nodejs\npx.cmd;.EXE`, `C:\tools\npx.exe`},
 		{"uvx", `C:\tools`, ".COM", `C:\tools\uvx.com`},
 		// An explicit extension is looked for as it is first.
 		{"npx.cmd", nodePath, "", `C:\Program Files\nodejs\npx.cmd`},
