@@ -48,20 +48,9 @@ func DefaultDataDir() string {
 		return p
 	}
 	if dir := dataHome(); dir != "" {
-		dir = filepath.Join(dir, "mcphub")
-		// A hub set up where an earlier mcphub kept its data goes on using
-		// it, sessions and all, until that folder is moved.
-		if old := legacyDataDir(); old != "" && !isDir(dir) && isDir(old) {
-			return old
-		}
-		return dir
+		return filepath.Join(dir, "mcphub")
 	}
 	return filepath.Join(os.TempDir(), "mcphub")
-}
-
-func isDir(path string) bool {
-	st, err := os.Stat(path)
-	return err == nil && st.IsDir()
 }
 
 // EnsureExists creates the registry at path from the built-in default when

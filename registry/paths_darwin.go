@@ -17,10 +17,10 @@ func dataHome() string {
 	return filepath.Join(home, "Library", "Application Support")
 }
 
-// legacyDataDir is where mcphub kept its data on macOS before it followed
+// LegacyDataDir is where mcphub kept its data on macOS before it followed
 // the platform's convention: the Linux place, ~/.local/share/mcphub (or
 // $XDG_DATA_HOME/mcphub).
-func legacyDataDir() string {
+func LegacyDataDir() string {
 	if p := os.Getenv("XDG_DATA_HOME"); p != "" && filepath.IsAbs(p) {
 		return filepath.Join(p, "mcphub")
 	}

@@ -1,7 +1,6 @@
 package registry
 
 import (
-	"os"
 	"path/filepath"
 	"testing"
 )
@@ -22,26 +21,12 @@ func TestDataDirOnMacOS(t *testing.T) {
 	}
 }
 
-// TestDataDirOnMacOSKeepsAnEarlierOne: a Mac where an earlier mcphub kept
-// its data in ~/.local/share/mcphub goes on using it, until the new place
-// exists.
-func TestDataDirOnMacOSKeepsAnEarlierOne(t *testing.T) {
-	home := t.TempDir()
-	t.Setenv("MCPHUB_DATA", "")
+// TestLegacyDataDirOnMacOS: the earlier default, ~/.local/share/mcphub, is
+// named so that serve can go on using a store it finds there.
+func TestLegacyDataDirOnMacOS(t *testing.T) {
 	t.Setenv("XDG_DATA_HOME", "")
-	t.Setenv("HOME", home)
-	old := filepath.Join(home, ".local", "share", "mcphub")
-	if err := os.MkdirAll(old, 0o700); err != nil {
-		t.Fatal(err)
-	}
-	if got := DefaultDataDir(); got != old {
-		t.Errorf("DefaultDataDir = %q, want the earlier %q", got, old)
-	}
-	now := filepath.Join(home, "Library", "Application Support", "mcphub")
-	if err := os.MkdirAll(now, 0o700); err != nil {
-		t.Fatal(err)
-	}
-	if got := DefaultDataDir(); got != now {
-		t.Errorf("DefaultDataDir = %q, want %q once it exists", got, now)
+	t.Setenv("HOME", "/Users/u")
+	if got, want := LegacyDataDir(), filepath.Join("/Users/u", ".local", "share", "mcphub"); got != want {
+		t.Errorf("LegacyDataDir = %q, want %q", got, want)
 	}
 }

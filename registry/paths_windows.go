@@ -19,6 +19,6 @@ func dataHome() string {
 	return filepath.Join(home, "AppData", "Local")
 }
 
-// legacyDataDir is an earlier default data directory still in use: none
-// here, the default has not moved.
-func legacyDataDir() string { return "" }
+// LegacyDataDir is where an earlier mcphub kept its data by default, when
+// that was elsewhere: "" here, the default has not moved.
+func LegacyDataDir() string { return "" }

@@ -4,10 +4,13 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"os"
+	"path/filepath"
 
 	"github.com/spf13/cobra"
 
 	"github.com/mcphub/mcphub/registry"
+	"github.com/mcphub/mcphub/store"
 )
 
 // app carries what every command shares: where the registry and the data
@@ -63,7 +66,7 @@ func newRootCmd(a *app) *cobra.Command {
 	root.SetErr(a.stderr)
 	root.PersistentFlags().StringVar(&a.configPath, "config", registry.DefaultPath(),
 		"path of the registry file (env MCPHUB_CONFIG)")
-	root.PersistentFlags().StringVar(&a.dataDir, "data-dir", registry.DefaultDataDir(),
+	root.PersistentFlags().StringVar(&a.dataDir, "data-dir", defaultDataDir(registry.DefaultDataDir(), registry.LegacyDataDir()),
 		"directory for mcphub's state: sessions and events in SQLite (env MCPHUB_DATA)")
 	root.AddCommand(newVersionCmd(a), newProbeCmd(a), newAddCmd(a), newListCmd(a), newRemoveCmd(a),
 		newValidateCmd(a), newImportCmd(a), newServeCmd(a), newDemoCmd(a), newStatusCmd(a),
@@ -87,4 +90,23 @@ func run(args []string, stdout, stderr io.Writer) int {
 	}
 	fmt.Fprintf(stderr, "mcphub: %v\n", err)
 	return 1
+}
+
+// defaultDataDir is the data directory to use when none is given: dir, the
+// OS's place, unless an earlier mcphub kept its store at legacy (macOS:
+// ~/.local/share/mcphub) and dir holds none yet; that store, its sessions
+// and its record of children go on being used until it is moved.
+func defaultDataDir(dir, legacy string) string {
+	if os.Getenv("MCPHUB_DATA") != "" || legacy == "" {
+		return dir
+	}
+	if !fileExists(filepath.Join(dir, store.FileName)) && fileExists(filepath.Join(legacy, store.FileName)) {
+		return legacy
+	}
+	return dir
+}
+
+func fileExists(path string) bool {
+	st, err := os.Stat(path)
+	return err == nil && st.Mode().IsRegular()
 }

@@ -2,9 +2,12 @@ package main
 
 import (
 	"bytes"
+	"os"
 	"path/filepath"
 	"strings"
 	"testing"
+
+	"github.com/mcphub/mcphub/store"
 )
 
 // runCLI runs mcphub in-process and returns its exit code and output.
@@ -86,5 +89,32 @@ func TestDefaultPathsUnderUserDirs(t *testing.T) {
 	}
 	if want := filepath.Join(home, ".local", "share", "mcphub"); a.dataDir != want {
 		t.Errorf("default data dir %q; want %q", a.dataDir, want)
+	}
+}
+
+// TestDefaultDataDirKeepsAnEarlierStore: where an earlier mcphub kept its
+// store elsewhere by default (macOS: ~/.local/share/mcphub), that store goes
+// on being used until the new place has one; MCPHUB_DATA always wins.
+func TestDefaultDataDirKeepsAnEarlierStore(t *testing.T) {
+	t.Setenv("MCPHUB_DATA", "")
+	now, old := t.TempDir(), t.TempDir()
+	if got := defaultDataDir(now, old); got != now {
+		t.Errorf("with no store anywhere: %q, want %q", got, now)
+	}
+	if got := defaultDataDir(now, ""); got != now {
+		t.Errorf("with no earlier place: %q, want %q", got, now)
+	}
+	os.WriteFile(filepath.Join(old, store.FileName), nil, 0o600)
+	if got := defaultDataDir(now, old); got != old {
+		t.Errorf("with a store only in the earlier place: %q, want %q", got, old)
+	}
+	t.Setenv("MCPHUB_DATA", "/elsewhere")
+	if got := defaultDataDir(now, old); got != now {
+		t.Errorf("with MCPHUB_DATA set: %q, want %q (the flag default is not used then)", got, now)
+	}
+	t.Setenv("MCPHUB_DATA", "")
+	os.WriteFile(filepath.Join(now, store.FileName), nil, 0o600)
+	if got := defaultDataDir(now, old); got != now {
+		t.Errorf("with a store in both: %q, want the new %q", got, now)
 	}
 }
