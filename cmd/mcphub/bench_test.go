@@ -74,7 +74,7 @@ func BenchmarkToolCall(b *testing.B) {
 			}
 			defer h.Close()
 			ts := httptest.NewUnstartedServer(h)
-			ts.Config = hub.NewServer(h, log) // as serve does
+			ts.Config = hub.NewServer(h, log) // the HTTP server serve uses
 			ts.Start()
 			defer ts.Close()
 			deadline := time.Now().Add(10 * time.Second)

@@ -9,5 +9,6 @@ import (
 )
 
 func main() {
+	tuneRuntime()
 	os.Exit(run(os.Args[1:], os.Stdout, os.Stderr))
 }

@@ -106,7 +106,6 @@ func runServe(a *app, f serveFlags) error {
 	if err != nil {
 		return err
 	}
-	tuneRuntime()
 	ln, err := net.Listen("tcp", reg.Hub.Listen)
 	if err != nil {
 		return fmt.Errorf("listen on %s: %w (is another mcphub running? try: mcphub status)", reg.Hub.Listen, err)
