@@ -70,13 +70,14 @@ func targetOf(h registry.Hub, token string) hubTarget {
 }
 
 // url is the address of path on the hub, for a client on this machine: a
-// hub listening on every interface (0.0.0.0 or ::) is reached on loopback.
+// hub listening on every interface (0.0.0.0, :: or no host) is reached on
+// loopback.
 func (t hubTarget) url(path string) string {
 	listen := t.listen
 	if host, port, err := net.SplitHostPort(listen); err == nil {
-		if ip := net.ParseIP(host); ip != nil && ip.IsUnspecified() {
+		if ip := net.ParseIP(host); host == "" || ip != nil && ip.IsUnspecified() {
 			loopback := "127.0.0.1"
-			if ip.To4() == nil {
+			if ip != nil && ip.To4() == nil {
 				loopback = "::1"
 			}
 			listen = net.JoinHostPort(loopback, port)
@@ -103,14 +104,18 @@ func (t hubTarget) do(req *http.Request) (*http.Response, error) {
 		}
 	}
 	resp, err := hc.Do(req)
-	if err != nil {
-		var op *net.OpError
-		if errors.As(err, &op) || errors.Is(err, context.DeadlineExceeded) {
-			return nil, fmt.Errorf("%w at %s (start one with: mcphub serve)", errNoHub, t.listen)
-		}
-		return nil, err
+	var op *net.OpError
+	switch {
+	case err == nil:
+		return resp, nil
+	case errors.As(err, &op) && op.Op == "dial":
+		// Nothing accepts connections there; a TLS alert or a reset
+		// from something that does is reported as it is.
+		return nil, fmt.Errorf("%w at %s (start one with: mcphub serve)", errNoHub, t.listen)
+	case errors.Is(err, context.DeadlineExceeded):
+		return nil, fmt.Errorf("the hub at %s did not answer within %s", t.listen, statusTimeout)
 	}
-	return resp, nil
+	return nil, err
 }
 
 // pinnedClient is an HTTPS client that trusts exactly the hub's tls_cert.

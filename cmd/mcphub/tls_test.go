@@ -182,3 +182,26 @@ func TestCLIRefusesAnotherCertificate(t *testing.T) {
 		t.Errorf("%d requests reached a server that did not present tls_cert", n)
 	}
 }
+
+// TestCLIReportsATLSFailureAsIs: a server that answers at the hub's address
+// but fails the TLS handshake (here: it refuses a handshake without a
+// server name) is not reported as "no mcphub is running".
+func TestCLIReportsATLSFailureAsIs(t *testing.T) {
+	home := freshHome(t)
+	srv := httptest.NewUnstartedServer(http.NotFoundHandler())
+	srv.TLS = &tls.Config{GetCertificate: func(*tls.ClientHelloInfo) (*tls.Certificate, error) {
+		return nil, fmt.Errorf("no certificate for a handshake without a server name")
+	}}
+	srv.StartTLS()
+	defer srv.Close()
+	certPath, keyPath, _ := writeTestCert(t, home)
+	cfg := filepath.Join(home, "hub.toml")
+	os.WriteFile(cfg, []byte(fmt.Sprintf("[hub]\nlisten = %q\ntls_cert = %q\ntls_key = %q\n", srv.Listener.Addr().String(), certPath, keyPath)), 0o600)
+	t.Setenv("MCPHUB_CONFIG", cfg)
+	for _, cmd := range []string{"sessions", "status"} {
+		code, out, errOut := runCLI(t, cmd)
+		if code == 0 || strings.Contains(out+errOut, "no mcphub is running") || !strings.Contains(out+errOut, "tls") {
+			t.Errorf("mcphub %s against a server failing the handshake: exit %d\n%s%s", cmd, code, out, errOut)
+		}
+	}
+}
