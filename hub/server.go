@@ -51,15 +51,20 @@ func NewServer(handler http.Handler, log *slog.Logger) *http.Server {
 }
 
 // serverLog carries what net/http reports into the hub's log. A handler's
-// panic is the hub's own error; the rest (malformed requests, failed TLS
-// handshakes, accept retries) is about clients, so debug level.
+// panic is the hub's own error; failing to accept connections (out of file
+// descriptors, say) and a handler misusing its writer deserve a warning;
+// the rest (malformed requests, failed TLS handshakes) is about clients, so
+// debug level.
 type serverLog struct{ log *slog.Logger }
 
 func (l serverLog) Write(p []byte) (int, error) {
 	msg := strings.TrimSpace(string(p))
-	if strings.Contains(msg, "panic serving") {
+	switch {
+	case strings.Contains(msg, "panic serving"):
 		l.log.Error("a request handler panicked", "err", msg)
-	} else {
+	case strings.Contains(msg, "Accept error"), strings.Contains(msg, "superfluous"):
+		l.log.Warn(msg)
+	default:
 		l.log.Debug(msg)
 	}
 	return len(p), nil
