@@ -157,6 +157,16 @@ func TestServeRefusesExposureWithoutTLSAndToken(t *testing.T) {
 	}
 }
 
+// useTLSRegistry points the CLI at a registry whose hub listens on listen
+// with a certificate of its own (not the one the server there presents).
+func useTLSRegistry(t *testing.T, home, listen string) {
+	t.Helper()
+	certPath, keyPath, _ := writeTestCert(t, home)
+	cfg := filepath.Join(home, "hub.toml")
+	os.WriteFile(cfg, []byte(fmt.Sprintf("[hub]\nlisten = %q\ntls_cert = %q\ntls_key = %q\n", listen, certPath, keyPath)), 0o600)
+	t.Setenv("MCPHUB_CONFIG", cfg)
+}
+
 // TestCLIRefusesAnotherCertificate: when the server at the hub's address
 // does not present the hub's own tls_cert, the CLI sends it nothing (not
 // even the token) and says why, rather than "no mcphub is running".
@@ -168,10 +178,7 @@ func TestCLIRefusesAnotherCertificate(t *testing.T) {
 		w.Write([]byte("[]"))
 	}))
 	defer srv.Close()
-	certPath, keyPath, _ := writeTestCert(t, home)
-	cfg := filepath.Join(home, "hub.toml")
-	os.WriteFile(cfg, []byte(fmt.Sprintf("[hub]\nlisten = %q\ntls_cert = %q\ntls_key = %q\n", srv.Listener.Addr().String(), certPath, keyPath)), 0o600)
-	t.Setenv("MCPHUB_CONFIG", cfg)
+	useTLSRegistry(t, home, srv.Listener.Addr().String())
 	for _, cmd := range []string{"sessions", "status"} {
 		code, out, errOut := runCLI(t, cmd)
 		if code == 0 || !strings.Contains(out+errOut, "did not present the hub's tls_cert") || strings.Contains(out+errOut, "no mcphub is running") {
@@ -194,10 +201,7 @@ func TestCLIReportsATLSFailureAsIs(t *testing.T) {
 	}}
 	srv.StartTLS()
 	defer srv.Close()
-	certPath, keyPath, _ := writeTestCert(t, home)
-	cfg := filepath.Join(home, "hub.toml")
-	os.WriteFile(cfg, []byte(fmt.Sprintf("[hub]\nlisten = %q\ntls_cert = %q\ntls_key = %q\n", srv.Listener.Addr().String(), certPath, keyPath)), 0o600)
-	t.Setenv("MCPHUB_CONFIG", cfg)
+	useTLSRegistry(t, home, srv.Listener.Addr().String())
 	for _, cmd := range []string{"sessions", "status"} {
 		code, out, errOut := runCLI(t, cmd)
 		if code == 0 || strings.Contains(out+errOut, "no mcphub is running") || !strings.Contains(out+errOut, "tls") {
