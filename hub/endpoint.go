@@ -303,11 +303,9 @@ func acceptHeader(r *http.Request) string {
 	return strings.Join(r.Header.Values("Accept"), ",")
 }
 
-func flush(w http.ResponseWriter) {
-	if f, ok := w.(http.Flusher); ok {
-		f.Flush()
-	}
-}
+// flush sends what w holds through its ResponseController, which reaches
+// the server's writer through any wrapper that has Unwrap.
+func flush(w http.ResponseWriter) error { return http.NewResponseController(w).Flush() }
 
 // serveGet opens a standalone SSE stream, or resumes a stream with
 // Last-Event-ID: its missed events are replayed, then it continues live.

@@ -243,12 +243,12 @@ func sseHeaders(w http.ResponseWriter) {
 // resumption.
 func (st *stream) serve(w http.ResponseWriter, cursor int, heartbeat time.Duration, done, ended <-chan struct{}, pull func(*stream)) (bool, error) {
 	defer st.detach()
-	sw := sse.NewWriter(w)
-	ticker := time.NewTicker(heartbeat)
-	defer ticker.Stop()
 	// The deadline is pushed only once half of it has passed, so a write
 	// always has at least half of heartbeat+writeTimeout to finish.
 	rc := http.NewResponseController(w)
+	sw := sse.NewWriter(flushWriter{w, rc})
+	ticker := time.NewTicker(heartbeat)
+	defer ticker.Stop()
 	window := heartbeat + writeTimeout
 	var extended time.Time
 	extend := func() {
@@ -302,3 +302,13 @@ func (st *stream) serve(w http.ResponseWriter, cursor int, heartbeat time.Durati
 		}
 	}
 }
+
+// flushWriter writes to a response and flushes it through its
+// ResponseController, whose Flush reports a client that has gone (an
+// http.Flusher's cannot), so the stream stops at the failed event.
+type flushWriter struct {
+	http.ResponseWriter
+	rc *http.ResponseController
+}
+
+func (w flushWriter) Flush() error { return w.rc.Flush() }
