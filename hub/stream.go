@@ -243,12 +243,12 @@ func sseHeaders(w http.ResponseWriter) {
 // resumption.
 func (st *stream) serve(w http.ResponseWriter, cursor int, heartbeat time.Duration, done, ended <-chan struct{}, pull func(*stream)) (bool, error) {
 	defer st.detach()
-	// The deadline is pushed only once half of it has passed, so a write
-	// always has at least half of heartbeat+writeTimeout to finish.
 	rc := http.NewResponseController(w)
 	sw := sse.NewWriter(flushWriter{w, rc})
 	ticker := time.NewTicker(heartbeat)
 	defer ticker.Stop()
+	// The deadline is pushed only once half of it has passed, so a write
+	// always has at least half of heartbeat+writeTimeout to finish.
 	window := heartbeat + writeTimeout
 	var extended time.Time
 	extend := func() {

@@ -6,6 +6,8 @@ import (
 	"net/http"
 	"net/http/pprof"
 	"os"
+
+	"github.com/mcphub/mcphub/registry"
 )
 
 // startPprof serves Go's profiler on $MCPHUB_PPROF (a loopback address), for
@@ -15,8 +17,7 @@ func startPprof(log *slog.Logger) {
 	if addr == "" {
 		return
 	}
-	host, _, err := net.SplitHostPort(addr)
-	if err != nil || !isLoopback(host) {
+	if _, _, err := net.SplitHostPort(addr); err != nil || !registry.LoopbackListen(addr) {
 		log.Warn("MCPHUB_PPROF must be a loopback host:port; profiler not started", "addr", addr)
 		return
 	}

@@ -9,7 +9,6 @@ import (
 	"os"
 	"os/signal"
 	"sort"
-	"strings"
 	"syscall"
 	"time"
 
@@ -225,15 +224,6 @@ func loadTLS(h registry.Hub) (*tls.Config, error) {
 		return nil, fmt.Errorf("[hub] tls_cert %s and tls_key %s: %w (both must be PEM files: the certificate, then its private key)", h.TLSCert, h.TLSKey, err)
 	}
 	return &tls.Config{Certificates: []tls.Certificate{cert}, MinVersion: tls.VersionTLS12}, nil
-}
-
-// isLoopback reports whether a listen host is reachable from this machine only.
-func isLoopback(host string) bool {
-	if strings.EqualFold(host, "localhost") {
-		return true
-	}
-	ip := net.ParseIP(host)
-	return ip != nil && ip.IsLoopback()
 }
 
 // override applies the command line's settings over the registry's.
