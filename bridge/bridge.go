@@ -13,15 +13,6 @@ import (
 	"github.com/mcphub/mcphub/internal/jsonrpc"
 )
 
-// Peer is the downstream end of one call: where the upstream's messages about
-// it go. It is an alias of the same unnamed interface the hub uses, so a
-// Server satisfies the hub's Upstream without either room importing the
-// other.
-type Peer = interface {
-	Notify(msg *jsonrpc.Message)
-	Request(ctx context.Context, method string, params json.RawMessage) (json.RawMessage, error)
-}
-
 // Share modes.
 const (
 	ShareServer  = "server"
@@ -232,7 +223,7 @@ func (s *Server) linkFor(session string) (*link, error) {
 }
 
 // Call forwards a request made by session; see hub.Upstream.
-func (s *Server) Call(ctx context.Context, session, method string, params json.RawMessage, peer Peer) (json.RawMessage, error) {
+func (s *Server) Call(ctx context.Context, session, method string, params json.RawMessage, peer jsonrpc.Peer) (json.RawMessage, error) {
 	l, err := s.linkFor(session)
 	if err != nil {
 		return nil, err
@@ -286,7 +277,7 @@ func (s *Server) linksLocked() []*link {
 // session, the request's stream is reopened and its messages go to peer and
 // its result to done. It reports false when the stored state has no open
 // stream for the request, so nothing could finish it.
-func (s *Server) Adopt(upstreamID json.RawMessage, hubToken string, progressToken json.RawMessage, peer Peer, done func(json.RawMessage, error)) bool {
+func (s *Server) Adopt(upstreamID json.RawMessage, hubToken string, progressToken json.RawMessage, peer jsonrpc.Peer, done func(json.RawMessage, error)) bool {
 	r := s.cfg.Client.Resume
 	if r == nil || r.SessionID == "" {
 		return false

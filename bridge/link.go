@@ -65,16 +65,10 @@ type adoption struct {
 
 // inflight is one call on a link and where its messages go.
 type inflight struct {
-	peer      Peer
+	peer      jsonrpc.Peer
 	session   string // the client session that made the call
 	upID      json.RawMessage
 	origToken json.RawMessage // the client's progress token, nil if none
-}
-
-// forwarded is the optional Peer method that records where a call went, so a
-// restarted hub can adopt it.
-type forwarded interface {
-	Forwarded(upstreamID json.RawMessage, hubToken string, progressToken json.RawMessage)
 }
 
 func newLink(s *Server, session string) *link {
@@ -369,7 +363,7 @@ func (l *link) waitConnected(ctx context.Context) *client.Conn {
 // call forwards one request on the link, with a fresh upstream id and, when
 // the client asked for progress, a fresh progress token mapped back to the
 // client's own.
-func (l *link) call(ctx context.Context, session, method string, params json.RawMessage, peer Peer) (json.RawMessage, error) {
+func (l *link) call(ctx context.Context, session, method string, params json.RawMessage, peer jsonrpc.Peer) (json.RawMessage, error) {
 	conn := l.waitConnected(ctx)
 	if conn == nil {
 		return nil, l.unavailable()
@@ -393,8 +387,8 @@ func (l *link) call(ctx context.Context, session, method string, params json.Raw
 	}
 	l.track(c, hubToken)
 	defer l.untrack(c, hubToken)
-	if f, ok := peer.(forwarded); ok && l.session == "" {
-		f.Forwarded(c.upID, hubToken, c.origToken)
+	if peer != nil && l.session == "" {
+		peer.Forwarded(c.upID, hubToken, c.origToken)
 	}
 	res, err := conn.CallWithID(ctx, c.upID, method, params)
 	if err != nil {

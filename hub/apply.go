@@ -9,6 +9,7 @@ import (
 	"net/url"
 	"time"
 
+	"github.com/mcphub/mcphub/internal/jsonrpc"
 	"github.com/mcphub/mcphub/registry"
 )
 
@@ -201,7 +202,7 @@ type refused struct{ reason string }
 
 func (r refused) Start(context.Context) {}
 func (r refused) Close() error          { return nil }
-func (r refused) Call(context.Context, string, string, json.RawMessage, Peer) (json.RawMessage, error) {
+func (r refused) Call(context.Context, string, string, json.RawMessage, jsonrpc.Peer) (json.RawMessage, error) {
 	return nil, fmt.Errorf("%w: %s", errUnavailable, r.reason)
 }
 func (r refused) Notify(context.Context, string, string, json.RawMessage) error {
@@ -211,6 +212,9 @@ func (r refused) SetLogLevel(string)            {}
 func (r refused) SessionClosed(string)          {}
 func (r refused) Initialize() json.RawMessage   { return nil }
 func (r refused) List(string) []json.RawMessage { return nil }
+func (r refused) Adopt(json.RawMessage, string, json.RawMessage, jsonrpc.Peer, func(json.RawMessage, error)) bool {
+	return false
+}
 func (r refused) Status() UpstreamStatus {
 	return UpstreamStatus{State: StateFailed, LastError: r.reason}
 }

@@ -21,7 +21,7 @@ type fakeCall struct {
 	Session string
 	Method  string
 	Params  json.RawMessage
-	Peer    Peer
+	Peer    jsonrpc.Peer
 }
 
 // callHandler decides a fake call's result. It runs on the hub's goroutine,
@@ -154,7 +154,7 @@ func (f *fakeUpstream) Close() error {
 	return nil
 }
 
-func (f *fakeUpstream) Call(ctx context.Context, session, method string, params json.RawMessage, peer Peer) (json.RawMessage, error) {
+func (f *fakeUpstream) Call(ctx context.Context, session, method string, params json.RawMessage, peer jsonrpc.Peer) (json.RawMessage, error) {
 	c := &fakeCall{Ctx: ctx, Session: session, Method: method, Params: append(json.RawMessage(nil), params...), Peer: peer}
 	f.mu.Lock()
 	f.calls = append(f.calls, c)
@@ -244,4 +244,9 @@ func fakeFactory(fakes map[string]*fakeUpstream) NewUpstreamFunc {
 		f.mu.Unlock()
 		return f
 	}
+}
+
+// Adopt refuses: the fake keeps nothing across a hub restart.
+func (f *fakeUpstream) Adopt(json.RawMessage, string, json.RawMessage, jsonrpc.Peer, func(json.RawMessage, error)) bool {
+	return false
 }

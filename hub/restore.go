@@ -9,14 +9,6 @@ import (
 	"github.com/mcphub/mcphub/internal/jsonrpc"
 )
 
-// Adopter is an Upstream that can finish, after a hub restart, a request the
-// previous hub had sent it: its transport resumes the upstream stream the
-// result travels on. Adopt reports false when it cannot; the hub then answers
-// the client with an error instead.
-type Adopter interface {
-	Adopt(upstreamID json.RawMessage, hubToken string, progressToken json.RawMessage, peer Peer, done func(json.RawMessage, error)) bool
-}
-
 // restore brings back the sessions of a previous run: each keeps its id,
 // version, capabilities, log level, subscriptions and streams, so a client
 // sending its old Mcp-Session-Id is served without re-initializing and GET
@@ -89,10 +81,6 @@ func (h *Hub) adopt(s *session, st *stream, c CallRecord) bool {
 	if e == nil {
 		return false
 	}
-	ad, ok := e.up.(Adopter)
-	if !ok {
-		return false
-	}
 	var origToken json.RawMessage
 	if c.ProgressToken != "" {
 		origToken = json.RawMessage(c.ProgressToken)
@@ -108,7 +96,7 @@ func (h *Hub) adopt(s *session, st *stream, c CallRecord) bool {
 			}
 		}
 	}
-	return ad.Adopt(json.RawMessage(c.UpstreamID), c.HubToken, origToken, peer, func(res json.RawMessage, err error) {
+	return e.up.Adopt(json.RawMessage(c.UpstreamID), c.HubToken, origToken, peer, func(res json.RawMessage, err error) {
 		if err != nil {
 			h.answerLost(st, err.Error())
 			return

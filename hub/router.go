@@ -25,7 +25,7 @@ const (
 // route answers one client request: what the hub owns itself (ping, the
 // merged lists, logging/setLevel) here, the rest by name or URI to the server
 // that owns it.
-func (h *Hub) route(ctx context.Context, s *session, m *jsonrpc.Message, peer Peer) (json.RawMessage, error) {
+func (h *Hub) route(ctx context.Context, s *session, m *jsonrpc.Message, peer jsonrpc.Peer) (json.RawMessage, error) {
 	switch m.Method {
 	case "ping":
 		return json.RawMessage(`{}`), nil
@@ -102,7 +102,7 @@ func (h *Hub) list(ctx context.Context, s *session, m *jsonrpc.Message) (json.Ra
 
 // callNamed routes tools/call or prompts/get by its exposed name, rewriting
 // only the name member; the arguments travel as the client sent them.
-func (h *Hub) callNamed(ctx context.Context, s *session, m *jsonrpc.Message, peer Peer, kind string) (json.RawMessage, error) {
+func (h *Hub) callNamed(ctx context.Context, s *session, m *jsonrpc.Message, peer jsonrpc.Peer, kind string) (json.RawMessage, error) {
 	name, _ := jsonrpc.StringMember(m.Params, "name")
 	c := h.view(s.endpoint)
 	if c == nil {
@@ -135,7 +135,7 @@ func (h *Hub) callNamed(ctx context.Context, s *session, m *jsonrpc.Message, pee
 
 // forward sends a request to a server with the right timeout: call_timeout
 // for tools/call, request_timeout otherwise.
-func (h *Hub) forward(ctx context.Context, s *session, server, method string, params json.RawMessage, peer Peer) (json.RawMessage, error) {
+func (h *Hub) forward(ctx context.Context, s *session, server, method string, params json.RawMessage, peer jsonrpc.Peer) (json.RawMessage, error) {
 	e := h.server(server)
 	if e == nil {
 		return nil, describeUnavailable(server, UpstreamStatus{State: "removed"})
@@ -238,7 +238,7 @@ func (h *Hub) countSubscription(server, session, uri string, on bool) bool {
 
 // complete routes completion/complete by its reference: a prompt by its
 // exposed name (rewritten to the server's own), a resource template by URI.
-func (h *Hub) complete(ctx context.Context, s *session, m *jsonrpc.Message, peer Peer) (json.RawMessage, error) {
+func (h *Hub) complete(ctx context.Context, s *session, m *jsonrpc.Message, peer jsonrpc.Peer) (json.RawMessage, error) {
 	ref, ok := jsonrpc.Member(m.Params, "ref")
 	if !ok {
 		return nil, jsonrpc.NewError(jsonrpc.CodeInvalidParams, "params.ref is required")

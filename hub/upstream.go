@@ -9,23 +9,6 @@ import (
 	"github.com/mcphub/mcphub/registry"
 )
 
-// Peer is the downstream end of one routed request: where the upstream's
-// messages about that request go. The hub hands one to Upstream.Call; the
-// upstream calls it for every notification and server-to-client request that
-// belongs to the call, after mapping ids and progress tokens back.
-//
-// It is an alias of an unnamed interface type so that another room can
-// implement Upstream without importing hub.
-type Peer = interface {
-	// Notify delivers a notification belonging to the call (progress with
-	// the client's own token restored, log messages).
-	Notify(msg *jsonrpc.Message)
-	// Request sends a server-to-client request (sampling, elicitation,
-	// roots/list) to the client that made the call and waits for its
-	// result. A JSON-RPC error from the client is returned as *jsonrpc.Error.
-	Request(ctx context.Context, method string, params json.RawMessage) (json.RawMessage, error)
-}
-
 // Upstream is one registry server as the hub uses it: a supervised connection
 // (or, with share = "session", one per client session) that the hub routes
 // requests through. Implementations must be safe for concurrent use.
@@ -41,7 +24,7 @@ type Upstream interface {
 	// progress token, relays what belongs to the call to peer, and sends
 	// notifications/cancelled upstream when ctx ends first. An upstream
 	// JSON-RPC error is returned as *jsonrpc.Error.
-	Call(ctx context.Context, session string, method string, params json.RawMessage, peer Peer) (json.RawMessage, error)
+	Call(ctx context.Context, session string, method string, params json.RawMessage, peer jsonrpc.Peer) (json.RawMessage, error)
 	// Notify forwards a client notification (such as
 	// notifications/roots/list_changed) from session.
 	Notify(ctx context.Context, session string, method string, params json.RawMessage) error
@@ -61,6 +44,13 @@ type Upstream interface {
 	List(method string) []json.RawMessage
 	// Status reports the upstream's state for health and `mcphub list`.
 	Status() UpstreamStatus
+
+	// Adopt finishes, after a hub restart, a request the previous hub had
+	// sent upstream (see jsonrpc.Peer.Forwarded): the transport resumes
+	// the upstream stream the result travels on and done receives it. It
+	// reports false when it cannot; the hub then answers the client with
+	// an error instead.
+	Adopt(upstreamID json.RawMessage, hubToken string, progressToken json.RawMessage, peer jsonrpc.Peer, done func(json.RawMessage, error)) bool
 }
 
 // UpstreamStatus is what an upstream reports about itself.

@@ -333,6 +333,12 @@ func newStoredUpstream(log *slog.Logger, db *store.Store, onProcess func(int, bo
 	}
 }
 
+// The concrete types serve plugs into the hub's interfaces.
+var (
+	_ hub.Upstream = upstream{}
+	_ hub.Store    = hubStore{}
+)
+
 // upstream adapts a bridge.Server to hub.Upstream.
 type upstream struct {
 	*bridge.Server
