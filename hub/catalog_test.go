@@ -349,9 +349,9 @@ prefix = ""
 		t.Fatal(err)
 	}
 	defer h.Close()
-	wantNames(t, "merged tools", h.view("").items["tools/list"], "shared", "a1", "m2", "m1", "zeta__z1")
-	wantRoute(t, h.view(""), "shared", "alpha", "shared")
-	wantNames(t, "/mid/mcp tools", h.view("mid").items["tools/list"], "m2", "shared", "m1")
+	wantNames(t, "merged tools", h.servers.view("").items["tools/list"], "shared", "a1", "m2", "m1", "zeta__z1")
+	wantRoute(t, h.servers.view(""), "shared", "alpha", "shared")
+	wantNames(t, "/mid/mcp tools", h.servers.view("mid").items["tools/list"], "m2", "shared", "m1")
 	for _, s := range h.Status().Servers {
 		if s.Name == "mid" && (len(s.Conflicts) != 1 || !strings.Contains(s.Conflicts[0], "shared")) {
 			t.Errorf("mid's status conflicts = %q, want the hidden \"shared\"", s.Conflicts)

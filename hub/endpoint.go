@@ -1,7 +1,6 @@
 package hub
 
 import (
-	"context"
 	"encoding/json"
 	"errors"
 	"fmt"
@@ -14,22 +13,6 @@ import (
 
 	"github.com/mcphub/mcphub/internal/jsonrpc"
 )
-
-// serveEndpoint serves one MCP endpoint: the merged /mcp (endpoint "") or a
-// server's own /{server}/mcp.
-func (h *Hub) serveEndpoint(w http.ResponseWriter, r *http.Request, endpoint string) {
-	switch r.Method {
-	case http.MethodPost:
-		h.servePost(w, r, endpoint)
-	case http.MethodGet:
-		h.serveGet(w, r, endpoint)
-	case http.MethodDelete:
-		h.serveDelete(w, r, endpoint)
-	default:
-		w.Header().Set("Allow", "GET, POST, DELETE, OPTIONS")
-		httpError(w, http.StatusMethodNotAllowed, "method not allowed: use POST, GET or DELETE")
-	}
-}
 
 // validSessionID reports whether id has the form mcphub mints: 26
 // characters of base32 text.
@@ -46,10 +29,26 @@ func validSessionID(id string) bool {
 	return true
 }
 
+// serveEndpoint serves one MCP endpoint: the merged /mcp (endpoint "") or a
+// server's own /{server}/mcp.
+func (e *edge) serveEndpoint(w http.ResponseWriter, r *http.Request, endpoint string) {
+	switch r.Method {
+	case http.MethodPost:
+		e.servePost(w, r, endpoint)
+	case http.MethodGet:
+		e.serveGet(w, r, endpoint)
+	case http.MethodDelete:
+		e.serveDelete(w, r, endpoint)
+	default:
+		w.Header().Set("Allow", "GET, POST, DELETE, OPTIONS")
+		httpError(w, http.StatusMethodNotAllowed, "method not allowed: use POST, GET or DELETE")
+	}
+}
+
 // lookupSession finds the session named by the request's Mcp-Session-Id on
 // this endpoint, answering 400 (missing or malformed) or 404 (unknown or
 // ended) itself.
-func (h *Hub) lookupSession(w http.ResponseWriter, r *http.Request, endpoint string) *session {
+func (e *edge) lookupSession(w http.ResponseWriter, r *http.Request, endpoint string) *session {
 	id := r.Header.Get("Mcp-Session-Id")
 	switch {
 	case len(r.Header.Values("Mcp-Session-Id")) > 1 && !allSame(r.Header.Values("Mcp-Session-Id")):
@@ -62,9 +61,7 @@ func (h *Hub) lookupSession(w http.ResponseWriter, r *http.Request, endpoint str
 		httpError(w, http.StatusBadRequest, "Bad Request: malformed Mcp-Session-Id")
 		return nil
 	}
-	h.mu.RLock()
-	s := h.sessions[id]
-	h.mu.RUnlock()
+	s := e.sessions.get(id)
 	if s == nil || s.endpoint != endpoint {
 		httpError(w, http.StatusNotFound, "Session not found: it ended or belongs to another endpoint; initialize a new one")
 		return nil
@@ -93,56 +90,89 @@ func checkVersionHeader(w http.ResponseWriter, r *http.Request) bool {
 	return false
 }
 
-func (h *Hub) servePost(w http.ResponseWriter, r *http.Request, endpoint string) {
+// servePost checks and decodes one POSTed message and hands it to its
+// session (or, for initialize, to a new one). Every POST is logged with its
+// status and latency, and with its bodies when audit_log_bodies is on.
+func (e *edge) servePost(w http.ResponseWriter, r *http.Request, endpoint string) {
 	start := time.Now()
-	rec := &statusRecorder{ResponseWriter: w, status: http.StatusOK}
+	audit := e.servers.registry().Hub.AuditLogBodies
+	rec := &statusRecorder{ResponseWriter: w, status: http.StatusOK, keepBody: audit}
 	var msg *jsonrpc.Message
 	var body []byte
 	defer func() {
-		if !h.log.Enabled(r.Context(), slog.LevelInfo) {
+		if !e.log.Enabled(r.Context(), slog.LevelInfo) {
 			return
 		}
 		attrs := []any{"endpoint", endpointName(endpoint), "status_code", rec.status, "latency_ms", time.Since(start).Milliseconds()}
 		if msg != nil {
 			attrs = append(attrs, "mcp_method", logValue(msg.Method), "rpc_id", logValue(string(msg.ID)))
 		}
-		if h.registry().Hub.AuditLogBodies {
+		if audit {
 			attrs = append(attrs, "request_body", string(body), "response_body", string(rec.body))
 		}
-		h.log.Info("POST", attrs...)
+		e.log.Info("POST", attrs...)
 	}()
 	w = rec
-	rec.keepBody = h.registry().Hub.AuditLogBodies
+	if msg, body = e.readMessage(w, r); msg == nil {
+		return
+	}
+	if msg.Method == "initialize" {
+		if !msg.IsRequest() {
+			httpError(w, http.StatusBadRequest, "Bad Request: initialize must be a request")
+			return
+		}
+		e.initialize(w, r, endpoint, msg)
+		return
+	}
+	s := e.lookupSession(w, r, endpoint)
+	if s == nil {
+		return
+	}
+	switch msg.Kind() {
+	case jsonrpc.KindNotification:
+		e.sessions.router.notify(s, msg)
+		w.WriteHeader(http.StatusAccepted)
+	case jsonrpc.KindResponse, jsonrpc.KindErrorResponse:
+		if !s.reply(msg) {
+			e.log.Debug("a client response matched no pending request", "session", s.id, "rpc_id", string(msg.ID))
+		}
+		w.WriteHeader(http.StatusAccepted)
+	case jsonrpc.KindRequest:
+		e.sessions.request(w, r, s, msg)
+	}
+}
 
+// readMessage reads and decodes a POST's one JSON-RPC message, answering
+// what is wrong with it itself (nil message): the media type, the body's
+// size or pace, the protocol version header, a batch, invalid JSON-RPC.
+func (e *edge) readMessage(w http.ResponseWriter, r *http.Request) (*jsonrpc.Message, []byte) {
 	if mt := mediaType(r.Header.Get("Content-Type")); mt != "application/json" {
 		httpError(w, http.StatusUnsupportedMediaType, "Unsupported Media Type: Content-Type must be application/json")
-		return
+		return nil, nil
 	}
-	limit := h.registry().Hub.MaxBodyBytes
-	var err error
-	body, err = io.ReadAll(http.MaxBytesReader(w, r.Body, limit))
+	limit := e.servers.registry().Hub.MaxBodyBytes
+	body, err := io.ReadAll(http.MaxBytesReader(w, r.Body, limit))
 	if err != nil {
 		var tooBig *http.MaxBytesError
-		if errors.As(err, &tooBig) {
-			h.log.Warn("refused a request body over the limit", "limit_bytes", limit)
+		switch {
+		case errors.As(err, &tooBig):
+			e.log.Warn("refused a request body over the limit", "limit_bytes", limit)
 			httpError(w, http.StatusRequestEntityTooLarge, fmt.Sprintf("Request Entity Too Large: bodies are limited to %d bytes ([hub] max_body_bytes)", limit))
-			return
-		}
-		if errors.Is(err, errSlowBody) {
-			h.log.Warn("cut off a request body that arrived too slowly", "bytes", len(body))
+		case errors.Is(err, errSlowBody):
+			e.log.Warn("cut off a request body that arrived too slowly", "bytes", len(body))
 			httpError(w, http.StatusRequestTimeout, fmt.Sprintf("Request Timeout: the body arrived too slowly; it must arrive within %s plus one second per %d KiB", bodyGrace, minBodyRate>>10))
-			return
+		default:
+			httpError(w, http.StatusBadRequest, "Bad Request: could not read the body")
 		}
-		httpError(w, http.StatusBadRequest, "Bad Request: could not read the body")
-		return
+		return nil, body
 	}
 	if !checkVersionHeader(w, r) {
-		return
+		return nil, body
 	}
 	if jsonrpc.IsBatch(body) {
 		writeRPCError(w, http.StatusBadRequest, nil, jsonrpc.NewError(jsonrpc.CodeInvalidRequest,
 			"Invalid Request: JSON-RPC batches are not supported; send one message per POST"))
-		return
+		return nil, body
 	}
 	m, derr := jsonrpc.Decode(body)
 	if derr != nil {
@@ -153,148 +183,64 @@ func (h *Hub) servePost(w http.ResponseWriter, r *http.Request, endpoint string)
 			id = m.ID
 		}
 		writeRPCError(w, http.StatusBadRequest, id, rpcErr)
+		return nil, body
+	}
+	return m, body
+}
+
+// serveGet opens a standalone SSE stream, or resumes a stream with
+// Last-Event-ID: its missed events are replayed, then it continues live.
+func (e *edge) serveGet(w http.ResponseWriter, r *http.Request, endpoint string) {
+	start := time.Now()
+	if parseAccept(acceptHeader(r)).mode < acceptSSEOnly {
+		httpError(w, http.StatusNotAcceptable, "Not Acceptable: a GET must accept text/event-stream")
 		return
 	}
-	msg = m
-	if m.Method == "initialize" {
-		if !m.IsRequest() {
-			httpError(w, http.StatusBadRequest, "Bad Request: initialize must be a request")
-			return
-		}
-		h.initialize(w, r, endpoint, m)
+	if !checkVersionHeader(w, r) {
 		return
 	}
-	s := h.lookupSession(w, r, endpoint)
+	s := e.lookupSession(w, r, endpoint)
 	if s == nil {
 		return
 	}
-	switch m.Kind() {
-	case jsonrpc.KindNotification:
-		h.clientNotification(s, m)
-		w.WriteHeader(http.StatusAccepted)
-	case jsonrpc.KindResponse, jsonrpc.KindErrorResponse:
-		if !s.reply(m) {
-			h.log.Debug("a client response matched no pending request", "session", s.id, "rpc_id", string(m.ID))
-		}
-		w.WriteHeader(http.StatusAccepted)
-	case jsonrpc.KindRequest:
-		h.clientRequest(w, r, s, m)
-	}
-}
-
-// clientRequest runs one request and answers it as JSON or as an SSE stream.
-func (h *Hub) clientRequest(w http.ResponseWriter, r *http.Request, s *session, m *jsonrpc.Message) {
-	acc := parseAccept(acceptHeader(r))
-	mode := replyModeFor(acc, h.registry().Hub.PostSSE, m)
-	h.log.Debug("reply mode", "method", m.Method, "accept", acc.mode.String(), "prefers_sse", acc.prefersSSE, "mode", mode, "session", s.id)
-
-	// The call belongs to the session, not to the HTTP request: a client
-	// whose SSE connection drops may resume it. Only a JSON reply, which
-	// cannot be resumed, ends with its connection.
-	ctx, cancelCause := context.WithCancelCause(s.ctx)
-	cancel := func() { cancelCause(nil) }
-	untrack, err := s.track(m.ID, cancelCause)
-	if err != nil {
-		cancel()
-		h.log.Warn("refused a request", "session", s.id, "method", m.Method, "err", err)
-		writeRPCError(w, http.StatusOK, m.ID, jsonrpc.NewError(jsonrpc.CodeInvalidRequest, err.Error()))
+	last := r.Header.Get("Last-Event-ID")
+	st, cursor, err := e.sessions.claimStream(s, last)
+	switch {
+	case errors.Is(err, errStreamBusy):
+		e.log.Warn("refused a second connection for a stream", "session", s.id, "last_event_id", logValue(last))
+		httpError(w, http.StatusConflict, "Conflict: that stream is already being served on another connection")
+		return
+	case errors.Is(err, errTooManyStreams):
+		e.log.Warn("refused a stream over the per-session limit", "session", s.id, "err", err)
+		httpError(w, http.StatusTooManyRequests, err.Error())
+		return
+	case errors.Is(err, errSessionEnded):
+		httpError(w, http.StatusNotFound, "Session not found")
+		return
+	case err != nil:
+		e.log.Warn("refused a stream resumption", "session", s.id, "last_event_id", logValue(last), "err", err)
+		httpError(w, http.StatusBadRequest, "Bad Request: "+err.Error())
 		return
 	}
-	// reply runs the call and encodes its answer; nil when the client
-	// cancelled it (no response, as the spec asks).
-	reply := func(peer *sessionPeer) ([]byte, int) {
-		res, err := h.route(ctx, s, m, peer)
-		// The id is free again before the client can see the answer.
-		untrack()
-		switch {
-		case err != nil && errors.Is(context.Cause(ctx), errClientCancelled):
-			return nil, 0
-		case err != nil:
-			e, status := h.rpcError(err, s.endpoint)
-			return jsonrpc.NewErrorResponse(m.ID, e).Encode(), status
-		}
-		return jsonrpc.NewResponse(m.ID, res).Encode(), http.StatusOK
-	}
-
-	switch mode {
-	case replyJSON:
-		defer cancel()
-		defer untrack()
-		stop := context.AfterFunc(r.Context(), cancel)
-		defer stop()
-		// The call may outlast the response's write deadline, which over
-		// HTTP/2 would reset the stream mid-call: it is lifted for the
-		// call and set again for the write.
-		rc := http.NewResponseController(w)
-		rc.SetWriteDeadline(time.Time{})
-		body, status := reply(&sessionPeer{s: s, send: s.deliver})
-		rc.SetWriteDeadline(time.Now().Add(writeTimeout))
-		writeJSONReply(w, status, m.ID, body)
-	case replySSE:
-		st, err := h.openStream(s, true, m.ID)
-		if err != nil {
-			cancel()
-			untrack()
-			httpError(w, http.StatusNotFound, "Session not found")
-			return
-		}
-		cursor, _ := st.attach(-1)
-		go func() {
-			defer cancel()
-			defer untrack()
-			body, _ := reply(&sessionPeer{h: h, s: s, st: st, send: func(b []byte) { st.append(b, false) }})
-			if body == nil {
-				st.finish()
-				return
-			}
-			st.append(body, true)
-		}()
-		h.serveReply(w, r, s, st, cursor)
-	case replyLazy:
-		defer untrack()
-		l := &lazyStream{h: h, s: s, id: m.ID, w: w, r: r, keep: context.AfterFunc(r.Context(), cancel)}
-		defer l.keep()
-		timer := time.AfterFunc(streamAfter, func() { l.open() })
-		body, status := reply(&sessionPeer{h: h, s: s, lazy: l, send: l.send})
-		timer.Stop()
-		served, asJSON := l.finish(body)
-		cancel()
-		switch {
-		case !asJSON:
-			<-served
-		case l.failure != nil:
-			httpError(w, http.StatusNotFound, "Session not found")
-		default:
-			writeJSONReply(w, status, m.ID, body)
-		}
-	}
+	e.sessions.serveStream(w, r, s, st, cursor)
+	e.log.Info("GET stream closed", "endpoint", endpointName(endpoint), "session", s.id, "stream", st.id,
+		"status_code", http.StatusOK, "latency_ms", time.Since(start).Milliseconds())
 }
 
-// serveReply sends a POST's SSE stream and forgets it once wholly delivered.
-func (h *Hub) serveReply(w http.ResponseWriter, r *http.Request, s *session, st *stream, cursor int) {
-	sseHeaders(w)
-	flush(w)
-	delivered, err := st.serve(w, cursor, h.opts.Heartbeat, r.Context().Done(), s.ctx.Done(), nil)
-	if delivered {
-		s.forgetStream(st)
+// serveDelete ends a session, as its client asks.
+func (e *edge) serveDelete(w http.ResponseWriter, r *http.Request, endpoint string) {
+	start := time.Now()
+	if !checkVersionHeader(w, r) {
 		return
 	}
-	h.log.Debug("a reply stream ended before its response", "session", s.id, "stream", st.id, "err", err, "client_gone", r.Context().Err() != nil)
-}
-
-// writeJSONReply writes a JSON reply; a nil body (a cancelled request) gets
-// a JSON-RPC error, since an HTTP response needs a body.
-func writeJSONReply(w http.ResponseWriter, status int, id json.RawMessage, body []byte) {
-	if body == nil {
-		writeRPCError(w, http.StatusOK, id, jsonrpc.NewError(codeServerError, "request cancelled"))
+	s := e.lookupSession(w, r, endpoint)
+	if s == nil {
 		return
 	}
-	w.Header().Set("Content-Type", "application/json")
-	// With its length known, the server can send the reply as soon as it
-	// is written, before the call's clean-up runs.
-	w.Header().Set("Content-Length", strconv.Itoa(len(body)))
-	w.WriteHeader(status)
-	w.Write(body)
+	e.sessions.end(s)
+	w.WriteHeader(http.StatusNoContent)
+	e.log.Info("DELETE", "endpoint", endpointName(endpoint), "session", s.id, "status_code", http.StatusNoContent,
+		"latency_ms", time.Since(start).Milliseconds())
 }
 
 // acceptHeader joins every Accept line: several lines mean the same as one
@@ -306,76 +252,6 @@ func acceptHeader(r *http.Request) string {
 // flush sends what w holds through its ResponseController, which reaches
 // the server's writer through any wrapper that has Unwrap.
 func flush(w http.ResponseWriter) error { return http.NewResponseController(w).Flush() }
-
-// serveGet opens a standalone SSE stream, or resumes a stream with
-// Last-Event-ID: its missed events are replayed, then it continues live.
-func (h *Hub) serveGet(w http.ResponseWriter, r *http.Request, endpoint string) {
-	start := time.Now()
-	if parseAccept(acceptHeader(r)).mode < acceptSSEOnly {
-		httpError(w, http.StatusNotAcceptable, "Not Acceptable: a GET must accept text/event-stream")
-		return
-	}
-	if !checkVersionHeader(w, r) {
-		return
-	}
-	s := h.lookupSession(w, r, endpoint)
-	if s == nil {
-		return
-	}
-	var (
-		st     *stream
-		cursor int
-		err    error
-	)
-	if last := r.Header.Get("Last-Event-ID"); last != "" {
-		st, cursor, err = s.resumeStream(last)
-	} else if st, err = h.openStream(s, false, nil); err == nil {
-		cursor, err = st.attach(-1)
-	}
-	switch {
-	case errors.Is(err, errStreamBusy):
-		h.log.Warn("refused a second connection for a stream", "session", s.id, "last_event_id", logValue(r.Header.Get("Last-Event-ID")))
-		httpError(w, http.StatusConflict, "Conflict: that stream is already being served on another connection")
-		return
-	case errors.Is(err, errTooManyStreams):
-		h.log.Warn("refused a stream over the per-session limit", "session", s.id, "err", err)
-		httpError(w, http.StatusTooManyRequests, err.Error())
-		return
-	case errors.Is(err, errSessionEnded):
-		httpError(w, http.StatusNotFound, "Session not found")
-		return
-	case err != nil:
-		h.log.Warn("refused a stream resumption", "session", s.id, "last_event_id", logValue(r.Header.Get("Last-Event-ID")), "err", err)
-		httpError(w, http.StatusBadRequest, "Bad Request: "+err.Error())
-		return
-	}
-	sseHeaders(w)
-	flush(w)
-	var pull func(*stream)
-	if !st.post {
-		pull = s.pull
-	}
-	if delivered, _ := st.serve(w, cursor, h.opts.Heartbeat, r.Context().Done(), s.ctx.Done(), pull); delivered {
-		s.forgetStream(st)
-	}
-	h.log.Info("GET stream closed", "endpoint", endpointName(endpoint), "session", s.id, "stream", st.id,
-		"status_code", http.StatusOK, "latency_ms", time.Since(start).Milliseconds())
-}
-
-func (h *Hub) serveDelete(w http.ResponseWriter, r *http.Request, endpoint string) {
-	start := time.Now()
-	if !checkVersionHeader(w, r) {
-		return
-	}
-	s := h.lookupSession(w, r, endpoint)
-	if s == nil {
-		return
-	}
-	h.endSession(s)
-	w.WriteHeader(http.StatusNoContent)
-	h.log.Info("DELETE", "endpoint", endpointName(endpoint), "session", s.id, "status_code", http.StatusNoContent,
-		"latency_ms", time.Since(start).Milliseconds())
-}
 
 // logValue bounds a client-chosen value in a log line: a 4 MiB id must not
 // make a 4 MiB line.

@@ -93,11 +93,12 @@ func (s *testServer) close() { s.Close() }
 // the hub has just loaded: no session existed to see the old ones, and the
 // tests count notifications exactly.
 func quietStartup(h *Hub) {
-	h.notifyMu.Lock()
-	defer h.notifyMu.Unlock()
-	if h.timer != nil && h.timer.Stop() {
-		h.timer = nil
-		h.pending = map[string]map[string]bool{}
+	f := h.fanout
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	if f.timer != nil && f.timer.Stop() {
+		f.timer = nil
+		f.pending = map[string]map[string]bool{}
 	}
 }
 
@@ -203,9 +204,7 @@ func (th *testHub) connect(path, version, caps string) *client {
 
 // session returns the hub's side of the client's session.
 func (c *client) session() *session {
-	c.th.h.mu.RLock()
-	defer c.th.h.mu.RUnlock()
-	return c.th.h.sessions[c.sid]
+	return c.th.h.sessions.get(c.sid)
 }
 
 // post sends one message with the session header.

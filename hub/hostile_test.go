@@ -592,9 +592,7 @@ func hostileCallLimit(t *testing.T, th *testHub, logs *hostileLog, release chan 
 // makes room again.
 func hostileSessionLimit(t *testing.T, th *testHub, logs *hostileLog) {
 	count := func() int {
-		th.h.mu.RLock()
-		defer th.h.mu.RUnlock()
-		return th.h.countSessionsLocked("")
+		return th.h.sessions.count("")
 	}
 	var extra []string
 	for count() < maxSessions {

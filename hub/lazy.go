@@ -23,11 +23,11 @@ var streamAfter = 500 * time.Millisecond
 // hand-off at all; only when the reply turns into a stream does a goroutine
 // take over the ResponseWriter to serve it, and the handler waits for it.
 type lazyStream struct {
-	h  *Hub
-	s  *session
-	id json.RawMessage
-	w  http.ResponseWriter
-	r  *http.Request
+	set *sessionSet
+	s   *session
+	id  json.RawMessage
+	w   http.ResponseWriter
+	r   *http.Request
 	// keep stops the hook that cancels the call when the client goes
 	// away: once there is a stream, the call outlives the connection.
 	keep func() bool
@@ -54,7 +54,7 @@ func (l *lazyStream) openLocked() *stream {
 	if l.st != nil || l.json || l.failure != nil {
 		return l.st
 	}
-	st, err := l.h.openStream(l.s, true, l.id)
+	st, err := l.set.openStream(l.s, true, l.id)
 	if err != nil {
 		l.failure = err
 		return nil
@@ -62,13 +62,13 @@ func (l *lazyStream) openLocked() *stream {
 	st.attach(-1)
 	l.st = st
 	if f := l.fwd; f != nil {
-		l.h.saveCall(st, f.server, f.upstreamID, f.hubToken, f.progressToken)
+		l.set.store.saveCall(st, *f)
 	}
 	l.keep()
 	l.served = make(chan struct{})
 	go func() {
 		defer close(l.served)
-		l.h.serveReply(l.w, l.r, l.s, st, 0)
+		l.set.serveReply(l.w, l.r, l.s, st, 0)
 	}()
 	return st
 }
@@ -112,7 +112,7 @@ func (l *lazyStream) forwarded(f forwardInfo) {
 	l.mu.Lock()
 	defer l.mu.Unlock()
 	if l.st != nil {
-		l.h.saveCall(l.st, f.server, f.upstreamID, f.hubToken, f.progressToken)
+		l.set.store.saveCall(l.st, f)
 		return
 	}
 	l.fwd = &f

@@ -163,7 +163,7 @@ func TestHugeDeclaredBodyGetsNoLongerAllowance(t *testing.T) {
 	th := startHub(t, "[hub]\nmax_body_bytes = 16384\n"+twoServers, routedFakes())
 	start := time.Now()
 	conn := rawPost(t, th, 1<<32, `{"jsonrpc":"2.0",`)
-	conn.SetReadDeadline(time.Now().Add(bodyAllowance(th.h.registry().Hub.MaxBodyBytes) + 5*time.Second))
+	conn.SetReadDeadline(time.Now().Add(bodyAllowance(th.h.servers.registry().Hub.MaxBodyBytes) + 5*time.Second))
 	resp, err := http.ReadResponse(bufio.NewReader(conn), nil)
 	if err != nil {
 		t.Fatalf("no answer to a stalled body declaring 4 GiB after %s: %v", time.Since(start), err)

@@ -3,10 +3,9 @@ package hub
 import (
 	"context"
 	"encoding/json"
-	"errors"
-	"fmt"
 	"maps"
 	"slices"
+	"sync"
 	"time"
 
 	"github.com/mcphub/mcphub/internal/jsonrpc"
@@ -20,10 +19,33 @@ var listChangedMethods = map[string]string{
 	"resources/templates/list": "notifications/resources/list_changed",
 }
 
-// diffCatalogs schedules list_changed for the lists of an endpoint whose
-// exposed items changed. Nothing is sent when a rebuild changed nothing a
-// client of that endpoint sees.
-func (h *Hub) diffCatalogs(endpoint string, old, new *catalog) {
+// fanout is the hub's part that delivers what belongs to no call: the
+// coalesced list_changed of every view whose lists changed, the
+// notifications and server-to-client requests upstreams send outside a call,
+// and the log level each upstream is asked for.
+type fanout struct {
+	ctx      context.Context
+	delay    time.Duration // the window list_changed is coalesced over
+	sessions *sessionSet
+	servers  *serverSet
+
+	mu           sync.Mutex
+	pending      map[string]map[string]bool // endpoint → list_changed methods awaiting the window
+	pendingSince map[string]time.Time       // endpoint → when its latest change happened
+	timer        *time.Timer
+
+	levelMu  sync.Mutex
+	upLevels map[string]string // level last sent to each upstream
+}
+
+func newFanout(ctx context.Context, delay time.Duration) *fanout {
+	return &fanout{ctx: ctx, delay: delay, pending: map[string]map[string]bool{}, pendingSince: map[string]time.Time{}, upLevels: map[string]string{}}
+}
+
+// diff schedules list_changed for the lists of an endpoint whose exposed
+// items changed. Nothing is sent when a rebuild changed nothing a client of
+// that endpoint sees.
+func (f *fanout) diff(endpoint string, old, new *catalog) {
 	var changed []string
 	for _, k := range listKinds {
 		if old.digest[k.method] != new.digest[k.method] {
@@ -33,35 +55,35 @@ func (h *Hub) diffCatalogs(endpoint string, old, new *catalog) {
 	if len(changed) == 0 {
 		return
 	}
-	h.notifyMu.Lock()
-	defer h.notifyMu.Unlock()
-	set := h.pending[endpoint]
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	set := f.pending[endpoint]
 	if set == nil {
 		set = map[string]bool{}
-		h.pending[endpoint] = set
+		f.pending[endpoint] = set
 	}
 	for _, m := range changed {
 		set[listChangedMethods[m]] = true
 	}
-	h.pendingSince[endpoint] = time.Now()
-	if h.timer == nil {
-		h.timer = time.AfterFunc(h.opts.ListChangedDelay, h.flushListChanged)
+	f.pendingSince[endpoint] = time.Now()
+	if f.timer == nil {
+		f.timer = time.AfterFunc(f.delay, f.flush)
 	}
 }
 
-// flushListChanged sends the coalesced list_changed notifications of the
-// window that just ended: one per kind to every session of each endpoint
-// whose view changed.
-func (h *Hub) flushListChanged() {
-	h.notifyMu.Lock()
-	pending, since := h.pending, h.pendingSince
-	h.pending, h.pendingSince = map[string]map[string]bool{}, map[string]time.Time{}
-	h.timer = nil
-	h.notifyMu.Unlock()
-	if h.ctx.Err() != nil {
+// flush sends the coalesced list_changed notifications of the window that
+// just ended: one per kind to every session of each endpoint whose view
+// changed.
+func (f *fanout) flush() {
+	f.mu.Lock()
+	pending, since := f.pending, f.pendingSince
+	f.pending, f.pendingSince = map[string]map[string]bool{}, map[string]time.Time{}
+	f.timer = nil
+	f.mu.Unlock()
+	if f.ctx.Err() != nil {
 		return
 	}
-	for _, s := range h.sessionList() {
+	for _, s := range f.sessions.list() {
 		if s.created.After(since[s.endpoint]) {
 			continue // it started after the change and saw the new lists
 		}
@@ -72,56 +94,30 @@ func (h *Hub) flushListChanged() {
 	}
 }
 
-// sessionList returns the live sessions.
-func (h *Hub) sessionList() []*session {
-	h.mu.RLock()
-	defer h.mu.RUnlock()
-	out := make([]*session, 0, len(h.sessions))
-	for _, s := range h.sessions {
-		out = append(out, s)
+// stop cancels a pending window.
+func (f *fanout) stop() {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	if f.timer != nil {
+		f.timer.Stop()
 	}
-	return out
 }
 
-// sessionsOf returns the sessions that see server: every /mcp session and the
-// server's own /{server}/mcp sessions; for a per-session connection, just
-// that session.
-func (h *Hub) sessionsOf(server, sessionID string) []*session {
-	h.mu.RLock()
-	defer h.mu.RUnlock()
-	if sessionID != "" {
-		if s := h.sessions[sessionID]; s != nil {
-			return []*session{s}
-		}
-		return nil
-	}
-	var out []*session
-	for _, s := range h.sessions {
-		if s.endpoint == "" || s.endpoint == server {
-			out = append(out, s)
-		}
-	}
-	return out
-}
-
-// upstreamNotification routes a notification that belongs to no call.
-func (h *Hub) upstreamNotification(server, sessionID string, msg *jsonrpc.Message) {
+// notification routes a notification that belongs to no call.
+func (f *fanout) notification(server, sessionID string, msg *jsonrpc.Message) {
 	switch msg.Method {
 	case "notifications/resources/updated":
 		uri, _ := jsonrpc.StringMember(msg.Params, "uri")
 		data := msg.Encode()
-		for _, s := range h.sessionsOf(server, sessionID) {
-			s.mu.Lock()
-			_, subscribed := s.subs[uri]
-			s.mu.Unlock()
-			if subscribed {
+		for _, s := range f.sessions.of(server, sessionID) {
+			if s.subscribed(uri) {
 				s.deliver(data)
 			}
 		}
 	case "notifications/message":
 		level, _ := jsonrpc.StringMember(msg.Params, "level")
 		data := msg.Encode()
-		for _, s := range h.sessionsOf(server, sessionID) {
+		for _, s := range f.sessions.of(server, sessionID) {
 			if admits(s.level(), level) {
 				s.deliver(data)
 			}
@@ -134,7 +130,7 @@ func (h *Hub) upstreamNotification(server, sessionID string, msg *jsonrpc.Messag
 		// server's own endpoint, which see it as it is; the merged view
 		// has no place for them.
 		data := msg.Encode()
-		for _, s := range h.sessionsOf(server, sessionID) {
+		for _, s := range f.sessions.of(server, sessionID) {
 			if s.endpoint == server {
 				s.deliver(data)
 			}
@@ -142,12 +138,12 @@ func (h *Hub) upstreamNotification(server, sessionID string, msg *jsonrpc.Messag
 	}
 }
 
-// upstreamRequest routes a server-to-client request that belongs to no call:
-// to its own session for a per-session connection, else to the most recently
-// active session that sees the server and declared the capability.
-func (h *Hub) upstreamRequest(ctx context.Context, server, sessionID, method string, params json.RawMessage) (json.RawMessage, error) {
+// request routes a server-to-client request that belongs to no call: to its
+// own session for a per-session connection, else to the most recently active
+// session that sees the server and declared the capability.
+func (f *fanout) request(ctx context.Context, server, sessionID, method string, params json.RawMessage) (json.RawMessage, error) {
 	var best *session
-	for _, s := range h.sessionsOf(server, sessionID) {
+	for _, s := range f.sessions.of(server, sessionID) {
 		if !s.caps.allows(method) {
 			continue
 		}
@@ -194,10 +190,10 @@ func admits(level, msgLevel string) bool {
 	return r < 0 || r >= levelRank(level)
 }
 
-// applyLogLevels sets every upstream to the lowest level any session wants.
-func (h *Hub) applyLogLevels() {
+// applyLevels sets every upstream to the lowest level any session wants.
+func (f *fanout) applyLevels() {
 	want := ""
-	for _, s := range h.sessionList() {
+	for _, s := range f.sessions.list() {
 		l := s.level()
 		if l == "" {
 			l = defaultLogLevel
@@ -209,30 +205,13 @@ func (h *Hub) applyLogLevels() {
 	if want == "" {
 		return
 	}
-	h.mu.RLock()
-	servers := make(map[string]Upstream, len(h.servers))
-	for n, e := range h.servers {
-		servers[n] = e.up
-	}
-	h.mu.RUnlock()
-	h.logMu.Lock()
-	defer h.logMu.Unlock()
-	for n, up := range servers {
-		if h.upLevels[n] != want {
-			h.upLevels[n] = want
-			up.SetLogLevel(want)
+	servers := f.servers.sorted()
+	f.levelMu.Lock()
+	defer f.levelMu.Unlock()
+	for _, e := range servers {
+		if f.upLevels[e.spec.Name] != want {
+			f.upLevels[e.spec.Name] = want
+			e.up.SetLogLevel(want)
 		}
 	}
-}
-
-// errUnavailable is the hub's view of an upstream that cannot take a call.
-var errUnavailable = errors.New("server unavailable")
-
-// describeUnavailable says why a server cannot take a call now.
-func describeUnavailable(name string, st UpstreamStatus) error {
-	msg := fmt.Sprintf("server %s is %s", name, st.State)
-	if st.LastError != "" {
-		msg += ": " + st.LastError
-	}
-	return fmt.Errorf("%w: %s", errUnavailable, msg)
 }

@@ -151,27 +151,47 @@ var (
 	maxSessionBytes  int64 = 16 << 20
 )
 
-// sweepInterval is how often idle sessions and old events are swept.
-var sweepInterval = time.Minute
+// persister is the hub's part that keeps sessions, streams, events and calls
+// in the Store through one batching writer. A nil *persister (no store)
+// keeps nothing and every method is a no-op, so callers need no checks.
+type persister struct {
+	store Store
+	w     *writer
+}
+
+// newPersister starts the writer of st; nil when st is nil.
+func newPersister(st Store, log interface{ Error(string, ...any) }) *persister {
+	if st == nil {
+		return nil
+	}
+	return &persister{store: st, w: newWriter(st, log)}
+}
+
+// close writes what is queued and stops the writer.
+func (p *persister) close() {
+	if p != nil {
+		p.w.close()
+	}
+}
 
 // bindStream makes a stream persistent: its events are written before they
 // go on the wire, and read back for a resume older than memory holds.
-func (h *Hub) bindStream(s *session, st *stream) {
-	if h.writer == nil {
+func (p *persister) bindStream(s *session, st *stream) {
+	if p == nil {
 		return
 	}
 	sid := s.id
 	st.persist = func(ev event, final bool, committed func()) {
 		if !final {
-			h.writer.add(StoreOp{Event: &EventRecord{Session: sid, Stream: st.id, Seq: ev.seq, Data: ev.data}}, committed)
+			p.w.add(StoreOp{Event: &EventRecord{Session: sid, Stream: st.id, Seq: ev.seq, Data: ev.data}}, committed)
 			return
 		}
-		h.writer.add(StoreOp{Event: &EventRecord{Session: sid, Stream: st.id, Seq: ev.seq, Data: ev.data}}, nil)
-		h.writer.add(StoreOp{Stream: &StreamRecord{ID: st.id, Session: sid, Post: st.post, RequestID: string(st.requestID), Finished: true}}, nil)
-		h.writer.add(StoreOp{DeleteCall: st.id}, committed)
+		p.w.add(StoreOp{Event: &EventRecord{Session: sid, Stream: st.id, Seq: ev.seq, Data: ev.data}}, nil)
+		p.w.add(StoreOp{Stream: &StreamRecord{ID: st.id, Session: sid, Post: st.post, RequestID: string(st.requestID), Finished: true}}, nil)
+		p.w.add(StoreOp{DeleteCall: st.id}, committed)
 	}
 	st.load = func(after int) ([]event, error) {
-		recs, err := h.opts.Store.EventsAfter(st.id, after)
+		recs, err := p.store.EventsAfter(st.id, after)
 		if err != nil {
 			return nil, err
 		}
@@ -184,16 +204,16 @@ func (h *Hub) bindStream(s *session, st *stream) {
 }
 
 // saveStream records a new stream.
-func (h *Hub) saveStream(s *session, st *stream) {
-	if h.writer != nil {
-		h.writer.add(StoreOp{Stream: &StreamRecord{ID: st.id, Session: s.id, Post: st.post, RequestID: string(st.requestID)}}, nil)
+func (p *persister) saveStream(s *session, st *stream) {
+	if p != nil {
+		p.w.add(StoreOp{Stream: &StreamRecord{ID: st.id, Session: s.id, Post: st.post, RequestID: string(st.requestID)}}, nil)
 	}
 }
 
 // saveSession records a session's settings; wait makes it durable before
 // returning (initialize, so a restart right after still knows the session).
-func (h *Hub) saveSession(s *session, wait bool) {
-	if h.writer == nil {
+func (p *persister) saveSession(s *session, wait bool) {
+	if p == nil {
 		return
 	}
 	s.mu.Lock()
@@ -204,49 +224,41 @@ func (h *Hub) saveSession(s *session, wait bool) {
 	}
 	s.mu.Unlock()
 	if wait {
-		h.writer.sync(StoreOp{Session: rec})
+		p.w.sync(StoreOp{Session: rec})
 	} else {
-		h.writer.add(StoreOp{Session: rec}, nil)
+		p.w.add(StoreOp{Session: rec}, nil)
+	}
+}
+
+// deleteSession forgets an ended session.
+func (p *persister) deleteSession(id string) {
+	if p != nil {
+		p.w.add(StoreOp{DeleteSession: id}, nil)
 	}
 }
 
 // saveCall records where a POST stream's request went upstream.
-func (h *Hub) saveCall(st *stream, server string, upstreamID []byte, hubToken string, progressToken []byte) {
-	if h.writer != nil && st != nil {
-		h.writer.add(StoreOp{Call: &CallRecord{Stream: st.id, Server: server, UpstreamID: string(upstreamID), HubToken: hubToken, ProgressToken: string(progressToken)}}, nil)
+func (p *persister) saveCall(st *stream, f forwardInfo) {
+	if p != nil && st != nil {
+		p.w.add(StoreOp{Call: &CallRecord{Stream: st.id, Server: f.server, UpstreamID: string(f.upstreamID), HubToken: f.hubToken, ProgressToken: string(f.progressToken)}}, nil)
 	}
 }
 
-// sweep ends sessions idle past the TTL, records when the others were last
-// seen, and trims stored events to their budget.
-func (h *Hub) sweep() {
-	ttl := h.registry().Hub.SessionTTL
-	cutoff := time.Now().Add(-ttl)
-	for _, s := range h.sessionList() {
-		if time.Unix(0, s.lastSeen.Load()).Before(cutoff) && !s.busy() {
-			h.log.Info("session expired", "session", s.id, "idle_ttl", ttl)
-			h.endSession(s)
-			continue
-		}
-		h.saveSession(s, false)
+// sweep deletes what idled out before cutoff and trims every session's
+// events to its budget.
+func (p *persister) sweep(cutoff time.Time) error {
+	if p == nil {
+		return nil
 	}
-	if h.opts.Store == nil {
-		return
-	}
-	if _, err := h.opts.Store.Sweep(cutoff, maxSessionEvents, maxSessionBytes); err != nil {
-		h.log.Error("could not sweep the store", "err", err)
-	}
+	_, err := p.store.Sweep(cutoff, maxSessionEvents, maxSessionBytes)
+	return err
 }
 
-func (h *Hub) runSweeper() {
-	t := time.NewTicker(sweepInterval)
-	defer t.Stop()
-	for {
-		select {
-		case <-t.C:
-			h.sweep()
-		case <-h.ctx.Done():
-			return
-		}
+// counts reports a session's stored events and their bytes.
+func (p *persister) counts(id string) (int, int64) {
+	if p == nil {
+		return 0, 0
 	}
+	n, b, _ := p.store.Counts(id)
+	return n, b
 }

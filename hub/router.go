@@ -5,86 +5,125 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
-	"net/http"
-	"slices"
-	"sort"
 	"strings"
+	"sync"
 	"time"
 
 	"github.com/mcphub/mcphub/internal/jsonrpc"
-	"github.com/mcphub/mcphub/internal/textdist"
 )
 
-// JSON-RPC codes mcphub uses beyond the standard ones.
-const (
-	codeServerError      = -32000
-	codeRequestTimeout   = -32001
-	codeResourceNotFound = -32002
-)
+// router is the hub's part that answers client requests: a method table
+// (routes) says, for each method, which members of params it routes on and
+// which handler serves it. What the hub owns itself (ping, the merged lists,
+// logging/setLevel, subscriptions) is answered here; the rest is forwarded by
+// name or URI to the server that owns it. The next protocol revision's
+// methods are added to the table.
+type router struct {
+	servers *serverSet
+	store   *persister
+	// levels re-applies the upstreams' log levels after a session's
+	// level changed.
+	levels func()
 
-// route answers one client request: what the hub owns itself (ping, the
-// merged lists, logging/setLevel) here, the rest by name or URI to the server
-// that owns it.
-func (h *Hub) route(ctx context.Context, s *session, m *jsonrpc.Message, peer jsonrpc.Peer) (json.RawMessage, error) {
-	switch m.Method {
-	case "ping":
-		return json.RawMessage(`{}`), nil
-	case "tools/list", "prompts/list", "resources/list", "resources/templates/list":
-		return h.list(ctx, s, m)
-	case "logging/setLevel":
-		level, _ := jsonrpc.StringMember(m.Params, "level")
-		if levelRank(level) < 0 {
-			return nil, jsonrpc.Errorf(jsonrpc.CodeInvalidParams, "invalid log level %q; use one of %s", level, strings.Join(logLevels, ", "))
-		}
-		s.mu.Lock()
-		s.logLevel = level
-		s.mu.Unlock()
-		h.saveSession(s, false)
-		h.applyLogLevels()
-		return json.RawMessage(`{}`), nil
-	case "tools/call":
-		return h.callNamed(ctx, s, m, peer, "tool")
-	case "prompts/get":
-		return h.callNamed(ctx, s, m, peer, "prompt")
-	case "resources/read":
-		uri, _ := jsonrpc.StringMember(m.Params, "uri")
-		server, err := h.resourceOwner(s, uri)
-		if err != nil {
-			return nil, err
-		}
-		return h.forward(ctx, s, server, m.Method, m.Params, peer)
-	case "resources/subscribe", "resources/unsubscribe":
-		return h.subscribe(ctx, s, m)
-	case "completion/complete":
-		return h.complete(ctx, s, m, peer)
-	case "initialize":
-		return nil, jsonrpc.NewError(jsonrpc.CodeInvalidRequest, "the session is already initialized")
+	mu   sync.Mutex
+	subs map[string]int // "server\x00uri" → sessions subscribed
+}
+
+func newRouter(servers *serverSet, store *persister, levels func()) *router {
+	return &router{servers: servers, store: store, levels: levels, subs: map[string]int{}}
+}
+
+// call is one client request on its way through the router: its session,
+// the message, its params members decoded once, and where the upstream's
+// messages about it go.
+type call struct {
+	s    *session
+	m    *jsonrpc.Message
+	p    params
+	peer jsonrpc.Peer
+}
+
+// route is one row of the method table.
+type route struct {
+	// decode lists the params members the handler reads; they are decoded
+	// in one pass before it runs.
+	decode members
+	serve  func(r *router, ctx context.Context, c *call) (json.RawMessage, error)
+}
+
+// routes is the method table of the session-era protocol.
+var routes = map[string]route{
+	"ping":                     {serve: (*router).ping},
+	"tools/list":               {decode: mCursor, serve: (*router).list},
+	"prompts/list":             {decode: mCursor, serve: (*router).list},
+	"resources/list":           {decode: mCursor, serve: (*router).list},
+	"resources/templates/list": {decode: mCursor, serve: (*router).list},
+	"logging/setLevel":         {decode: mLevel, serve: (*router).setLevel},
+	"tools/call":               {decode: mName, serve: (*router).callTool},
+	"prompts/get":              {decode: mName, serve: (*router).getPrompt},
+	"resources/read":           {decode: mURI, serve: (*router).readResource},
+	"resources/subscribe":      {decode: mURI, serve: (*router).subscribe},
+	"resources/unsubscribe":    {decode: mURI, serve: (*router).subscribe},
+	"completion/complete":      {decode: mRef, serve: (*router).complete},
+	"initialize":               {serve: (*router).reinitialize},
+}
+
+// route answers one client request through the method table.
+func (r *router) route(ctx context.Context, s *session, m *jsonrpc.Message, peer jsonrpc.Peer) (json.RawMessage, error) {
+	rt, ok := routes[m.Method]
+	if !ok {
+		return nil, jsonrpc.Errorf(jsonrpc.CodeMethodNotFound, "method not found: %s", m.Method)
 	}
-	return nil, jsonrpc.Errorf(jsonrpc.CodeMethodNotFound, "method not found: %s", m.Method)
+	return rt.serve(r, ctx, &call{s: s, m: m, p: decodeParams(m.Params, rt.decode), peer: peer})
+}
+
+func (r *router) ping(context.Context, *call) (json.RawMessage, error) {
+	return json.RawMessage(`{}`), nil
+}
+
+func (r *router) reinitialize(context.Context, *call) (json.RawMessage, error) {
+	return nil, jsonrpc.NewError(jsonrpc.CodeInvalidRequest, "the session is already initialized")
+}
+
+// setLevel records the session's log level and re-applies the upstreams'.
+func (r *router) setLevel(_ context.Context, c *call) (json.RawMessage, error) {
+	if levelRank(c.p.level) < 0 {
+		return nil, jsonrpc.Errorf(jsonrpc.CodeInvalidParams, "invalid log level %q; use one of %s", c.p.level, strings.Join(logLevels, ", "))
+	}
+	c.s.mu.Lock()
+	c.s.logLevel = c.p.level
+	c.s.mu.Unlock()
+	r.store.saveSession(c.s, false)
+	r.levels()
+	return json.RawMessage(`{}`), nil
+}
+
+// view returns the catalog of a session's endpoint, or why there is none.
+func (r *router) view(s *session) (*catalog, error) {
+	if c := r.servers.view(s.endpoint); c != nil {
+		return c, nil
+	}
+	return nil, describeUnavailable(s.endpoint, UpstreamStatus{State: "removed"})
 }
 
 // list answers a merged list call from the session's view. While servers are
 // still starting it waits (up to the warmup period) so a client that
 // connects with the hub sees their items.
-func (h *Hub) list(ctx context.Context, s *session, m *jsonrpc.Message) (json.RawMessage, error) {
-	select {
-	case <-h.warm:
-	case <-ctx.Done():
+func (r *router) list(ctx context.Context, c *call) (json.RawMessage, error) {
+	if !r.servers.warmed(ctx) {
 		return nil, ctx.Err()
 	}
-	c := h.view(s.endpoint)
-	if c == nil {
-		return nil, describeUnavailable(s.endpoint, UpstreamStatus{State: "removed"})
+	view, err := r.view(c.s)
+	if err != nil {
+		return nil, err
 	}
-	cursor, _ := jsonrpc.StringMember(m.Params, "cursor")
-	items, next, err := c.page(m.Method, cursor)
+	items, next, err := view.page(c.m.Method, c.p.cursor)
 	if err != nil {
 		return nil, jsonrpc.NewError(jsonrpc.CodeInvalidParams, "invalid cursor: pass back a nextCursor exactly as received")
 	}
-	member := listMember(m.Method)
 	out := make([]byte, 0, 64+len(items)*256)
 	out = append(out, '{')
-	out = jsonrpc.AppendString(out, member)
+	out = jsonrpc.AppendString(out, listMember(c.m.Method))
 	out = append(out, ":["...)
 	for i, it := range items {
 		if i > 0 {
@@ -100,47 +139,59 @@ func (h *Hub) list(ctx context.Context, s *session, m *jsonrpc.Message) (json.Ra
 	return append(out, '}'), nil
 }
 
-// callNamed routes tools/call or prompts/get by its exposed name, rewriting
-// only the name member; the arguments travel as the client sent them.
-func (h *Hub) callNamed(ctx context.Context, s *session, m *jsonrpc.Message, peer jsonrpc.Peer, kind string) (json.RawMessage, error) {
-	name, _ := jsonrpc.StringMember(m.Params, "name")
-	c := h.view(s.endpoint)
-	if c == nil {
-		return nil, describeUnavailable(s.endpoint, UpstreamStatus{State: "removed"})
+func (r *router) callTool(ctx context.Context, c *call) (json.RawMessage, error) {
+	view, err := r.view(c.s)
+	if err != nil {
+		return nil, err
 	}
-	var (
-		entry named
-		ok    bool
-		names []string
-	)
-	if kind == "tool" {
-		entry, ok = c.tool(name)
-		names = mapKeys(c.toolIndex)
-	} else {
-		entry, ok = c.prompt(name)
-		names = mapKeys(c.promptIndex)
-	}
+	entry, ok := view.tool(c.p.name)
 	if !ok {
-		return nil, unknownName(kind, name, names)
+		return nil, unknownName("tool", c.p.name, mapKeys(view.toolIndex))
 	}
-	params := m.Params
-	if entry.name != name {
+	return r.forwardNamed(ctx, c, entry, c.m.Params)
+}
+
+func (r *router) getPrompt(ctx context.Context, c *call) (json.RawMessage, error) {
+	view, err := r.view(c.s)
+	if err != nil {
+		return nil, err
+	}
+	entry, ok := view.prompt(c.p.name)
+	if !ok {
+		return nil, unknownName("prompt", c.p.name, mapKeys(view.promptIndex))
+	}
+	return r.forwardNamed(ctx, c, entry, c.m.Params)
+}
+
+// forwardNamed forwards a call on a tool or prompt to its server, rewriting
+// only the name member to the server's own; the arguments travel as the
+// client sent them.
+func (r *router) forwardNamed(ctx context.Context, c *call, entry named, params json.RawMessage) (json.RawMessage, error) {
+	if entry.name != c.p.name {
 		var err error
 		if params, err = jsonrpc.SetMember(params, "name", jsonrpc.Quote(entry.name)); err != nil {
 			return nil, jsonrpc.NewError(jsonrpc.CodeInvalidParams, "params must be an object")
 		}
 	}
-	return h.forward(ctx, s, entry.server, m.Method, params, peer)
+	return r.forward(ctx, c.s, entry.server, c.m.Method, params, c.peer)
+}
+
+func (r *router) readResource(ctx context.Context, c *call) (json.RawMessage, error) {
+	server, err := r.resourceOwner(c.s, c.p.uri)
+	if err != nil {
+		return nil, err
+	}
+	return r.forward(ctx, c.s, server, c.m.Method, c.m.Params, c.peer)
 }
 
 // forward sends a request to a server with the right timeout: call_timeout
 // for tools/call, request_timeout otherwise.
-func (h *Hub) forward(ctx context.Context, s *session, server, method string, params json.RawMessage, peer jsonrpc.Peer) (json.RawMessage, error) {
-	e := h.server(server)
+func (r *router) forward(ctx context.Context, s *session, server, method string, params json.RawMessage, peer jsonrpc.Peer) (json.RawMessage, error) {
+	e := r.servers.get(server)
 	if e == nil {
 		return nil, describeUnavailable(server, UpstreamStatus{State: "removed"})
 	}
-	timeout := h.registry().Hub.RequestTimeout
+	timeout := r.servers.registry().Hub.RequestTimeout
 	if method == "tools/call" {
 		timeout = e.spec.CallTimeout
 	}
@@ -156,28 +207,12 @@ func (h *Hub) forward(ctx context.Context, s *session, server, method string, pa
 	return res, err
 }
 
-var errTimeout = errors.New("upstream timeout")
-
-// timeoutError is the cause of a forwarded request's deadline. It formats
-// its message only when someone reads it, not on every request.
-type timeoutError struct {
-	server, method string
-	timeout        time.Duration
-}
-
-func (e *timeoutError) Error() string {
-	return fmt.Sprintf("%v: server %s did not answer %s within %s; the request was cancelled upstream", errTimeout, e.server, e.method, e.timeout)
-}
-
-func (e *timeoutError) Unwrap() error { return errTimeout }
-
 // resourceOwner finds the server whose resource or template covers uri.
-func (h *Hub) resourceOwner(s *session, uri string) (string, error) {
+func (r *router) resourceOwner(s *session, uri string) (string, error) {
 	if uri == "" {
 		return "", jsonrpc.NewError(jsonrpc.CodeInvalidParams, "params.uri is required")
 	}
-	c := h.view(s.endpoint)
-	if c != nil {
+	if c := r.servers.view(s.endpoint); c != nil {
 		if server, ok := c.resourceServer(uri); ok {
 			return server, nil
 		}
@@ -189,75 +224,99 @@ func (h *Hub) resourceOwner(s *session, uri string) (string, error) {
 // subscribe records a session's subscription and forwards it upstream when
 // it is the first for that URI (unsubscribe: when it is the last), so a
 // shared upstream gets one subscription however many sessions want it.
-func (h *Hub) subscribe(ctx context.Context, s *session, m *jsonrpc.Message) (json.RawMessage, error) {
-	uri, _ := jsonrpc.StringMember(m.Params, "uri")
-	server, err := h.resourceOwner(s, uri)
+func (r *router) subscribe(ctx context.Context, c *call) (json.RawMessage, error) {
+	server, err := r.resourceOwner(c.s, c.p.uri)
 	if err != nil {
 		return nil, err
 	}
-	on := m.Method == "resources/subscribe"
-	s.mu.Lock()
-	_, had := s.subs[uri]
+	on := c.m.Method == "resources/subscribe"
+	c.s.mu.Lock()
+	_, had := c.s.subs[c.p.uri]
 	if on {
-		s.subs[uri] = struct{}{}
+		c.s.subs[c.p.uri] = struct{}{}
 	} else {
-		delete(s.subs, uri)
+		delete(c.s.subs, c.p.uri)
 	}
-	s.mu.Unlock()
+	c.s.mu.Unlock()
 	if had == on {
 		return json.RawMessage(`{}`), nil
 	}
-	h.saveSession(s, false)
-	if !h.countSubscription(server, s.id, uri, on) {
+	r.store.saveSession(c.s, false)
+	if !r.countSubscription(server, c.p.uri, on) {
 		return json.RawMessage(`{}`), nil
 	}
-	return h.forward(ctx, s, server, m.Method, m.Params, nil)
+	return r.forward(ctx, c.s, server, c.m.Method, c.m.Params, nil)
 }
 
 // countSubscription keeps the number of sessions subscribed to a URI and
 // reports whether the upstream must hear of this change. A per-session
 // upstream always does.
-func (h *Hub) countSubscription(server, session, uri string, on bool) bool {
-	if e := h.server(server); e != nil && e.spec.Share == "session" {
+func (r *router) countSubscription(server, uri string, on bool) bool {
+	if e := r.servers.get(server); e != nil && e.spec.Share == "session" {
 		return true
 	}
 	key := server + "\x00" + uri
-	h.subsMu.Lock()
-	defer h.subsMu.Unlock()
+	r.mu.Lock()
+	defer r.mu.Unlock()
 	if on {
-		h.subs[key]++
-		return h.subs[key] == 1
+		r.subs[key]++
+		return r.subs[key] == 1
 	}
-	h.subs[key]--
-	if h.subs[key] <= 0 {
-		delete(h.subs, key)
+	r.subs[key]--
+	if r.subs[key] <= 0 {
+		delete(r.subs, key)
 		return true
 	}
 	return false
 }
 
+// release drops an ended session's subscriptions, unsubscribing upstream
+// where it was the last subscriber.
+func (r *router) release(s *session) {
+	uris := s.subscriptions()
+	s.mu.Lock()
+	s.subs = map[string]struct{}{}
+	s.mu.Unlock()
+	view := r.servers.view(s.endpoint)
+	if view == nil {
+		return
+	}
+	for _, uri := range uris {
+		server, ok := view.resourceServer(uri)
+		if !ok || !r.countSubscription(server, uri, false) {
+			continue
+		}
+		if e := r.servers.get(server); e != nil {
+			ctx, cancel := context.WithTimeout(r.servers.ctx, 5*time.Second)
+			params := fmt.Appendf(nil, `{"uri":%s}`, jsonrpc.Quote(uri))
+			if _, err := e.up.Call(ctx, s.id, "resources/unsubscribe", params, nil); err != nil {
+				r.servers.log.Debug("could not unsubscribe", "server", server, "err", err)
+			}
+			cancel()
+		}
+	}
+}
+
 // complete routes completion/complete by its reference: a prompt by its
 // exposed name (rewritten to the server's own), a resource template by URI.
-func (h *Hub) complete(ctx context.Context, s *session, m *jsonrpc.Message, peer jsonrpc.Peer) (json.RawMessage, error) {
-	ref, ok := jsonrpc.Member(m.Params, "ref")
-	if !ok {
+func (r *router) complete(ctx context.Context, c *call) (json.RawMessage, error) {
+	ref := c.p.ref
+	if ref.raw == nil {
 		return nil, jsonrpc.NewError(jsonrpc.CodeInvalidParams, "params.ref is required")
 	}
-	typ, _ := jsonrpc.StringMember(ref, "type")
-	switch typ {
+	switch ref.typ {
 	case "ref/prompt":
-		name, _ := jsonrpc.StringMember(ref, "name")
-		c := h.view(s.endpoint)
-		if c == nil {
-			return nil, describeUnavailable(s.endpoint, UpstreamStatus{State: "removed"})
+		view, err := r.view(c.s)
+		if err != nil {
+			return nil, err
 		}
-		entry, ok := c.prompt(name)
+		entry, ok := view.prompt(ref.name)
 		if !ok {
-			return nil, unknownName("prompt", name, mapKeys(c.promptIndex))
+			return nil, unknownName("prompt", ref.name, mapKeys(view.promptIndex))
 		}
-		params := m.Params
-		if entry.name != name {
-			newRef, err := jsonrpc.SetMember(ref, "name", jsonrpc.Quote(entry.name))
+		params := c.m.Params
+		if entry.name != ref.name {
+			newRef, err := jsonrpc.SetMember(ref.raw, "name", jsonrpc.Quote(entry.name))
 			if err == nil {
 				params, err = jsonrpc.SetMember(params, "ref", newRef)
 			}
@@ -265,121 +324,71 @@ func (h *Hub) complete(ctx context.Context, s *session, m *jsonrpc.Message, peer
 				return nil, jsonrpc.NewError(jsonrpc.CodeInvalidParams, "malformed params")
 			}
 		}
-		return h.forward(ctx, s, entry.server, m.Method, params, peer)
+		return r.forward(ctx, c.s, entry.server, c.m.Method, params, c.peer)
 	case "ref/resource":
-		uri, _ := jsonrpc.StringMember(ref, "uri")
-		server, err := h.resourceOwner(s, uri)
+		server, err := r.resourceOwner(c.s, ref.uri)
 		if err != nil {
 			return nil, err
 		}
-		return h.forward(ctx, s, server, m.Method, m.Params, peer)
+		return r.forward(ctx, c.s, server, c.m.Method, c.m.Params, c.peer)
 	}
-	return nil, jsonrpc.Errorf(jsonrpc.CodeInvalidParams, "unknown ref type %q", typ)
+	return nil, jsonrpc.Errorf(jsonrpc.CodeInvalidParams, "unknown ref type %q", ref.typ)
 }
 
-// clientNotification handles what a client notifies.
-func (h *Hub) clientNotification(s *session, m *jsonrpc.Message) {
+// notify handles what a client notifies.
+func (r *router) notify(s *session, m *jsonrpc.Message) {
 	switch m.Method {
 	case "notifications/cancelled":
 		id, _ := jsonrpc.Member(m.Params, "requestId")
 		if !s.cancelCall(id) {
-			h.log.Debug("cancellation for no in-flight request", "session", s.id, "rpc_id", string(id))
+			r.servers.log.Debug("cancellation for no in-flight request", "session", s.id, "rpc_id", string(id))
 		}
 	case "notifications/roots/list_changed":
-		for _, e := range h.serversOf(s) {
+		for _, e := range r.servers.of(s.endpoint) {
 			ctx, cancel := context.WithTimeout(s.ctx, 10*time.Second)
 			if err := e.up.Notify(ctx, s.id, m.Method, m.Params); err != nil {
-				h.log.Debug("could not forward roots/list_changed", "server", e.spec.Name, "err", err)
+				r.servers.log.Debug("could not forward roots/list_changed", "server", e.spec.Name, "err", err)
 			}
 			cancel()
 		}
 	}
 }
 
-// serversOf returns the servers a session sees.
-func (h *Hub) serversOf(s *session) []*serverEntry {
-	h.mu.RLock()
-	defer h.mu.RUnlock()
-	var out []*serverEntry
-	for name, e := range h.servers {
-		if s.endpoint == "" || s.endpoint == name {
-			out = append(out, e)
+// resubscribe renews, once each server connects, the resource subscriptions
+// that restored sessions hold; wg tracks the goroutines it starts.
+func (r *router) resubscribe(sessions []*session, wg *sync.WaitGroup) {
+	type sub struct {
+		s   *session
+		uri string
+	}
+	byServer := map[string][]sub{}
+	for _, s := range sessions {
+		view := r.servers.view(s.endpoint)
+		if view == nil {
+			continue
 		}
-	}
-	return out
-}
-
-// rpcError turns an error into what the client sees: the JSON-RPC error and,
-// for a JSON reply on a per-server endpoint, the HTTP status (seed 002).
-func (h *Hub) rpcError(err error, endpoint string) (*jsonrpc.Error, int) {
-	var rpcErr *jsonrpc.Error
-	var unavailable interface{ Unavailable() bool }
-	var tooLarge interface{ TooLarge() bool }
-	status := http.StatusOK
-	var e *jsonrpc.Error
-	switch {
-	case errors.As(err, &rpcErr):
-		return rpcErr, http.StatusOK
-	case errors.Is(err, errTimeout):
-		e, status = jsonrpc.NewError(codeRequestTimeout, err.Error()), http.StatusGatewayTimeout
-	case errors.As(err, &tooLarge) && tooLarge.TooLarge():
-		e, status = jsonrpc.NewError(codeServerError, err.Error()), http.StatusBadGateway
-	case errors.Is(err, errUnavailable), errors.As(err, &unavailable) && unavailable.Unavailable():
-		e, status = jsonrpc.NewError(codeServerError, err.Error()), http.StatusServiceUnavailable
-	case errors.Is(err, context.Canceled), errors.Is(err, errSessionEnded):
-		e = jsonrpc.NewError(codeServerError, "request cancelled")
-	default:
-		e, status = jsonrpc.NewError(jsonrpc.CodeInternalError, err.Error()), http.StatusBadGateway
-	}
-	if endpoint == "" {
-		status = http.StatusOK
-	}
-	return e, status
-}
-
-// unknownName is the error for a tool or prompt name the view does not have,
-// naming the closest ones it does.
-func unknownName(kind, name string, names []string) *jsonrpc.Error {
-	msg := fmt.Sprintf("unknown %s %q", kind, name)
-	if close := closeMatches(name, names); len(close) > 0 {
-		msg += "; did you mean " + strings.Join(close, ", ") + "?"
-	}
-	return jsonrpc.NewError(jsonrpc.CodeInvalidParams, msg)
-}
-
-func mapKeys(m map[string]int) []string {
-	out := make([]string, 0, len(m))
-	for k := range m {
-		out = append(out, k)
-	}
-	sort.Strings(out)
-	return out
-}
-
-// closeMatches suggests up to three names close to an unknown one: those
-// containing it or contained in it, then those within a small edit distance.
-func closeMatches(name string, names []string) []string {
-	type scored struct {
-		name string
-		d    int
-	}
-	var cands []scored
-	lname := strings.ToLower(name)
-	for _, n := range names {
-		ln := strings.ToLower(n)
-		switch {
-		case strings.HasSuffix(ln, lname) || strings.Contains(ln, lname) || strings.Contains(lname, ln):
-			cands = append(cands, scored{n, 0})
-		default:
-			if d := textdist.Distance(lname, ln); d <= max(2, len(name)/4) {
-				cands = append(cands, scored{n, d})
+		for _, uri := range s.subscriptions() {
+			if server, ok := view.resourceServer(uri); ok {
+				byServer[server] = append(byServer[server], sub{s, uri})
 			}
 		}
 	}
-	slices.SortStableFunc(cands, func(a, b scored) int { return a.d - b.d })
-	var out []string
-	for i := 0; i < len(cands) && i < 3; i++ {
-		out = append(out, cands[i].name)
+	for server, subs := range byServer {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			if !r.servers.waitConnected(server) {
+				return
+			}
+			for _, sb := range subs {
+				if !r.countSubscription(server, sb.uri, true) {
+					continue
+				}
+				params := fmt.Appendf(nil, `{"uri":%s}`, jsonrpc.Quote(sb.uri))
+				if _, err := r.forward(r.servers.ctx, sb.s, server, "resources/subscribe", params, nil); err != nil {
+					r.servers.log.Warn("could not renew a subscription after restart", "server", server, "uri", sb.uri, "err", err)
+				}
+			}
+		}()
 	}
-	return out
 }

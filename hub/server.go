@@ -87,11 +87,11 @@ var errSlowBody = errors.New("the request body arrived too slowly")
 // half of writeTimeout it is pushed to the allowance plus writeTimeout, so
 // that once the body is in (or cut off, for the 408) at least half of
 // writeTimeout is left to answer. The usual small body needs no push.
-func (h *Hub) guardBody(w http.ResponseWriter, r *http.Request) {
+func (e *edge) guardBody(w http.ResponseWriter, r *http.Request) {
 	if r.Body == nil || r.Body == http.NoBody {
 		return
 	}
-	limit := h.registry().Hub.MaxBodyBytes
+	limit := e.servers.registry().Hub.MaxBodyBytes
 	size := r.ContentLength
 	if size < 0 || size > limit {
 		size = limit // a larger body is refused once limit+1 bytes are in

@@ -88,22 +88,6 @@ func (s *session) touch() { s.lastSeen.Store(time.Now().UnixNano()) }
 // protocol 2025-11-25 and later, which let clients resume from it.
 func (s *session) primes() bool { return jsonrpc.AtLeast(s.version, jsonrpc.Version20251125) }
 
-// openStream creates a stream of the session: persisted, and primed for
-// sessions that resume from a priming event.
-func (h *Hub) openStream(s *session, post bool, requestID json.RawMessage) (*stream, error) {
-	st, err := s.openStream(post)
-	if err != nil {
-		return nil, err
-	}
-	st.requestID = requestID
-	h.bindStream(s, st)
-	h.saveStream(s, st)
-	if s.primes() {
-		st.append(nil, false)
-	}
-	return st, nil
-}
-
 // openStream creates and registers a stream of the session.
 func (s *session) openStream(post bool) (*stream, error) {
 	s.mu.Lock()
@@ -337,6 +321,38 @@ func (s *session) busy() bool {
 		}
 	}
 	return false
+}
+
+// openStreams counts the session's streams being served now.
+func (s *session) openStreams() int {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	n := 0
+	for _, st := range s.streams {
+		if st.isAttached() {
+			n++
+		}
+	}
+	return n
+}
+
+// subscriptions returns the resource URIs the session is subscribed to.
+func (s *session) subscriptions() []string {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	out := make([]string, 0, len(s.subs))
+	for uri := range s.subs {
+		out = append(out, uri)
+	}
+	return out
+}
+
+// subscribed reports whether the session is subscribed to uri.
+func (s *session) subscribed(uri string) bool {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	_, ok := s.subs[uri]
+	return ok
 }
 
 // level returns the session's log level ("" when never set).

@@ -1,12 +1,198 @@
 package hub
 
 import (
-	"net/http"
+	"context"
+	"fmt"
+	"log/slog"
 	"sort"
+	"sync"
 	"time"
 
 	"github.com/mcphub/mcphub/internal/jsonrpc"
 )
+
+// sessionSet is the hub's part that owns the client sessions: the table of
+// live sessions with its caps, their streams, and serving their POST, GET
+// and DELETE requests once the edge has checked them (endpoint.go). It hands
+// each request to the router and ends sessions cleanly: calls cancelled,
+// subscriptions released, per-session upstreams closed.
+type sessionSet struct {
+	ctx       context.Context
+	log       *slog.Logger
+	version   string        // mcphub's version, as serverInfo
+	heartbeat time.Duration // idle interval of SSE streams
+	servers   *serverSet
+	router    *router
+	fanout    *fanout
+	store     *persister // nil without a store
+
+	mu   sync.RWMutex
+	byID map[string]*session
+}
+
+// maxSessions bounds the sessions of /mcp.
+var maxSessions = 1000
+
+// sweepInterval is how often idle sessions and old events are swept.
+var sweepInterval = time.Minute
+
+// errSessionCap is why a new session was refused.
+type errSessionCap struct{ msg string }
+
+func (e *errSessionCap) Error() string { return e.msg }
+
+// add registers a new session unless its endpoint is at its cap (or the hub
+// is closing). The caps are checked under the lock that adds the session,
+// so concurrent initializes cannot overshoot them.
+func (set *sessionSet) add(s *session) error {
+	set.mu.Lock()
+	defer set.mu.Unlock()
+	if set.ctx.Err() != nil {
+		return &errSessionCap{"mcphub is shutting down"}
+	}
+	n := set.countLocked(s.endpoint)
+	if s.endpoint == "" && n >= maxSessions {
+		return &errSessionCap{fmt.Sprintf("/mcp already has %d sessions; end unused ones (mcphub sessions rm ID) or wait for them to expire", n)}
+	}
+	if limit := set.servers.registry().Hub.MaxSessionsPerServer; s.endpoint != "" && n >= limit {
+		return &errSessionCap{fmt.Sprintf("/%s/mcp already has %d sessions, its cap ([hub] max_sessions_per_server = %d)", s.endpoint, n, limit)}
+	}
+	set.byID[s.id] = s
+	return nil
+}
+
+func (set *sessionSet) countLocked(endpoint string) int {
+	n := 0
+	for _, s := range set.byID {
+		if s.endpoint == endpoint {
+			n++
+		}
+	}
+	return n
+}
+
+// count reports the live sessions of an endpoint.
+func (set *sessionSet) count(endpoint string) int {
+	set.mu.RLock()
+	defer set.mu.RUnlock()
+	return set.countLocked(endpoint)
+}
+
+// get returns a live session, nil for an unknown id.
+func (set *sessionSet) get(id string) *session {
+	set.mu.RLock()
+	defer set.mu.RUnlock()
+	return set.byID[id]
+}
+
+// list returns the live sessions.
+func (set *sessionSet) list() []*session {
+	set.mu.RLock()
+	defer set.mu.RUnlock()
+	out := make([]*session, 0, len(set.byID))
+	for _, s := range set.byID {
+		out = append(out, s)
+	}
+	return out
+}
+
+// len counts the live sessions.
+func (set *sessionSet) len() int {
+	set.mu.RLock()
+	defer set.mu.RUnlock()
+	return len(set.byID)
+}
+
+// of returns the sessions that see server: every /mcp session and the
+// server's own /{server}/mcp sessions; for a per-session connection, just
+// that session.
+func (set *sessionSet) of(server, sessionID string) []*session {
+	set.mu.RLock()
+	defer set.mu.RUnlock()
+	if sessionID != "" {
+		if s := set.byID[sessionID]; s != nil {
+			return []*session{s}
+		}
+		return nil
+	}
+	var out []*session
+	for _, s := range set.byID {
+		if s.endpoint == "" || s.endpoint == server {
+			out = append(out, s)
+		}
+	}
+	return out
+}
+
+// end ends a session: its calls are cancelled, its subscriptions released,
+// and per-session upstream connections closed.
+func (set *sessionSet) end(s *session) {
+	set.mu.Lock()
+	delete(set.byID, s.id)
+	set.mu.Unlock()
+	s.close()
+	set.store.deleteSession(s.id)
+	set.router.release(s)
+	for _, e := range set.servers.of(s.endpoint) {
+		e.up.SessionClosed(s.id)
+	}
+	set.fanout.applyLevels()
+	set.log.Info("session ended", "session", s.id, "endpoint", endpointName(s.endpoint))
+}
+
+// endEndpoint ends every session of a server's own endpoint (the server
+// was removed or disabled).
+func (set *sessionSet) endEndpoint(server string) {
+	for _, s := range set.list() {
+		if s.endpoint == server {
+			set.end(s)
+		}
+	}
+}
+
+// closeAll ends every session's calls and streams as the hub stops; nothing
+// is deleted from the store, so the next run restores them.
+func (set *sessionSet) closeAll() {
+	set.mu.Lock()
+	all := set.byID
+	set.byID = map[string]*session{}
+	set.mu.Unlock()
+	for _, s := range all {
+		s.close()
+	}
+}
+
+// sweep ends sessions idle past the TTL, records when the others were last
+// seen, and trims stored events to their budget.
+func (set *sessionSet) sweep() {
+	ttl := set.servers.registry().Hub.SessionTTL
+	cutoff := time.Now().Add(-ttl)
+	for _, s := range set.list() {
+		if time.Unix(0, s.lastSeen.Load()).Before(cutoff) && !s.busy() {
+			set.log.Info("session expired", "session", s.id, "idle_ttl", ttl)
+			set.end(s)
+			continue
+		}
+		set.store.saveSession(s, false)
+	}
+	if err := set.store.sweep(cutoff); err != nil {
+		set.log.Error("could not sweep the store", "err", err)
+	}
+}
+
+// runSweeper sweeps every sweepInterval until the hub stops.
+func (set *sessionSet) runSweeper() {
+	t := time.NewTicker(sweepInterval)
+	defer t.Stop()
+	for {
+		select {
+		case <-t.C:
+			set.sweep()
+		case <-set.ctx.Done():
+			return
+		}
+	}
+}
 
 // SessionInfo describes one live session for `mcphub sessions`.
 type SessionInfo struct {
@@ -22,59 +208,36 @@ type SessionInfo struct {
 	StoredBytes   int64   `json:"stored_bytes"`
 }
 
-// Sessions lists the live sessions, oldest first.
-func (h *Hub) Sessions() []SessionInfo {
+// info lists the live sessions, oldest first.
+func (set *sessionSet) info() []SessionInfo {
 	now := time.Now()
 	var out []SessionInfo
-	for _, s := range h.sessionList() {
+	for _, s := range set.list() {
 		name, _ := jsonrpc.StringMember(s.clientInfo, "name")
 		version, _ := jsonrpc.StringMember(s.clientInfo, "version")
 		info := SessionInfo{ID: s.id, Endpoint: endpointName(s.endpoint), Client: name, ClientVersion: version, Protocol: s.version,
 			AgeSeconds:  now.Sub(s.created).Round(time.Second).Seconds(),
 			IdleSeconds: now.Sub(time.Unix(0, s.lastSeen.Load())).Round(time.Second).Seconds()}
-		s.mu.Lock()
-		for _, st := range s.streams {
-			if st.isAttached() {
-				info.OpenStreams++
-			}
-		}
-		s.mu.Unlock()
-		if h.opts.Store != nil {
-			info.StoredEvents, info.StoredBytes, _ = h.opts.Store.Counts(s.id)
-		}
+		info.OpenStreams = s.openStreams()
+		info.StoredEvents, info.StoredBytes = set.store.counts(s.id)
 		out = append(out, info)
 	}
 	sort.Slice(out, func(i, j int) bool { return out[i].AgeSeconds > out[j].AgeSeconds })
 	return out
 }
 
-// EndSession ends a live session, as a DELETE from its client would.
-func (h *Hub) EndSession(id string) bool {
-	h.mu.RLock()
-	s := h.sessions[id]
-	h.mu.RUnlock()
-	if s == nil {
-		return false
+// openStream creates a stream of a session: persisted, and primed for
+// sessions that resume from a priming event.
+func (set *sessionSet) openStream(s *session, post bool, requestID []byte) (*stream, error) {
+	st, err := s.openStream(post)
+	if err != nil {
+		return nil, err
 	}
-	h.endSession(s)
-	return true
-}
-
-// serveSessions is the control endpoint behind `mcphub sessions`: GET lists,
-// DELETE ?id=ID ends one.
-func (h *Hub) serveSessions(w http.ResponseWriter, r *http.Request) {
-	switch r.Method {
-	case http.MethodGet:
-		writeJSON(w, http.StatusOK, h.Sessions())
-	case http.MethodDelete:
-		id := r.URL.Query().Get("id")
-		if !h.EndSession(id) {
-			httpError(w, http.StatusNotFound, "no live session "+id)
-			return
-		}
-		w.WriteHeader(http.StatusNoContent)
-	default:
-		w.Header().Set("Allow", "GET, DELETE")
-		httpError(w, http.StatusMethodNotAllowed, "use GET or DELETE")
+	st.requestID = requestID
+	set.store.bindStream(s, st)
+	set.store.saveStream(s, st)
+	if s.primes() {
+		st.append(nil, false)
 	}
+	return st, nil
 }

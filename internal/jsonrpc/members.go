@@ -27,6 +27,22 @@ func Member(obj json.RawMessage, key string) (json.RawMessage, bool) {
 	return found, found != nil
 }
 
+// Members calls fn once for every top-level member of a JSON object, in
+// order, with the key decoded and the value raw (a sub-slice of obj), and
+// reports whether obj is an object. It reads obj once however many members
+// the caller wants. obj must be valid JSON.
+func Members(obj json.RawMessage, fn func(key string, value json.RawMessage)) bool {
+	i := skipSpace(obj, 0)
+	if i >= len(obj) || obj[i] != '{' {
+		return false
+	}
+	eachMember(obj, i, func(k, v []byte) { fn(string(k), v) })
+	return true
+}
+
+// String decodes a raw JSON string value; false for any other value.
+func String(raw json.RawMessage) (string, bool) { return jsonString(raw) }
+
 // StringMember returns a top-level member decoded as a string.
 func StringMember(obj json.RawMessage, key string) (string, bool) {
 	v, ok := Member(obj, key)

@@ -2,6 +2,7 @@ package jsonrpc
 
 import (
 	"encoding/json"
+	"strings"
 	"testing"
 	"unicode/utf8"
 )
@@ -104,4 +105,24 @@ func FuzzSetMember(f *testing.F) {
 func mustJSON(v any) []byte {
 	b, _ := json.Marshal(v)
 	return b
+}
+
+func TestMembersVisitsEachTopLevelMemberOnce(t *testing.T) {
+	obj := json.RawMessage(`{"name":"x","arguments":{"name":"inner"},"na\u006de2":[1, 2]}`)
+	var got []string
+	if !Members(obj, func(k string, v json.RawMessage) { got = append(got, k+"="+string(v)) }) {
+		t.Fatal("Members refused an object")
+	}
+	want := []string{`name="x"`, `arguments={"name":"inner"}`, `name2=[1, 2]`}
+	if strings.Join(got, " ") != strings.Join(want, " ") {
+		t.Errorf("Members visited %q, want %q", got, want)
+	}
+	for _, notObject := range []string{`[1]`, `"s"`, ``, `null`} {
+		if Members(json.RawMessage(notObject), func(string, json.RawMessage) { t.Errorf("visited a member of %q", notObject) }) {
+			t.Errorf("Members(%q) reported an object", notObject)
+		}
+	}
+	if Members(json.RawMessage(`{}`), func(string, json.RawMessage) { t.Error("visited a member of {}") }) != true {
+		t.Error("Members({}) reported no object")
+	}
 }

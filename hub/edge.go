@@ -1,0 +1,268 @@
+package hub
+
+import (
+	"crypto/subtle"
+	"encoding/json"
+	"log/slog"
+	"net"
+	"net/http"
+	"net/url"
+	"path"
+	"slices"
+	"strings"
+
+	"github.com/mcphub/mcphub/internal/jsonrpc"
+)
+
+// edge is the hub's HTTP part: it routes requests on http.ServeMux patterns
+// (the merged /mcp, each enabled server's /{server}/mcp, the retired legacy
+// routes, health and control), and checks everything HTTP before a message
+// reaches a session: Host and Origin, the bearer token, the body's size and
+// pace, Content-Type, Accept, MCP-Protocol-Version, and the JSON-RPC
+// envelope. JSON-RPC codes and HTTP statuses are chosen here.
+type edge struct {
+	log      *slog.Logger
+	token    string // the bearer token every request must carry; "" for none
+	servers  *serverSet
+	sessions *sessionSet
+	control  control
+	mux      *http.ServeMux
+}
+
+// control is what the edge's health and control routes ask of the hub.
+type control interface {
+	Status() Status
+	Restart(name string) error
+	Sessions() []SessionInfo
+	EndSession(id string) bool
+	closing() bool
+}
+
+func newEdge(log *slog.Logger, token string, servers *serverSet, sessions *sessionSet, ctl control) *edge {
+	e := &edge{log: log, token: token, servers: servers, sessions: sessions, control: ctl, mux: http.NewServeMux()}
+	// Each route also answers with a trailing slash.
+	handle := func(pattern string, f http.HandlerFunc) {
+		e.mux.HandleFunc(pattern, f)
+		e.mux.HandleFunc(pattern+"/{$}", f)
+	}
+	handle("/mcp", func(w http.ResponseWriter, r *http.Request) { e.serveEndpoint(w, r, "") })
+	handle("/{server}/mcp", e.serverRoute(e.serveEndpoint))
+	for _, legacy := range []string{"sse", "message", "messages"} {
+		handle("/{server}/"+legacy, e.serverRoute(func(w http.ResponseWriter, _ *http.Request, server string) {
+			httpError(w, http.StatusGone, "the legacy HTTP+SSE transport is not served: use /"+server+"/mcp with transport type \"http\" (Streamable HTTP)")
+		}))
+	}
+	handle("/healthz", func(w http.ResponseWriter, _ *http.Request) {
+		writeJSON(w, http.StatusOK, map[string]string{"status": "ok"})
+	})
+	handle("/readyz", e.serveReady)
+	handle("/control/restart", e.serveRestart)
+	handle("/control/sessions", e.serveSessions)
+	e.mux.HandleFunc("/", e.notFound)
+	return e
+}
+
+// ServeHTTP runs the checks every request passes, then its route.
+func (e *edge) ServeHTTP(w http.ResponseWriter, r *http.Request) {
+	e.guardBody(w, r)
+	if !e.checkOrigin(w, r) {
+		return
+	}
+	if r.Method == http.MethodOptions {
+		e.preflight(w, r)
+		return
+	}
+	if !e.checkAuth(w, r) {
+		return
+	}
+	// ServeMux would serve //mcp or /x/../mcp as /mcp; a path that is not
+	// already clean names no endpoint, so proxies and filters in front of
+	// the hub see the same path the hub serves.
+	if p := r.URL.Path; p != "/" && path.Clean(p) != strings.TrimSuffix(p, "/") {
+		e.notFound(w, r)
+		return
+	}
+	e.mux.ServeHTTP(w, r)
+}
+
+// serverRoute serves a route of an enabled server; any other name is
+// answered 404.
+func (e *edge) serverRoute(serve func(http.ResponseWriter, *http.Request, string)) http.HandlerFunc {
+	return func(w http.ResponseWriter, r *http.Request) {
+		server := r.PathValue("server")
+		if e.servers.get(server) == nil {
+			e.notFound(w, r)
+			return
+		}
+		serve(w, r, server)
+	}
+}
+
+// notFound answers a path no route serves, naming the right one.
+func (e *edge) notFound(w http.ResponseWriter, r *http.Request) {
+	server, _, _ := strings.Cut(strings.TrimPrefix(r.URL.Path, "/"), "/")
+	if server != "" && e.servers.get(server) != nil {
+		httpError(w, http.StatusNotFound, "no such endpoint: use /"+server+"/mcp")
+		return
+	}
+	httpError(w, http.StatusNotFound, "no such endpoint: the merged endpoint is /mcp and each enabled server has /{server}/mcp")
+}
+
+// serveReady answers /readyz: 200 with the status while serving.
+func (e *edge) serveReady(w http.ResponseWriter, _ *http.Request) {
+	status := http.StatusOK
+	if e.control.closing() {
+		status = http.StatusServiceUnavailable
+	}
+	writeJSON(w, status, e.control.Status())
+}
+
+// serveSessions is the control endpoint behind `mcphub sessions`: GET lists,
+// DELETE ?id=ID ends one.
+func (e *edge) serveSessions(w http.ResponseWriter, r *http.Request) {
+	switch r.Method {
+	case http.MethodGet:
+		writeJSON(w, http.StatusOK, e.control.Sessions())
+	case http.MethodDelete:
+		id := r.URL.Query().Get("id")
+		if !e.control.EndSession(id) {
+			httpError(w, http.StatusNotFound, "no live session "+id)
+			return
+		}
+		w.WriteHeader(http.StatusNoContent)
+	default:
+		w.Header().Set("Allow", "GET, DELETE")
+		httpError(w, http.StatusMethodNotAllowed, "use GET or DELETE")
+	}
+}
+
+// serveRestart is the local control endpoint behind `mcphub restart NAME`:
+// POST /control/restart?server=NAME. It passes the same Host, Origin and
+// auth checks as every other endpoint.
+func (e *edge) serveRestart(w http.ResponseWriter, r *http.Request) {
+	if r.Method != http.MethodPost {
+		w.Header().Set("Allow", "POST")
+		httpError(w, http.StatusMethodNotAllowed, "use POST /control/restart?server=NAME")
+		return
+	}
+	name := r.URL.Query().Get("server")
+	if err := e.control.Restart(name); err != nil {
+		httpError(w, http.StatusNotFound, err.Error())
+		return
+	}
+	e.log.Info("restart requested", "server", name)
+	writeJSON(w, http.StatusAccepted, map[string]string{"status": "restarting", "server": name})
+}
+
+// checkOrigin enforces DNS-rebinding protection: when mcphub listens on
+// loopback, the Host must be a loopback name; a present Origin must be a
+// loopback origin or one listed in allowed_origins. It answers 403 itself.
+func (e *edge) checkOrigin(w http.ResponseWriter, r *http.Request) bool {
+	if e.boundToLoopback() && !isLoopbackHost(r.Host) {
+		e.log.Warn("refused a request with a non-loopback Host", "host", r.Host, "path", r.URL.Path)
+		httpError(w, http.StatusForbidden, "Forbidden: invalid Host header")
+		return false
+	}
+	origin := r.Header.Get("Origin")
+	if origin == "" {
+		return true
+	}
+	if !e.originAllowed(origin) {
+		e.log.Warn("refused a request from a foreign Origin", "origin", origin, "path", r.URL.Path)
+		httpError(w, http.StatusForbidden, "Forbidden: invalid Origin header")
+		return false
+	}
+	hdr := w.Header()
+	hdr.Set("Access-Control-Allow-Origin", origin)
+	hdr.Add("Vary", "Origin")
+	hdr.Set("Access-Control-Expose-Headers", "Mcp-Session-Id, MCP-Protocol-Version")
+	return true
+}
+
+func (e *edge) boundToLoopback() bool {
+	host, _, err := net.SplitHostPort(e.servers.registry().Hub.Listen)
+	if err != nil {
+		return true
+	}
+	return isLoopbackName(host)
+}
+
+func (e *edge) originAllowed(origin string) bool {
+	if slices.Contains(e.servers.registry().Hub.AllowedOrigins, origin) {
+		return true
+	}
+	u, err := url.Parse(origin)
+	if err != nil || (u.Scheme != "http" && u.Scheme != "https") {
+		return false
+	}
+	return isLoopbackName(u.Hostname())
+}
+
+// isLoopbackHost checks a Host header value (host or host:port).
+func isLoopbackHost(hostport string) bool {
+	host := hostport
+	if h, _, err := net.SplitHostPort(hostport); err == nil {
+		host = h
+	}
+	return isLoopbackName(strings.Trim(host, "[]"))
+}
+
+func isLoopbackName(host string) bool {
+	if strings.EqualFold(host, "localhost") {
+		return true
+	}
+	ip := net.ParseIP(host)
+	return ip != nil && ip.IsLoopback()
+}
+
+// preflight answers a CORS preflight from an allowed origin.
+func (e *edge) preflight(w http.ResponseWriter, r *http.Request) {
+	hdr := w.Header()
+	hdr.Set("Access-Control-Allow-Methods", "GET, POST, DELETE, OPTIONS")
+	hdr.Set("Access-Control-Allow-Headers", "Content-Type, Accept, Authorization, Mcp-Session-Id, MCP-Protocol-Version, Last-Event-ID")
+	hdr.Set("Access-Control-Max-Age", "600")
+	w.WriteHeader(http.StatusNoContent)
+}
+
+// checkAuth requires the bearer token when auth is on, comparing in
+// constant time. It answers 401 itself.
+func (e *edge) checkAuth(w http.ResponseWriter, r *http.Request) bool {
+	if e.token == "" {
+		return true
+	}
+	// The scheme name is case-insensitive (RFC 9110 §11.1).
+	scheme, got, _ := strings.Cut(strings.TrimSpace(r.Header.Get("Authorization")), " ")
+	if strings.EqualFold(scheme, "Bearer") && subtle.ConstantTimeCompare([]byte(strings.TrimSpace(got)), []byte(e.token)) == 1 {
+		return true
+	}
+	e.log.Warn("refused a request without a valid token", "path", r.URL.Path)
+	w.Header().Set("WWW-Authenticate", `Bearer realm="mcphub"`)
+	httpError(w, http.StatusUnauthorized, "Unauthorized: send Authorization: Bearer <token> (see mcphub token)")
+	return false
+}
+
+// httpError answers with a status and a JSON-RPC error body without an id,
+// as the spec allows for transport-level errors.
+func httpError(w http.ResponseWriter, status int, msg string) {
+	code := -32000
+	switch status {
+	case http.StatusNotFound:
+		code = -32001
+	case http.StatusRequestEntityTooLarge, http.StatusUnsupportedMediaType, http.StatusNotAcceptable, http.StatusRequestTimeout:
+		code = jsonrpc.CodeInvalidRequest
+	}
+	writeRPCError(w, status, nil, jsonrpc.NewError(code, msg))
+}
+
+// writeRPCError answers with a status and a JSON-RPC error response.
+func writeRPCError(w http.ResponseWriter, status int, id json.RawMessage, e *jsonrpc.Error) {
+	w.Header().Set("Content-Type", "application/json")
+	w.WriteHeader(status)
+	w.Write(jsonrpc.NewErrorResponse(id, e).Encode())
+}
+
+func writeJSON(w http.ResponseWriter, status int, v any) {
+	w.Header().Set("Content-Type", "application/json")
+	w.WriteHeader(status)
+	json.NewEncoder(w).Encode(v)
+}

@@ -1,0 +1,77 @@
+package hub
+
+import (
+	"encoding/json"
+
+	"github.com/mcphub/mcphub/internal/jsonrpc"
+)
+
+// members is a set of params members a route reads.
+type members uint8
+
+const (
+	mName   members = 1 << iota // name: tools/call, prompts/get
+	mURI                        // uri: resources/read, subscribe, unsubscribe
+	mCursor                     // cursor: the list methods
+	mLevel                      // level: logging/setLevel
+	mRef                        // ref: completion/complete
+)
+
+// params holds the members of a request's params the router routes on,
+// decoded in one pass over params. Everything else (a tool's arguments, for
+// one) stays raw in the message and travels upstream as the client sent it.
+type params struct {
+	name, uri, cursor, level string
+	ref                      ref
+}
+
+// ref is completion/complete's reference: a prompt by name or a resource
+// template by URI. raw keeps its bytes for rewriting the name.
+type ref struct {
+	raw            json.RawMessage
+	typ, name, uri string
+}
+
+// decodeParams reads the members of raw that want lists. A member of the
+// wrong type is left empty, which the handler refuses as missing.
+func decodeParams(raw json.RawMessage, want members) params {
+	var p params
+	if want == 0 {
+		return p
+	}
+	jsonrpc.Members(raw, func(key string, v json.RawMessage) {
+		switch {
+		case key == "name" && want&mName != 0:
+			p.name, _ = jsonrpc.String(v)
+		case key == "uri" && want&mURI != 0:
+			p.uri, _ = jsonrpc.String(v)
+		case key == "cursor" && want&mCursor != 0:
+			p.cursor, _ = jsonrpc.String(v)
+		case key == "level" && want&mLevel != 0:
+			p.level, _ = jsonrpc.String(v)
+		case key == "ref" && want&mRef != 0:
+			p.ref = decodeRef(v)
+		}
+	})
+	return p
+}
+
+// decodeRef reads a completion reference; raw stays nil unless it is an
+// object.
+func decodeRef(v json.RawMessage) ref {
+	r := ref{}
+	if !jsonrpc.Members(v, func(key string, m json.RawMessage) {
+		switch key {
+		case "type":
+			r.typ, _ = jsonrpc.String(m)
+		case "name":
+			r.name, _ = jsonrpc.String(m)
+		case "uri":
+			r.uri, _ = jsonrpc.String(m)
+		}
+	}) {
+		return ref{}
+	}
+	r.raw = v
+	return r
+}

@@ -1,0 +1,185 @@
+package hub
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"net/http"
+	"strconv"
+	"time"
+
+	"github.com/mcphub/mcphub/internal/jsonrpc"
+)
+
+// request runs one client request of a session and answers it as JSON, as an
+// SSE stream, or lazily as whichever the call turns out to need.
+func (set *sessionSet) request(w http.ResponseWriter, r *http.Request, s *session, m *jsonrpc.Message) {
+	acc := parseAccept(acceptHeader(r))
+	mode := replyModeFor(acc, set.servers.registry().Hub.PostSSE, m)
+	set.log.Debug("reply mode", "method", m.Method, "accept", acc.mode.String(), "prefers_sse", acc.prefersSSE, "mode", mode, "session", s.id)
+
+	// The call belongs to the session, not to the HTTP request: a client
+	// whose SSE connection drops may resume it. Only a JSON reply, which
+	// cannot be resumed, ends with its connection.
+	ctx, cancelCause := context.WithCancelCause(s.ctx)
+	untrack, err := s.track(m.ID, cancelCause)
+	if err != nil {
+		cancelCause(nil)
+		set.log.Warn("refused a request", "session", s.id, "method", m.Method, "err", err)
+		writeRPCError(w, http.StatusOK, m.ID, jsonrpc.NewError(jsonrpc.CodeInvalidRequest, err.Error()))
+		return
+	}
+	rc := &replyCall{set: set, w: w, r: r, s: s, m: m, ctx: ctx, cancel: func() { cancelCause(nil) }, untrack: untrack}
+	switch mode {
+	case replyJSON:
+		rc.replyJSON()
+	case replySSE:
+		rc.replySSE()
+	case replyLazy:
+		rc.replyLazy()
+	}
+}
+
+// replyCall is one client request being answered.
+type replyCall struct {
+	set     *sessionSet
+	w       http.ResponseWriter
+	r       *http.Request
+	s       *session
+	m       *jsonrpc.Message
+	ctx     context.Context // the call's; ended by cancel or the session
+	cancel  func()
+	untrack func()
+}
+
+// run routes the call and encodes its answer; nil when the client cancelled
+// it (no response, as the spec asks).
+func (rc *replyCall) run(peer *sessionPeer) ([]byte, int) {
+	res, err := rc.set.router.route(rc.ctx, rc.s, rc.m, peer)
+	// The id is free again before the client can see the answer.
+	rc.untrack()
+	switch {
+	case err != nil && errors.Is(context.Cause(rc.ctx), errClientCancelled):
+		return nil, 0
+	case err != nil:
+		e, status := rpcError(err, rc.s.endpoint)
+		return jsonrpc.NewErrorResponse(rc.m.ID, e).Encode(), status
+	}
+	return jsonrpc.NewResponse(rc.m.ID, res).Encode(), http.StatusOK
+}
+
+// replyJSON answers with one JSON body; the call ends with its connection.
+func (rc *replyCall) replyJSON() {
+	defer rc.cancel()
+	defer rc.untrack()
+	stop := context.AfterFunc(rc.r.Context(), rc.cancel)
+	defer stop()
+	// The call may outlast the response's write deadline, which over
+	// HTTP/2 would reset the stream mid-call: it is lifted for the call and
+	// set again for the write.
+	ctl := http.NewResponseController(rc.w)
+	ctl.SetWriteDeadline(time.Time{})
+	body, status := rc.run(&sessionPeer{s: rc.s, send: rc.s.deliver})
+	ctl.SetWriteDeadline(time.Now().Add(writeTimeout))
+	writeJSONReply(rc.w, status, rc.m.ID, body)
+}
+
+// replySSE answers on a new, resumable SSE stream; the call runs on its own
+// and outlives the connection.
+func (rc *replyCall) replySSE() {
+	st, err := rc.set.openStream(rc.s, true, rc.m.ID)
+	if err != nil {
+		rc.cancel()
+		rc.untrack()
+		httpError(rc.w, http.StatusNotFound, "Session not found")
+		return
+	}
+	cursor, _ := st.attach(-1)
+	go func() {
+		defer rc.cancel()
+		defer rc.untrack()
+		body, _ := rc.run(&sessionPeer{store: rc.set.store, s: rc.s, st: st, send: func(b []byte) { st.append(b, false) }})
+		if body == nil {
+			st.finish()
+			return
+		}
+		st.append(body, true)
+	}()
+	rc.set.serveReply(rc.w, rc.r, rc.s, st, cursor)
+}
+
+// replyLazy answers as JSON when the result comes first, else turns into a
+// stream (see lazyStream).
+func (rc *replyCall) replyLazy() {
+	defer rc.untrack()
+	l := &lazyStream{set: rc.set, s: rc.s, id: rc.m.ID, w: rc.w, r: rc.r, keep: context.AfterFunc(rc.r.Context(), rc.cancel)}
+	defer l.keep()
+	timer := time.AfterFunc(streamAfter, func() { l.open() })
+	body, status := rc.run(&sessionPeer{store: rc.set.store, s: rc.s, lazy: l, send: l.send})
+	timer.Stop()
+	served, asJSON := l.finish(body)
+	rc.cancel()
+	switch {
+	case !asJSON:
+		<-served
+	case l.failure != nil:
+		httpError(rc.w, http.StatusNotFound, "Session not found")
+	default:
+		writeJSONReply(rc.w, status, rc.m.ID, body)
+	}
+}
+
+// serveReply sends a POST's SSE stream and forgets it once wholly delivered.
+func (set *sessionSet) serveReply(w http.ResponseWriter, r *http.Request, s *session, st *stream, cursor int) {
+	sseHeaders(w)
+	flush(w)
+	delivered, err := st.serve(w, cursor, set.heartbeat, r.Context().Done(), s.ctx.Done(), nil)
+	if delivered {
+		s.forgetStream(st)
+		return
+	}
+	set.log.Debug("a reply stream ended before its response", "session", s.id, "stream", st.id, "err", err, "client_gone", r.Context().Err() != nil)
+}
+
+// claimStream finds the stream a GET serves: the one its Last-Event-ID
+// names, resumed after that event, or a new standalone stream.
+func (set *sessionSet) claimStream(s *session, lastEventID string) (*stream, int, error) {
+	if lastEventID != "" {
+		return s.resumeStream(lastEventID)
+	}
+	st, err := set.openStream(s, false, nil)
+	if err != nil {
+		return nil, 0, err
+	}
+	cursor, err := st.attach(-1)
+	return st, cursor, err
+}
+
+// serveStream serves a GET's stream until the client or the session goes;
+// a standalone stream first takes the messages queued for the session.
+func (set *sessionSet) serveStream(w http.ResponseWriter, r *http.Request, s *session, st *stream, cursor int) {
+	sseHeaders(w)
+	flush(w)
+	var pull func(*stream)
+	if !st.post {
+		pull = s.pull
+	}
+	if delivered, _ := st.serve(w, cursor, set.heartbeat, r.Context().Done(), s.ctx.Done(), pull); delivered {
+		s.forgetStream(st)
+	}
+}
+
+// writeJSONReply writes a JSON reply; a nil body (a cancelled request) gets
+// a JSON-RPC error, since an HTTP response needs a body.
+func writeJSONReply(w http.ResponseWriter, status int, id json.RawMessage, body []byte) {
+	if body == nil {
+		writeRPCError(w, http.StatusOK, id, jsonrpc.NewError(codeServerError, "request cancelled"))
+		return
+	}
+	w.Header().Set("Content-Type", "application/json")
+	// With its length known, the server can send the reply as soon as it
+	// is written, before the call's clean-up runs.
+	w.Header().Set("Content-Length", strconv.Itoa(len(body)))
+	w.WriteHeader(status)
+	w.Write(body)
+}
