@@ -1,0 +1,164 @@
+package mcphub_test
+
+import (
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io"
+	"os"
+	"os/exec"
+	"slices"
+	"strings"
+	"testing"
+)
+
+// module is this repository's module path.
+const module = "github.com/mcphub/mcphub"
+
+// rooms is DESIGN.md's room table: what each room's production code may
+// import besides the standard library: each entry allows that package and
+// every package below it. A room not listed (internal/jsonrpc, internal/sse,
+// ...) may import only the standard library.
+var rooms = map[string][]string{
+	"cmd/mcphub":       {"*"},
+	"cmd/mcphub-bench": {"*"},
+	"registry":         {"github.com/BurntSushi/toml", "github.com/fsnotify/fsnotify", "internal"},
+	"client":           {"golang.org/x/oauth2", "github.com/modelcontextprotocol/go-sdk/oauthex", "golang.org/x/sys", "internal"},
+	"bridge":           {"client", "internal"},
+	"hub":              {"registry", "internal"},
+	"store":            {"modernc.org/sqlite"},
+}
+
+// room returns the room a package belongs to: its path inside the module,
+// up to the room table's granularity (internal/x is its own room).
+func room(pkg string) string {
+	rel := strings.TrimPrefix(strings.TrimPrefix(pkg, module), "/")
+	parts := strings.Split(rel, "/")
+	if (parts[0] == "cmd" || parts[0] == "internal") && len(parts) > 1 {
+		return parts[0] + "/" + parts[1]
+	}
+	return parts[0]
+}
+
+// allowed reports whether room may import imp (a full import path): its own
+// packages, and what its row of the table names (a package and the packages
+// below it; a path of this module is named without the module prefix).
+func allowed(room, imp string) bool {
+	target := strings.TrimPrefix(imp, module+"/")
+	for _, a := range append([]string{room}, rooms[room]...) {
+		a = strings.TrimSuffix(a, "/")
+		if a == "*" || target == a || strings.HasPrefix(target, a+"/") {
+			return true
+		}
+	}
+	return false
+}
+
+// goPackage is what `go list -json` says of one package.
+type goPackage struct {
+	ImportPath string
+	Imports    []string
+	Standard   bool
+}
+
+// listPackages runs `go list -deps` for GOOS over every package of the
+// module and returns the module's own packages with their production
+// imports (test files are not included by go list's Imports).
+func listPackages(t *testing.T, goos string) []goPackage {
+	t.Helper()
+	cmd := exec.Command("go", "list", "-deps", "-json=ImportPath,Imports,Standard", "./...")
+	cmd.Env = append(os.Environ(), "GOOS="+goos)
+	cmd.Stderr = os.Stderr
+	out, err := cmd.Output()
+	if err != nil {
+		t.Fatalf("GOOS=%s go list: %v", goos, err)
+	}
+	var pkgs []goPackage
+	dec := json.NewDecoder(strings.NewReader(string(out)))
+	for {
+		var p goPackage
+		if err := dec.Decode(&p); errors.Is(err, io.EOF) {
+			break
+		} else if err != nil {
+			t.Fatal(err)
+		}
+		if strings.HasPrefix(p.ImportPath, module+"/") && !p.Standard {
+			pkgs = append(pkgs, p)
+		}
+	}
+	return pkgs
+}
+
+// violations lists every import of pkgs that its room does not allow.
+func violations(pkgs []goPackage, isStd func(string) bool) []string {
+	var out []string
+	for _, p := range pkgs {
+		r := room(p.ImportPath)
+		for _, imp := range p.Imports {
+			if isStd(imp) || allowed(r, imp) {
+				continue
+			}
+			out = append(out, fmt.Sprintf("%s imports %s, which room %q may not (see DESIGN.md's room table)", p.ImportPath, imp, r))
+		}
+	}
+	slices.Sort(out)
+	return slices.Compact(out)
+}
+
+// TestRoomsImportOnlyWhatTheRoomTableAllows keeps DESIGN.md's layering: no
+// production import runs sideways or back up, on every OS mcphub builds for.
+func TestRoomsImportOnlyWhatTheRoomTableAllows(t *testing.T) {
+	if testing.Short() {
+		t.Skip("runs go list three times")
+	}
+	for _, goos := range []string{"linux", "darwin", "windows"} {
+		pkgs := listPackages(t, goos)
+		if len(pkgs) < 8 {
+			t.Fatalf("GOOS=%s: go list found only %d packages of the module", goos, len(pkgs))
+		}
+		for _, v := range violations(pkgs, isStandard) {
+			t.Errorf("GOOS=%s: %s", goos, v)
+		}
+	}
+}
+
+// isStandard reports whether an import path is the standard library's: its
+// first element has no dot.
+func isStandard(imp string) bool {
+	return !strings.Contains(strings.Split(imp, "/")[0], ".")
+}
+
+// TestRoomTableCatchesAViolation checks the checker: imports that break
+// the table are reported, imports it allows are not.
+func TestRoomTableCatchesAViolation(t *testing.T) {
+	cases := []struct {
+		pkg, imp string
+		ok       bool
+	}{
+		{module + "/hub", module + "/bridge", false},
+		{module + "/hub", module + "/client", false},
+		{module + "/hub", module + "/store", false},
+		{module + "/bridge", module + "/hub", false},
+		{module + "/client", module + "/bridge", false},
+		{module + "/store", module + "/registry", false},
+		{module + "/registry", module + "/client", false},
+		{module + "/internal/jsonrpc", module + "/hub", false},
+		{module + "/internal/sse", module + "/internal/jsonrpc", false},
+		{module + "/hub", "modernc.org/sqlite", false},
+		{module + "/registry", "github.com/spf13/cobra", false},
+		{module + "/hub", module + "/registry", true},
+		{module + "/hub", module + "/internal/jsonrpc", true},
+		{module + "/bridge", module + "/client", true},
+		{module + "/client", "golang.org/x/sys/windows", true},
+		{module + "/client", "golang.org/x/oauth2", true},
+		{module + "/store", "modernc.org/sqlite", true},
+		{module + "/cmd/mcphub", module + "/store", true},
+		{module + "/internal/jsonrpc", module + "/internal/jsonrpc", true},
+	}
+	for _, c := range cases {
+		got := violations([]goPackage{{ImportPath: c.pkg, Imports: []string{c.imp}}}, isStandard)
+		if (len(got) == 0) != c.ok {
+			t.Errorf("%s importing %s: violations %q, want allowed=%v", c.pkg, c.imp, got, c.ok)
+		}
+	}
+}
