@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"log/slog"
 	"net"
+	"net/http"
 	"os"
 	"os/signal"
 	"sort"
@@ -14,8 +15,6 @@ import (
 
 	"github.com/spf13/cobra"
 
-	"github.com/mcphub/mcphub/bridge"
-	"github.com/mcphub/mcphub/client"
 	"github.com/mcphub/mcphub/hub"
 	"github.com/mcphub/mcphub/registry"
 	"github.com/mcphub/mcphub/store"
@@ -80,58 +79,89 @@ func newLogger(a *app, format, level string) (*slog.Logger, error) {
 	return nil, fmt.Errorf("--log-format %q: want text or json", format)
 }
 
+// runServe runs the hub until SIGINT or SIGTERM: each step below is one
+// function, in the order a reader needs them.
 func runServe(a *app, f serveFlags) error {
 	log, err := newLogger(a, f.logFormat, f.logLevel)
 	if err != nil {
 		return err
 	}
 	slog.SetDefault(log)
+	reg, token, tlsConfig, err := a.serveSettings(f)
+	if err != nil {
+		return err
+	}
+	ln, err := listen(reg)
+	if err != nil {
+		return err
+	}
+	defer ln.Close()
+	release, err := lockDataDir(a.dataDir, runInfo{PID: os.Getpid(), Listen: reg.Hub.Listen, TLSCert: reg.Hub.TLSCert, Config: a.configPath, Started: time.Now()})
+	if err != nil {
+		return err
+	}
+	defer release()
+	reapLeftovers(a.dataDir, log)
+	db, err := store.Open(a.dataDir)
+	if err != nil {
+		return err
+	}
+	defer db.Close()
+	h, err := openHub(reg, token, db, !f.noStore, newChildren(a.dataDir), log)
+	if err != nil {
+		return err
+	}
+	srv, serveErr := serveHub(h, ln, tlsConfig, log)
+	startPprof(log)
+	fmt.Fprintf(a.stdout, "mcphub %s serving %s\n", mcphubVersion(), reg.Hub.URL("/mcp"))
+	defer reportServers(a, h)()
+	defer watchRegistry(a.configPath, f, h, log)()
+	return waitAndStop(a, h, srv, serveErr, log)
+}
+
+// serveSettings loads the registry with the command line's overrides and
+// checks what serving it needs: the token when auth is on, TLS and the token
+// when other machines can reach it.
+func (a *app) serveSettings(f serveFlags) (*registry.Registry, string, *tls.Config, error) {
 	reg, err := a.loadRegistry()
 	if err != nil {
-		return a.printRegistryErrors(err)
+		return nil, "", nil, a.printRegistryErrors(err)
 	}
 	f.override(reg)
 	token, err := hubToken(reg)
 	if err != nil {
-		return err
+		return nil, "", nil, err
 	}
 	if msg := reg.Hub.ExposureProblem(); msg != "" {
-		return fmt.Errorf("refusing to listen: %s (other machines could run your servers' tools)", msg)
+		return nil, "", nil, fmt.Errorf("refusing to listen: %s (other machines could run your servers' tools)", msg)
 	}
 	if !registry.LoopbackListen(reg.Hub.Listen) {
 		fmt.Fprintf(a.stderr, "warning: listening on %s, reachable from other machines; every request needs TLS and the bearer token\n", reg.Hub.Listen)
 	}
 	tlsConfig, err := loadTLS(reg.Hub)
-	if err != nil {
-		return err
-	}
+	return reg, token, tlsConfig, err
+}
+
+// listen opens the hub's address. With port 0 the kernel picks one, and the
+// registry's listen address is updated to it, since clients need the real
+// port; the host stays as written (0.0.0.0 is not reported back as [::]).
+func listen(reg *registry.Registry) (net.Listener, error) {
 	ln, err := net.Listen("tcp", reg.Hub.Listen)
 	if err != nil {
-		return fmt.Errorf("listen on %s: %w (is another mcphub running? try: mcphub status)", reg.Hub.Listen, err)
+		return nil, fmt.Errorf("listen on %s: %w (is another mcphub running? try: mcphub status)", reg.Hub.Listen, err)
 	}
-	// With port 0 the kernel picked one; clients need the real port. The
-	// host stays as written (0.0.0.0 is not reported back as [::]).
 	if host, _, err := net.SplitHostPort(reg.Hub.Listen); err == nil && host != "" {
 		_, port, _ := net.SplitHostPort(ln.Addr().String())
 		reg.Hub.Listen = net.JoinHostPort(host, port)
 	} else {
 		reg.Hub.Listen = ln.Addr().String()
 	}
-	release, err := lockDataDir(a.dataDir, runInfo{PID: os.Getpid(), Listen: reg.Hub.Listen, TLSCert: reg.Hub.TLSCert, Config: a.configPath, Started: time.Now()})
-	if err != nil {
-		ln.Close()
-		return err
-	}
-	defer release()
-	reapLeftovers(a.dataDir, log)
-	kids := newChildren(a.dataDir)
+	return ln, nil
+}
 
-	db, err := store.Open(a.dataDir)
-	if err != nil {
-		ln.Close()
-		return err
-	}
-	defer db.Close()
+// openHub creates the hub over the registry's servers and starts it; with
+// persist, sessions and events are kept in db across restarts.
+func openHub(reg *registry.Registry, token string, db *store.Store, persist bool, kids children, log *slog.Logger) (*hub.Hub, error) {
 	opts := hub.Options{
 		Registry:    reg,
 		NewUpstream: newStoredUpstream(log, db, kids.track),
@@ -139,14 +169,19 @@ func runServe(a *app, f serveFlags) error {
 		Logger:      log,
 		Token:       token,
 	}
-	if !f.noStore {
+	if persist {
 		opts.Store = hubStore{db}
 	}
 	h := hub.New(opts)
 	if err := h.Start(context.Background()); err != nil {
-		ln.Close()
-		return err
+		return nil, err
 	}
+	return h, nil
+}
+
+// serveHub serves the hub on ln (over TLS when tlsConfig is set) in the
+// background; serveErr receives why serving stopped.
+func serveHub(h *hub.Hub, ln net.Listener, tlsConfig *tls.Config, log *slog.Logger) (*http.Server, <-chan error) {
 	srv := hub.NewServer(h, log)
 	srv.TLSConfig = tlsConfig
 	serveErr := make(chan error, 1)
@@ -157,19 +192,18 @@ func runServe(a *app, f serveFlags) error {
 			serveErr <- srv.Serve(ln)
 		}
 	}()
-	startPprof(log)
+	return srv, serveErr
+}
 
-	fmt.Fprintf(a.stdout, "mcphub %s serving %s\n", mcphubVersion(), reg.Hub.URL("/mcp"))
-	stopReport := reportServers(a, h)
-	defer stopReport()
-
-	// Registry changes apply live; a save that does not load leaves the
-	// running set as it is, and status shows why.
-	watchCtx, stopWatch := context.WithCancel(context.Background())
-	watchDone := make(chan struct{})
+// watchRegistry applies registry changes live; a save that does not load
+// leaves the running set as it is, and status shows why. The returned
+// function stops watching.
+func watchRegistry(path string, f serveFlags, h *hub.Hub, log *slog.Logger) (stop func()) {
+	ctx, cancel := context.WithCancel(context.Background())
+	done := make(chan struct{})
 	go func() {
-		defer close(watchDone)
-		err := registry.Watch(watchCtx, a.configPath, func(next *registry.Registry, err error) {
+		defer close(done)
+		err := registry.Watch(ctx, path, func(next *registry.Registry, err error) {
 			if err != nil {
 				h.SetRegistryError(err) // the registry room has logged it
 				return
@@ -177,15 +211,20 @@ func runServe(a *app, f serveFlags) error {
 			f.override(next)
 			h.Apply(next)
 		})
-		if err != nil && watchCtx.Err() == nil {
+		if err != nil && ctx.Err() == nil {
 			log.Warn("not watching the registry; changes need a restart", "err", err)
 		}
 	}()
-	defer func() {
-		stopWatch()
-		<-watchDone
-	}()
+	return func() {
+		cancel()
+		<-done
+	}
+}
 
+// waitAndStop waits for SIGINT or SIGTERM (or for serving to fail), then
+// stops: sessions end first so their streams let go of their connections,
+// then the server drains and the upstreams stop.
+func waitAndStop(a *app, h *hub.Hub, srv *http.Server, serveErr <-chan error, log *slog.Logger) error {
 	sig := make(chan os.Signal, 1)
 	signal.Notify(sig, os.Interrupt, syscall.SIGTERM)
 	defer signal.Stop(sig)
@@ -196,8 +235,6 @@ func runServe(a *app, f serveFlags) error {
 		h.Close()
 		return fmt.Errorf("serve: %w", err)
 	}
-	// Sessions end first so their streams let go of their connections;
-	// then the server drains and the upstreams stop.
 	shutdownDone := make(chan struct{})
 	go func() {
 		ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
@@ -281,81 +318,4 @@ func reportServers(a *app, h *hub.Hub) (stop func()) {
 		close(done)
 		<-finished
 	}
-}
-
-// newUpstream makes each registry server a supervised bridge.Server.
-func newUpstream(log *slog.Logger) hub.NewUpstreamFunc { return newStoredUpstream(log, nil, nil) }
-
-// newStoredUpstream is newUpstream with persistence: an HTTP server's
-// connection state is saved as it changes and offered back on the next start
-// (its session and streams resume), and every server's catalog is cached.
-// onProcess, when set, learns of every stdio server's process group.
-func newStoredUpstream(log *slog.Logger, db *store.Store, onProcess func(int, bool)) hub.NewUpstreamFunc {
-	return func(spec *registry.Server, hc registry.Hub, events hub.UpstreamEvents) hub.Upstream {
-		cc := client.Config{
-			Command: spec.Command, Args: spec.Args, Env: spec.Env, Dir: spec.Cwd,
-			URL: spec.URL, Transport: spec.Transport, Headers: spec.Headers,
-			ClientInfo: client.Implementation{Name: "mcphub", Version: mcphubVersion()},
-			OnProcess:  onProcess,
-		}
-		// "mcphub" as a command means this very binary, so the default
-		// registry's demo server works without mcphub on PATH (go run).
-		if cc.Command == "mcphub" {
-			if exe, err := os.Executable(); err == nil {
-				cc.Command = exe
-			}
-		}
-		cfg := bridge.Config{
-			Name: spec.Name, Client: cc, Share: spec.Share,
-			ConnectTimeout: spec.ConnectTimeout, RequestTimeout: hc.RequestTimeout,
-			MaxResponseBytes: hc.MaxResponseBytes,
-			Changed:          events.Changed, Notification: events.Notification, Request: events.Request,
-			Logger: log,
-		}
-		if db == nil {
-			return upstream{Server: bridge.New(cfg)}
-		}
-		saver := &serverPersistence{st: db, name: spec.Name, log: log}
-		if spec.Kind() == registry.KindRemote {
-			cfg.Client.Resume = saver.resume()
-			cfg.Client.OnState = saver.saveState
-		}
-		cfg.Cache = saver.cache()
-		var srv *bridge.Server
-		cfg.Changed = func() {
-			events.Changed()
-			if srv != nil {
-				saver.saveCatalog(srv.Catalog())
-			}
-		}
-		srv = bridge.New(cfg)
-		return upstream{Server: srv, saver: saver}
-	}
-}
-
-// The concrete types serve plugs into the hub's interfaces.
-var (
-	_ hub.Upstream = upstream{}
-	_ hub.Store    = hubStore{}
-)
-
-// upstream adapts a bridge.Server to hub.Upstream.
-type upstream struct {
-	*bridge.Server
-	saver *serverPersistence // nil without a store
-}
-
-// Close stops the server, then writes its last connection state, so nothing
-// is left to write once the store closes.
-func (u upstream) Close() error {
-	err := u.Server.Close()
-	if u.saver != nil {
-		u.saver.close()
-	}
-	return err
-}
-
-func (u upstream) Status() hub.UpstreamStatus {
-	s := u.Server.Status()
-	return hub.UpstreamStatus{State: s.State, Transport: s.Transport, PID: s.PID, Since: s.Since, LastError: s.LastError, Restarts: s.Restarts}
 }

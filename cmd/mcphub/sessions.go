@@ -1,13 +1,10 @@
 package main
 
 import (
-	"context"
 	"encoding/json"
 	"fmt"
-	"io"
 	"net/http"
 	"net/url"
-	"strings"
 	"text/tabwriter"
 	"time"
 
@@ -65,35 +62,4 @@ for [hub] session_ttl.
 		},
 	})
 	return cmd
-}
-
-// control calls a control endpoint of the running hub and decodes its
-// answer into out (when set).
-func (a *app) control(ctx context.Context, method, path string, want int, out any) error {
-	t, _, err := a.target()
-	if err != nil {
-		return err
-	}
-	if ctx == nil {
-		ctx = context.Background()
-	}
-	ctx, cancel := context.WithTimeout(ctx, statusTimeout)
-	defer cancel()
-	req, err := http.NewRequestWithContext(ctx, method, t.url(path), nil)
-	if err != nil {
-		return err
-	}
-	resp, err := t.do(req)
-	if err != nil {
-		return err
-	}
-	defer resp.Body.Close()
-	if resp.StatusCode != want {
-		body, _ := io.ReadAll(io.LimitReader(resp.Body, 4096))
-		return fmt.Errorf("the hub answered HTTP %d: %s", resp.StatusCode, strings.TrimSpace(string(body)))
-	}
-	if out != nil {
-		return json.NewDecoder(resp.Body).Decode(out)
-	}
-	return nil
 }
