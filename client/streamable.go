@@ -7,24 +7,17 @@ import (
 	"errors"
 	"fmt"
 	"io"
-	"mime"
 	"net/http"
-	"strings"
 	"sync"
 	"time"
 
 	"github.com/mcphub/mcphub/internal/jsonrpc"
 	"github.com/mcphub/mcphub/internal/redact"
-	"github.com/mcphub/mcphub/internal/sse"
 )
 
 // getStreamKey names the standalone GET stream in State.LastEventIDs; POST
 // streams are named by their request id.
 const getStreamKey = "get"
-
-// drainTimeout bounds reading what a POST's stream sends after its response;
-// a server that keeps the stream open past it loses the connection.
-const drainTimeout = 5 * time.Second
 
 // closeDeleteTimeout bounds the DELETE that ends an upstream session.
 const closeDeleteTimeout = 5 * time.Second
@@ -214,6 +207,7 @@ type sessionGone struct{ sid string }
 
 func (e *sessionGone) Error() string { return "upstream session not found" }
 
+// post sends one message and hands the response to handleReply.
 func (s *streamable) post(ctx context.Context, m *jsonrpc.Message, data []byte) error {
 	isInit := m.Method == "initialize"
 	// The POST's context ends with the transport, and with the caller's
@@ -240,340 +234,17 @@ func (s *streamable) post(ctx context.Context, m *jsonrpc.Message, data []byte) 
 		}
 		return fmt.Errorf("POST %s: %w", redact.URL(s.c.cfg.URL), err)
 	}
-	release := func() {
-		resp.Body.Close()
-		stopCaller()
-		cancel()
-	}
-
-	if resp.StatusCode == http.StatusNotFound && sid != "" {
-		release()
-		return &sessionGone{sid: sid}
-	}
-	if resp.StatusCode < 200 || resp.StatusCode > 299 {
-		defer release()
-		return s.httpFailure(resp, m)
-	}
-	if isInit {
-		// A server may run without sessions; then the id is "" and later
-		// requests carry none.
-		s.mu.Lock()
-		s.sessionID = resp.Header.Get("Mcp-Session-Id")
-		s.mu.Unlock()
-		s.c.stateChanged()
-	}
-	if m.IsRequest() {
-		s.mu.Lock()
-		s.accepted[string(m.ID)] = sid
-		s.mu.Unlock()
-	}
-	if resp.StatusCode == http.StatusAccepted || !m.IsRequest() {
-		// A request answered 202 gets its response on the GET stream.
-		release()
-		return nil
-	}
-
-	ctype := resp.Header.Get("Content-Type")
-	if ctype != "text/event-stream" && ctype != "application/json" {
-		ctype, _, _ = mime.ParseMediaType(ctype) // parameters, or odd case
-	}
-	switch ctype {
-	case "application/json":
-		defer release()
-		return s.readJSON(resp.Body)
-	case "text/event-stream":
-		// Read on the caller's goroutine: the caller waits for this
-		// response anyway, and a hand-off to another goroutine would only
-		// add a wake-up to every call's latency. What follows the response
-		// (normally just the end of the stream) is drained in the
-		// background if it has not arrived with it, so the connection goes
-		// back to the pool.
-		body := &eofWatch{r: resp.Body}
-		s.followPostStream(rctx, body, m.ID)
-		stopCaller()
-		if body.eof {
-			// The stream ended with the response (its end was already
-			// read with it): nothing left to drain.
-			release()
-			return nil
-		}
-		s.wg.Add(1)
-		go func() {
-			defer s.wg.Done()
-			defer release()
-			stop := time.AfterFunc(drainTimeout, release)
-			defer stop.Stop()
-			io.Copy(io.Discard, io.LimitReader(resp.Body, 1<<20))
-		}()
-		return nil
-	default:
-		release()
-		return fmt.Errorf("POST %s: unexpected Content-Type %q", redact.URL(s.c.cfg.URL), resp.Header.Get("Content-Type"))
-	}
-}
-
-// httpFailure turns a non-2xx reply into an error. A JSON-RPC error
-// response for this request in the body is delivered as the call's answer.
-func (s *streamable) httpFailure(resp *http.Response, m *jsonrpc.Message) error {
-	body, _ := io.ReadAll(io.LimitReader(resp.Body, 64<<10))
-	if m.IsRequest() {
-		if em, err := jsonrpc.Decode(body); err == nil && em.Error != nil && bytes.Equal(em.ID, m.ID) {
-			s.c.deliver(em, nil)
-			return nil
-		}
-	}
-	return &HTTPError{Method: http.MethodPost, URL: redact.URL(s.c.cfg.URL), Status: resp.StatusCode, Body: strings.TrimSpace(truncate(body, 512))}
-}
-
-func (s *streamable) maxMessage() int {
-	if s.c.cfg.MaxMessageBytes > 0 {
-		return s.c.cfg.MaxMessageBytes
-	}
-	return sse.DefaultMaxEventSize
-}
-
-func (s *streamable) readJSON(body io.Reader) error {
-	max := s.maxMessage()
-	data, err := io.ReadAll(io.LimitReader(body, int64(max)+1))
-	if err != nil {
-		return fmt.Errorf("read response: %w", err)
-	}
-	if len(data) > max {
-		return fmt.Errorf("%w: a response over %d bytes", ErrMessageTooLarge, max)
-	}
-	m, err := jsonrpc.Decode(data)
-	if err != nil {
-		return fmt.Errorf("upstream sent an invalid message: %w", err)
-	}
-	s.receive(m, nil)
-	return nil
-}
-
-// receive hands a message to the connection, clearing the bookkeeping of a
-// request once its response is in: a background resumption of its stream
-// stops, wherever the response came from.
-func (s *streamable) receive(m *jsonrpc.Message, related json.RawMessage) {
-	if m.IsResponse() {
-		s.mu.Lock()
-		delete(s.accepted, string(m.ID))
-		stop := s.followers[string(m.ID)]
-		s.mu.Unlock()
-		if stop != nil {
-			stop()
-		}
-	}
-	s.c.deliver(m, related)
-}
-
-// readEvents reads an SSE stream until it ends, delivering every message.
-// It reports whether the response to request id (if any) arrived.
-func (s *streamable) readEvents(body io.Reader, key string, related json.RawMessage, b *backoff) (gotResponse bool, err error) {
-	r := sse.NewReader(body, s.maxMessage())
-	defer r.Release()
-	for {
-		ev, err := r.Next()
-		if err != nil {
-			return gotResponse, err
-		}
-		if ev.HasRetry {
-			b.server = time.Duration(ev.Retry) * time.Millisecond
-		}
-		if ev.HasID && ev.ID != "" {
-			// Only a new id is progress: a server that resends the same
-			// event and drops the stream must not get unlimited retries.
-			s.mu.Lock()
-			advanced := s.lastIDs[key] != ev.ID
-			s.lastIDs[key] = ev.ID
-			s.mu.Unlock()
-			if advanced {
-				s.c.stateChanged()
-				b.progress()
-			}
-		}
-		if ev.Data == "" || (ev.Type != "" && ev.Type != "message") {
-			continue // priming events, keep-alives, other event types
-		}
-		m, derr := jsonrpc.Decode([]byte(ev.Data))
-		if derr != nil {
-			s.c.log.Warn("skipped an SSE event that is not a JSON-RPC message", "err", derr)
-			continue
-		}
-		s.receive(m, related)
-		if related != nil && m.IsResponse() && bytes.Equal(m.ID, related) {
-			// The request is answered: whatever the stream still holds is
-			// not this caller's to wait for (a resumed GET stream may stay
-			// open for server-initiated messages).
-			return true, nil
-		}
-	}
-}
-
-// followPostStream reads the SSE reply to a POST on the caller's goroutine.
-// If it ends before the response, the stream is resumed in the background
-// (GET + Last-Event-ID, the 2025-11-25 rule, honouring the server's retry
-// delay), since the response may as well arrive on another stream meanwhile;
-// the caller waits for it either way.
-func (s *streamable) followPostStream(ctx context.Context, body io.Reader, id json.RawMessage) {
-	key := string(id)
-	b := &backoff{base: 500 * time.Millisecond, max: 30 * time.Second}
-	got, err := s.readEvents(body, key, id, b)
-	if got || ctx.Err() != nil {
-		s.mu.Lock()
-		delete(s.lastIDs, key)
-		s.mu.Unlock()
-		return
-	}
-	s.follow(key, b, err, false)
-}
-
-// follow resumes the stream of request key in the background until its
-// response arrives (on that stream or any other), the stream proves
-// unresumable, or its retry budget is spent.
-// With now set, the first attempt goes out at once.
-func (s *streamable) follow(key string, b *backoff, lastErr error, now bool) {
-	ctx, cancel := context.WithCancel(s.ctx)
-	s.mu.Lock()
-	s.followers[key] = cancel
-	s.mu.Unlock()
-	s.wg.Add(1)
-	go func() {
-		defer s.wg.Done()
-		defer func() {
-			s.mu.Lock()
-			delete(s.followers, key)
-			delete(s.lastIDs, key)
-			s.mu.Unlock()
+	return s.handleReply(m, &postReply{
+		ctx:        rctx,
+		resp:       resp,
+		sid:        sid,
+		stopCaller: stopCaller,
+		release: func() {
+			resp.Body.Close()
+			stopCaller()
 			cancel()
-		}()
-		id := json.RawMessage(key)
-		err := lastErr
-		for ctx.Err() == nil {
-			s.mu.Lock()
-			last := s.lastIDs[key]
-			s.mu.Unlock()
-			if last == "" {
-				s.c.failCall(id, fmt.Errorf("%w: the response stream ended before the response (%v) and cannot be resumed", ErrStreamFailed, err))
-				return
-			}
-			if b.attempt >= s.maxRetries() {
-				s.c.failCall(id, fmt.Errorf("%w: the response stream could not be resumed after %d tries: %v", ErrStreamFailed, b.attempt, err))
-				return
-			}
-			if !now && !sleepCtx(ctx, b.next()) {
-				return
-			}
-			now = false
-			var got bool
-			if got, err = s.resumeGet(ctx, key, id, b); got {
-				return
-			}
-		}
-	}()
-}
-
-func (s *streamable) maxRetries() int {
-	if s.c.cfg.StreamMaxRetries > 0 {
-		return s.c.cfg.StreamMaxRetries
-	}
-	return 8
-}
-
-// resumeGet reopens a stream with GET and Last-Event-ID and reads it.
-func (s *streamable) resumeGet(ctx context.Context, key string, related json.RawMessage, b *backoff) (bool, error) {
-	req, err := s.newRequest(ctx, http.MethodGet, nil, false)
-	if err != nil {
-		return false, err
-	}
-	s.mu.Lock()
-	if last := s.lastIDs[key]; last != "" {
-		req.Header.Set("Last-Event-ID", last)
-	}
-	s.mu.Unlock()
-	resp, err := s.c.do(req)
-	if err != nil {
-		return false, err
-	}
-	defer resp.Body.Close()
-	if resp.StatusCode != http.StatusOK {
-		return false, &HTTPError{Method: http.MethodGet, URL: redact.URL(s.c.cfg.URL), Status: resp.StatusCode, Body: bodyExcerpt(resp.Body)}
-	}
-	return s.readEvents(resp.Body, key, related, b)
-}
-
-// runGetStream keeps the standalone stream for server-initiated messages
-// open for the life of the session. It has no overall deadline, only an idle
-// timeout that any byte resets; it reconnects with backoff (the server's
-// retry value when given), resumes with Last-Event-ID, and fails the
-// transport only after StreamMaxRetries fruitless attempts. A 405 means the
-// server offers no such stream.
-func (s *streamable) runGetStream() {
-	idle := s.c.cfg.StreamIdleTimeout
-	if idle <= 0 {
-		idle = 5 * time.Minute
-	}
-	b := &backoff{base: 500 * time.Millisecond, max: 30 * time.Second}
-	mySID, _ := s.session()
-	for s.ctx.Err() == nil {
-		status, err := s.getOnce(idle, b)
-		if sid, _ := s.session(); sid != mySID {
-			return // the session was renewed; its own stream took over
-		}
-		switch {
-		case s.ctx.Err() != nil:
-			return
-		case status == http.StatusMethodNotAllowed:
-			s.c.log.Debug("the server offers no standalone SSE stream (405)")
-			return
-		case status == http.StatusNotFound && mySID != "":
-			if rerr := s.renew(s.ctx, mySID, nil); rerr != nil {
-				s.finish(fmt.Errorf("%w: re-initializing failed: %w", ErrSessionExpired, rerr))
-			}
-			return // renew opened a new GET stream
-		}
-		if b.attempt >= s.maxRetries() {
-			s.c.log.Error("the notification stream failed", "tries", b.attempt, "err", err)
-			s.finish(fmt.Errorf("%w: the notification stream failed after %d tries: %v", ErrStreamFailed, b.attempt, err))
-			return
-		}
-		d := b.next()
-		s.c.log.Debug("notification stream ended; reconnecting", "err", err, "delay_ms", d.Milliseconds())
-		if !sleepCtx(s.ctx, d) {
-			return
-		}
-	}
-}
-
-// getOnce opens the standalone stream once and reads it until it ends.
-func (s *streamable) getOnce(idle time.Duration, b *backoff) (int, error) {
-	ctx, cancel := context.WithCancel(s.ctx)
-	defer cancel()
-	req, err := s.newRequest(ctx, http.MethodGet, nil, false)
-	if err != nil {
-		return 0, err
-	}
-	s.mu.Lock()
-	if last := s.lastIDs[getStreamKey]; last != "" {
-		req.Header.Set("Last-Event-ID", last)
-	}
-	s.mu.Unlock()
-	// The idle clock runs from the request on: a server that accepts the
-	// GET but never sends headers is as silent as one that sends nothing.
-	idleTimer := time.AfterFunc(idle, cancel)
-	defer idleTimer.Stop()
-	resp, err := s.c.do(req)
-	s.markGetReady()
-	if err != nil {
-		return 0, err
-	}
-	defer resp.Body.Close()
-	if resp.StatusCode != http.StatusOK {
-		return resp.StatusCode, &HTTPError{Method: http.MethodGet, URL: redact.URL(s.c.cfg.URL), Status: resp.StatusCode, Body: bodyExcerpt(resp.Body)}
-	}
-	idleTimer.Reset(idle)
-	ir := &idleReader{r: resp.Body, idle: idle, timer: idleTimer}
-	// Responses replayed here (a resumed POST stream) still reach their call.
-	_, err = s.readEvents(ir, getStreamKey, nil, b)
-	return resp.StatusCode, err
+		},
+	})
 }
 
 // renew replaces an upstream session the server no longer knows: calls it

@@ -1,0 +1,165 @@
+package client
+
+import (
+	"bytes"
+	"context"
+	"encoding/json"
+	"fmt"
+	"io"
+	"mime"
+	"net/http"
+	"strings"
+	"time"
+
+	"github.com/mcphub/mcphub/internal/jsonrpc"
+	"github.com/mcphub/mcphub/internal/redact"
+	"github.com/mcphub/mcphub/internal/sse"
+)
+
+// The POST's response side of the Streamable HTTP transport: its status, the
+// session it establishes, and its body, a JSON message or an SSE stream.
+
+// drainTimeout bounds reading what a POST's stream sends after its response;
+// a server that keeps the stream open past it loses the connection.
+const drainTimeout = 5 * time.Second
+
+// postReply is one POST's response, with what it takes to let it go.
+type postReply struct {
+	ctx  context.Context // the POST's context, for the stream that follows
+	resp *http.Response
+	sid  string // the session the POST went out on; "" for none
+	// stopCaller detaches the POST from the caller's context.
+	stopCaller func() bool
+	// release closes the body and ends the POST's context.
+	release func()
+}
+
+// handleReply turns a POST's status into an outcome: a 404 on a live
+// session and other failures become errors, initialize's answer sets the
+// session, and a request's body is read for its response.
+func (s *streamable) handleReply(m *jsonrpc.Message, r *postReply) error {
+	resp := r.resp
+	if resp.StatusCode == http.StatusNotFound && r.sid != "" {
+		r.release()
+		return &sessionGone{sid: r.sid}
+	}
+	if resp.StatusCode < 200 || resp.StatusCode > 299 {
+		defer r.release()
+		return s.httpFailure(resp, m)
+	}
+	if m.Method == "initialize" {
+		// A server may run without sessions; then the id is "" and later
+		// requests carry none.
+		s.mu.Lock()
+		s.sessionID = resp.Header.Get("Mcp-Session-Id")
+		s.mu.Unlock()
+		s.c.stateChanged()
+	}
+	if m.IsRequest() {
+		s.mu.Lock()
+		s.accepted[string(m.ID)] = r.sid
+		s.mu.Unlock()
+	}
+	if resp.StatusCode == http.StatusAccepted || !m.IsRequest() {
+		// A request answered 202 gets its response on the GET stream.
+		r.release()
+		return nil
+	}
+	return s.readReply(m, r)
+}
+
+// readReply reads a request's reply by its Content-Type: one JSON message,
+// or an SSE stream that carries the response among other messages.
+func (s *streamable) readReply(m *jsonrpc.Message, r *postReply) error {
+	resp := r.resp
+	ctype := resp.Header.Get("Content-Type")
+	if ctype != "text/event-stream" && ctype != "application/json" {
+		ctype, _, _ = mime.ParseMediaType(ctype) // parameters, or odd case
+	}
+	switch ctype {
+	case "application/json":
+		defer r.release()
+		return s.readJSON(resp.Body)
+	case "text/event-stream":
+		// Read on the caller's goroutine: the caller waits for this
+		// response anyway, and a hand-off to another goroutine would only
+		// add a wake-up to every call's latency. What follows the response
+		// (normally just the end of the stream) is drained in the
+		// background if it has not arrived with it, so the connection goes
+		// back to the pool.
+		body := &eofWatch{r: resp.Body}
+		s.followPostStream(r.ctx, body, m.ID)
+		r.stopCaller()
+		if body.eof {
+			// The stream ended with the response (its end was already
+			// read with it): nothing left to drain.
+			r.release()
+			return nil
+		}
+		s.wg.Add(1)
+		go func() {
+			defer s.wg.Done()
+			defer r.release()
+			stop := time.AfterFunc(drainTimeout, r.release)
+			defer stop.Stop()
+			io.Copy(io.Discard, io.LimitReader(resp.Body, 1<<20))
+		}()
+		return nil
+	default:
+		r.release()
+		return fmt.Errorf("POST %s: unexpected Content-Type %q", redact.URL(s.c.cfg.URL), resp.Header.Get("Content-Type"))
+	}
+}
+
+// httpFailure turns a non-2xx reply into an error. A JSON-RPC error
+// response for this request in the body is delivered as the call's answer.
+func (s *streamable) httpFailure(resp *http.Response, m *jsonrpc.Message) error {
+	body, _ := io.ReadAll(io.LimitReader(resp.Body, 64<<10))
+	if m.IsRequest() {
+		if em, err := jsonrpc.Decode(body); err == nil && em.Error != nil && bytes.Equal(em.ID, m.ID) {
+			s.c.deliver(em, nil)
+			return nil
+		}
+	}
+	return &HTTPError{Method: http.MethodPost, URL: redact.URL(s.c.cfg.URL), Status: resp.StatusCode, Body: strings.TrimSpace(truncate(body, 512))}
+}
+
+func (s *streamable) maxMessage() int {
+	if s.c.cfg.MaxMessageBytes > 0 {
+		return s.c.cfg.MaxMessageBytes
+	}
+	return sse.DefaultMaxEventSize
+}
+
+func (s *streamable) readJSON(body io.Reader) error {
+	max := s.maxMessage()
+	data, err := io.ReadAll(io.LimitReader(body, int64(max)+1))
+	if err != nil {
+		return fmt.Errorf("read response: %w", err)
+	}
+	if len(data) > max {
+		return fmt.Errorf("%w: a response over %d bytes", ErrMessageTooLarge, max)
+	}
+	m, err := jsonrpc.Decode(data)
+	if err != nil {
+		return fmt.Errorf("upstream sent an invalid message: %w", err)
+	}
+	s.receive(m, nil)
+	return nil
+}
+
+// receive hands a message to the connection, clearing the bookkeeping of a
+// request once its response is in: a background resumption of its stream
+// stops, wherever the response came from.
+func (s *streamable) receive(m *jsonrpc.Message, related json.RawMessage) {
+	if m.IsResponse() {
+		s.mu.Lock()
+		delete(s.accepted, string(m.ID))
+		stop := s.followers[string(m.ID)]
+		s.mu.Unlock()
+		if stop != nil {
+			stop()
+		}
+	}
+	s.c.deliver(m, related)
+}

@@ -1,0 +1,230 @@
+package client
+
+import (
+	"bytes"
+	"context"
+	"encoding/json"
+	"fmt"
+	"io"
+	"net/http"
+	"time"
+
+	"github.com/mcphub/mcphub/internal/jsonrpc"
+	"github.com/mcphub/mcphub/internal/redact"
+	"github.com/mcphub/mcphub/internal/sse"
+)
+
+// The SSE streams of the Streamable HTTP transport: reading them, resuming a
+// POST's stream that ended before its response, and keeping the standalone
+// GET stream open for the life of the session.
+
+// readEvents reads an SSE stream until it ends, delivering every message.
+// It reports whether the response to request id (if any) arrived.
+func (s *streamable) readEvents(body io.Reader, key string, related json.RawMessage, b *backoff) (gotResponse bool, err error) {
+	r := sse.NewReader(body, s.maxMessage())
+	defer r.Release()
+	for {
+		ev, err := r.Next()
+		if err != nil {
+			return gotResponse, err
+		}
+		if ev.HasRetry {
+			b.server = time.Duration(ev.Retry) * time.Millisecond
+		}
+		if ev.HasID && ev.ID != "" {
+			// Only a new id is progress: a server that resends the same
+			// event and drops the stream must not get unlimited retries.
+			s.mu.Lock()
+			advanced := s.lastIDs[key] != ev.ID
+			s.lastIDs[key] = ev.ID
+			s.mu.Unlock()
+			if advanced {
+				s.c.stateChanged()
+				b.progress()
+			}
+		}
+		if ev.Data == "" || (ev.Type != "" && ev.Type != "message") {
+			continue // priming events, keep-alives, other event types
+		}
+		m, derr := jsonrpc.Decode([]byte(ev.Data))
+		if derr != nil {
+			s.c.log.Warn("skipped an SSE event that is not a JSON-RPC message", "err", derr)
+			continue
+		}
+		s.receive(m, related)
+		if related != nil && m.IsResponse() && bytes.Equal(m.ID, related) {
+			// The request is answered: whatever the stream still holds is
+			// not this caller's to wait for (a resumed GET stream may stay
+			// open for server-initiated messages).
+			return true, nil
+		}
+	}
+}
+
+// followPostStream reads the SSE reply to a POST on the caller's goroutine.
+// If it ends before the response, the stream is resumed in the background
+// (GET + Last-Event-ID, the 2025-11-25 rule, honouring the server's retry
+// delay), since the response may as well arrive on another stream meanwhile;
+// the caller waits for it either way.
+func (s *streamable) followPostStream(ctx context.Context, body io.Reader, id json.RawMessage) {
+	key := string(id)
+	b := &backoff{base: 500 * time.Millisecond, max: 30 * time.Second}
+	got, err := s.readEvents(body, key, id, b)
+	if got || ctx.Err() != nil {
+		s.mu.Lock()
+		delete(s.lastIDs, key)
+		s.mu.Unlock()
+		return
+	}
+	s.follow(key, b, err, false)
+}
+
+// follow resumes the stream of request key in the background until its
+// response arrives (on that stream or any other), the stream proves
+// unresumable, or its retry budget is spent.
+// With now set, the first attempt goes out at once.
+func (s *streamable) follow(key string, b *backoff, lastErr error, now bool) {
+	ctx, cancel := context.WithCancel(s.ctx)
+	s.mu.Lock()
+	s.followers[key] = cancel
+	s.mu.Unlock()
+	s.wg.Add(1)
+	go func() {
+		defer s.wg.Done()
+		defer func() {
+			s.mu.Lock()
+			delete(s.followers, key)
+			delete(s.lastIDs, key)
+			s.mu.Unlock()
+			cancel()
+		}()
+		id := json.RawMessage(key)
+		err := lastErr
+		for ctx.Err() == nil {
+			s.mu.Lock()
+			last := s.lastIDs[key]
+			s.mu.Unlock()
+			if last == "" {
+				s.c.failCall(id, fmt.Errorf("%w: the response stream ended before the response (%v) and cannot be resumed", ErrStreamFailed, err))
+				return
+			}
+			if b.attempt >= s.maxRetries() {
+				s.c.failCall(id, fmt.Errorf("%w: the response stream could not be resumed after %d tries: %v", ErrStreamFailed, b.attempt, err))
+				return
+			}
+			if !now && !sleepCtx(ctx, b.next()) {
+				return
+			}
+			now = false
+			var got bool
+			if got, err = s.resumeGet(ctx, key, id, b); got {
+				return
+			}
+		}
+	}()
+}
+
+func (s *streamable) maxRetries() int {
+	if s.c.cfg.StreamMaxRetries > 0 {
+		return s.c.cfg.StreamMaxRetries
+	}
+	return 8
+}
+
+// resumeGet reopens a stream with GET and Last-Event-ID and reads it.
+func (s *streamable) resumeGet(ctx context.Context, key string, related json.RawMessage, b *backoff) (bool, error) {
+	req, err := s.newRequest(ctx, http.MethodGet, nil, false)
+	if err != nil {
+		return false, err
+	}
+	s.mu.Lock()
+	if last := s.lastIDs[key]; last != "" {
+		req.Header.Set("Last-Event-ID", last)
+	}
+	s.mu.Unlock()
+	resp, err := s.c.do(req)
+	if err != nil {
+		return false, err
+	}
+	defer resp.Body.Close()
+	if resp.StatusCode != http.StatusOK {
+		return false, &HTTPError{Method: http.MethodGet, URL: redact.URL(s.c.cfg.URL), Status: resp.StatusCode, Body: bodyExcerpt(resp.Body)}
+	}
+	return s.readEvents(resp.Body, key, related, b)
+}
+
+// runGetStream keeps the standalone stream for server-initiated messages
+// open for the life of the session. It has no overall deadline, only an idle
+// timeout that any byte resets; it reconnects with backoff (the server's
+// retry value when given), resumes with Last-Event-ID, and fails the
+// transport only after StreamMaxRetries fruitless attempts. A 405 means the
+// server offers no such stream.
+func (s *streamable) runGetStream() {
+	idle := s.c.cfg.StreamIdleTimeout
+	if idle <= 0 {
+		idle = 5 * time.Minute
+	}
+	b := &backoff{base: 500 * time.Millisecond, max: 30 * time.Second}
+	mySID, _ := s.session()
+	for s.ctx.Err() == nil {
+		status, err := s.getOnce(idle, b)
+		if sid, _ := s.session(); sid != mySID {
+			return // the session was renewed; its own stream took over
+		}
+		switch {
+		case s.ctx.Err() != nil:
+			return
+		case status == http.StatusMethodNotAllowed:
+			s.c.log.Debug("the server offers no standalone SSE stream (405)")
+			return
+		case status == http.StatusNotFound && mySID != "":
+			if rerr := s.renew(s.ctx, mySID, nil); rerr != nil {
+				s.finish(fmt.Errorf("%w: re-initializing failed: %w", ErrSessionExpired, rerr))
+			}
+			return // renew opened a new GET stream
+		}
+		if b.attempt >= s.maxRetries() {
+			s.c.log.Error("the notification stream failed", "tries", b.attempt, "err", err)
+			s.finish(fmt.Errorf("%w: the notification stream failed after %d tries: %v", ErrStreamFailed, b.attempt, err))
+			return
+		}
+		d := b.next()
+		s.c.log.Debug("notification stream ended; reconnecting", "err", err, "delay_ms", d.Milliseconds())
+		if !sleepCtx(s.ctx, d) {
+			return
+		}
+	}
+}
+
+// getOnce opens the standalone stream once and reads it until it ends.
+func (s *streamable) getOnce(idle time.Duration, b *backoff) (int, error) {
+	ctx, cancel := context.WithCancel(s.ctx)
+	defer cancel()
+	req, err := s.newRequest(ctx, http.MethodGet, nil, false)
+	if err != nil {
+		return 0, err
+	}
+	s.mu.Lock()
+	if last := s.lastIDs[getStreamKey]; last != "" {
+		req.Header.Set("Last-Event-ID", last)
+	}
+	s.mu.Unlock()
+	// The idle clock runs from the request on: a server that accepts the
+	// GET but never sends headers is as silent as one that sends nothing.
+	idleTimer := time.AfterFunc(idle, cancel)
+	defer idleTimer.Stop()
+	resp, err := s.c.do(req)
+	s.markGetReady()
+	if err != nil {
+		return 0, err
+	}
+	defer resp.Body.Close()
+	if resp.StatusCode != http.StatusOK {
+		return resp.StatusCode, &HTTPError{Method: http.MethodGet, URL: redact.URL(s.c.cfg.URL), Status: resp.StatusCode, Body: bodyExcerpt(resp.Body)}
+	}
+	idleTimer.Reset(idle)
+	ir := &idleReader{r: resp.Body, idle: idle, timer: idleTimer}
+	// Responses replayed here (a resumed POST stream) still reach their call.
+	_, err = s.readEvents(ir, getStreamKey, nil, b)
+	return resp.StatusCode, err
+}
