@@ -3,7 +3,6 @@ package bridge
 import (
 	"context"
 	"encoding/json"
-	"errors"
 	"fmt"
 	"log/slog"
 	"sync"
@@ -46,8 +45,22 @@ type Config struct {
 	// Backoff is the reconnect policy; zero values take the defaults.
 	Backoff Backoff
 	// Cache is the catalog of an earlier run, served until the server has
-	// connected; nil for none.
+	// connected; nil for none (then it is loaded from Store, if set).
 	Cache *Cache
+	// Store, when set, carries the server across hub restarts. For a remote
+	// server (Client.URL set, no Client.Command) the stored connection state
+	// becomes Client.Resume, unless that is already set, so the upstream
+	// session and its streams resume (see Adopt); the shared connection's
+	// state is then saved as it changes, the latest of each 50 ms, and once
+	// more when Close has stopped the connection. For every server the
+	// stored catalog becomes Cache, unless that is already set, and the
+	// catalog is saved after each change.
+	//
+	// The records keep the layout earlier runs wrote: the state is
+	// client.State as encoding/json writes it; the catalog maps
+	// "initialize" to the raw initialize result and each list method to a
+	// JSON array of its items.
+	Store StateStore
 
 	// Changed reports a change of state or of a list.
 	Changed func()
@@ -56,80 +69,49 @@ type Config struct {
 	// Request delivers a server-to-client request that belongs to no call.
 	Request func(ctx context.Context, session, method string, params json.RawMessage) (json.RawMessage, error)
 
+	// Logger receives the server's logs; nil means slog.Default().
 	Logger *slog.Logger
-}
 
-// Backoff is the reconnect policy: delays start at Initial and double up to
-// Max, with jitter; CrashLoopAfter failures within Window mark the server
-// crash-looping, after which it is retried every SlowRetry; a connection
-// that stays up for Stable resets the count.
-type Backoff struct {
-	Initial, Max   time.Duration
-	CrashLoopAfter int
-	Window         time.Duration
-	SlowRetry      time.Duration
-	Stable         time.Duration
-}
-
-func (b Backoff) withDefaults() Backoff {
-	if b.Initial <= 0 {
-		b.Initial = 500 * time.Millisecond
-	}
-	if b.Max <= 0 {
-		b.Max = 30 * time.Second
-	}
-	if b.CrashLoopAfter <= 0 {
-		b.CrashLoopAfter = 4
-	}
-	if b.Window <= 0 {
-		b.Window = 2 * time.Minute
-	}
-	if b.SlowRetry <= 0 {
-		b.SlowRetry = time.Minute
-	}
-	if b.Stable <= 0 {
-		b.Stable = time.Minute
-	}
-	return b
+	// dial makes each connection; nil means client.New. Tests plug in a
+	// fake connection here.
+	dial dialer
+	// clk tells time for backoff, crash-loop detection and write
+	// coalescing; nil means the wall clock.
+	clk clock
 }
 
 // Cache is a server's last known initialize result and lists.
 type Cache struct {
-	Init  json.RawMessage
+	// Init is the raw initialize result.
+	Init json.RawMessage
+	// Lists holds each list method's items, raw and in the server's order.
 	Lists map[string][]json.RawMessage
-}
-
-// Catalog returns what the server offers now, for the cache.
-func (s *Server) Catalog() Cache {
-	l := s.sharedLink()
-	if l == nil {
-		return Cache{}
-	}
-	l.mu.Lock()
-	defer l.mu.Unlock()
-	c := Cache{Init: l.init, Lists: make(map[string][]json.RawMessage, len(l.lists))}
-	for m, items := range l.lists {
-		c.Lists[m] = items
-	}
-	return c
 }
 
 // Status is what a Server reports about itself.
 type Status struct {
-	State     string
+	// State is one of the State constants.
+	State string
+	// Transport and PID describe the current connection; empty and 0
+	// while there is none, PID also 0 for a remote server.
 	Transport string
 	PID       int
-	Since     time.Time
+	// Since is when the last connection was made.
+	Since time.Time
+	// LastError is why the last attempt failed or connection was lost.
 	LastError string
-	Restarts  int
+	// Restarts counts lost connections and failed retries; a first
+	// attempt that failed is not a restart.
+	Restarts int
 }
 
 // Server is one registry server: a supervised upstream connection shared by
 // every session (or one per session), with the id, progress-token and
 // server-to-client routing that sharing needs.
 type Server struct {
-	cfg Config
-	log *slog.Logger
+	cfg     Config
+	log     *slog.Logger
+	persist *persistence // nil without Config.Store
 
 	ctx    context.Context
 	cancel context.CancelFunc
@@ -142,7 +124,9 @@ type Server struct {
 	closed   bool
 }
 
-// New prepares a server; Start connects it.
+// New prepares a server; Start connects it. With Config.Store set it loads
+// the stored state and catalog here, so list calls are answered and calls
+// of an earlier run can be adopted before the server connects.
 func New(cfg Config) *Server {
 	cfg.Backoff = cfg.Backoff.withDefaults()
 	if cfg.ConnectTimeout <= 0 {
@@ -157,14 +141,46 @@ func New(cfg Config) *Server {
 	if cfg.Changed == nil {
 		cfg.Changed = func() {}
 	}
+	if cfg.dial == nil {
+		cfg.dial = dialClient
+	}
+	if cfg.clk == nil {
+		cfg.clk = realClock{}
+	}
 	cfg.Client.Name = cfg.Name
 	cfg.Client.Logger = cfg.Logger
 	s := &Server{cfg: cfg, log: cfg.Logger.With("server", cfg.Name), sessions: map[string]*link{}}
+	if cfg.Store != nil {
+		s.usePersistence()
+	}
 	// The shared link exists from the start, so calls of an earlier run can
 	// be adopted before it connects.
 	s.shared = newLink(s, "")
 	return s
 }
+
+// usePersistence loads what Config.Store holds and arranges for the
+// catalog to be saved after each change.
+func (s *Server) usePersistence() {
+	p := newPersistence(s.cfg.Store, s.cfg.Name, s.log, s.cfg.clk)
+	s.persist = p
+	if s.remote() && s.cfg.Client.Resume == nil {
+		s.cfg.Client.Resume = p.resume()
+	}
+	if s.cfg.Cache == nil {
+		s.cfg.Cache = p.cache()
+	}
+	changed := s.cfg.Changed
+	s.cfg.Changed = func() {
+		changed()
+		p.saveCatalog(s.Catalog())
+	}
+}
+
+// remote reports whether the server is reached over HTTP, the only kind
+// whose session can be resumed; the client prefers Command when both are
+// set.
+func (s *Server) remote() bool { return s.cfg.Client.Command == "" && s.cfg.Client.URL != "" }
 
 // Name is the server's registry name.
 func (s *Server) Name() string { return s.cfg.Name }
@@ -191,7 +207,9 @@ func (s *Server) superviseLocked(l *link) {
 	}()
 }
 
-// Close stops every connection and waits for them.
+// Close stops every connection and waits for them. With Config.Store set
+// it then writes the last connection state, so nothing is left to write
+// once the store closes. It is safe to call more than once.
 func (s *Server) Close() error {
 	s.mu.Lock()
 	s.closed = true
@@ -201,6 +219,9 @@ func (s *Server) Close() error {
 		cancel()
 	}
 	s.wg.Wait()
+	if s.persist != nil {
+		s.persist.close()
+	}
 	return nil
 }
 
@@ -272,29 +293,6 @@ func (s *Server) linksLocked() []*link {
 	return out
 }
 
-// Adopt takes over a request an earlier run of the hub sent on the stored
-// upstream session (Config.Client.Resume): when the connection resumes that
-// session, the request's stream is reopened and its messages go to peer and
-// its result to done. It reports false when the stored state has no open
-// stream for the request, so nothing could finish it.
-func (s *Server) Adopt(upstreamID json.RawMessage, hubToken string, progressToken json.RawMessage, peer jsonrpc.Peer, done func(json.RawMessage, error)) bool {
-	r := s.cfg.Client.Resume
-	if r == nil || r.SessionID == "" {
-		return false
-	}
-	if _, ok := r.LastEventIDs[string(upstreamID)]; !ok {
-		return false
-	}
-	l := s.sharedLink()
-	if l == nil {
-		return false
-	}
-	l.mu.Lock()
-	l.adoptions = append(l.adoptions, adoption{c: &inflight{peer: peer, upID: upstreamID, origToken: progressToken}, hubToken: hubToken, done: done})
-	l.mu.Unlock()
-	return true
-}
-
 // SessionClosed closes the session's own connection, if it has one.
 func (s *Server) SessionClosed(session string) {
 	s.mu.Lock()
@@ -322,6 +320,14 @@ func (s *Server) List(method string) []json.RawMessage {
 	return nil
 }
 
+// Catalog returns what the server offers now, for the cache.
+func (s *Server) Catalog() Cache {
+	if l := s.sharedLink(); l != nil {
+		return l.catalog()
+	}
+	return Cache{}
+}
+
 // Status reports the shared connection's state.
 func (s *Server) Status() Status {
 	if l := s.sharedLink(); l != nil {
@@ -334,30 +340,4 @@ func (s *Server) sharedLink() *link {
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	return s.shared
-}
-
-// unavailableError reports a server that cannot take a call now. The hub
-// recognises it by its Unavailable method.
-type unavailableError struct{ msg string }
-
-func (e *unavailableError) Error() string     { return e.msg }
-func (e *unavailableError) Unavailable() bool { return true }
-
-// tooLargeError reports a result over MaxResponseBytes.
-type tooLargeError struct{ msg string }
-
-func (e *tooLargeError) Error() string  { return e.msg }
-func (e *tooLargeError) TooLarge() bool { return true }
-
-// callError wraps a connection failure during a call so the hub sees an
-// unavailable upstream; the call is never replayed.
-func callError(name string, err error) error {
-	var rpcErr *jsonrpc.Error
-	switch {
-	case errors.As(err, &rpcErr), errors.Is(err, context.Canceled), errors.Is(err, context.DeadlineExceeded):
-		return err
-	case errors.Is(err, client.ErrClosed), errors.Is(err, client.ErrSessionExpired), errors.Is(err, client.ErrStreamFailed):
-		return &unavailableError{fmt.Sprintf("server %s failed while handling the request (it is not retried): %v", name, err)}
-	}
-	return err
 }

@@ -3,10 +3,7 @@ package bridge
 import (
 	"context"
 	"encoding/json"
-	"errors"
 	"fmt"
-	"math/rand/v2"
-	"strconv"
 	"sync"
 	"sync/atomic"
 	"time"
@@ -14,15 +11,6 @@ import (
 	"github.com/mcphub/mcphub/client"
 	"github.com/mcphub/mcphub/internal/jsonrpc"
 )
-
-// listMethods are the lists a link fetches, by the capability that offers
-// them.
-var listMethods = []struct{ capability, method, changed string }{
-	{"tools", "tools/list", "notifications/tools/list_changed"},
-	{"prompts", "prompts/list", "notifications/prompts/list_changed"},
-	{"resources", "resources/list", "notifications/resources/list_changed"},
-	{"resources", "resources/templates/list", "notifications/resources/list_changed"},
-}
 
 // link is one supervised connection: it connects, fetches the server's
 // lists, and reconnects with backoff when the connection is lost. Calls in
@@ -34,11 +22,14 @@ type link struct {
 	ctx    context.Context
 	cancel context.CancelFunc
 	done   chan struct{}
+	// settled is closed once the link has left StateStarting: it has
+	// connected or failed at least once.
+	settled chan struct{}
 
 	tokenSeq atomic.Int64
 
 	mu       sync.Mutex
-	conn     *client.Conn
+	conn     upstreamConn
 	state    string
 	since    time.Time
 	lastErr  string
@@ -56,25 +47,10 @@ type link struct {
 	resumeUsed bool       // the stored session was offered once; later connections start fresh
 }
 
-// adoption is a call an earlier run of the hub sent upstream.
-type adoption struct {
-	c        *inflight
-	hubToken string
-	done     func(json.RawMessage, error)
-}
-
-// inflight is one call on a link and where its messages go.
-type inflight struct {
-	peer      jsonrpc.Peer
-	session   string // the client session that made the call
-	upID      json.RawMessage
-	origToken json.RawMessage // the client's progress token, nil if none
-}
-
 func newLink(s *Server, session string) *link {
 	ctx, cancel := context.WithCancel(context.Background())
 	l := &link{
-		srv: s, session: session, ctx: ctx, cancel: cancel, done: make(chan struct{}),
+		srv: s, session: session, ctx: ctx, cancel: cancel, done: make(chan struct{}), settled: make(chan struct{}),
 		state: StateStarting, lists: map[string][]json.RawMessage{},
 		calls: map[string]*inflight{}, tokens: map[string]*inflight{}, subs: map[string]bool{},
 	}
@@ -95,6 +71,15 @@ func (l *link) stop() {
 	<-l.done
 }
 
+// setStateLocked changes the state and wakes the calls waiting for the
+// link's first outcome.
+func (l *link) setStateLocked(state string) {
+	if l.state == StateStarting && state != StateStarting {
+		close(l.settled)
+	}
+	l.state = state
+}
+
 // supervise keeps the link connected until ctx or the link is cancelled.
 func (l *link) supervise(parent context.Context) {
 	defer close(l.done)
@@ -113,36 +98,56 @@ func (l *link) supervise(parent context.Context) {
 		}
 		delay := l.failed(err, attempt, b)
 		select {
-		case <-time.After(delay):
+		case <-l.srv.cfg.clk.After(delay):
 		case <-l.ctx.Done():
 			return
 		}
 	}
 }
 
-// connect makes one connection and fetches the server's lists.
-func (l *link) connect() (*client.Conn, error) {
-	l.mu.Lock()
-	if l.state != StateStarting && l.state != StateCrashLoop {
-		l.state = StateRestarting
-	}
-	l.mu.Unlock()
+// clientConfig is the configuration of the link's next connection; resume
+// says whether it offers the stored session. Only the shared link's state
+// is persisted: a per-session connection's upstream session belongs to one
+// client and is not what a restarted hub resumes.
+func (l *link) clientConfig(resume bool) client.Config {
 	cfg := l.srv.cfg.Client
-	l.mu.Lock()
-	if l.resumeUsed || l.session != "" {
+	if !resume {
 		cfg.Resume = nil
 	}
+	if p := l.srv.persist; p != nil && l.session == "" && l.srv.remote() {
+		own := cfg.OnState
+		cfg.OnState = func(st client.State) {
+			if own != nil {
+				own(st)
+			}
+			p.saveState(st)
+		}
+	}
+	return cfg
+}
+
+// connect makes one connection and fetches the server's lists.
+func (l *link) connect() (upstreamConn, error) {
+	l.mu.Lock()
+	if l.state != StateStarting && l.state != StateCrashLoop {
+		l.setStateLocked(StateRestarting)
+	}
+	// Only the shared link's first connection offers the stored session.
+	// The adoptions waiting for it are taken in the same step, so Adopt
+	// either queues a call for this connection or refuses it.
+	resume := !l.resumeUsed && l.session == ""
 	l.resumeUsed = true
 	adoptions := l.adoptions
 	l.adoptions = nil
 	l.mu.Unlock()
+	cfg := l.clientConfig(resume)
 	// The adopted calls are tracked before the connection starts: resuming
 	// their streams begins inside Start, and a replayed notification must
 	// find its call.
 	for _, a := range adoptions {
 		l.track(a.c, a.hubToken)
 	}
-	conn := client.New(cfg, l)
+	conn := l.srv.cfg.dial(cfg, l)
 	ctx, cancel := context.WithTimeout(l.ctx, l.srv.cfg.ConnectTimeout)
 	defer cancel()
 	if err := conn.Start(ctx); err != nil {
@@ -157,99 +162,48 @@ func (l *link) connect() (*client.Conn, error) {
 		conn.Close()
 		return nil, err
 	}
-	l.mu.Lock()
-	l.conn, l.init, l.lists = conn, init.Raw, lists
-	l.state, l.since, l.lastErr = StateConnected, time.Now(), ""
-	subs := make([]string, 0, len(l.subs))
-	for uri := range l.subs {
-		subs = append(subs, uri)
-	}
-	l.level = ""
-	l.mu.Unlock()
+	subs := l.connected(conn, init.Raw, lists)
 	l.srv.log.Info("connected", "transport", conn.Transport(), "pid", conn.PID(), "tools", len(lists["tools/list"]), "session", l.session)
 	if lvl := l.srv.level(); lvl != "" {
 		l.applyLogLevel(lvl)
 	}
-	for _, uri := range subs {
+	l.renewSubscriptions(ctx, conn, subs)
+	l.changed()
+	return conn, nil
+}
+
+// connected installs a connection that has started and fetched its lists,
+// and returns the resource subscriptions to renew on it.
+func (l *link) connected(conn upstreamConn, init json.RawMessage, lists map[string][]json.RawMessage) []string {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	l.conn, l.init, l.lists = conn, init, lists
+	l.setStateLocked(StateConnected)
+	l.since, l.lastErr = l.srv.cfg.clk.Now(), ""
+	subs := make([]string, 0, len(l.subs))
+	for uri := range l.subs {
+		subs = append(subs, uri)
+	}
+	// A new connection starts at the server's default level, whatever the
+	// last one was sent.
+	l.level = ""
+	return subs
+}
+
+// renewSubscriptions subscribes the new connection to the resources the
+// last one was subscribed to, so clients keep their updates.
+func (l *link) renewSubscriptions(ctx context.Context, conn upstreamConn, uris []string) {
+	for _, uri := range uris {
 		params := fmt.Appendf(nil, `{"uri":%s}`, jsonrpc.Quote(uri))
 		if _, err := conn.Call(ctx, "resources/subscribe", params); err != nil {
 			l.srv.log.Warn("could not renew a resource subscription", "uri", uri, "err", err)
 		}
 	}
-	l.changed()
-	return conn, nil
-}
-
-// adopt finishes the calls of an earlier run on a connection that resumed
-// their session; on a fresh session they are lost and answered so.
-func (l *link) adopt(conn *client.Conn, adoptions []adoption) {
-	resumed := map[string]bool{}
-	for _, id := range conn.Resumed() {
-		resumed[string(id)] = true
-	}
-	for _, a := range adoptions {
-		if !resumed[string(a.c.upID)] {
-			l.untrack(a.c, a.hubToken)
-			a.done(nil, &unavailableError{fmt.Sprintf("server %s did not resume the session the request was sent on", l.srv.cfg.Name)})
-			continue
-		}
-		l.srv.wg.Add(1)
-		go func() {
-			defer l.srv.wg.Done()
-			defer l.untrack(a.c, a.hubToken)
-			res, err := conn.Await(l.ctx, a.c.upID)
-			if err != nil {
-				err = callError(l.srv.cfg.Name, err)
-			}
-			a.done(res, err)
-		}()
-	}
-	if len(adoptions) > 0 {
-		l.srv.log.Info("resumed calls of the previous run", "calls", len(adoptions))
-	}
-}
-
-func (l *link) abandon(adoptions []adoption, err error) {
-	for _, a := range adoptions {
-		l.untrack(a.c, a.hubToken)
-		a.done(nil, &unavailableError{fmt.Sprintf("server %s could not be reached to resume the request: %v", l.srv.cfg.Name, err)})
-	}
-}
-
-// fetchLists gets every list the server's capabilities offer.
-func (l *link) fetchLists(ctx context.Context, conn *client.Conn, caps json.RawMessage) (map[string][]json.RawMessage, error) {
-	lists := map[string][]json.RawMessage{}
-	for _, lm := range listMethods {
-		if _, ok := jsonrpc.Member(caps, lm.capability); !ok {
-			continue
-		}
-		items, err := l.fetchList(ctx, conn, lm.method)
-		if err != nil {
-			return nil, err
-		}
-		lists[lm.method] = items
-	}
-	return lists, nil
-}
-
-func (l *link) fetchList(ctx context.Context, conn *client.Conn, method string) ([]json.RawMessage, error) {
-	ctx, cancel := context.WithTimeout(ctx, l.srv.cfg.RequestTimeout)
-	defer cancel()
-	items, err := conn.ListAll(ctx, method)
-	// A server that declares a capability but answers its list with a
-	// JSON-RPC error offers nothing there; it is no reason to drop the
-	// connection.
-	var e *jsonrpc.Error
-	if errors.As(err, &e) {
-		l.srv.log.Warn("the server refused a list it declared", "method", method, "err", e.Message)
-		return nil, nil
-	}
-	return items, err
 }
 
 // serve waits until the connection is lost or the link stops, and reports
 // why it was lost.
-func (l *link) serve(conn *client.Conn) error {
+func (l *link) serve(conn upstreamConn) error {
 	select {
 	case <-conn.Done():
 	case <-l.ctx.Done():
@@ -258,8 +212,9 @@ func (l *link) serve(conn *client.Conn) error {
 	conn.Close()
 	l.mu.Lock()
 	l.conn = nil
-	stable := time.Since(l.since) >= l.srv.cfg.Backoff.Stable
-	if stable {
+	// A connection that stayed up long enough proves the server healthy
+	// again; its loss starts a fresh count towards crash-looping.
+	if l.srv.cfg.clk.Now().Sub(l.since) >= l.srv.cfg.Backoff.Stable {
 		l.failures = nil
 	}
 	l.mu.Unlock()
@@ -276,22 +231,24 @@ func (l *link) serve(conn *client.Conn) error {
 // before the next attempt: exponential with jitter, or the slow retry once
 // the server is crash-looping.
 func (l *link) failed(err error, attempt int, b Backoff) time.Duration {
-	now := time.Now()
+	now := l.srv.cfg.clk.Now()
 	l.mu.Lock()
 	l.lastErr = err.Error()
 	l.failures = append(l.failures, now)
 	for len(l.failures) > 0 && now.Sub(l.failures[0]) > b.Window {
 		l.failures = l.failures[1:]
 	}
+	failures := len(l.failures)
 	neverConnected := l.since.IsZero()
 	switch {
-	case len(l.failures) >= b.CrashLoopAfter:
-		l.state = StateCrashLoop
+	case failures >= b.CrashLoopAfter:
+		l.setStateLocked(StateCrashLoop)
 	case neverConnected:
-		l.state = StateFailed
+		l.setStateLocked(StateFailed)
 	default:
-		l.state = StateRestarting
+		l.setStateLocked(StateRestarting)
 	}
+	// The first attempt of a server that never connected is not a restart.
 	if !neverConnected || attempt > 0 {
 		l.restarts++
 	}
@@ -299,25 +256,23 @@ func (l *link) failed(err error, attempt int, b Backoff) time.Duration {
 	l.mu.Unlock()
 	l.changed()
 	if state == StateCrashLoop {
-		l.srv.log.Error("crash-looping; retrying slowly", "failures", len(l.failures), "retry_in", b.SlowRetry, "err", err)
+		l.srv.log.Error("crash-looping; retrying slowly", "failures", failures, "retry_in", b.SlowRetry, "err", err)
 		return b.SlowRetry
 	}
-	d := b.Initial << min(attempt, 16)
-	if d > b.Max || d <= 0 {
-		d = b.Max
-	}
-	d = d*3/4 + rand.N(d/2+1) // ±25% jitter
+	d := b.delay(attempt, randomJitter)
 	l.srv.log.Warn("could not connect", "err", err, "state", state, "retry_in", d.Round(time.Millisecond))
 	return d
 }
 
+// changed reports a change of the shared link; per-session links change
+// nothing the hub shows.
 func (l *link) changed() {
 	if l.session == "" {
 		l.srv.cfg.Changed()
 	}
 }
 
-func (l *link) current() *client.Conn {
+func (l *link) current() upstreamConn {
 	l.mu.Lock()
 	defer l.mu.Unlock()
 	return l.conn
@@ -338,257 +293,20 @@ func (l *link) unavailable() error {
 	return &unavailableError{msg}
 }
 
-// waitConnected waits for a per-session link's first connection.
-func (l *link) waitConnected(ctx context.Context) *client.Conn {
+// waitConnected returns the connection for a call. A per-session link is
+// made for the call that needs it, so that call waits for its first
+// connection (or first failure); the shared link answers at once.
+func (l *link) waitConnected(ctx context.Context) upstreamConn {
 	if l.session == "" {
 		return l.current()
 	}
-	tick := time.NewTicker(20 * time.Millisecond)
-	defer tick.Stop()
-	for {
-		l.mu.Lock()
-		conn, state := l.conn, l.state
-		l.mu.Unlock()
-		if conn != nil || state != StateStarting {
-			return conn
-		}
-		select {
-		case <-tick.C:
-		case <-ctx.Done():
-			return nil
-		}
+	select {
+	case <-l.settled:
+		return l.current()
+	case <-ctx.Done():
+	case <-l.ctx.Done():
 	}
-}
-
-// call forwards one request on the link, with a fresh upstream id and, when
-// the client asked for progress, a fresh progress token mapped back to the
-// client's own.
-func (l *link) call(ctx context.Context, session, method string, params json.RawMessage, peer jsonrpc.Peer) (json.RawMessage, error) {
-	conn := l.waitConnected(ctx)
-	if conn == nil {
-		return nil, l.unavailable()
-	}
-	c := &inflight{peer: peer, session: session, upID: conn.NextID()}
-	var hubToken string
-	if peer != nil {
-		if meta, ok := jsonrpc.Member(params, "_meta"); ok {
-			if tok, ok := jsonrpc.Member(meta, "progressToken"); ok {
-				hubToken = "mcphub-" + strconv.FormatInt(l.tokenSeq.Add(1), 10)
-				newMeta, err := jsonrpc.SetMember(meta, "progressToken", jsonrpc.Quote(hubToken))
-				if err == nil {
-					params, err = jsonrpc.SetMember(params, "_meta", newMeta)
-				}
-				if err != nil {
-					return nil, jsonrpc.NewError(jsonrpc.CodeInvalidParams, "malformed _meta")
-				}
-				c.origToken = tok
-			}
-		}
-	}
-	l.track(c, hubToken)
-	defer l.untrack(c, hubToken)
-	if peer != nil && l.session == "" {
-		peer.Forwarded(c.upID, hubToken, c.origToken)
-	}
-	res, err := conn.CallWithID(ctx, c.upID, method, params)
-	if err != nil {
-		return nil, callError(l.srv.cfg.Name, err)
-	}
-	if max := l.srv.cfg.MaxResponseBytes; max > 0 && int64(len(res)) > max {
-		return nil, &tooLargeError{fmt.Sprintf("server %s answered %s with %d bytes, over the %d-byte limit ([hub] max_response_bytes)", l.srv.cfg.Name, method, len(res), max)}
-	}
-	switch method {
-	case "resources/subscribe", "resources/unsubscribe":
-		uri, _ := jsonrpc.StringMember(params, "uri")
-		l.mu.Lock()
-		if method == "resources/subscribe" {
-			l.subs[uri] = true
-		} else {
-			delete(l.subs, uri)
-		}
-		l.mu.Unlock()
-	}
-	return res, nil
-}
-
-func (l *link) track(c *inflight, token string) {
-	l.mu.Lock()
-	l.calls[string(c.upID)] = c
-	if token != "" {
-		l.tokens[token] = c
-	}
-	l.order = append(l.order, c)
-	l.mu.Unlock()
-}
-
-func (l *link) untrack(c *inflight, token string) {
-	l.mu.Lock()
-	delete(l.calls, string(c.upID))
-	if token != "" {
-		delete(l.tokens, token)
-	}
-	for i, o := range l.order {
-		if o == c {
-			l.order = append(l.order[:i], l.order[i+1:]...)
-			break
-		}
-	}
-	l.mu.Unlock()
-}
-
-// owner finds the call a message belongs to: the request whose stream
-// carried it, when the transport tells. Otherwise (stdio) it can only be
-// inferred when every call in flight comes from one session: then it is that
-// session's most recent call (with soleCall, only when exactly one call is in
-// flight). With calls of several sessions in flight the message is ambiguous
-// and no call is returned: a guess could hand one client's sampling prompt
-// to another. share = "session" makes every case exact.
-func (l *link) owner(related json.RawMessage, soleCall bool) (c *inflight, ambiguous bool) {
-	l.mu.Lock()
-	defer l.mu.Unlock()
-	if related != nil {
-		if c := l.calls[string(related)]; c != nil && c.peer != nil {
-			return c, false
-		}
-	}
-	var last *inflight
-	n := 0
-	for _, o := range l.order {
-		if o.peer == nil {
-			continue
-		}
-		if last != nil && o.session != last.session {
-			return nil, true
-		}
-		last = o
-		n++
-	}
-	if soleCall && n != 1 {
-		return nil, n > 1
-	}
-	return last, false
-}
-
-// HandleNotification routes a notification from the upstream (client.Handler).
-func (l *link) HandleNotification(m *jsonrpc.Message, related json.RawMessage) {
-	switch m.Method {
-	case "notifications/progress":
-		tok, _ := jsonrpc.StringMember(m.Params, "progressToken")
-		l.mu.Lock()
-		c := l.tokens[tok]
-		l.mu.Unlock()
-		if c == nil || c.origToken == nil {
-			return // progress for a call that ended, or not ours
-		}
-		params, err := jsonrpc.SetMember(m.Params, "progressToken", c.origToken)
-		if err != nil {
-			return
-		}
-		c.peer.Notify(jsonrpc.NewNotification(m.Method, params))
-		return
-	case "notifications/message":
-		if c, _ := l.owner(related, true); c != nil {
-			c.peer.Notify(m)
-			return
-		}
-	}
-	for _, lm := range listMethods {
-		if m.Method == lm.changed {
-			l.srv.wg.Add(1)
-			go func() {
-				defer l.srv.wg.Done()
-				l.refresh(lm.changed)
-			}()
-			break
-		}
-	}
-	if l.srv.cfg.Notification != nil {
-		l.srv.cfg.Notification(l.session, m)
-	}
-}
-
-// refresh refetches the lists a list_changed notification covers.
-func (l *link) refresh(changed string) {
-	conn := l.current()
-	if conn == nil {
-		return
-	}
-	for _, lm := range listMethods {
-		if lm.changed != changed {
-			continue
-		}
-		items, err := l.fetchList(l.ctx, conn, lm.method)
-		if err != nil {
-			l.srv.log.Warn("could not refresh a list", "method", lm.method, "err", err)
-			continue
-		}
-		l.mu.Lock()
-		l.lists[lm.method] = items
-		l.mu.Unlock()
-	}
-	l.changed()
-}
-
-// HandleRequest routes a server-to-client request (client.Handler) to the
-// client whose call caused it, or to the hub when it belongs to no call.
-func (l *link) HandleRequest(ctx context.Context, m *jsonrpc.Message, related json.RawMessage) (json.RawMessage, error) {
-	c, ambiguous := l.owner(related, false)
-	if c != nil {
-		return c.peer.Request(ctx, m.Method, m.Params)
-	}
-	if ambiguous {
-		l.srv.log.Warn("refused a server request that could belong to several clients", "method", m.Method)
-		return nil, jsonrpc.Errorf(jsonrpc.CodeInternalError,
-			"mcphub cannot tell which client %s is for: calls from several sessions are in flight on the shared connection to %s (set share = \"session\" for this server)",
-			m.Method, l.srv.cfg.Name)
-	}
-	if l.srv.cfg.Request != nil {
-		return l.srv.cfg.Request(ctx, l.session, m.Method, m.Params)
-	}
-	return nil, jsonrpc.Errorf(jsonrpc.CodeMethodNotFound, "no client can answer %s", m.Method)
-}
-
-// applyLogLevel sends logging/setLevel when the server logs and the level
-// differs from what it was last sent.
-func (l *link) applyLogLevel(level string) {
-	l.mu.Lock()
-	conn, init, last := l.conn, l.init, l.level
-	if conn == nil || last == level {
-		l.mu.Unlock()
-		return
-	}
-	caps, _ := jsonrpc.Member(init, "capabilities")
-	if _, ok := jsonrpc.Member(caps, "logging"); !ok {
-		l.mu.Unlock()
-		return
-	}
-	l.level = level
-	l.mu.Unlock()
-	l.srv.wg.Add(1)
-	go func() {
-		defer l.srv.wg.Done()
-		ctx, cancel := context.WithTimeout(l.ctx, l.srv.cfg.RequestTimeout)
-		defer cancel()
-		params := fmt.Appendf(nil, `{"level":%s}`, jsonrpc.Quote(level))
-		if _, err := conn.Call(ctx, "logging/setLevel", params); err != nil {
-			l.srv.log.Debug("logging/setLevel failed", "err", err)
-		}
-	}()
-}
-
-// initResult is the last known initialize result: of the current
-// connection, of the last one while reconnecting, or from the cache before
-// the first.
-func (l *link) initResult() json.RawMessage {
-	l.mu.Lock()
-	defer l.mu.Unlock()
-	return l.init
-}
-
-func (l *link) list(method string) []json.RawMessage {
-	l.mu.Lock()
-	defer l.mu.Unlock()
-	return l.lists[method]
+	return nil
 }
 
 func (l *link) status() Status {

@@ -14,9 +14,10 @@ import (
 // newUpstream makes each registry server a supervised bridge.Server.
 func newUpstream(log *slog.Logger) hub.NewUpstreamFunc { return newStoredUpstream(log, nil, nil) }
 
-// newStoredUpstream is newUpstream with persistence: an HTTP server's
-// connection state is saved as it changes and offered back on the next start
-// (its session and streams resume), and every server's catalog is cached.
+// newStoredUpstream is newUpstream with persistence in db (see
+// bridge.Config.Store): an HTTP server's connection state is saved as it
+// changes and offered back on the next start (its session and streams
+// resume), and every server's catalog is cached.
 // onProcess, when set, learns of every stdio server's process group.
 func newStoredUpstream(log *slog.Logger, db *store.Store, onProcess func(int, bool)) hub.NewUpstreamFunc {
 	return func(spec *registry.Server, hc registry.Hub, events hub.UpstreamEvents) hub.Upstream {
@@ -40,48 +41,23 @@ func newStoredUpstream(log *slog.Logger, db *store.Store, onProcess func(int, bo
 			Changed:          events.Changed, Notification: events.Notification, Request: events.Request,
 			Logger: log,
 		}
-		if db == nil {
-			return upstream{Server: bridge.New(cfg)}
+		if db != nil {
+			cfg.Store = db
 		}
-		saver := &serverPersistence{st: db, name: spec.Name, log: log}
-		if spec.Kind() == registry.KindRemote {
-			cfg.Client.Resume = saver.resume()
-			cfg.Client.OnState = saver.saveState
-		}
-		cfg.Cache = saver.cache()
-		var srv *bridge.Server
-		cfg.Changed = func() {
-			events.Changed()
-			if srv != nil {
-				saver.saveCatalog(srv.Catalog())
-			}
-		}
-		srv = bridge.New(cfg)
-		return upstream{Server: srv, saver: saver}
+		return upstream{bridge.New(cfg)}
 	}
 }
 
 // The concrete types serve plugs into the hub's interfaces.
 var (
-	_ hub.Upstream = upstream{}
-	_ hub.Store    = hubStore{}
+	_ hub.Upstream      = upstream{}
+	_ hub.Store         = hubStore{}
+	_ bridge.StateStore = (*store.Store)(nil)
 )
 
-// upstream adapts a bridge.Server to hub.Upstream.
-type upstream struct {
-	*bridge.Server
-	saver *serverPersistence // nil without a store
-}
-
-// Close stops the server, then writes its last connection state, so nothing
-// is left to write once the store closes.
-func (u upstream) Close() error {
-	err := u.Server.Close()
-	if u.saver != nil {
-		u.saver.close()
-	}
-	return err
-}
+// upstream adapts a bridge.Server to hub.Upstream: the two rooms report
+// status in their own types.
+type upstream struct{ *bridge.Server }
 
 func (u upstream) Status() hub.UpstreamStatus {
 	s := u.Server.Status()

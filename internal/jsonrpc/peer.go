@@ -19,8 +19,9 @@ type Peer interface {
 	// result. A JSON-RPC error from the client is returned as *Error.
 	Request(ctx context.Context, method string, params json.RawMessage) (json.RawMessage, error)
 	// Forwarded records where the call went upstream: the id the bridge
-	// minted, the hub token it uses to find the call again, and the
-	// progress token sent upstream (nil when the call has none). A
-	// restarted hub needs them to adopt the call.
+	// minted, the progress token it sent upstream in place of the client's
+	// (hubToken), and the client's own progress token (nil when the call
+	// has none), which progress is mapped back to. A restarted hub needs
+	// them to adopt the call.
 	Forwarded(upstreamID json.RawMessage, hubToken string, progressToken json.RawMessage)
 }

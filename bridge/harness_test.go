@@ -1,0 +1,227 @@
+package bridge
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"log/slog"
+	"slices"
+	"sync"
+	"testing"
+
+	"github.com/mcphub/mcphub/internal/jsonrpc"
+)
+
+// fakePeer is the downstream side of a call: the client session that made
+// it.
+type fakePeer struct {
+	name string
+
+	mu        sync.Mutex
+	notes     []*jsonrpc.Message
+	requests  []string
+	forwarded []forwarded
+}
+
+type forwarded struct {
+	upID          string
+	hubToken      string
+	progressToken string
+}
+
+func newPeer(name string) *fakePeer { return &fakePeer{name: name} }
+
+func (p *fakePeer) Notify(msg *jsonrpc.Message) {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	p.notes = append(p.notes, msg)
+}
+
+// Request answers with the peer's name, so a test sees who answered.
+func (p *fakePeer) Request(_ context.Context, method string, _ json.RawMessage) (json.RawMessage, error) {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	p.requests = append(p.requests, method)
+	return json.RawMessage(fmt.Sprintf(`{"answeredBy":%q}`, p.name)), nil
+}
+
+func (p *fakePeer) Forwarded(upstreamID json.RawMessage, hubToken string, progressToken json.RawMessage) {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	p.forwarded = append(p.forwarded, forwarded{string(upstreamID), hubToken, string(progressToken)})
+}
+
+func (p *fakePeer) notifications() []*jsonrpc.Message {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	return slices.Clone(p.notes)
+}
+
+func (p *fakePeer) forwards() []forwarded {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	return slices.Clone(p.forwarded)
+}
+
+var errNotFound = errors.New("not found")
+
+// fakeStore is a StateStore in memory.
+type fakeStore struct {
+	events *eventLog
+
+	mu           sync.Mutex
+	state        map[string][]byte
+	stateWrites  [][]byte
+	catalog      map[string]map[string][]byte
+	catalogSaved chan map[string][]byte
+}
+
+func newFakeStore(events *eventLog) *fakeStore {
+	return &fakeStore{
+		events: events, state: map[string][]byte{}, catalog: map[string]map[string][]byte{},
+		catalogSaved: make(chan map[string][]byte, 256),
+	}
+}
+
+func (s *fakeStore) Upstream(name string) ([]byte, error) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	data, ok := s.state[name]
+	if !ok {
+		return nil, errNotFound
+	}
+	return data, nil
+}
+
+func (s *fakeStore) SaveUpstream(name string, data []byte) error {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	s.state[name] = data
+	s.stateWrites = append(s.stateWrites, data)
+	s.events.add("state saved")
+	return nil
+}
+
+func (s *fakeStore) Catalog(name string) (map[string][]byte, error) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return s.catalog[name], nil
+}
+
+func (s *fakeStore) SaveCatalog(name string, items map[string][]byte) error {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	s.catalog[name] = items
+	s.catalogSaved <- items
+	return nil
+}
+
+func (s *fakeStore) writes() []string {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	out := make([]string, len(s.stateWrites))
+	for i, w := range s.stateWrites {
+		out[i] = string(w)
+	}
+	return out
+}
+
+// harness is one Server wired to a fake dialer and a fake clock.
+type harness struct {
+	t       *testing.T
+	srv     *Server
+	clk     *fakeClock
+	dialer  *fakeDialer
+	events  *eventLog
+	changed chan Status
+}
+
+// newHarness makes a Server from cfg (Name, Logger, dial, clock and Changed
+// are filled in) without starting it.
+func newHarness(t *testing.T, cfg Config, setup func(c *fakeConn)) *harness {
+	t.Helper()
+	h := &harness{t: t, clk: newFakeClock(), events: &eventLog{}, changed: make(chan Status, 1024)}
+	if st, ok := cfg.Store.(*fakeStore); ok {
+		// One log for the store and the connections, so a test sees the
+		// order of their steps.
+		h.events = st.events
+	}
+	h.dialer = &fakeDialer{setup: setup, events: h.events, conns: make(chan *fakeConn, 64)}
+	if cfg.Name == "" {
+		cfg.Name = "fake"
+	}
+	cfg.Logger = slog.New(slog.DiscardHandler)
+	cfg.dial, cfg.clk = h.dialer.dial, h.clk
+	cfg.Changed = func() { h.changed <- h.srv.Status() }
+	h.srv = New(cfg)
+	t.Cleanup(func() { h.srv.Close() })
+	return h
+}
+
+// startHarness is newHarness, started.
+func startHarness(t *testing.T, cfg Config, setup func(c *fakeConn)) *harness {
+	t.Helper()
+	h := newHarness(t, cfg, setup)
+	h.srv.Start(context.Background())
+	return h
+}
+
+// nextChange returns the status at the server's next Changed report.
+func (h *harness) nextChange() Status {
+	h.t.Helper()
+	return recv(h.t, h.changed, "a change of the server")
+}
+
+// connect takes the next connection and waits until the server reports it
+// connected.
+func (h *harness) connect() *fakeConn {
+	h.t.Helper()
+	c := h.dialer.next(h.t)
+	if st := h.nextChange(); st.State != StateConnected {
+		h.t.Fatalf("state after connection %d = %q, want %q (last error %q)", c.n, st.State, StateConnected, st.LastError)
+	}
+	return c
+}
+
+type callResult struct {
+	res json.RawMessage
+	err error
+}
+
+// call makes a call on its own goroutine; its outcome arrives on the
+// channel returned.
+func (h *harness) call(ctx context.Context, session, method, params string, peer jsonrpc.Peer) <-chan callResult {
+	out := make(chan callResult, 1)
+	var p json.RawMessage
+	if params != "" {
+		p = json.RawMessage(params)
+	}
+	go func() {
+		res, err := h.srv.Call(ctx, session, method, p, peer)
+		out <- callResult{res, err}
+	}()
+	return out
+}
+
+func raws(items ...string) []json.RawMessage {
+	out := make([]json.RawMessage, len(items))
+	for i, s := range items {
+		out[i] = json.RawMessage(s)
+	}
+	return out
+}
+
+// member reads one member of a JSON object as compact JSON text, "" when
+// it is absent.
+func member(t *testing.T, obj json.RawMessage, path ...string) string {
+	t.Helper()
+	for _, key := range path {
+		v, ok := jsonrpc.Member(obj, key)
+		if !ok {
+			return ""
+		}
+		obj = v
+	}
+	return string(obj)
+}

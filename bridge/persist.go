@@ -1,0 +1,154 @@
+package bridge
+
+import (
+	"encoding/json"
+	"log/slog"
+	"sync"
+	"time"
+
+	"github.com/mcphub/mcphub/client"
+)
+
+// StateStore keeps what a server needs across hub restarts, by server name:
+// its upstream connection state (an opaque JSON document) and its catalog
+// (method → JSON, see Config.Store for the layout). *store.Store satisfies
+// it. Errors from the loaders mean "nothing stored"; errors from the savers
+// are logged, since a failed save costs only a resume, never a call.
+type StateStore interface {
+	Upstream(name string) ([]byte, error)
+	SaveUpstream(name string, data []byte) error
+	Catalog(name string) (map[string][]byte, error)
+	SaveCatalog(name string, items map[string][]byte) error
+}
+
+// catalogInit is the catalog key under which the initialize result is kept;
+// every other key is a list method holding a JSON array of its items.
+const catalogInit = "initialize"
+
+// stateFlushDelay is how long state changes are gathered before the latest
+// is written.
+const stateFlushDelay = 50 * time.Millisecond
+
+// persistence writes one server's connection state and catalog to a
+// StateStore. State writes are coalesced: the state changes with every
+// upstream event, and the store needs only the latest. Lagging behind is
+// safe: a resumed stream then replays a few events the hub already passed
+// on, and progress that does not advance is dropped.
+type persistence struct {
+	st   StateStore
+	name string
+	log  *slog.Logger
+	clk  clock
+
+	// wmu is held across taking the pending state and writing it, so two
+	// flushes cannot write out of order and close waits for a write the
+	// timer started.
+	wmu sync.Mutex
+
+	mu      sync.Mutex
+	pending *client.State
+	stop    func() bool // stops the armed flush; nil when none is armed
+	closed  bool
+}
+
+func newPersistence(st StateStore, name string, log *slog.Logger, clk clock) *persistence {
+	return &persistence{st: st, name: name, log: log, clk: clk}
+}
+
+// saveState records s to be written within stateFlushDelay (client.Config
+// OnState). It never blocks on the store.
+func (p *persistence) saveState(s client.State) {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	if p.closed {
+		return // the store may be gone; close wrote the last state
+	}
+	p.pending = &s
+	if p.stop == nil {
+		p.stop = p.clk.AfterFunc(stateFlushDelay, p.flush)
+	}
+}
+
+// close writes any pending state now and stops the flush timer. Later
+// state changes are not written.
+func (p *persistence) close() {
+	p.mu.Lock()
+	p.closed = true
+	if p.stop != nil {
+		p.stop()
+	}
+	p.mu.Unlock()
+	p.flush()
+}
+
+func (p *persistence) flush() {
+	p.wmu.Lock()
+	defer p.wmu.Unlock()
+	p.mu.Lock()
+	s := p.pending
+	p.pending, p.stop = nil, nil
+	p.mu.Unlock()
+	if s == nil || s.Transport == client.TransportStdio {
+		return
+	}
+	data, err := json.Marshal(s)
+	if err == nil {
+		err = p.st.SaveUpstream(p.name, data)
+	}
+	if err != nil {
+		p.log.Error("could not save the upstream state", "err", err)
+	}
+}
+
+// resume loads the stored connection state, nil when there is none.
+func (p *persistence) resume() *client.State {
+	data, err := p.st.Upstream(p.name)
+	if err != nil {
+		return nil
+	}
+	var s client.State
+	if json.Unmarshal(data, &s) != nil || s.SessionID == "" {
+		return nil
+	}
+	return &s
+}
+
+// saveCatalog records the server's catalog after a change. A catalog
+// without an initialize result (never connected, no cache) is not worth
+// keeping.
+func (p *persistence) saveCatalog(c Cache) {
+	if c.Init == nil {
+		return
+	}
+	items := map[string][]byte{catalogInit: c.Init}
+	for m, list := range c.Lists {
+		data, err := json.Marshal(list)
+		if err != nil {
+			p.log.Error("could not encode a list for the catalog cache", "method", m, "err", err)
+			continue
+		}
+		items[m] = data
+	}
+	if err := p.st.SaveCatalog(p.name, items); err != nil {
+		p.log.Error("could not save the catalog", "err", err)
+	}
+}
+
+// cache loads the stored catalog, nil when there is none.
+func (p *persistence) cache() *Cache {
+	items, err := p.st.Catalog(p.name)
+	if err != nil || items[catalogInit] == nil {
+		return nil
+	}
+	c := &Cache{Init: items[catalogInit], Lists: map[string][]json.RawMessage{}}
+	for m, data := range items {
+		if m == catalogInit {
+			continue
+		}
+		var list []json.RawMessage
+		if json.Unmarshal(data, &list) == nil {
+			c.Lists[m] = list
+		}
+	}
+	return c
+}

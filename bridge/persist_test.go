@@ -1,0 +1,225 @@
+package bridge
+
+import (
+	"context"
+	"encoding/json"
+	"slices"
+	"testing"
+
+	"github.com/mcphub/mcphub/client"
+)
+
+const remoteURL = "http://upstream.invalid/mcp"
+
+// state returns a connection state with session id sid and one open stream.
+func state(sid, lastEvent string) client.State {
+	return client.State{
+		Transport: client.TransportStreamableHTTP, SessionID: sid, ProtocolVersion: "2025-06-18",
+		LastEventIDs: map[string]string{"12": lastEvent},
+	}
+}
+
+// TestStateWritesCoalesced checks that state changes within the coalescing
+// window make one write, of the latest state, in the layout earlier runs
+// wrote, and that the next change opens a new window.
+func TestStateWritesCoalesced(t *testing.T) {
+	events := &eventLog{}
+	st := newFakeStore(events)
+	h := startHarness(t, Config{Client: client.Config{URL: remoteURL}, Store: st}, nil)
+	c := h.connect()
+	if c.cfg.OnState == nil {
+		t.Fatal("the remote server's connection reports its state to nobody")
+	}
+	c.cfg.OnState(state("sess-1", "ev-1"))
+	c.cfg.OnState(state("sess-1", "ev-2"))
+	c.cfg.OnState(state("sess-1", "ev-3"))
+	if d := h.clk.nextTimer(t); d != stateFlushDelay {
+		t.Errorf("flush armed for %v, want %v", d, stateFlushDelay)
+	}
+	h.clk.noTimer(t)
+	h.clk.advance(stateFlushDelay - 1)
+	if w := st.writes(); len(w) != 0 {
+		t.Fatalf("state written before the window closed: %q", w)
+	}
+	h.clk.advance(1)
+	want := `{"transport":"streamable-http","sessionId":"sess-1","protocolVersion":"2025-06-18","lastEventIds":{"12":"ev-3"}}`
+	if w := st.writes(); !slices.Equal(w, []string{want}) {
+		t.Fatalf("writes = %q, want one of the latest state %s", w, want)
+	}
+
+	c.cfg.OnState(state("sess-1", "ev-4"))
+	h.clk.advance(h.clk.nextTimer(t))
+	if w := st.writes(); len(w) != 2 || member(t, json.RawMessage(w[1]), "lastEventIds", "12") != `"ev-4"` {
+		t.Errorf("writes = %q, want a second write of ev-4", w)
+	}
+}
+
+// TestCloseWritesPendingState checks that Close writes the state still
+// waiting for its window, after the connection has stopped (so no later
+// change is missed), and nothing after.
+func TestCloseWritesPendingState(t *testing.T) {
+	events := &eventLog{}
+	st := newFakeStore(events)
+	h := startHarness(t, Config{Client: client.Config{URL: remoteURL}, Store: st}, nil)
+	c := h.connect()
+	c.cfg.OnState(state("sess-1", "ev-9"))
+	h.srv.Close()
+	if got, want := events.list(), []string{"conn 1 closed", "state saved"}; !slices.Equal(got, want) {
+		t.Errorf("steps = %q, want %q", got, want)
+	}
+	if w := st.writes(); len(w) != 1 || member(t, json.RawMessage(w[0]), "lastEventIds", "12") != `"ev-9"` {
+		t.Errorf("writes = %q, want the pending state", w)
+	}
+	h.clk.advance(stateFlushDelay)
+	c.cfg.OnState(state("sess-1", "ev-10"))
+	h.clk.advance(stateFlushDelay)
+	h.srv.Close()
+	if w := st.writes(); len(w) != 1 {
+		t.Errorf("writes after Close = %q, want none more", w)
+	}
+}
+
+// TestCloseWithoutPendingState checks that Close writes nothing when the
+// latest state is already stored.
+func TestCloseWithoutPendingState(t *testing.T) {
+	st := newFakeStore(&eventLog{})
+	h := startHarness(t, Config{Client: client.Config{URL: remoteURL}, Store: st}, nil)
+	c := h.connect()
+	c.cfg.OnState(state("sess-1", "ev-1"))
+	h.clk.advance(h.clk.nextTimer(t))
+	h.srv.Close()
+	if w := st.writes(); len(w) != 1 {
+		t.Errorf("writes = %q, want only the one the window made", w)
+	}
+}
+
+// TestStoreWiring checks what New takes from the store for each kind of
+// server: only a remote server resumes its stored session and reports its
+// state, and a Resume set by the caller wins.
+func TestStoreWiring(t *testing.T) {
+	stored := `{"transport":"streamable-http","sessionId":"stored","lastEventIds":{"3":"ev-1"}}`
+	mine := &client.State{Transport: client.TransportStreamableHTTP, SessionID: "mine"}
+	tests := []struct {
+		name        string
+		client      client.Config
+		stored      string // "" for none
+		noStore     bool
+		wantSession string // the session offered to the first connection
+		wantOnState bool
+	}{
+		{"remote with a stored session", client.Config{URL: remoteURL}, stored, false, "stored", true},
+		{"remote with nothing stored", client.Config{URL: remoteURL}, "", false, "", true},
+		{"remote with a stored state without a session", client.Config{URL: remoteURL}, `{"transport":"streamable-http"}`, false, "", true},
+		{"remote with an unreadable state", client.Config{URL: remoteURL}, `{"transport":`, false, "", true},
+		{"remote with Resume already set", client.Config{URL: remoteURL, Resume: mine}, stored, false, "mine", true},
+		{"stdio", client.Config{Command: "server"}, stored, false, "", false},
+		{"no store", client.Config{URL: remoteURL}, stored, true, "", false},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			st := newFakeStore(&eventLog{})
+			if tt.stored != "" {
+				st.state["fake"] = []byte(tt.stored)
+			}
+			cfg := Config{Client: tt.client}
+			if !tt.noStore {
+				cfg.Store = st
+			}
+			h := startHarness(t, cfg, nil)
+			c := h.dialer.next(t)
+			got := ""
+			if c.cfg.Resume != nil {
+				got = c.cfg.Resume.SessionID
+			}
+			if got != tt.wantSession {
+				t.Errorf("first connection offered session %q, want %q", got, tt.wantSession)
+			}
+			if (c.cfg.OnState != nil) != tt.wantOnState {
+				t.Errorf("OnState set = %v, want %v", c.cfg.OnState != nil, tt.wantOnState)
+			}
+		})
+	}
+}
+
+// TestPerSessionStateNotStored checks that a per-session connection's state
+// is not written over the shared connection's, which is what a restarted
+// hub resumes.
+func TestPerSessionStateNotStored(t *testing.T) {
+	st := newFakeStore(&eventLog{})
+	h := startHarness(t, Config{Client: client.Config{URL: remoteURL}, Share: ShareSession, Store: st}, nil)
+	shared := h.connect()
+	h.call(context.Background(), "s1", "tools/call", `{}`, newPeer("p"))
+	own := h.dialer.next(t)
+	if shared.cfg.OnState == nil {
+		t.Error("the shared connection's state is not stored")
+	}
+	if own.cfg.OnState != nil || own.cfg.Resume != nil {
+		t.Errorf("per-session connection: OnState set %v, Resume %+v; want neither", own.cfg.OnState != nil, own.cfg.Resume)
+	}
+}
+
+// TestCatalogCache checks that a stored catalog answers before the server
+// connects, that the fresh one replaces it, and that it is stored in the
+// layout earlier runs wrote.
+func TestCatalogCache(t *testing.T) {
+	cachedInit := `{"protocolVersion":"2025-06-18","capabilities":{"tools":{}},"serverInfo":{"name":"cached","version":"0"}}`
+	st := newFakeStore(&eventLog{})
+	st.catalog["fake"] = map[string][]byte{
+		"initialize": []byte(cachedInit),
+		"tools/list": []byte(`[{"name":"cached"}]`),
+	}
+	gate := make(chan struct{})
+	h := newHarness(t, Config{Client: client.Config{Command: "server"}, Store: st}, func(c *fakeConn) { c.startGate = gate })
+	check := func(when, wantInit, wantTools string) {
+		t.Helper()
+		if got := string(h.srv.Initialize()); got != wantInit {
+			t.Errorf("%s: initialize = %s, want %s", when, got, wantInit)
+		}
+		tools, _ := json.Marshal(h.srv.List("tools/list"))
+		if string(tools) != wantTools {
+			t.Errorf("%s: tools = %s, want %s", when, tools, wantTools)
+		}
+	}
+	check("before Start", cachedInit, `[{"name":"cached"}]`)
+	h.srv.Start(context.Background())
+	h.dialer.next(t)
+	check("while connecting", cachedInit, `[{"name":"cached"}]`)
+	close(gate)
+	if s := h.nextChange(); s.State != StateConnected {
+		t.Fatalf("state = %q, want connected", s.State)
+	}
+	check("connected", fakeInit, `[{"name":"a"},{"name":"b"}]`)
+	saved := recv(t, st.catalogSaved, "the catalog saved")
+	if len(saved) != 2 || string(saved["initialize"]) != fakeInit || string(saved["tools/list"]) != `[{"name":"a"},{"name":"b"}]` {
+		t.Errorf("catalog saved = %q, want initialize and the tools array", saved)
+	}
+}
+
+// TestCatalogCacheSources checks where the catalog served before the first
+// connection comes from.
+func TestCatalogCacheSources(t *testing.T) {
+	stored := map[string][]byte{"initialize": []byte(`{"from":"store"}`), "tools/list": []byte(`[]`)}
+	tests := []struct {
+		name     string
+		stored   map[string][]byte
+		cache    *Cache
+		wantInit string
+	}{
+		{"the store", stored, nil, `{"from":"store"}`},
+		{"Config.Cache over the store", stored, &Cache{Init: json.RawMessage(`{"from":"config"}`)}, `{"from":"config"}`},
+		{"nothing without an initialize result", map[string][]byte{"tools/list": []byte(`[{"name":"x"}]`)}, nil, ``},
+		{"nothing stored", nil, nil, ``},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			st := newFakeStore(&eventLog{})
+			if tt.stored != nil {
+				st.catalog["fake"] = tt.stored
+			}
+			h := newHarness(t, Config{Store: st, Cache: tt.cache}, nil)
+			if got := string(h.srv.Initialize()); got != tt.wantInit {
+				t.Errorf("initialize = %s, want %s", got, tt.wantInit)
+			}
+		})
+	}
+}
