@@ -59,8 +59,8 @@ var routes = map[string]route{
 	"resources/list":           {decode: mCursor, serve: (*router).list},
 	"resources/templates/list": {decode: mCursor, serve: (*router).list},
 	"logging/setLevel":         {decode: mLevel, serve: (*router).setLevel},
-	"tools/call":               {decode: mName, serve: (*router).callTool},
-	"prompts/get":              {decode: mName, serve: (*router).getPrompt},
+	"tools/call":               {decode: mName, serve: (*router).callNamed},
+	"prompts/get":              {decode: mName, serve: (*router).callNamed},
 	"resources/read":           {decode: mURI, serve: (*router).readResource},
 	"resources/subscribe":      {decode: mURI, serve: (*router).subscribe},
 	"resources/unsubscribe":    {decode: mURI, serve: (*router).subscribe},
@@ -139,26 +139,20 @@ func (r *router) list(ctx context.Context, c *call) (json.RawMessage, error) {
 	return append(out, '}'), nil
 }
 
-func (r *router) callTool(ctx context.Context, c *call) (json.RawMessage, error) {
+// callNamed finds the tool (tools/call) or prompt (prompts/get) a call
+// names in the session's view and forwards it to its server.
+func (r *router) callNamed(ctx context.Context, c *call) (json.RawMessage, error) {
 	view, err := r.view(c.s)
 	if err != nil {
 		return nil, err
 	}
-	entry, ok := view.tool(c.p.name)
-	if !ok {
-		return nil, unknownName("tool", c.p.name, mapKeys(view.toolIndex))
+	kind, lookup, index := "tool", view.tool, view.toolIndex
+	if c.m.Method == "prompts/get" {
+		kind, lookup, index = "prompt", view.prompt, view.promptIndex
 	}
-	return r.forwardNamed(ctx, c, entry, c.m.Params)
-}
-
-func (r *router) getPrompt(ctx context.Context, c *call) (json.RawMessage, error) {
-	view, err := r.view(c.s)
-	if err != nil {
-		return nil, err
-	}
-	entry, ok := view.prompt(c.p.name)
+	entry, ok := lookup(c.p.name)
 	if !ok {
-		return nil, unknownName("prompt", c.p.name, mapKeys(view.promptIndex))
+		return nil, unknownName(kind, c.p.name, mapKeys(index))
 	}
 	return r.forwardNamed(ctx, c, entry, c.m.Params)
 }
