@@ -149,6 +149,9 @@ func unknownServer(path, name string, reg *Registry) error {
 	if len(names) > 0 {
 		known = "known servers: " + strings.Join(names, ", ")
 	}
+	if close := suggest(name, names, nil); close != "" {
+		known = fmt.Sprintf("did you mean %q? %s", close, known)
+	}
 	return &editError{sentinel: ErrUnknownServer,
 		msg: fmt.Sprintf("no server %q in %s; %s", name, filepath.Base(path), known)}
 }

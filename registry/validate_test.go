@@ -87,7 +87,7 @@ func TestValidationRules(t *testing.T) {
 		{"env name", "[servers.a]\ncommand = \"x\"\nenv = { \"A=B\" = \"1\" }\n", 3, 9, `servers.a.env."A=B"`, "contain no '='"},
 		{"header name", "[servers.a]\nurl = \"https://h\"\nheaders = { \"Bad Header\" = \"1\" }\n", 3, 13, `servers.a.headers."Bad Header"`, "not an HTTP header name"},
 		{"reserved header", "[servers.a]\nurl = \"https://h\"\nheaders.mcp-session-id = \"1\"\n", 3, 1, "servers.a.headers.mcp-session-id", "mcphub sets this header itself"},
-		{"framing header", "[servers.a]\nurl = \"https://h\"\nheaders.Transfer-Encoding = \"chunked\"\n", 3, 1, "servers.a.headers.Transfer-Encoding", "Transfer-Encoding: mcphub sets this header itself"},
+		{"framing header", "[servers.a]\nurl = \"https://h\"\nheaders.Transfer-Encoding = \"chunked\"\n", 3, 1, "servers.a.headers.Transfer-Encoding", `"Transfer-Encoding": mcphub sets this header itself`},
 		{"header twice", "[servers.a]\nurl = \"https://h\"\nheaders = { X-Key = \"1\", x-key = \"2\" }\n", 3, 26, "servers.a.headers.x-key", "the same header as X-Key"},
 		{"upgrade header", "[servers.a]\nurl = \"https://h\"\nheaders.Upgrade = \"h2c\"\n", 3, 1, "servers.a.headers.Upgrade", "mcphub sets this header itself"},
 		{"header line break", "[servers.a]\nurl = \"https://h\"\nheaders.X = \"a\\nb\"\n", 3, 1, "servers.a.headers.X", "line break"},

@@ -91,7 +91,7 @@ func parseHeaders(items []string) (map[string]string, error) {
 	for _, it := range items {
 		k, v, err := httphdr.ParseArg(it)
 		if err != nil {
-			return nil, fmt.Errorf("--header %w", err)
+			return nil, fmt.Errorf("--header: %w", err)
 		}
 		for prev := range out {
 			if strings.EqualFold(prev, k) {

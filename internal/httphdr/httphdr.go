@@ -52,9 +52,9 @@ func Check(name, value string) error {
 	case !ValidName(name):
 		return fmt.Errorf("%q: %w; use letters, digits and -", name, ErrInvalidName)
 	case Managed(name):
-		return fmt.Errorf("%s: %w; remove it", name, ErrManaged)
+		return fmt.Errorf("%q: %w; remove it", name, ErrManaged)
 	case strings.ContainsAny(value, "\r\n\x00"):
-		return fmt.Errorf("%s: %w", name, ErrInvalidValue)
+		return fmt.Errorf("%q: %w", name, ErrInvalidValue)
 	}
 	return nil
 }
