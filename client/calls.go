@@ -118,9 +118,7 @@ func (c *Conn) cancelUpstream(id json.RawMessage, why error) {
 	if _, ordered := c.transport().(*stdioTransport); ordered {
 		repeats = nil
 	}
-	c.handlers.Add(1)
-	go func() {
-		defer c.handlers.Done()
+	c.spawn(func() {
 		send := func() {
 			ctx, cancel := context.WithTimeout(c.ctx, 5*time.Second)
 			defer cancel()
@@ -135,7 +133,7 @@ func (c *Conn) cancelUpstream(id json.RawMessage, why error) {
 			}
 			send()
 		}
-	}()
+	})
 }
 
 // cancelRepeats are the delays after which an HTTP cancellation is sent
@@ -194,11 +192,7 @@ func (c *Conn) deliver(m *jsonrpc.Message, related json.RawMessage) {
 			c.handler.HandleNotification(m, related)
 		}
 	case jsonrpc.KindRequest:
-		c.handlers.Add(1)
-		go func() {
-			defer c.handlers.Done()
-			c.answer(m, related)
-		}()
+		c.spawn(func() { c.answer(m, related) })
 	}
 }
 

@@ -156,7 +156,27 @@ type Conn struct {
 	cancel    context.CancelFunc
 	closeOnce sync.Once
 	closeErr  error
-	handlers  sync.WaitGroup
+
+	// handlers counts the goroutines Close waits for. spawnMu orders each
+	// Add before Close's Wait: once closing is set, nothing is started.
+	spawnMu  sync.Mutex
+	closing  bool
+	handlers sync.WaitGroup
+}
+
+// spawn runs f on a goroutine Close waits for; once Close has begun it runs
+// nothing, since a WaitGroup's Add must not race its Wait.
+func (c *Conn) spawn(f func()) {
+	c.spawnMu.Lock()
+	defer c.spawnMu.Unlock()
+	if c.closing {
+		return
+	}
+	c.handlers.Add(1)
+	go func() {
+		defer c.handlers.Done()
+		f()
+	}()
 }
 
 // New prepares a connection; Start connects it.
@@ -424,6 +444,9 @@ func (c *Conn) Close() error {
 		if c.tr != nil {
 			c.tr.CloseIdleConnections()
 		}
+		c.spawnMu.Lock()
+		c.closing = true
+		c.spawnMu.Unlock()
 		c.handlers.Wait()
 	})
 	return c.closeErr
