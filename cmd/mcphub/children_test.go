@@ -26,7 +26,7 @@ func TestChildrenRecordInDataDirIsReaped(t *testing.T) {
 	pid := cmd.Process.Pid
 	done := make(chan error, 1)
 	go func() { done <- cmd.Wait() }()
-	t.Cleanup(func() { syscall.Kill(-pid, syscall.SIGKILL) })
+	t.Cleanup(func() { killGroup(pid) })
 
 	newChildren(dir).track(pid, true)
 	if _, err := os.Stat(filepath.Join(dir, "children.json")); err != nil {

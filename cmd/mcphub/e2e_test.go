@@ -5,7 +5,6 @@ import (
 	"errors"
 	"fmt"
 	"slices"
-	"sort"
 	"strings"
 	"sync"
 	"sync/atomic"
@@ -17,9 +16,9 @@ import (
 
 // twoUpstreams starts a hub over a stdio fake "a" (this binary re-executed)
 // and an in-process Streamable HTTP fake "b".
-func twoUpstreams(t *testing.T, extra ...string) *hubFixture {
-	servers := append([]string{stdioServer(t, "a", ""), httpServer("b", startHTTPFake(t, "b"), "")}, extra...)
-	return startHub(t, "", servers, nil)
+func twoUpstreams(t *testing.T, extra ...string) *inprocHub {
+	servers := childServer(t, "a", childOpts{}) + remoteServer("b", startUpstream(t, "b", upstreamOpts{}).url, "")
+	return startInproc(t, servers+strings.Join(extra, ""), hubConfig{})
 }
 
 // TestE2ENamespacedTools: both upstreams' tools appear under their prefixes
@@ -27,15 +26,9 @@ func twoUpstreams(t *testing.T, extra ...string) *hubFixture {
 func TestE2ENamespacedTools(t *testing.T) {
 	f := twoUpstreams(t)
 	cs := f.connect("/mcp", nil)
-	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
-	defer cancel()
-	res, err := cs.ListTools(ctx, nil)
+	names, err := cs.tools()
 	if err != nil {
 		t.Fatal(err)
-	}
-	var names []string
-	for _, tool := range res.Tools {
-		names = append(names, tool.Name)
 	}
 	for _, want := range []string{"a__echo", "b__echo", "a__progress", "b__progress", "a__block", "b__block", "a__sample", "b__sample", "a__crash"} {
 		if !slices.Contains(names, want) {
@@ -50,18 +43,18 @@ func TestE2ENamespacedTools(t *testing.T) {
 	if slices.Contains(names, "b__crash") {
 		t.Errorf("b__crash listed, but only the stdio fake has crash")
 	}
-	if got := mustCall(t, cs, "a__echo", map[string]any{"text": "hi"}); got != "a:hi" {
+	if got := cs.mustCall(t, "a__echo", map[string]any{"text": "hi"}); got != "a:hi" {
 		t.Errorf("a__echo = %q, want a:hi", got)
 	}
-	if got := mustCall(t, cs, "b__echo", map[string]any{"text": "hi"}); got != "b:hi" {
+	if got := cs.mustCall(t, "b__echo", map[string]any{"text": "hi"}); got != "b:hi" {
 		t.Errorf("b__echo = %q, want b:hi", got)
 	}
 	// The stdio call reached the very process /readyz reports.
-	st := upstreamState(t, cs, "a__state")
-	if pid := serverStatus(f.readyz(), "a").PID; st.PID != pid || pid == 0 {
+	st := cs.state(t, "a__state")
+	if pid := f.server("a").PID; st.PID != pid || pid == 0 {
 		t.Errorf("a__state ran in pid %d, /readyz says %d", st.PID, pid)
 	}
-	if _, err := callText(ctx, cs, "c__echo", map[string]any{"text": "x"}); err == nil {
+	if _, err := cs.call("c__echo", map[string]any{"text": "x"}); err == nil {
 		t.Errorf("an unknown prefix must fail")
 	}
 }
@@ -85,7 +78,7 @@ func TestE2EConcurrentSessionsCollidingIDs(t *testing.T) {
 	}
 	got := make([][]note, sessions)
 	var mu sync.Mutex
-	css := make([]*mcp.ClientSession, sessions)
+	css := make([]*sdkSession, sessions)
 	for s := range sessions {
 		css[s] = f.connect("/mcp", &mcp.ClientOptions{
 			ProgressNotificationHandler: func(_ context.Context, req *mcp.ProgressNotificationClientRequest) {
@@ -110,7 +103,7 @@ func TestE2EConcurrentSessionsCollidingIDs(t *testing.T) {
 					p := &mcp.CallToolParams{Name: server + "__progress",
 						Arguments: map[string]any{"tag": tag, "n": steps, "delayMs": 3}}
 					p.SetProgressToken(token(w)) // the same in every session
-					out, err := callTextParams(ctx, css[s], p)
+					out, err := css[s].callParams(ctx, p)
 					if err != nil {
 						errs <- fmt.Errorf("session %d %s: %v", s, tag, err)
 					} else if out != "done:"+tag {
@@ -146,8 +139,16 @@ func TestE2EConcurrentSessionsCollidingIDs(t *testing.T) {
 	for s := range sessions {
 		poll(5*time.Second, func() bool { return total(s) >= len(want[s]) })
 	}
-	// Late strays would show up now; give them a moment past the calls.
-	time.Sleep(100 * time.Millisecond)
+	// Late strays would show up now: none may come in a moment past the
+	// calls.
+	holds(100*time.Millisecond, func() bool {
+		for s := range sessions {
+			if total(s) > len(want[s]) {
+				return false
+			}
+		}
+		return true
+	})
 	mu.Lock()
 	defer mu.Unlock()
 	for s := range sessions {
@@ -180,16 +181,16 @@ func TestE2ECancellationReachesOnlyItsCall(t *testing.T) {
 			}
 			done1, done2 := make(chan outcome, 1), make(chan outcome, 1)
 			go func() {
-				out, err := callText(ctx1, s1, server+"__block", map[string]any{"tag": tag1})
+				out, err := s1.callText(ctx1, server+"__block", map[string]any{"tag": tag1})
 				done1 <- outcome{out, err}
 			}()
 			go func() {
-				out, err := callText(ctx2, s2, server+"__block", map[string]any{"tag": tag2})
+				out, err := s2.callText(ctx2, server+"__block", map[string]any{"tag": tag2})
 				done2 <- outcome{out, err}
 			}()
 			var st fakeState
 			if !poll(10*time.Second, func() bool {
-				st = upstreamState(t, obs, server+"__state")
+				st = obs.state(t, server+"__state")
 				return slices.Contains(st.Inflight, tag1) && slices.Contains(st.Inflight, tag2)
 			}) {
 				t.Fatalf("both calls never reached the upstream: %+v", st)
@@ -204,7 +205,7 @@ func TestE2ECancellationReachesOnlyItsCall(t *testing.T) {
 				t.Fatal("the cancelled call did not return")
 			}
 			if !poll(5*time.Second, func() bool {
-				st = upstreamState(t, obs, server+"__state")
+				st = obs.state(t, server+"__state")
 				return slices.Contains(st.Cancelled, tag1)
 			}) {
 				t.Fatalf("upstream never saw the cancellation of %s: %+v", tag1, st)
@@ -217,7 +218,7 @@ func TestE2ECancellationReachesOnlyItsCall(t *testing.T) {
 				t.Fatalf("the other call ended before it was released: %q %v", o.out, o.err)
 			default:
 			}
-			mustCall(t, obs, server+"__release", map[string]any{"tag": tag2})
+			obs.mustCall(t, server+"__release", map[string]any{"tag": tag2})
 			select {
 			case o := <-done2:
 				if o.err != nil || o.out != "released:"+tag2 {
@@ -226,7 +227,7 @@ func TestE2ECancellationReachesOnlyItsCall(t *testing.T) {
 			case <-time.After(5 * time.Second):
 				t.Fatal("the released call did not return")
 			}
-			if st = upstreamState(t, obs, server+"__state"); !slices.Equal(st.Cancelled, []string{tag1}) {
+			if st = obs.state(t, server+"__state"); !slices.Equal(st.Cancelled, []string{tag1}) {
 				t.Errorf("upstream cancellations = %v, want only %s", st.Cancelled, tag1)
 			}
 		})
@@ -260,7 +261,7 @@ func (b *barrier) wait() {
 // TestE2ESamplingRoutedToCaller: a sampling request an upstream sends while
 // handling a call goes to the session that made the call.
 func TestE2ESamplingRoutedToCaller(t *testing.T) {
-	f := twoUpstreams(t, stdioServer(t, "c", `share = "session"`))
+	f := twoUpstreams(t, childServer(t, "c", childOpts{lines: `share = "session"`}))
 	cases := []struct {
 		name, server string
 		concurrent   bool
@@ -285,7 +286,7 @@ func TestE2ESamplingRoutedToCaller(t *testing.T) {
 			if tc.concurrent {
 				bar = newBarrier(2)
 			}
-			sessions := make([]*mcp.ClientSession, 2)
+			sessions := make([]*sdkSession, 2)
 			var calls [2]atomic.Int32
 			for i := range sessions {
 				label := fmt.Sprintf("from-s%d", i+1)
@@ -311,7 +312,7 @@ func TestE2ESamplingRoutedToCaller(t *testing.T) {
 			results := make([]string, 2)
 			errs := make([]error, 2)
 			run := func(i int) {
-				results[i], errs[i] = callText(ctx, sessions[i], tc.server+"__sample",
+				results[i], errs[i] = sessions[i].callText(ctx, tc.server+"__sample",
 					map[string]any{"prompt": fmt.Sprintf("prompt-%d", i+1)})
 			}
 			if tc.concurrent {
@@ -347,7 +348,7 @@ func TestE2ESamplingRoutedToCaller(t *testing.T) {
 			}
 			if tc.server == "c" {
 				for _, cs := range sessions {
-					f.addPID(upstreamState(t, cs, "c__state").PID)
+					f.addPID(cs.state(t, "c__state").PID)
 				}
 			}
 		})
@@ -360,40 +361,36 @@ func TestE2ESamplingRoutedToCaller(t *testing.T) {
 func TestE2EListChangedCoalesced(t *testing.T) {
 	f := twoUpstreams(t)
 	paths := []string{"/mcp", "/mcp", "/a/mcp", "/b/mcp"}
-	counts := make([]atomic.Int32, len(paths))
-	css := make([]*mcp.ClientSession, len(paths))
+	want := []int64{1, 1, 1, 0} // b's view did not change
+	css := make([]*sdkSession, len(paths))
 	for i, p := range paths {
-		css[i] = f.connect(p, &mcp.ClientOptions{
-			ToolListChangedHandler: func(context.Context, *mcp.ToolListChangedRequest) { counts[i].Add(1) },
-		})
+		css[i] = f.connect(p, nil)
+	}
+	total := func() int64 {
+		var n int64
+		for _, cs := range css {
+			n += cs.changed.Load()
+		}
+		return n
 	}
 	// The servers connected just before these sessions started; the
 	// list_changed of that startup window may still reach them (harmless:
 	// they re-list). Let it pass, then count from there.
-	settle := time.Now()
-	for time.Since(settle) < 600*time.Millisecond {
-		time.Sleep(20 * time.Millisecond)
+	steady(600*time.Millisecond, 5*time.Second, total)
+	base := make([]int64, len(paths))
+	for i, cs := range css {
+		base[i] = cs.changed.Load()
 	}
-	base := make([]int32, len(paths))
-	for i := range counts {
-		base[i] = counts[i].Load()
-	}
+	delta := func(i int) int64 { return css[i].changed.Load() - base[i] }
 	// Two separate upstream list_changed (the SDK debounces 10 ms), both
 	// inside the hub's 200 ms window.
-	mustCall(t, css[0], "a__mutate", map[string]any{"add": []string{"x1", "x2"}, "gapMs": 50})
+	css[0].mustCall(t, "a__mutate", map[string]any{"add": []string{"x1", "x2"}, "gapMs": 50})
 	first := time.Now()
-	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
-	defer cancel()
-	listed := func(cs *mcp.ClientSession, names ...string) bool {
-		res, err := cs.ListTools(ctx, nil)
+	listed := func(cs *sdkSession, names ...string) bool {
+		have, err := cs.tools()
 		if err != nil {
 			return false
 		}
-		var have []string
-		for _, tool := range res.Tools {
-			have = append(have, tool.Name)
-		}
-		sort.Strings(have)
 		for _, n := range names {
 			if !slices.Contains(have, n) {
 				return false
@@ -401,25 +398,24 @@ func TestE2EListChangedCoalesced(t *testing.T) {
 		}
 		return true
 	}
-	if !poll(5*time.Second, func() bool {
-		return counts[0].Load() > base[0] && counts[1].Load() > base[1] && counts[2].Load() > base[2]
-	}) {
-		t.Fatalf("list_changed not received: counts %d %d %d (before the change: %v)", counts[0].Load(), counts[1].Load(), counts[2].Load(), base)
+	if !poll(5*time.Second, func() bool { return delta(0) > 0 && delta(1) > 0 && delta(2) > 0 }) {
+		t.Fatalf("list_changed not received: %d %d %d since the change", delta(0), delta(1), delta(2))
 	}
 	if !listed(css[1], "a__x1", "a__x2") || !listed(css[2], "x1", "x2") {
 		t.Errorf("tools/list lacks the new tools after list_changed")
 	}
 	// Anything else would come within a window; watch well past it.
-	for time.Since(first) < 800*time.Millisecond {
-		time.Sleep(20 * time.Millisecond)
-	}
-	for i, p := range paths {
-		want := int32(1)
-		if p == "/b/mcp" {
-			want = 0 // b's view did not change
+	holds(time.Until(first.Add(800*time.Millisecond)), func() bool {
+		for i := range css {
+			if delta(i) > want[i] {
+				return false
+			}
 		}
-		if n := counts[i].Load() - base[i]; n != want {
-			t.Errorf("session %d on %s got %d tools/list_changed for the change, want %d", i, p, n, want)
+		return true
+	})
+	for i, p := range paths {
+		if n := delta(i); n != want[i] {
+			t.Errorf("session %d on %s got %d tools/list_changed for the change, want %d", i, p, n, want[i])
 		}
 	}
 }

@@ -12,11 +12,17 @@ import (
 )
 
 // killPID ends pid at once with SIGKILL.
-func killPID(pid int) error { return syscall.Kill(pid, syscall.SIGKILL) }
+func killPID(pid int) error { return signalPID(pid, syscall.SIGKILL) }
 
 // termPID asks pid to stop with SIGTERM, which mcphub serve answers with a
 // clean shutdown.
-func termPID(pid int) error { return syscall.Kill(pid, syscall.SIGTERM) }
+func termPID(pid int) error { return signalPID(pid, syscall.SIGTERM) }
+
+// signalPID sends sig to pid, for the tests of what each signal does.
+func signalPID(pid int, sig syscall.Signal) error { return syscall.Kill(pid, sig) }
+
+// killGroup ends the whole process group that pid leads at once.
+func killGroup(pid int) error { return syscall.Kill(-pid, syscall.SIGKILL) }
 
 // pidAlive reports whether pid still answers kill 0: it exists (possibly as a
 // zombie) and this process may signal it.

@@ -1,7 +1,7 @@
 package main
 
 // Soak: many Go SDK client sessions make mixed calls through an in-process
-// hub to a stdio upstream (this test binary, MCPHUB_SEC_CHILD=soak) and an
+// hub to a stdio upstream (this test binary, MCPHUB_TEST_CHILD=soak) and an
 // in-process Streamable HTTP upstream: plain echo calls, calls with a
 // progress token, and blocking calls the client cancels after a short random
 // delay. No call may fail except the cancelled ones; afterwards, with every
@@ -18,29 +18,23 @@ package main
 //
 //	MCPHUB_SOAK=1 go test -run 'TestSoak$' -count=1 -v ./cmd/mcphub/
 //
-// Every helper here starts with "soak".
+// Every identifier here starts with "soak"; the hub, the upstreams and the
+// clients are the harness's.
 
 import (
 	"context"
 	"errors"
 	"fmt"
-	"log/slog"
 	"math/rand/v2"
 	"net/http"
-	"net/http/httptest"
 	"os"
 	"runtime"
-	"slices"
-	"strings"
 	"sync"
 	"sync/atomic"
 	"testing"
 	"time"
 
 	"github.com/modelcontextprotocol/go-sdk/mcp"
-
-	"github.com/mcphub/mcphub/hub"
-	"github.com/mcphub/mcphub/registry"
 )
 
 // soakConfig sizes one soak run.
@@ -60,98 +54,6 @@ func TestSoak(t *testing.T) {
 
 func TestSoakShort(t *testing.T) {
 	soakRun(t, soakConfig{sessions: 10, workers: 2, duration: 5 * time.Second, warmup: time.Second})
-}
-
-// soakServer is the upstream of the soak: echo, progress (n notifications
-// when the call has a progress token), block (until cancelled), inflight
-// (how many blocks are running) and release (ends every running block, so a
-// test that found some still running after their cancellation can clean up
-// without waiting for them).
-func soakServer() *mcp.Server {
-	s := mcp.NewServer(&mcp.Implementation{Name: "soak", Version: "1"}, &mcp.ServerOptions{Logger: slog.New(slog.DiscardHandler)})
-	var (
-		inflight atomic.Int64
-		mu       sync.Mutex
-		release  = make(chan struct{})
-	)
-	type (
-		echoIn struct {
-			Text string `json:"text"`
-		}
-		progressIn struct {
-			N       int `json:"n"`
-			DelayMs int `json:"delayMs"`
-		}
-		none struct{}
-	)
-	mcp.AddTool(s, &mcp.Tool{Name: "echo"}, func(_ context.Context, _ *mcp.CallToolRequest, in echoIn) (*mcp.CallToolResult, any, error) {
-		return textResult(in.Text), nil, nil
-	})
-	mcp.AddTool(s, &mcp.Tool{Name: "progress"}, func(ctx context.Context, req *mcp.CallToolRequest, in progressIn) (*mcp.CallToolResult, any, error) {
-		tok := req.Params.GetProgressToken()
-		for i := 1; i <= in.N; i++ {
-			if tok != nil {
-				req.Session.NotifyProgress(ctx, &mcp.ProgressNotificationParams{ProgressToken: tok, Progress: float64(i), Total: float64(in.N)})
-			}
-			select {
-			case <-time.After(time.Duration(in.DelayMs) * time.Millisecond):
-			case <-ctx.Done():
-				return nil, nil, ctx.Err()
-			}
-		}
-		return textResult("done"), nil, nil
-	})
-	mcp.AddTool(s, &mcp.Tool{Name: "block"}, func(ctx context.Context, _ *mcp.CallToolRequest, _ none) (*mcp.CallToolResult, any, error) {
-		inflight.Add(1)
-		defer inflight.Add(-1)
-		mu.Lock()
-		rel := release
-		mu.Unlock()
-		select {
-		case <-ctx.Done():
-			return nil, nil, ctx.Err()
-		case <-rel:
-			return textResult("released"), nil, nil
-		case <-time.After(time.Minute):
-			return textResult("never cancelled"), nil, nil
-		}
-	})
-	mcp.AddTool(s, &mcp.Tool{Name: "release"}, func(context.Context, *mcp.CallToolRequest, none) (*mcp.CallToolResult, any, error) {
-		mu.Lock()
-		close(release)
-		release = make(chan struct{})
-		mu.Unlock()
-		return textResult("ok"), nil, nil
-	})
-	mcp.AddTool(s, &mcp.Tool{Name: "inflight"}, func(context.Context, *mcp.CallToolRequest, none) (*mcp.CallToolResult, any, error) {
-		return textResult(fmt.Sprint(inflight.Load())), nil, nil
-	})
-	return s
-}
-
-// soakLog keeps the count and the last lines of the hub's warnings, so a
-// long soak does not fill memory with logs.
-type soakLog struct {
-	mu    sync.Mutex
-	n     int
-	lines []string
-}
-
-func (l *soakLog) Write(p []byte) (int, error) {
-	l.mu.Lock()
-	defer l.mu.Unlock()
-	l.n++
-	l.lines = append(l.lines, strings.TrimSpace(string(p)))
-	if len(l.lines) > 20 {
-		l.lines = l.lines[1:]
-	}
-	return len(p), nil
-}
-
-func (l *soakLog) summary() (int, []string) {
-	l.mu.Lock()
-	defer l.mu.Unlock()
-	return l.n, append([]string(nil), l.lines...)
 }
 
 // soakLatency is a histogram of call latencies in whole milliseconds
@@ -211,28 +113,7 @@ func (s *soakStats) fail(format string, args ...any) {
 
 // soakGoroutines waits until the goroutine count is stable and returns it.
 func soakGoroutines() int {
-	last, same := -1, 0
-	for deadline := time.Now().Add(3 * time.Second); time.Now().Before(deadline); time.Sleep(20 * time.Millisecond) {
-		n := runtime.NumGoroutine()
-		if n == last {
-			if same++; same >= 3 {
-				return n
-			}
-		} else {
-			last, same = n, 0
-		}
-	}
-	return runtime.NumGoroutine()
-}
-
-// soakFDs counts this process's open file descriptors.
-func soakFDs(t *testing.T) int {
-	t.Helper()
-	ents, err := os.ReadDir("/proc/self/fd")
-	if err != nil {
-		t.Skipf("no /proc/self/fd: %v", err)
-	}
-	return len(ents)
+	return int(steady(60*time.Millisecond, 3*time.Second, func() int64 { return int64(runtime.NumGoroutine()) }))
 }
 
 // soakHeap is the live heap after a full collection.
@@ -247,16 +128,16 @@ func soakMiB(b uint64) string { return fmt.Sprintf("%.1f MiB", float64(b)/(1<<20
 
 func soakRun(t *testing.T, cfg soakConfig) {
 	http.DefaultTransport.(*http.Transport).CloseIdleConnections()
-	baseG, baseFD := soakGoroutines(), soakFDs(t)
+	baseG, baseFD := soakGoroutines(), openFDs(t)
 	var (
 		stats             soakStats
-		pids              *[]int
+		inproc            *inprocHub
 		heapWarm, heapEnd uint64
 		gMid              int
 		elapsed           time.Duration
 	)
 	t.Run("load", func(t *testing.T) {
-		pids, heapWarm, heapEnd, gMid, elapsed = soakLoad(t, cfg, &stats)
+		inproc, heapWarm, heapEnd, gMid, elapsed = soakLoad(t, cfg, &stats)
 	})
 	http.DefaultTransport.(*http.Transport).CloseIdleConnections()
 
@@ -264,7 +145,7 @@ func soakRun(t *testing.T, cfg soakConfig) {
 	// both upstreams.
 	var g, fds int
 	okG := poll(15*time.Second, func() bool { g = runtime.NumGoroutine(); return g <= baseG+3 })
-	okFD := poll(15*time.Second, func() bool { fds = soakFDs(t); return fds <= baseFD+2 })
+	okFD := poll(15*time.Second, func() bool { fds = openFDs(t); return fds <= baseFD+2 })
 	heapAfter := soakHeap()
 	calls := stats.echo.Load() + stats.progress.Load() + stats.blocks.Load()
 	t.Logf("soak: %d sessions × %d callers for %s", cfg.sessions, cfg.workers, elapsed.Round(time.Millisecond))
@@ -291,11 +172,13 @@ func soakRun(t *testing.T, cfg soakConfig) {
 	if !okFD {
 		t.Errorf("open fds: %d after the soak, %d before (+2 allowed)", fds, baseFD)
 	}
-	if pids == nil {
+	if inproc == nil {
 		return // the load failed before the hub was up
 	}
-	for _, pid := range *pids {
-		if gone, how := durProcGone(pid); !gone {
+	inproc.mu.Lock()
+	defer inproc.mu.Unlock()
+	for pid := range inproc.pids {
+		if gone, how := procGone(pid); !gone {
 			t.Errorf("upstream process %d survived the hub (%s)", pid, how)
 		}
 	}
@@ -309,64 +192,22 @@ func soakRun(t *testing.T, cfg soakConfig) {
 	}
 }
 
-// soakHub starts the two upstreams (s: stdio, h: Streamable HTTP in this
-// process) and a hub over them, waits until both are connected, and returns
-// the hub's URL and the stdio upstream's PIDs (filled in again at close, in
-// case it restarted). Its cleanups close everything it started.
-func soakHub(t *testing.T) (url string, pids *[]int) {
-	httpUp := httptest.NewServer(mcp.NewStreamableHTTPHandler(func(*http.Request) *mcp.Server { return soakServerOnce() },
-		&mcp.StreamableHTTPOptions{Logger: slog.New(slog.DiscardHandler)}))
-	t.Cleanup(func() {
-		httpUp.CloseClientConnections()
-		httpUp.Close()
-	})
-	text := "[hub]\nlisten = \"127.0.0.1:0\"\n\n" + secStdio(t, "s", "soak", t.TempDir()) +
-		fmt.Sprintf("[servers.h]\nurl = %q\ntransport = \"streamable-http\"\n", httpUp.URL+"/mcp")
-	reg, err := registry.Parse("", []byte(text), func(string) (string, bool) { return "", false })
-	if err != nil {
-		t.Fatalf("registry: %v\n%s", err, text)
-	}
-	logs := &soakLog{}
-	logger := slog.New(slog.NewTextHandler(logs, &slog.HandlerOptions{Level: slog.LevelWarn}))
-	h := hub.New(hub.Options{Registry: reg, NewUpstream: newUpstream(logger), Version: "soak", Logger: logger})
-	if err := h.Start(context.Background()); err != nil {
-		t.Fatal(err)
-	}
-	srv := httptest.NewServer(h)
-	pids = new([]int)
-	addPIDs := func() {
-		for _, s := range h.Status().Servers {
-			if s.PID > 0 && !slices.Contains(*pids, s.PID) {
-				*pids = append(*pids, s.PID)
-			}
-		}
-	}
-	t.Cleanup(func() {
-		addPIDs()
-		h.Close()
-		srv.CloseClientConnections()
-		srv.Close()
-		n, last := logs.summary()
-		t.Logf("hub warnings: %d; last: %q", n, last)
-	})
-	if !poll(20*time.Second, func() bool {
-		for _, s := range h.Status().Servers {
-			if s.State != hub.StateConnected {
-				return false
-			}
-		}
-		return true
-	}) {
-		t.Fatalf("upstreams did not connect: %+v", h.Status().Servers)
-	}
-	addPIDs()
-	return srv.URL + "/mcp", pids
+// soakUpstreams starts the two upstreams of the soak and returns their
+// registry tables: s over stdio, and h over Streamable HTTP in this process,
+// one soakServer for every session the hub opens, so that its inflight count
+// covers them all. The hub over them logs only its warnings.
+func soakUpstreams(t *testing.T) string {
+	return childServer(t, "s", childOpts{mode: "soak"}) +
+		remoteServer("h", startUpstream(t, "h", upstreamOpts{server: soakServer()}).url, "")
 }
+
+// soakHubConfig is the soak hub's: warnings only, and time to connect.
+var soakHubConfig = hubConfig{warnOnly: true, connect: 20 * time.Second}
 
 // soakNoBlockLeft requires every blocking call on both upstreams to have
 // ended: each was cancelled by its client, so the hub must have passed the
 // cancellation on. Blocks still running are released so cleanup is quick.
-func soakNoBlockLeft(t *testing.T, cs *mcp.ClientSession, cancelled int64) bool {
+func soakNoBlockLeft(t *testing.T, cs *sdkSession, cancelled int64) bool {
 	t.Helper()
 	ok := true
 	for _, server := range []string{"s", "h"} {
@@ -377,54 +218,45 @@ func soakNoBlockLeft(t *testing.T, cs *mcp.ClientSession, cancelled int64) bool 
 		if !poll(3*time.Second, func() bool {
 			ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
 			defer cancel()
-			last, err = callText(ctx, cs, server+"__inflight", map[string]any{})
+			last, err = cs.callText(ctx, server+"__inflight", map[string]any{})
 			return err == nil && last == "0"
 		}) {
 			t.Errorf("upstream %s: %s of %d cancelled blocking calls still running 3 s after their clients cancelled them (err %v): "+
 				"the cancellation never reached the upstream", server, last, cancelled, err)
 			ok = false
 			ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
-			callText(ctx, cs, server+"__release", map[string]any{})
+			cs.callText(ctx, server+"__release", map[string]any{})
 			cancel()
 		}
 	}
 	return ok
 }
 
-// soakLoad runs the sessions' callers for cfg.duration through soakHub,
-// checks no blocking call is left upstream, and returns the stdio
-// upstream's PIDs, the heap after warm-up and at the end of the load, the
-// goroutine count under load and how long the load ran. Its cleanups close
-// everything it started.
-func soakLoad(t *testing.T, cfg soakConfig, stats *soakStats) (pidsOut *[]int, heapWarm, heapEnd uint64, gMid int, elapsed time.Duration) {
-	url, pids := soakHub(t)
+// soakLoad runs the sessions' callers for cfg.duration through a hub over soakUpstreams,
+// checks no blocking call is left upstream, and returns the hub (whose
+// upstream PIDs its cleanup has collected), the heap after warm-up and at
+// the end of the load, the goroutine count under load and how long the load
+// ran. Its cleanups close everything it started.
+func soakLoad(t *testing.T, cfg soakConfig, stats *soakStats) (inproc *inprocHub, heapWarm, heapEnd uint64, gMid int, elapsed time.Duration) {
+	inproc = startInproc(t, soakUpstreams(t), soakHubConfig)
 	tr := &http.Transport{MaxIdleConnsPerHost: 4 * cfg.sessions * cfg.workers}
 	hc := &http.Client{Transport: tr}
 	t.Cleanup(tr.CloseIdleConnections)
-	sessions := make([]*mcp.ClientSession, cfg.sessions)
+	opts := &mcp.ClientOptions{
+		ProgressNotificationHandler: func(context.Context, *mcp.ProgressNotificationClientRequest) { stats.notes.Add(1) },
+	}
+	sessions := make([]*sdkSession, cfg.sessions)
 	for i := range sessions {
-		c := mcp.NewClient(&mcp.Implementation{Name: fmt.Sprintf("soak-%d", i), Version: "0"}, &mcp.ClientOptions{
-			ProgressNotificationHandler: func(context.Context, *mcp.ProgressNotificationClientRequest) { stats.notes.Add(1) },
-		})
-		ctx, cancel := context.WithTimeout(context.Background(), 20*time.Second)
-		cs, err := c.Connect(ctx, &mcp.StreamableClientTransport{Endpoint: url, HTTPClient: hc},
-			&mcp.ClientSessionOptions{ProtocolVersion: "2025-11-25"})
-		cancel()
-		if err != nil {
-			t.Fatalf("session %d: %v", i, err)
-		}
-		sessions[i] = cs
-		t.Cleanup(func() { cs.Close() })
+		sessions[i] = connectSDK(t, inproc.url+"/mcp", sdkOpts{client: opts, hc: hc, within: 20 * time.Second})
 	}
 
 	start := time.Now()
 	deadline := start.Add(cfg.duration)
 	warmed := make(chan struct{})
-	go func() {
-		time.Sleep(cfg.warmup)
+	time.AfterFunc(cfg.warmup, func() {
 		heapWarm = soakHeap()
 		close(warmed)
-	}()
+	})
 	var wg sync.WaitGroup
 	for i, cs := range sessions {
 		for w := range cfg.workers {
@@ -442,15 +274,11 @@ func soakLoad(t *testing.T, cfg soakConfig, stats *soakStats) (pidsOut *[]int, h
 	heapEnd = soakHeap()
 
 	soakNoBlockLeft(t, sessions[0], stats.cancelled.Load())
-	return pids, heapWarm, heapEnd, gMid, elapsed
+	return inproc, heapWarm, heapEnd, gMid, elapsed
 }
 
-// soakServerOnce serves one soakServer to every HTTP request, so that its
-// inflight count covers every session the hub opens.
-var soakServerOnce = sync.OnceValue(soakServer)
-
 // soakCaller makes mixed calls on one session until the deadline.
-func soakCaller(cs *mcp.ClientSession, name string, deadline time.Time, stats *soakStats) {
+func soakCaller(cs *sdkSession, name string, deadline time.Time, stats *soakStats) {
 	rng := rand.New(rand.NewPCG(uint64(time.Now().UnixNano()), 0))
 	for i := 0; time.Now().Before(deadline); i++ {
 		server := [2]string{"s", "h"}[rng.IntN(2)]
@@ -459,7 +287,7 @@ func soakCaller(cs *mcp.ClientSession, name string, deadline time.Time, stats *s
 		case k < 5:
 			text := fmt.Sprintf("%s-%d", name, i)
 			t0 := time.Now()
-			out, err := callText(ctx, cs, server+"__echo", map[string]any{"text": text})
+			out, err := cs.callText(ctx, server+"__echo", map[string]any{"text": text})
 			stats.echoLat.observe(time.Since(t0))
 			stats.echo.Add(1)
 			if err != nil || out != text {
@@ -469,7 +297,7 @@ func soakCaller(cs *mcp.ClientSession, name string, deadline time.Time, stats *s
 			p := &mcp.CallToolParams{Name: server + "__progress", Arguments: map[string]any{"n": 3, "delayMs": 1}}
 			p.SetProgressToken(fmt.Sprintf("%s-%d", name, i))
 			t0 := time.Now()
-			out, err := callTextParams(ctx, cs, p)
+			out, err := cs.callParams(ctx, p)
 			stats.progressLat.observe(time.Since(t0))
 			stats.progress.Add(1)
 			if err != nil || out != "done" {
@@ -478,7 +306,7 @@ func soakCaller(cs *mcp.ClientSession, name string, deadline time.Time, stats *s
 		default:
 			cctx, ccancel := context.WithCancel(ctx)
 			time.AfterFunc(time.Duration(5+rng.IntN(46))*time.Millisecond, ccancel)
-			out, err := callText(cctx, cs, server+"__block", map[string]any{})
+			out, err := cs.callText(cctx, server+"__block", map[string]any{})
 			ccancel()
 			stats.blocks.Add(1)
 			switch {
@@ -503,15 +331,7 @@ func soakCaller(cs *mcp.ClientSession, name string, deadline time.Time, stats *s
 // ignores the cancellation (as the spec allows), and runs the request when
 // it arrives, with nobody left to cancel it.
 func TestSoakCancelStorm(t *testing.T) {
-	url, _ := soakHub(t)
-	c := mcp.NewClient(&mcp.Implementation{Name: "storm", Version: "0"}, nil)
-	ctx, cancel := context.WithTimeout(context.Background(), 20*time.Second)
-	cs, err := c.Connect(ctx, &mcp.StreamableClientTransport{Endpoint: url}, &mcp.ClientSessionOptions{ProtocolVersion: "2025-11-25"})
-	cancel()
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { cs.Close() })
+	cs := connectSDK(t, startInproc(t, soakUpstreams(t), soakHubConfig).url+"/mcp", sdkOpts{within: 20 * time.Second})
 	// The window is narrow and timing-dependent (narrower still under
 	// -race), so the storm runs in rounds until one leaves a call behind.
 	var cancelled atomic.Int64
@@ -526,7 +346,7 @@ func TestSoakCancelStorm(t *testing.T) {
 					server := [2]string{"s", "h"}[i%2]
 					ctx, cancel := context.WithCancel(context.Background())
 					time.AfterFunc(time.Duration(rng.IntN(3000))*time.Microsecond, cancel)
-					_, err := callText(ctx, cs, server+"__block", map[string]any{})
+					_, err := cs.callText(ctx, server+"__block", map[string]any{})
 					cancel()
 					if errors.Is(err, context.Canceled) {
 						cancelled.Add(1)

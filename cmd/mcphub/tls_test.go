@@ -1,7 +1,6 @@
 package main
 
 import (
-	"context"
 	"crypto/ecdsa"
 	"crypto/elliptic"
 	"crypto/rand"
@@ -20,8 +19,6 @@ import (
 	"sync/atomic"
 	"testing"
 	"time"
-
-	"github.com/modelcontextprotocol/go-sdk/mcp"
 )
 
 // writeTestCert writes a self-signed certificate for 127.0.0.1 and its key
@@ -75,18 +72,15 @@ func (b bearer) RoundTrip(r *http.Request) (*http.Response, error) {
 // tool through it; the CLI finds it over HTTPS (trusting exactly its
 // certificate); a plain-HTTP request gets no MCP answer.
 func TestServeTLSBeyondLoopback(t *testing.T) {
-	d := durNewHubDirWith(t, "", "")
-	certPath, keyPath, pool := writeTestCert(t, d.home)
+	h := newProcHub(t)
+	certPath, keyPath, pool := writeTestCert(t, h.home)
 	const token = "tls-test-token-0123456789abcdef"
-	tokenPath := filepath.Join(d.home, "token")
+	tokenPath := filepath.Join(h.home, "token")
 	os.WriteFile(tokenPath, []byte(token+"\n"), 0o600)
-	_, port, _ := net.SplitHostPort(d.addr)
-	reg := fmt.Sprintf("[hub]\nlisten = \"0.0.0.0:%s\"\nauth = \"token\"\ntoken_file = %q\ntls_cert = %q\ntls_key = %q\n\n[servers.demo]\ncommand = \"mcphub\"\nargs = [\"demo\"]\n",
-		port, tokenPath, certPath, keyPath)
-	if err := os.WriteFile(d.cfg, []byte(reg), 0o600); err != nil {
-		t.Fatal(err)
-	}
-	r := d.start()
+	_, port, _ := net.SplitHostPort(h.addr)
+	h.write(t, fmt.Sprintf("[hub]\nlisten = \"0.0.0.0:%s\"\nauth = \"token\"\ntoken_file = %q\ntls_cert = %q\ntls_key = %q\n\n[servers.demo]\ncommand = \"mcphub\"\nargs = [\"demo\"]\n",
+		port, tokenPath, certPath, keyPath))
+	r := h.start(nil, "--log-level", "debug")
 	base := "https://127.0.0.1:" + port
 	tr := &http.Transport{TLSClientConfig: &tls.Config{RootCAs: pool}, ForceAttemptHTTP2: true}
 	defer tr.CloseIdleConnections()
@@ -110,15 +104,8 @@ func TestServeTLSBeyondLoopback(t *testing.T) {
 		t.Errorf("serve did not announce its https URL:\n%s", r.out.String())
 	}
 
-	ctx, cancel := context.WithTimeout(context.Background(), 20*time.Second)
-	defer cancel()
-	c := mcp.NewClient(&mcp.Implementation{Name: "tls", Version: "0"}, nil)
-	cs, err := c.Connect(ctx, &mcp.StreamableClientTransport{Endpoint: base + "/mcp", HTTPClient: hc}, nil)
-	if err != nil {
-		t.Fatalf("SDK client over HTTPS: %v", err)
-	}
-	defer cs.Close()
-	if got, err := callText(ctx, cs, "demo__add", map[string]any{"a": 2, "b": 3}); err != nil || got != "5" {
+	cs := connectSDK(t, base+"/mcp", sdkOpts{hc: hc, latest: true, within: 20 * time.Second})
+	if got, err := cs.call("demo__add", map[string]any{"a": 2, "b": 3}); err != nil || got != "5" {
 		t.Fatalf("demo__add over HTTPS: %q %v", got, err)
 	}
 
@@ -131,8 +118,8 @@ func TestServeTLSBeyondLoopback(t *testing.T) {
 	}
 
 	// The CLI reaches the hub over HTTPS by the registry.
-	t.Setenv("MCPHUB_CONFIG", d.cfg)
-	t.Setenv("MCPHUB_DATA", filepath.Join(d.home, "cli-data"))
+	t.Setenv("MCPHUB_CONFIG", h.cfg)
+	t.Setenv("MCPHUB_DATA", filepath.Join(h.home, "cli-data"))
 	code, out, errOut := runCLI(t, "status")
 	if code != 0 || !strings.Contains(out, "demo") || !strings.Contains(out, "https://") {
 		t.Errorf("mcphub status against the TLS hub: exit %d\n%s\n%s", code, out, errOut)
@@ -143,9 +130,10 @@ func TestServeTLSBeyondLoopback(t *testing.T) {
 // non-loopback address refuses to start unless the hub has both token auth
 // and TLS, and says what is missing.
 func TestServeRefusesExposureWithoutTLSAndToken(t *testing.T) {
-	d := durNewHubDirWith(t, "", "")
-	t.Setenv("MCPHUB_CONFIG", d.cfg)
-	t.Setenv("MCPHUB_DATA", d.data)
+	h := newProcHub(t)
+	h.write(t, h.registry(""))
+	t.Setenv("MCPHUB_CONFIG", h.cfg)
+	t.Setenv("MCPHUB_DATA", h.data)
 	code, _, errOut := runCLI(t, "serve", "--listen", "0.0.0.0:0")
 	if code == 0 {
 		t.Fatal("serve --listen 0.0.0.0:0 without auth or TLS started")
