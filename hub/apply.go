@@ -28,6 +28,7 @@ func (h *Hub) Apply(reg *registry.Registry) {
 	for _, spec := range replace {
 		h.servers.replaceLater(spec)
 	}
+	h.fanout.applyLevels()
 }
 
 // SetRegistryError records that the registry file no longer loads; the

@@ -77,8 +77,10 @@ func (e *edge) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 	}
 	// ServeMux would serve //mcp or /x/../mcp as /mcp; a path that is not
 	// already clean names no endpoint, so proxies and filters in front of
-	// the hub see the same path the hub serves.
-	if p := r.URL.Path; p != "/" && path.Clean(p) != strings.TrimSuffix(p, "/") {
+	// the hub see the same path the hub serves. A request-target that is
+	// not a path (OPTIONS *, or GET *) names none either; ServeMux would
+	// answer it with a bare 400.
+	if p := r.URL.Path; !strings.HasPrefix(p, "/") || p != "/" && path.Clean(p) != strings.TrimSuffix(p, "/") {
 		e.notFound(w, r)
 		return
 	}

@@ -4,12 +4,15 @@ import (
 	"context"
 	"encoding/json"
 	"errors"
+	"log/slog"
 	"slices"
 	"strings"
+	"sync"
 	"testing"
 	"time"
 
 	"github.com/mcphub/mcphub/internal/jsonrpc"
+	"github.com/mcphub/mcphub/registry"
 )
 
 // flushNow ends the list_changed window at once: the pending timer is
@@ -348,4 +351,42 @@ func TestFanoutApplyLevels(t *testing.T) {
 			}
 		}
 	}
+}
+
+// TestFanoutLevelReachesAReplacedUpstream restarts a server: the fresh
+// upstream that takes over is told the level the sessions want, as the one
+// it replaces was (levels are remembered per upstream, not per name).
+func TestFanoutLevelReachesAReplacedUpstream(t *testing.T) {
+	var mu sync.Mutex
+	var made []*fakeUpstream
+	h := New(Options{Registry: parseRegistry(t, twoServers), Logger: slog.New(slog.DiscardHandler), NewUpstream: func(spec *registry.Server, _ registry.Hub, events UpstreamEvents) Upstream {
+		f := newFake(spec.Name)
+		f.events = events
+		mu.Lock()
+		made = append(made, f)
+		mu.Unlock()
+		return f
+	}})
+	if err := h.Start(context.Background()); err != nil {
+		t.Fatal(err)
+	}
+	defer h.Close()
+	s := sessionOn(t, h, "", `{}`)
+	s.mu.Lock()
+	s.logLevel = "debug"
+	s.mu.Unlock()
+	h.fanout.applyLevels()
+	if err := h.Restart("alpha"); err != nil {
+		t.Fatal(err)
+	}
+	told := func(f *fakeUpstream) []string {
+		f.mu.Lock()
+		defer f.mu.Unlock()
+		return slices.Clone(f.levels)
+	}
+	eventually(t, "the restarted alpha is told the sessions' level", func() bool {
+		mu.Lock()
+		defer mu.Unlock()
+		return len(made) == 3 && slices.Equal(told(made[2]), []string{"debug"})
+	})
 }

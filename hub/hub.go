@@ -91,6 +91,7 @@ func New(opts Options) *Hub {
 	h.edge = newEdge(h.log, opts.Token, h.servers, h.sessions, h)
 
 	h.servers.onDiff = h.fanout.diff
+	h.servers.onSwap = h.fanout.applyLevels
 	h.servers.events = h.upstreamEvents
 	h.fanout.sessions, h.fanout.servers = h.sessions, h.servers
 	h.sessions.servers, h.sessions.router, h.sessions.fanout = h.servers, h.router, h.fanout

@@ -35,11 +35,11 @@ type fanout struct {
 	timer        *time.Timer
 
 	levelMu  sync.Mutex
-	upLevels map[string]string // level last sent to each upstream
+	upLevels map[Upstream]string // level last sent to each running upstream
 }
 
 func newFanout(ctx context.Context, delay time.Duration) *fanout {
-	return &fanout{ctx: ctx, delay: delay, pending: map[string]map[string]bool{}, pendingSince: map[string]time.Time{}, upLevels: map[string]string{}}
+	return &fanout{ctx: ctx, delay: delay, pending: map[string]map[string]bool{}, pendingSince: map[string]time.Time{}, upLevels: map[Upstream]string{}}
 }
 
 // diff schedules list_changed for the lists of an endpoint whose exposed
@@ -205,13 +205,17 @@ func (f *fanout) applyLevels() {
 	if want == "" {
 		return
 	}
-	servers := f.servers.sorted()
+	// Levels are remembered per upstream, not per name: a replaced
+	// connection is a new upstream and must be told.
+	running := f.servers.upstreams()
 	f.levelMu.Lock()
 	defer f.levelMu.Unlock()
-	for _, e := range servers {
-		if f.upLevels[e.spec.Name] != want {
-			f.upLevels[e.spec.Name] = want
-			e.up.SetLogLevel(want)
+	live := make(map[Upstream]string, len(running))
+	for _, up := range running {
+		if f.upLevels[up] != want {
+			up.SetLogLevel(want)
 		}
+		live[up] = want
 	}
+	f.upLevels = live
 }

@@ -56,11 +56,11 @@ func decodeParams(raw json.RawMessage, want members) params {
 	return p
 }
 
-// decodeRef reads a completion reference; raw stays nil unless it is an
-// object.
+// decodeRef reads a completion reference. raw is the value as sent, of any
+// type; a value that is not an object has no type, name or uri.
 func decodeRef(v json.RawMessage) ref {
-	r := ref{}
-	if !jsonrpc.Members(v, func(key string, m json.RawMessage) {
+	r := ref{raw: v}
+	jsonrpc.Members(v, func(key string, m json.RawMessage) {
 		switch key {
 		case "type":
 			r.typ, _ = jsonrpc.String(m)
@@ -69,9 +69,6 @@ func decodeRef(v json.RawMessage) ref {
 		case "uri":
 			r.uri, _ = jsonrpc.String(m)
 		}
-	}) {
-		return ref{}
-	}
-	r.raw = v
+	})
 	return r
 }

@@ -73,7 +73,7 @@ func TestDecodeParams(t *testing.T) {
 		{"ref only", full, mRef, flatParams{refType: "ref/prompt", refName: "p", refRaw: `{"type":"ref/prompt","name":"p"}`}},
 		{"everything", full, allMembers, flatParams{name: "n", uri: "u", cursor: "c", level: "debug",
 			refType: "ref/prompt", refName: "p", refRaw: `{"type":"ref/prompt","name":"p"}`}},
-		{"wrong types", paramsSeeds[1], allMembers, flatParams{rawNil: true}},
+		{"wrong types", paramsSeeds[1], allMembers, flatParams{refRaw: `"ref/prompt"`}},
 		{"last duplicate wins", paramsSeeds[2], mName, flatParams{name: "second", rawNil: true}},
 		{"last duplicate wins even when wrong-typed", paramsSeeds[3], mName, flatParams{rawNil: true}},
 		{"escaped keys", paramsSeeds[4], mName | mURI, flatParams{name: "escaped key", uri: "x", rawNil: true}},
@@ -127,7 +127,7 @@ func FuzzDecodeParams(f *testing.F) {
 		}
 		raw := json.RawMessage(data)
 		wantRef := flatParams{rawNil: true}
-		if v, ok := jsonrpc.Member(raw, "ref"); ok && jsonrpc.Members(v, func(string, json.RawMessage) {}) {
+		if v, ok := jsonrpc.Member(raw, "ref"); ok {
 			typ, _ := jsonrpc.StringMember(v, "type")
 			name, _ := jsonrpc.StringMember(v, "name")
 			uri, _ := jsonrpc.StringMember(v, "uri")

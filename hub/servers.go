@@ -30,6 +30,8 @@ type serverSet struct {
 	events func(name string) UpstreamEvents
 	// onDiff hears of every rebuilt view, old and new.
 	onDiff func(endpoint string, old, new *catalog)
+	// onSwap hears, without the lock, that upstreams were added or replaced.
+	onSwap func()
 
 	mu      sync.RWMutex
 	reg     *registry.Registry
@@ -42,7 +44,9 @@ type serverSet struct {
 	wg sync.WaitGroup // replacements and stops in the background
 }
 
-// serverEntry is one enabled server: its spec and its upstream.
+// serverEntry is one enabled server: its spec and its upstream. An entry is
+// never modified once made: a new spec makes a new entry, so whoever holds
+// one reads a consistent pair without the set's lock.
 type serverEntry struct {
 	spec *registry.Server
 	up   Upstream
@@ -223,6 +227,17 @@ func (ss *serverSet) sorted() []*serverEntry {
 	return out
 }
 
+// upstreams returns the running upstreams by server name.
+func (ss *serverSet) upstreams() map[string]Upstream {
+	ss.mu.RLock()
+	defer ss.mu.RUnlock()
+	out := make(map[string]Upstream, len(ss.entries))
+	for name, e := range ss.entries {
+		out[name] = e.up
+	}
+	return out
+}
+
 // of returns the servers an endpoint sees: every one for /mcp, the one for
 // /{server}/mcp.
 func (ss *serverSet) of(endpoint string) []*serverEntry {
@@ -278,8 +293,8 @@ func (ss *serverSet) apply(reg *registry.Registry) (ch registry.Changes, stopped
 	// allow/deny, call_timeout need no reconnect), so later restarts and
 	// replacements compare against what is in force.
 	for name, e := range ss.entries {
-		if spec := reg.Server(name); spec != nil && !slices.Contains(ch.Changed, name) {
-			e.spec = spec
+		if spec := reg.Server(name); spec != nil && spec != e.spec && !slices.Contains(ch.Changed, name) {
+			ss.entries[name] = &serverEntry{spec: spec, up: e.up}
 		}
 	}
 	ss.rebuildLocked()
@@ -339,6 +354,7 @@ func (ss *serverSet) replace(spec *registry.Server) {
 	ss.rebuildLocked()
 	ss.mu.Unlock()
 	ss.log.Info("server replaced", "server", spec.Name, "state", fresh.up.Status().State)
+	ss.onSwap()
 	old.up.Close()
 }
 

@@ -2,6 +2,7 @@ package hub
 
 import (
 	"errors"
+	"fmt"
 	"reflect"
 	"slices"
 	"strings"
@@ -290,5 +291,34 @@ func TestServersView(t *testing.T) {
 			continue
 		}
 		wantNames(t, "view("+tc.endpoint+") tools", c.items["tools/list"], tc.tools...)
+	}
+}
+
+// TestServersApplyRacesReaders applies registry changes that keep every
+// connection (a new prefix) while sessions come and go and the status is
+// read: under -race, readers of a server's spec must not race the apply
+// that changes it.
+func TestServersApplyRacesReaders(t *testing.T) {
+	th := startHub(t, twoServers, map[string]*fakeUpstream{"alpha": newFake("alpha"), "beta": newFake("beta")})
+	done := make(chan struct{})
+	go func() {
+		defer close(done)
+		for i := range 200 {
+			th.h.Apply(parseRegistry(t, strings.Replace(twoServers, `prefix = ""`, fmt.Sprintf(`prefix = "p%d"`, i), 1)))
+		}
+	}()
+	s := sessionOn(t, th.h, "", `{}`)
+	defer th.h.sessions.end(s)
+	for {
+		select {
+		case <-done:
+			return
+		default:
+		}
+		th.h.fanout.applyLevels()
+		if e := th.h.servers.get("beta"); e != nil && e.spec.Name != "beta" {
+			t.Errorf("the entry of beta has the spec of %s", e.spec.Name)
+		}
+		th.h.Status()
 	}
 }

@@ -128,8 +128,12 @@ func (set *sessionSet) of(server, sessionID string) []*session {
 // and per-session upstream connections closed.
 func (set *sessionSet) end(s *session) {
 	set.mu.Lock()
+	_, live := set.byID[s.id]
 	delete(set.byID, s.id)
 	set.mu.Unlock()
+	if !live {
+		return // ended already: a DELETE, a sweep or a removed server got here first
+	}
 	s.close()
 	set.store.deleteSession(s.id)
 	set.router.release(s)
