@@ -41,9 +41,6 @@ func (s *Server) Adopt(upstreamID json.RawMessage, hubToken string, progressToke
 		return false
 	}
 	l.adoptions = append(l.adoptions, adoption{c: &inflight{peer: peer, upID: upstreamID, origToken: progressToken}, hubToken: hubToken, done: done})
-	// This run mints its tokens past the adopted one, so progress for a new
-	// call cannot be taken for the adopted call's, or the reverse.
-	l.reserveToken(hubToken)
 	return true
 }
 

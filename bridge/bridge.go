@@ -61,6 +61,10 @@ type Config struct {
 	// "initialize" to the raw initialize result and each list method to a
 	// JSON array of its items.
 	Store StateStore
+	// Fresh keeps a remote server from resuming the session Store holds:
+	// the hub is replacing a connection that still uses it, and the old
+	// connection ends that session when it closes.
+	Fresh bool
 
 	// Changed reports a change of state or of a list.
 	Changed func()
@@ -164,7 +168,7 @@ func New(cfg Config) *Server {
 func (s *Server) usePersistence() {
 	p := newPersistence(s.cfg.Store, s.cfg.Name, s.log, s.cfg.clk)
 	s.persist = p
-	if s.remote() && s.cfg.Client.Resume == nil {
+	if s.remote() && s.cfg.Client.Resume == nil && !s.cfg.Fresh {
 		s.cfg.Client.Resume = p.resume()
 	}
 	if s.cfg.Cache == nil {

@@ -2,16 +2,21 @@ package bridge
 
 import (
 	"context"
+	"crypto/rand"
 	"encoding/json"
 	"fmt"
 	"strconv"
-	"strings"
 
 	"github.com/mcphub/mcphub/internal/jsonrpc"
 )
 
 // hubTokenPrefix starts every progress token the bridge sends upstream.
 const hubTokenPrefix = "mcphub-"
+
+// runTag makes this process's progress tokens differ from any an earlier run
+// minted: a resumed upstream stream may still carry those, and its progress
+// must not reach a new call that happened to get the same number.
+var runTag = rand.Text()[:8]
 
 // inflight is one call on a link and where its messages go.
 type inflight struct {
@@ -30,14 +35,14 @@ func (l *link) call(ctx context.Context, session, method string, params json.Raw
 		return nil, l.unavailable()
 	}
 	c := &inflight{peer: peer, session: session, upID: conn.NextID()}
-	var hubToken string
-	if peer != nil {
-		var err error
-		params, hubToken, c.origToken, err = l.mapProgressToken(params)
-		if err != nil {
-			return nil, err
-		}
+	// A call without a peer (one the hub makes itself) has nowhere to send
+	// progress, but its token is mapped all the same: no client's token is
+	// sent upstream as it is.
+	params, hubToken, origToken, err := l.mapProgressToken(params)
+	if err != nil {
+		return nil, err
 	}
+	c.origToken = origToken
 	l.track(c, hubToken)
 	defer l.untrack(c, hubToken)
 	if peer != nil && l.session == "" {
@@ -69,7 +74,7 @@ func (l *link) mapProgressToken(params json.RawMessage) (out json.RawMessage, hu
 	if !ok {
 		return params, "", nil, nil
 	}
-	hubToken = hubTokenPrefix + strconv.FormatInt(l.tokenSeq.Add(1), 10)
+	hubToken = hubTokenPrefix + runTag + "-" + strconv.FormatInt(l.tokenSeq.Add(1), 10)
 	newMeta, err := jsonrpc.SetMember(meta, "progressToken", jsonrpc.Quote(hubToken))
 	if err == nil {
 		params, err = jsonrpc.SetMember(params, "_meta", newMeta)
@@ -78,25 +83,6 @@ func (l *link) mapProgressToken(params json.RawMessage) (out json.RawMessage, hu
 		return nil, "", nil, jsonrpc.NewError(jsonrpc.CodeInvalidParams, "malformed _meta")
 	}
 	return params, hubToken, tok, nil
-}
-
-// reserveToken makes sure tokens minted from now on differ from token, a
-// token an earlier run minted for a call this run adopts.
-func (l *link) reserveToken(token string) {
-	s, ok := strings.CutPrefix(token, hubTokenPrefix)
-	if !ok {
-		return
-	}
-	n, err := strconv.ParseInt(s, 10, 64)
-	if err != nil {
-		return
-	}
-	for {
-		cur := l.tokenSeq.Load()
-		if cur >= n || l.tokenSeq.CompareAndSwap(cur, n) {
-			return
-		}
-	}
 }
 
 // noteSubscription remembers the resources subscribed upstream, so a new

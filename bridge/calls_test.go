@@ -339,3 +339,39 @@ func TestSubscriptionsRenewedOnReconnect(t *testing.T) {
 	}
 	c2.noMoreCalls(t)
 }
+
+// TestProgressTokensDifferFromAnEarlierRun checks that a token an earlier
+// run minted (mcphub-1, mcphub-2, ...), which a resumed upstream stream may
+// still carry, never matches a call of this run, and that a call the hub
+// makes without a peer still sends no client token upstream.
+func TestProgressTokensDifferFromAnEarlierRun(t *testing.T) {
+	h := startHarness(t, Config{}, nil)
+	c := h.connect()
+	p := newPeer("a")
+	r := h.call(context.Background(), "s1", "tools/call", `{"_meta":{"progressToken":"t"}}`, p)
+	up := c.nextCall(t)
+	tok := member(t, up.params, "_meta", "progressToken")
+	for n := 1; n <= 3; n++ {
+		old := fmt.Sprintf(`"mcphub-%d"`, n)
+		if tok == old {
+			t.Fatalf("this run minted %s, a token an earlier run minted too", tok)
+		}
+		c.handler.HandleNotification(jsonrpc.NewNotification("notifications/progress",
+			fmt.Appendf(nil, `{"progressToken":%s,"progress":1}`, old)), nil)
+	}
+	if n := len(p.notifications()); n != 0 {
+		t.Errorf("an earlier run's progress reached a call of this run: %v", p.notifications())
+	}
+	up.answer(`{}`)
+	recv(t, r, "the call's result")
+
+	r = h.call(context.Background(), "s1", "resources/subscribe", `{"uri":"u","_meta":{"progressToken":"client-token"}}`, nil)
+	up = c.nextCall(t)
+	if got := member(t, up.params, "_meta", "progressToken"); got == `"client-token"` {
+		t.Errorf("a call without a peer sent the client's progress token upstream as it is")
+	}
+	c.handler.HandleNotification(jsonrpc.NewNotification("notifications/progress",
+		fmt.Appendf(nil, `{"progressToken":%s,"progress":1}`, member(t, up.params, "_meta", "progressToken"))), nil)
+	up.answer(`{}`)
+	recv(t, r, "the subscription's result")
+}

@@ -46,7 +46,7 @@ func (l *link) progress(m *jsonrpc.Message) {
 	l.mu.Lock()
 	c := l.tokens[tok]
 	l.mu.Unlock()
-	if c == nil || c.origToken == nil {
+	if c == nil || c.origToken == nil || c.peer == nil {
 		return
 	}
 	params, err := jsonrpc.SetMember(m.Params, "progressToken", c.origToken)

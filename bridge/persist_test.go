@@ -223,3 +223,19 @@ func TestCatalogCacheSources(t *testing.T) {
 		})
 	}
 }
+
+// TestFreshDoesNotResumeTheStoredSession checks Config.Fresh: a connection
+// that replaces a running one starts its own session, since the one it
+// replaces ends the stored session when it closes; its state is still saved.
+func TestFreshDoesNotResumeTheStoredSession(t *testing.T) {
+	st := newFakeStore(&eventLog{})
+	st.state["fake"] = []byte(`{"transport":"streamable-http","sessionId":"stored"}`)
+	h := startHarness(t, Config{Client: client.Config{URL: remoteURL}, Store: st, Fresh: true}, nil)
+	c := h.dialer.next(t)
+	if c.cfg.Resume != nil {
+		t.Errorf("a fresh connection was offered the stored session %q", c.cfg.Resume.SessionID)
+	}
+	if c.cfg.OnState == nil {
+		t.Error("a fresh connection's state is not saved")
+	}
+}
