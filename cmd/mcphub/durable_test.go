@@ -77,8 +77,10 @@ func (l *leg) messages() int {
 	return k
 }
 
+// response returns the call's response, which must come after the cut: on
+// the resumed connection.
 func (l *leg) response() *jsonrpc.Message {
-	for _, ev := range l.got {
+	for _, ev := range l.got[l.cutAt:] {
 		if ev.Msg != nil && ev.Msg.IsResponse() {
 			return ev.Msg
 		}
@@ -259,6 +261,11 @@ func (r *resumeRun) readAndCut() {
 		}
 		if l.messages() >= tc.n+1 {
 			t.Fatalf("stream %s was complete before the cut; the test needs a slower upstream", l.name)
+		}
+		for _, ev := range l.got {
+			if ev.Msg != nil && ev.Msg.IsResponse() {
+				t.Fatalf("stream %s got its response before the cut, not on the resumed connection: %s", l.name, ev.Msg.Encode())
+			}
 		}
 		t.Logf("stream %s: %d events before the cut, last id %s (connection ended: %v)", l.name, l.cutAt, l.lastID, l.s.err)
 	}

@@ -375,11 +375,16 @@ func TestE2EListChangedCoalesced(t *testing.T) {
 	}
 	// The servers connected just before these sessions started; the
 	// list_changed of that startup window may still reach them (harmless:
-	// they re-list). Let it pass, then count from there.
+	// they re-list), once at most: the sessions started after the servers
+	// connected, so only the last coalescing window can reach them. Let it
+	// pass, then count from there.
 	steady(600*time.Millisecond, 5*time.Second, total)
 	base := make([]int64, len(paths))
 	for i, cs := range css {
 		base[i] = cs.changed.Load()
+		if base[i] > 1 {
+			t.Errorf("%s got %d tools/list_changed before any change, want at most the startup one", paths[i], base[i])
+		}
 	}
 	delta := func(i int) int64 { return css[i].changed.Load() - base[i] }
 	// Two separate upstream list_changed (the SDK debounces 10 ms), both

@@ -90,6 +90,15 @@ func TestPerServerSessionLifecycle(t *testing.T) {
 	g1, g2 := s.openGET(), s.openGET()
 	g1.body.Close()
 	g2.body.Close()
+	// A client of 2025-03-26 or older sends no MCP-Protocol-Version.
+	if resp, err := c.send(context.Background(), rawReq{method: "GET", path: "/a/mcp", sid: s.sid, accept: acceptSSE, noVersion: true}); err != nil {
+		t.Fatal(err)
+	} else {
+		resp.Body.Close()
+		if resp.StatusCode != http.StatusOK || !strings.HasPrefix(resp.Header.Get("Content-Type"), acceptSSE) {
+			t.Errorf("GET without MCP-Protocol-Version: %d %s, want a 200 stream", resp.StatusCode, resp.Header.Get("Content-Type"))
+		}
+	}
 
 	// What the endpoint answers by status, in order: the DELETE near the
 	// end ends the session the requests after it use.
