@@ -191,13 +191,7 @@ func TestFanoutNotifications(t *testing.T) {
 		{"per-session for an ended session", "alpha", "gone", logAt("error"), nil},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
-			for _, s := range byName {
-				clearQueue(s)
-			}
-			sid := tc.session
-			if s := byName[tc.session]; s != nil {
-				sid = s.id
-			}
+			sid := freshStart(byName, tc.session)
 			th.h.fanout.notification(tc.server, sid, tc.msg)
 			var got []string
 			for name, s := range byName {
@@ -251,13 +245,7 @@ func TestFanoutRequests(t *testing.T) {
 		{"per-session: its own session lacks the capability", "alpha", "merged old", "roots/list", ""},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
-			for _, s := range byName {
-				clearQueue(s)
-			}
-			sid := tc.session
-			if s := byName[tc.session]; s != nil {
-				sid = s.id
-			}
+			sid := freshStart(byName, tc.session)
 			ctx, cancel := context.WithTimeout(context.Background(), waitFor)
 			defer cancel()
 			type answer struct {
@@ -389,4 +377,17 @@ func TestFanoutLevelReachesAReplacedUpstream(t *testing.T) {
 		defer mu.Unlock()
 		return len(made) == 3 && slices.Equal(told(made[2]), []string{"debug"})
 	})
+}
+
+// freshStart empties every session's queue and returns the id of the named
+// session, or the name itself for one that does not exist (a per-session id
+// of an ended session).
+func freshStart(byName map[string]*session, name string) string {
+	for _, s := range byName {
+		clearQueue(s)
+	}
+	if s := byName[name]; s != nil {
+		return s.id
+	}
+	return name
 }
