@@ -2,6 +2,7 @@ package client
 
 import (
 	"context"
+	"encoding/json"
 	"net/http"
 	"sync"
 	"testing"
@@ -36,5 +37,37 @@ func TestCloseRacesCancelledCalls(t *testing.T) {
 		wg.Wait()
 		c.spawn(func() { t.Error("a goroutine started after Close returned") })
 		c.handlers.Wait()
+	}
+}
+
+// TestCloseRacesDrain closes connections as a POST's SSE stream delivers its
+// response and stays open: the drain of the rest of that stream must not
+// be started as close waits for the transport's goroutines.
+func TestCloseRacesDrain(t *testing.T) {
+	f := newFakeStreamable(t)
+	arrived := make(chan chan struct{}, 1)
+	f.tools["tail"] = func(w http.ResponseWriter, r *http.Request, m *jsonrpc.Message, sess *fakeSession) {
+		startSSE(w)
+		proceed := make(chan struct{})
+		arrived <- proceed
+		<-proceed
+		writeSSE(w, sseData(jsonrpc.NewResponse(m.ID, json.RawMessage(`{}`))))
+		<-r.Context().Done()
+	}
+	for range 100 {
+		c, _ := startHTTP(t, Config{URL: f.url, Transport: TransportStreamableHTTP}, nil)
+		var wg sync.WaitGroup
+		wg.Add(2)
+		go func() {
+			defer wg.Done()
+			c.Call(context.Background(), "tools/call", []byte(`{"name":"tail"}`))
+		}()
+		proceed := <-arrived
+		go func() {
+			defer wg.Done()
+			c.Close()
+		}()
+		close(proceed)
+		wg.Wait()
 	}
 }

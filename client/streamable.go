@@ -39,6 +39,7 @@ type streamable struct {
 	followers map[string]context.CancelFunc // request id → its stream's background resumption
 	getOpen   bool
 	getReady  chan struct{} // closed when the standalone stream first answers
+	closing   bool          // close has begun: spawn starts nothing
 
 	renewing chan struct{} // a one-slot lock: one re-initialization at a time
 }
@@ -117,11 +118,7 @@ func (s *streamable) initialized() {
 	ready := make(chan struct{})
 	s.getReady = ready
 	s.mu.Unlock()
-	s.wg.Add(1)
-	go func() {
-		defer s.wg.Done()
-		s.runGetStream()
-	}()
+	s.spawn(s.runGetStream)
 	t := time.NewTimer(getReadyWait)
 	defer t.Stop()
 	select {
@@ -283,11 +280,31 @@ func (s *streamable) renew(ctx context.Context, oldSID string, keep json.RawMess
 	return s.c.handshake(ctx)
 }
 
+// spawn runs f on a goroutine close waits for, and reports whether it did:
+// once close has begun nothing starts, since a WaitGroup's Add must not race
+// its Wait.
+func (s *streamable) spawn(f func()) bool {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if s.closing {
+		return false
+	}
+	s.wg.Add(1)
+	go func() {
+		defer s.wg.Done()
+		f()
+	}()
+	return true
+}
+
 // close ends the session: streams stop, then a DELETE (bounded, 405
 // tolerated) tells the server.
 func (s *streamable) close() error {
 	sid, _ := s.session()
 	s.cancel()
+	s.mu.Lock()
+	s.closing = true
+	s.mu.Unlock()
 	s.wg.Wait()
 	if sid != "" {
 		ctx, cancel := context.WithTimeout(context.Background(), closeDeleteTimeout)

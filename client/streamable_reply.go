@@ -96,14 +96,15 @@ func (s *streamable) readReply(m *jsonrpc.Message, r *postReply) error {
 			r.release()
 			return nil
 		}
-		s.wg.Add(1)
-		go func() {
-			defer s.wg.Done()
+		drain := func() {
 			defer r.release()
 			stop := time.AfterFunc(drainTimeout, r.release)
 			defer stop.Stop()
 			io.Copy(io.Discard, io.LimitReader(resp.Body, 1<<20))
-		}()
+		}
+		if !s.spawn(drain) {
+			r.release() // closing: the body is not worth reading
+		}
 		return nil
 	default:
 		r.release()

@@ -88,16 +88,16 @@ func (s *streamable) follow(key string, b *backoff, lastErr error, now bool) {
 	s.mu.Lock()
 	s.followers[key] = cancel
 	s.mu.Unlock()
-	s.wg.Add(1)
-	go func() {
-		defer s.wg.Done()
-		defer func() {
-			s.mu.Lock()
-			delete(s.followers, key)
-			delete(s.lastIDs, key)
-			s.mu.Unlock()
-			cancel()
-		}()
+	forget := func() {
+		s.mu.Lock()
+		delete(s.followers, key)
+		delete(s.lastIDs, key)
+		s.mu.Unlock()
+		cancel()
+	}
+	// Closing: the connection fails every pending call itself.
+	started := s.spawn(func() {
+		defer forget()
 		id := json.RawMessage(key)
 		err := lastErr
 		for ctx.Err() == nil {
@@ -121,7 +121,10 @@ func (s *streamable) follow(key string, b *backoff, lastErr error, now bool) {
 				return
 			}
 		}
-	}()
+	})
+	if !started {
+		forget()
+	}
 }
 
 func (s *streamable) maxRetries() int {
