@@ -57,16 +57,14 @@ func (l *link) adopt(conn upstreamConn, adoptions []adoption) {
 			a.done(nil, &unavailableError{fmt.Sprintf("server %s did not resume the session the request was sent on", l.srv.cfg.Name)})
 			continue
 		}
-		l.srv.wg.Add(1)
-		go func() {
-			defer l.srv.wg.Done()
+		l.srv.spawn(func() {
 			defer l.untrack(a.c, a.hubToken)
 			res, err := conn.Await(l.ctx, a.c.upID)
 			if err != nil {
 				err = callError(l.srv.cfg.Name, err)
 			}
 			a.done(res, err)
-		}()
+		})
 	}
 	if len(adoptions) > 0 {
 		l.srv.log.Info("resumed calls of the previous run", "calls", len(adoptions))

@@ -2,6 +2,7 @@ package bridge
 
 import (
 	"context"
+	"crypto/rand"
 	"encoding/json"
 	"fmt"
 	"log/slog"
@@ -61,10 +62,10 @@ type Config struct {
 	// "initialize" to the raw initialize result and each list method to a
 	// JSON array of its items.
 	Store StateStore
-	// Fresh keeps a remote server from resuming the session Store holds:
-	// the hub is replacing a connection that still uses it, and the old
-	// connection ends that session when it closes.
-	Fresh bool
+	// Claims, with Store, hands a server's stored connection state to one
+	// Server at a time (see Claims); nil lets every Server resume and
+	// write it.
+	Claims *Claims
 
 	// Changed reports a change of state or of a list.
 	Changed func()
@@ -126,6 +127,11 @@ type Server struct {
 	logLevel string
 	wg       sync.WaitGroup
 	closed   bool
+
+	// tag makes this Server's progress tokens differ from any other's:
+	// an earlier run's, which a resumed upstream stream may still carry,
+	// or another Server's of the same name.
+	tag string
 }
 
 // New prepares a server; Start connects it. With Config.Store set it loads
@@ -153,7 +159,7 @@ func New(cfg Config) *Server {
 	}
 	cfg.Client.Name = cfg.Name
 	cfg.Client.Logger = cfg.Logger
-	s := &Server{cfg: cfg, log: cfg.Logger.With("server", cfg.Name), sessions: map[string]*link{}}
+	s := &Server{cfg: cfg, log: cfg.Logger.With("server", cfg.Name), sessions: map[string]*link{}, tag: rand.Text()[:8]}
 	if cfg.Store != nil {
 		s.usePersistence()
 	}
@@ -168,7 +174,12 @@ func New(cfg Config) *Server {
 func (s *Server) usePersistence() {
 	p := newPersistence(s.cfg.Store, s.cfg.Name, s.log, s.cfg.clk)
 	s.persist = p
-	if s.remote() && s.cfg.Client.Resume == nil && !s.cfg.Fresh {
+	fresh := false
+	if c := s.cfg.Claims; c != nil {
+		fresh = c.claim(s.cfg.Name, s)
+		p.owns = func() bool { return c.owns(s.cfg.Name, s) }
+	}
+	if s.remote() && s.cfg.Client.Resume == nil && !fresh {
 		s.cfg.Client.Resume = p.resume()
 	}
 	if s.cfg.Cache == nil {
@@ -211,6 +222,21 @@ func (s *Server) superviseLocked(l *link) {
 	}()
 }
 
+// spawn runs f on a goroutine Close waits for; once Close has begun it runs
+// nothing, since a WaitGroup's Add must not race its Wait.
+func (s *Server) spawn(f func()) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if s.closed {
+		return
+	}
+	s.wg.Add(1)
+	go func() {
+		defer s.wg.Done()
+		f()
+	}()
+}
+
 // Close stops every connection and waits for them. With Config.Store set
 // it then writes the last connection state, so nothing is left to write
 // once the store closes. It is safe to call more than once.
@@ -225,6 +251,9 @@ func (s *Server) Close() error {
 	s.wg.Wait()
 	if s.persist != nil {
 		s.persist.close()
+	}
+	if c := s.cfg.Claims; c != nil {
+		c.release(s.cfg.Name, s)
 	}
 	return nil
 }

@@ -2,7 +2,6 @@ package bridge
 
 import (
 	"context"
-	"crypto/rand"
 	"encoding/json"
 	"fmt"
 	"strconv"
@@ -12,11 +11,6 @@ import (
 
 // hubTokenPrefix starts every progress token the bridge sends upstream.
 const hubTokenPrefix = "mcphub-"
-
-// runTag makes this process's progress tokens differ from any an earlier run
-// minted: a resumed upstream stream may still carry those, and its progress
-// must not reach a new call that happened to get the same number.
-var runTag = rand.Text()[:8]
 
 // inflight is one call on a link and where its messages go.
 type inflight struct {
@@ -74,7 +68,7 @@ func (l *link) mapProgressToken(params json.RawMessage) (out json.RawMessage, hu
 	if !ok {
 		return params, "", nil, nil
 	}
-	hubToken = hubTokenPrefix + runTag + "-" + strconv.FormatInt(l.tokenSeq.Add(1), 10)
+	hubToken = hubTokenPrefix + l.srv.tag + "-" + strconv.FormatInt(l.tokenSeq.Add(1), 10)
 	newMeta, err := jsonrpc.SetMember(meta, "progressToken", jsonrpc.Quote(hubToken))
 	if err == nil {
 		params, err = jsonrpc.SetMember(params, "_meta", newMeta)

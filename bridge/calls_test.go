@@ -375,3 +375,47 @@ func TestProgressTokensDifferFromAnEarlierRun(t *testing.T) {
 	up.answer(`{}`)
 	recv(t, r, "the subscription's result")
 }
+
+// TestTokensDifferBetweenServersOfOneName makes a call on two Servers of
+// the same name, as a hub that restarts in one process or replaces a
+// connection has: their first tokens differ, so a call one adopts from the
+// other can never share its token with a new call.
+func TestTokensDifferBetweenServersOfOneName(t *testing.T) {
+	var toks []string
+	for range 2 {
+		h := startHarness(t, Config{}, nil)
+		c := h.connect()
+		r := h.call(context.Background(), "s1", "tools/call", `{"_meta":{"progressToken":"t"}}`, newPeer("a"))
+		up := c.nextCall(t)
+		toks = append(toks, member(t, up.params, "_meta", "progressToken"))
+		up.answer(`{}`)
+		recv(t, r, "the call's result")
+	}
+	if toks[0] == toks[1] {
+		t.Errorf("two Servers of one name both minted %s", toks[0])
+	}
+}
+
+// TestSetLogLevelRacesClose sets the log level while the Server closes, as
+// the hub does when a session comes or goes as a server is replaced: under
+// -race, nothing may start a goroutine while Close waits for them.
+func TestSetLogLevelRacesClose(t *testing.T) {
+	withLogging := func(c *fakeConn) {
+		c.init = &client.InitializeResult{Capabilities: json.RawMessage(`{"logging":{}}`),
+			Raw: json.RawMessage(`{"protocolVersion":"2025-06-18","capabilities":{"logging":{}},"serverInfo":{"name":"fake","version":"1"}}`)}
+		c.calls = make(chan *fakeCall, 1000)
+	}
+	for range 2000 {
+		h := startHarness(t, Config{}, withLogging)
+		h.connect()
+		done := make(chan struct{})
+		go func() {
+			defer close(done)
+			for j := range 40 {
+				h.srv.SetLogLevel([]string{"debug", "info"}[j%2])
+			}
+		}()
+		h.srv.Close()
+		<-done
+	}
+}

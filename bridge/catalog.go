@@ -87,16 +87,14 @@ func (l *link) applyLogLevel(level string) {
 	}
 	l.level = level
 	l.mu.Unlock()
-	l.srv.wg.Add(1)
-	go func() {
-		defer l.srv.wg.Done()
+	l.srv.spawn(func() {
 		ctx, cancel := context.WithTimeout(l.ctx, l.srv.cfg.RequestTimeout)
 		defer cancel()
 		params := fmt.Appendf(nil, `{"level":%s}`, jsonrpc.Quote(level))
 		if _, err := conn.Call(ctx, "logging/setLevel", params); err != nil {
 			l.srv.log.Debug("logging/setLevel failed", "err", err)
 		}
-	}()
+	})
 }
 
 // initResult is the last known initialize result: of the current

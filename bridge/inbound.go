@@ -24,11 +24,7 @@ func (l *link) HandleNotification(m *jsonrpc.Message, related json.RawMessage) {
 	}
 	for _, lm := range listMethods {
 		if m.Method == lm.changed {
-			l.srv.wg.Add(1)
-			go func() {
-				defer l.srv.wg.Done()
-				l.refresh(lm.changed)
-			}()
+			l.srv.spawn(func() { l.refresh(lm.changed) })
 			break
 		}
 	}

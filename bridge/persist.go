@@ -3,6 +3,7 @@ package bridge
 import (
 	"encoding/json"
 	"log/slog"
+	"slices"
 	"sync"
 	"time"
 
@@ -39,6 +40,9 @@ type persistence struct {
 	name string
 	log  *slog.Logger
 	clk  clock
+	// owns reports whether this Server may write the stored records now;
+	// nil means always.
+	owns func() bool
 
 	// wmu is held across taking the pending state and writing it, so two
 	// flushes cannot write out of order and close waits for a write the
@@ -88,7 +92,7 @@ func (p *persistence) flush() {
 	s := p.pending
 	p.pending, p.stop = nil, nil
 	p.mu.Unlock()
-	if s == nil || s.Transport == client.TransportStdio {
+	if s == nil || s.Transport == client.TransportStdio || !p.mayWrite() {
 		return
 	}
 	data, err := json.Marshal(s)
@@ -97,6 +101,57 @@ func (p *persistence) flush() {
 	}
 	if err != nil {
 		p.log.Error("could not save the upstream state", "err", err)
+	}
+}
+
+// mayWrite reports whether this Server's writes are the ones to keep.
+func (p *persistence) mayWrite() bool { return p.owns == nil || p.owns() }
+
+// Claims hands each server's stored records to one Server at a time: the
+// newest live one of its name. A hub replacing a connection makes the new
+// Server while the old one still serves calls; the old one ends its upstream
+// session when it closes, so the new one must not resume that session, and
+// the old one must not write its session, soon dead, over the new one's.
+// When the newest closes (a replacement thrown away), the one before it
+// writes again. One Claims serves a whole hub run.
+type Claims struct {
+	mu   sync.Mutex
+	live map[string][]*Server // by name, oldest first
+	seen map[string]bool      // names some Server claimed in this run
+}
+
+// NewClaims returns an empty Claims for one hub run.
+func NewClaims() *Claims {
+	return &Claims{live: map[string][]*Server{}, seen: map[string]bool{}}
+}
+
+// claim registers s as the newest Server of name and reports whether
+// another claimed the name before it in this run (then s starts a fresh
+// session).
+func (c *Claims) claim(name string, s *Server) (earlier bool) {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	earlier = c.seen[name]
+	c.seen[name] = true
+	c.live[name] = append(c.live[name], s)
+	return earlier
+}
+
+// owns reports whether s is the newest live Server of name.
+func (c *Claims) owns(name string, s *Server) bool {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	l := c.live[name]
+	return len(l) > 0 && l[len(l)-1] == s
+}
+
+// release drops s once it has closed.
+func (c *Claims) release(name string, s *Server) {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	c.live[name] = slices.DeleteFunc(c.live[name], func(x *Server) bool { return x == s })
+	if len(c.live[name]) == 0 {
+		delete(c.live, name)
 	}
 }
 
@@ -117,7 +172,7 @@ func (p *persistence) resume() *client.State {
 // without an initialize result (never connected, no cache) is not worth
 // keeping.
 func (p *persistence) saveCatalog(c Cache) {
-	if c.Init == nil {
+	if c.Init == nil || !p.mayWrite() {
 		return
 	}
 	items := map[string][]byte{catalogInit: c.Init}

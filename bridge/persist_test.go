@@ -224,18 +224,56 @@ func TestCatalogCacheSources(t *testing.T) {
 	}
 }
 
-// TestFreshDoesNotResumeTheStoredSession checks Config.Fresh: a connection
-// that replaces a running one starts its own session, since the one it
-// replaces ends the stored session when it closes; its state is still saved.
-func TestFreshDoesNotResumeTheStoredSession(t *testing.T) {
+// TestClaimsHandTheStoredSessionToTheNewest replaces a server's Server the
+// way the hub does (the new one made while the old one still serves): only
+// the first of the run resumes the stored session; while both live only the
+// newest's state is written, so the old one, closing, cannot write its
+// session (which it ends) over the new one's; and when the newest is thrown
+// away, the one before it writes again.
+func TestClaimsHandTheStoredSessionToTheNewest(t *testing.T) {
 	st := newFakeStore(&eventLog{})
 	st.state["fake"] = []byte(`{"transport":"streamable-http","sessionId":"stored"}`)
-	h := startHarness(t, Config{Client: client.Config{URL: remoteURL}, Store: st, Fresh: true}, nil)
-	c := h.dialer.next(t)
-	if c.cfg.Resume != nil {
-		t.Errorf("a fresh connection was offered the stored session %q", c.cfg.Resume.SessionID)
+	claims := NewClaims()
+	cfg := Config{Client: client.Config{URL: remoteURL}, Store: st, Claims: claims}
+	stored := func() string {
+		t.Helper()
+		data, err := st.Upstream("fake")
+		if err != nil {
+			t.Fatal(err)
+		}
+		return member(t, json.RawMessage(data), "sessionId")
 	}
-	if c.cfg.OnState == nil {
-		t.Error("a fresh connection's state is not saved")
+	write := func(h *harness, c *fakeConn, session string) {
+		c.cfg.OnState(state(session, "ev-1"))
+		h.clk.advance(stateFlushDelay)
+	}
+
+	first := startHarness(t, cfg, nil)
+	c1 := first.connect()
+	if c1.cfg.Resume == nil || c1.cfg.Resume.SessionID != "stored" {
+		t.Fatalf("the first Server of the run was not offered the stored session: %+v", c1.cfg.Resume)
+	}
+	write(first, c1, "sess-A")
+
+	second := startHarness(t, cfg, nil)
+	c2 := second.connect()
+	if c2.cfg.Resume != nil {
+		t.Errorf("a replacement was offered the session %q its predecessor still uses", c2.cfg.Resume.SessionID)
+	}
+	write(second, c2, "sess-B")
+	write(first, c1, "sess-A") // the old one still serves, and its state moves on
+	c1.cfg.OnState(state("sess-A", "ev-2"))
+	first.srv.Close() // its pending state must not be written either
+	if got := stored(); got != `"sess-B"` {
+		t.Errorf("stored session = %s after the old Server closed, want the replacement's \"sess-B\"", got)
+	}
+
+	third := startHarness(t, cfg, nil)
+	c3 := third.connect()
+	write(third, c3, "sess-C")
+	third.srv.Close() // a replacement thrown away
+	write(second, c2, "sess-B2")
+	if got := stored(); got != `"sess-B2"` {
+		t.Errorf("stored session = %s, want \"sess-B2\": the Server before a thrown-away one writes again", got)
 	}
 }

@@ -3,7 +3,6 @@ package main
 import (
 	"log/slog"
 	"os"
-	"sync"
 
 	"github.com/mcphub/mcphub/bridge"
 	"github.com/mcphub/mcphub/client"
@@ -20,13 +19,12 @@ func newUpstream(log *slog.Logger) hub.NewUpstreamFunc { return newStoredUpstrea
 // changes and offered back on the next start (its session and streams
 // resume), and every server's catalog is cached.
 // onProcess, when set, learns of every stdio server's process group.
-//
 // Only the first upstream of a server in this run resumes its stored
-// session: a later one replaces a connection that still uses that session
-// and ends it when it closes.
+// session, and only the newest writes it (see bridge.Claims): a later one
+// replaces a connection that still uses that session and ends it when it
+// closes.
 func newStoredUpstream(log *slog.Logger, db *store.Store, onProcess func(int, bool)) hub.NewUpstreamFunc {
-	var mu sync.Mutex
-	made := map[string]bool{}
+	claims := bridge.NewClaims()
 	return func(spec *registry.Server, hc registry.Hub, events hub.UpstreamEvents) hub.Upstream {
 		cc := client.Config{
 			Command: spec.Command, Args: spec.Args, Env: spec.Env, Dir: spec.Cwd,
@@ -49,11 +47,8 @@ func newStoredUpstream(log *slog.Logger, db *store.Store, onProcess func(int, bo
 			Logger: log,
 		}
 		if db != nil {
-			cfg.Store = db
+			cfg.Store, cfg.Claims = db, claims
 		}
-		mu.Lock()
-		cfg.Fresh, made[spec.Name] = made[spec.Name], true
-		mu.Unlock()
 		return upstream{bridge.New(cfg)}
 	}
 }
