@@ -344,13 +344,16 @@ func (ss *serverSet) replace(spec *registry.Server) {
 
 	ss.mu.Lock()
 	old := ss.entries[spec.Name]
-	if want := ss.reg.Server(spec.Name); old == nil || want == nil || !want.Enabled || want.Hash() != spec.Hash() {
+	want := ss.reg.Server(spec.Name)
+	if old == nil || want == nil || !want.Enabled || want.Hash() != spec.Hash() {
 		// Removed, disabled or changed again while this one connected.
 		ss.mu.Unlock()
 		fresh.up.Close()
 		return
 	}
-	ss.entries[spec.Name] = fresh
+	// The spec in force now: a change that needs no new connection (a
+	// prefix, filters, call_timeout) may have come while this one connected.
+	ss.entries[spec.Name] = &serverEntry{spec: want, up: fresh.up}
 	ss.rebuildLocked()
 	ss.mu.Unlock()
 	ss.log.Info("server replaced", "server", spec.Name, "state", fresh.up.Status().State)

@@ -1,11 +1,14 @@
 package hub
 
 import (
+	"context"
 	"errors"
 	"fmt"
+	"log/slog"
 	"reflect"
 	"slices"
 	"strings"
+	"sync"
 	"testing"
 
 	"github.com/mcphub/mcphub/registry"
@@ -320,5 +323,44 @@ func TestServersApplyRacesReaders(t *testing.T) {
 			t.Errorf("the entry of beta has the spec of %s", e.spec.Name)
 		}
 		th.h.Status()
+	}
+}
+
+// TestServersReplaceKeepsALaterSpec restarts a server and, while the fresh
+// connection is still connecting, applies a change that needs no new
+// connection (a prefix): the swap keeps the spec in force, not the one the
+// restart started from.
+func TestServersReplaceKeepsALaterSpec(t *testing.T) {
+	var mu sync.Mutex
+	var made []*fakeUpstream
+	h := New(Options{Registry: parseRegistry(t, twoServers), Logger: slog.New(slog.DiscardHandler), NewUpstream: func(spec *registry.Server, _ registry.Hub, events UpstreamEvents) Upstream {
+		f := newFake(spec.Name)
+		f.events = events
+		mu.Lock()
+		defer mu.Unlock()
+		if len(made) >= 2 {
+			f.status.State = StateStarting // the replacement connects when the test says so
+		}
+		made = append(made, f)
+		return f
+	}})
+	if err := h.Start(context.Background()); err != nil {
+		t.Fatal(err)
+	}
+	defer h.Close()
+	if err := h.Restart("alpha"); err != nil {
+		t.Fatal(err)
+	}
+	eventually(t, "the replacement is made", func() bool { mu.Lock(); defer mu.Unlock(); return len(made) == 3 })
+	h.Apply(parseRegistry(t, strings.Replace(twoServers, `command = "alpha-server"`, "command = \"alpha-server\"\nprefix = \"new\"", 1)))
+	mu.Lock()
+	fresh := made[2]
+	mu.Unlock()
+	fresh.mu.Lock()
+	fresh.status.State = StateConnected
+	fresh.mu.Unlock()
+	eventually(t, "the replacement is swapped in", func() bool { return h.servers.get("alpha").up == Upstream(fresh) })
+	if p := h.servers.get("alpha").spec.Prefix; p != "new" {
+		t.Errorf("after the swap alpha's prefix = %q, want the registry's \"new\"", p)
 	}
 }
