@@ -240,7 +240,10 @@ func checkGlob(pat string) string {
 	return ""
 }
 
-// suggest finds the known key a user most likely meant.
+// suggest finds the known key a user most likely meant: "" when none is
+// close enough, or when two are equally close (a guess could send the user,
+// or a remove, to the wrong one). A name is close when fewer than a third of
+// its characters, and fewer than all of them, differ.
 func suggest(k string, known []string, aliases map[string]string) string {
 	if a, ok := aliases[k]; ok {
 		return a
@@ -250,11 +253,17 @@ func suggest(k string, known []string, aliases map[string]string) string {
 			return kn
 		}
 	}
-	best, bestD := "", max(1, len(k)/3)+1
+	best, bestD, tied := "", min(max(1, len(k)/3)+1, len(k)), false
 	for _, kn := range known {
-		if d := textdist.Distance(strings.ToLower(k), kn); d < bestD {
-			best, bestD = kn, d
+		switch d := textdist.Distance(strings.ToLower(k), strings.ToLower(kn)); {
+		case d < bestD:
+			best, bestD, tied = kn, d, false
+		case d == bestD && best != "":
+			tied = true
 		}
+	}
+	if tied {
+		return ""
 	}
 	return best
 }

@@ -159,3 +159,26 @@ func TestNormalizeName(t *testing.T) {
 		}
 	}
 }
+
+// TestSuggestServerNames checks the did-you-mean guesses for server names:
+// a close name is suggested, but not when two are equally close, and not
+// for names so short that any other would do.
+func TestSuggestServerNames(t *testing.T) {
+	names := []string{"a", "github", "gitlab", "Notion"}
+	for _, c := range []struct{ typed, want string }{
+		{"githb", "github"},
+		{"gitlb", "gitlab"},
+		{"gitlub", ""}, // github and gitlab are both one edit away
+		{"GitHub", "github"},
+		{"notoin", "Notion"}, // a transposition is one edit
+		{"gixxxb", ""},       // three edits in six characters: too far
+		{"notio", "Notion"},
+		{"b", ""},
+		{"", ""},
+		{"slack", ""},
+	} {
+		if got := suggest(c.typed, names, nil); got != c.want {
+			t.Errorf("suggest(%q) = %q, want %q", c.typed, got, c.want)
+		}
+	}
+}
