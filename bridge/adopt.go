@@ -57,7 +57,7 @@ func (l *link) adopt(conn upstreamConn, adoptions []adoption) {
 			a.done(nil, &unavailableError{fmt.Sprintf("server %s did not resume the session the request was sent on", l.srv.cfg.Name)})
 			continue
 		}
-		l.srv.spawn(func() {
+		started := l.srv.spawn(func() {
 			defer l.untrack(a.c, a.hubToken)
 			res, err := conn.Await(l.ctx, a.c.upID)
 			if err != nil {
@@ -65,6 +65,12 @@ func (l *link) adopt(conn upstreamConn, adoptions []adoption) {
 			}
 			a.done(res, err)
 		})
+		if !started {
+			// The server is stopping: the call is answered, never left
+			// waiting.
+			l.untrack(a.c, a.hubToken)
+			a.done(nil, &unavailableError{fmt.Sprintf("server %s stopped before the request could be resumed", l.srv.cfg.Name)})
+		}
 	}
 	if len(adoptions) > 0 {
 		l.srv.log.Info("resumed calls of the previous run", "calls", len(adoptions))

@@ -7,6 +7,7 @@ import (
 	"fmt"
 	"strings"
 	"testing"
+	"time"
 
 	"github.com/mcphub/mcphub/client"
 	"github.com/mcphub/mcphub/internal/jsonrpc"
@@ -199,5 +200,36 @@ func TestAdoptUnreachable(t *testing.T) {
 	err := recv(t, done, "the adopted call's outcome")
 	if err == nil || !strings.Contains(err.Error(), "could not be reached") || !strings.Contains(err.Error(), "connection refused") {
 		t.Errorf("adopted call ended with %v, want an error naming the failed connection", err)
+	}
+}
+
+// TestAdoptAnsweredWhenClosing closes a Server whose resumed connection
+// comes up just as Close begins: the adopted call cannot be awaited any
+// more, but it is answered with an error, never left waiting (its client's
+// stream would not end).
+func TestAdoptAnsweredWhenClosing(t *testing.T) {
+	var h *harness
+	h = newHarness(t, Config{Client: client.Config{URL: remoteURL, Resume: storedSession()}}, func(c *fakeConn) {
+		c.resumed = []json.RawMessage{json.RawMessage(`7`)}
+		// The connection comes up only once Close has begun.
+		deadline := time.Now().Add(within)
+		for time.Now().Before(deadline) {
+			h.srv.mu.Lock()
+			closed := h.srv.closed
+			h.srv.mu.Unlock()
+			if closed {
+				return
+			}
+			time.Sleep(time.Millisecond)
+		}
+	})
+	done := make(chan error, 1)
+	if !h.srv.Adopt(json.RawMessage(`7`), "mcphub-x-1", nil, newPeer("a"), func(_ json.RawMessage, err error) { done <- err }) {
+		t.Fatal("Adopt refused a call on a Server that has not connected yet")
+	}
+	h.srv.Start(context.Background())
+	h.srv.Close()
+	if err := recv(t, done, "the adopted call's answer"); err == nil {
+		t.Error("the adopted call was answered without an error though the Server stopped")
 	}
 }

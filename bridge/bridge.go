@@ -63,8 +63,8 @@ type Config struct {
 	// JSON array of its items.
 	Store StateStore
 	// Claims, with Store, hands a server's stored connection state to one
-	// Server at a time (see Claims); nil lets every Server resume and
-	// write it.
+	// Server at a time, the one the hub serves on (see Claims); nil lets
+	// every Server resume and write it.
 	Claims *Claims
 
 	// Changed reports a change of state or of a list.
@@ -222,25 +222,46 @@ func (s *Server) superviseLocked(l *link) {
 	}()
 }
 
-// spawn runs f on a goroutine Close waits for; once Close has begun it runs
-// nothing, since a WaitGroup's Add must not race its Wait.
-func (s *Server) spawn(f func()) {
+// spawn runs f on a goroutine Close waits for, and reports whether it did:
+// once Close has begun it runs nothing, since a WaitGroup's Add must not
+// race its Wait.
+func (s *Server) spawn(f func()) bool {
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	if s.closed {
-		return
+		return false
 	}
 	s.wg.Add(1)
 	go func() {
 		defer s.wg.Done()
 		f()
 	}()
+	return true
+}
+
+// regain writes this Server's newest state and catalog: it has just taken
+// the stored records over from a Server that is closing.
+func (s *Server) regain() {
+	if s.persist == nil {
+		return
+	}
+	s.persist.regain()
+	s.persist.saveCatalog(s.Catalog())
 }
 
 // Close stops every connection and waits for them. With Config.Store set
 // it then writes the last connection state, so nothing is left to write
-// once the store closes. It is safe to call more than once.
+// once the store closes; with Config.Claims it writes nothing more (the
+// session it ends is not worth resuming) and hands the records to the
+// Server the hub serves on now. It is safe to call more than once.
 func (s *Server) Close() error {
+	if c := s.cfg.Claims; c != nil {
+		// The Server the hub serves on now, if the records were ours,
+		// writes its newest state, not the session this one ends.
+		if next := c.closeStarts(s.cfg.Name, s); next != nil {
+			next.regain()
+		}
+	}
 	s.mu.Lock()
 	s.closed = true
 	cancel := s.cancel

@@ -51,7 +51,8 @@ type persistence struct {
 
 	mu      sync.Mutex
 	pending *client.State
-	stop    func() bool // stops the armed flush; nil when none is armed
+	last    *client.State // the newest state, written or not
+	stop    func() bool   // stops the armed flush; nil when none is armed
 	closed  bool
 }
 
@@ -67,10 +68,24 @@ func (p *persistence) saveState(s client.State) {
 	if p.closed {
 		return // the store may be gone; close wrote the last state
 	}
-	p.pending = &s
+	p.pending, p.last = &s, &s
 	if p.stop == nil {
 		p.stop = p.clk.AfterFunc(stateFlushDelay, p.flush)
 	}
+}
+
+// regain writes the newest state now that this Server owns the stored
+// records (the one that owned them is closing): state changes it saw
+// meanwhile were not written.
+func (p *persistence) regain() {
+	p.mu.Lock()
+	if p.closed || p.last == nil {
+		p.mu.Unlock()
+		return
+	}
+	p.pending = p.last
+	p.mu.Unlock()
+	p.flush()
 }
 
 // close writes any pending state now and stops the flush timer. Later
@@ -108,26 +123,29 @@ func (p *persistence) flush() {
 func (p *persistence) mayWrite() bool { return p.owns == nil || p.owns() }
 
 // Claims hands each server's stored records to one Server at a time: the
-// newest live one of its name. A hub replacing a connection makes the new
-// Server while the old one still serves calls; the old one ends its upstream
-// session when it closes, so the new one must not resume that session, and
-// the old one must not write its session, soon dead, over the new one's.
-// When the newest closes (a replacement thrown away), the one before it
-// writes again. One Claims serves a whole hub run.
+// one the hub serves calls on. When the hub replaces a connection it makes
+// the new Server while the old one still serves, and swaps them once the new
+// one has connected; the old one then closes and ends its upstream session.
+// So the oldest live Server of a name that is not closing owns the records:
+// the new one neither resumes the old one's session nor writes its own until
+// the old one closes, and then writes its newest state at once; the old one,
+// closing, writes nothing more (its session is about to end). A replacement
+// thrown away never owned anything. One Claims serves a whole hub run.
 type Claims struct {
-	mu   sync.Mutex
-	live map[string][]*Server // by name, oldest first
-	seen map[string]bool      // names some Server claimed in this run
+	mu      sync.Mutex
+	live    map[string][]*Server // by name, oldest first
+	closing map[*Server]bool
+	seen    map[string]bool // names some Server claimed in this run
 }
 
 // NewClaims returns an empty Claims for one hub run.
 func NewClaims() *Claims {
-	return &Claims{live: map[string][]*Server{}, seen: map[string]bool{}}
+	return &Claims{live: map[string][]*Server{}, closing: map[*Server]bool{}, seen: map[string]bool{}}
 }
 
-// claim registers s as the newest Server of name and reports whether
-// another claimed the name before it in this run (then s starts a fresh
-// session).
+// claim registers s as a live Server of name and reports whether another
+// claimed the name before it in this run (then s starts a fresh session
+// rather than resume one another Server uses or has ended).
 func (c *Claims) claim(name string, s *Server) (earlier bool) {
 	c.mu.Lock()
 	defer c.mu.Unlock()
@@ -137,18 +155,41 @@ func (c *Claims) claim(name string, s *Server) (earlier bool) {
 	return earlier
 }
 
-// owns reports whether s is the newest live Server of name.
+// ownerLocked is the Server of name that owns the records; c.mu is held.
+func (c *Claims) ownerLocked(name string) *Server {
+	for _, x := range c.live[name] {
+		if !c.closing[x] {
+			return x
+		}
+	}
+	return nil
+}
+
+// owns reports whether s owns the records of name.
 func (c *Claims) owns(name string, s *Server) bool {
 	c.mu.Lock()
 	defer c.mu.Unlock()
-	l := c.live[name]
-	return len(l) > 0 && l[len(l)-1] == s
+	return c.ownerLocked(name) == s
+}
+
+// closing marks s as closing and returns the Server that takes the records
+// over from it, nil when the owner does not change.
+func (c *Claims) closeStarts(name string, s *Server) (next *Server) {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	was := c.ownerLocked(name)
+	c.closing[s] = true
+	if now := c.ownerLocked(name); was == s && now != nil {
+		return now
+	}
+	return nil
 }
 
 // release drops s once it has closed.
 func (c *Claims) release(name string, s *Server) {
 	c.mu.Lock()
 	defer c.mu.Unlock()
+	delete(c.closing, s)
 	c.live[name] = slices.DeleteFunc(c.live[name], func(x *Server) bool { return x == s })
 	if len(c.live[name]) == 0 {
 		delete(c.live, name)

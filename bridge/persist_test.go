@@ -224,13 +224,14 @@ func TestCatalogCacheSources(t *testing.T) {
 	}
 }
 
-// TestClaimsHandTheStoredSessionToTheNewest replaces a server's Server the
-// way the hub does (the new one made while the old one still serves): only
-// the first of the run resumes the stored session; while both live only the
-// newest's state is written, so the old one, closing, cannot write its
-// session (which it ends) over the new one's; and when the newest is thrown
-// away, the one before it writes again.
-func TestClaimsHandTheStoredSessionToTheNewest(t *testing.T) {
+// TestClaimsGiveTheStoredSessionToTheServingOne replaces a server's Server
+// the way the hub does: the new one is made while the old one still serves,
+// and the old one closes once the new one is swapped in. Only the first of
+// the run resumes the stored session; the old one's state is kept until it
+// closes, then the new one's newest state is written at once, and nothing
+// the old one does while closing (it ends its session) is written; a
+// replacement thrown away never writes.
+func TestClaimsGiveTheStoredSessionToTheServingOne(t *testing.T) {
 	st := newFakeStore(&eventLog{})
 	st.state["fake"] = []byte(`{"transport":"streamable-http","sessionId":"stored"}`)
 	claims := NewClaims()
@@ -255,25 +256,31 @@ func TestClaimsHandTheStoredSessionToTheNewest(t *testing.T) {
 	}
 	write(first, c1, "sess-A")
 
-	second := startHarness(t, cfg, nil)
+	second := startHarness(t, cfg, nil) // the replacement, connecting
 	c2 := second.connect()
 	if c2.cfg.Resume != nil {
 		t.Errorf("a replacement was offered the session %q its predecessor still uses", c2.cfg.Resume.SessionID)
 	}
 	write(second, c2, "sess-B")
-	write(first, c1, "sess-A") // the old one still serves, and its state moves on
-	c1.cfg.OnState(state("sess-A", "ev-2"))
-	first.srv.Close() // its pending state must not be written either
+	write(first, c1, "sess-A2") // the old one still serves the calls
+	if got := stored(); got != `"sess-A2"` {
+		t.Errorf("stored session = %s while the old Server serves, want its \"sess-A2\"", got)
+	}
+	c1.cfg.OnState(state("sess-A3", "ev-2")) // pending as the swap happens
+	first.srv.Close()
 	if got := stored(); got != `"sess-B"` {
-		t.Errorf("stored session = %s after the old Server closed, want the replacement's \"sess-B\"", got)
+		t.Errorf("stored session = %s once the old Server closed, want the replacement's \"sess-B\"", got)
 	}
 
-	third := startHarness(t, cfg, nil)
+	third := startHarness(t, cfg, nil) // a replacement thrown away
 	c3 := third.connect()
 	write(third, c3, "sess-C")
-	third.srv.Close() // a replacement thrown away
+	third.srv.Close()
+	if got := stored(); got != `"sess-B"` {
+		t.Errorf("stored session = %s after a thrown-away replacement, want the serving one's \"sess-B\"", got)
+	}
 	write(second, c2, "sess-B2")
 	if got := stored(); got != `"sess-B2"` {
-		t.Errorf("stored session = %s, want \"sess-B2\": the Server before a thrown-away one writes again", got)
+		t.Errorf("stored session = %s, want \"sess-B2\"", got)
 	}
 }
