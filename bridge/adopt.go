@@ -57,7 +57,7 @@ func (l *link) adopt(conn upstreamConn, adoptions []adoption) {
 			a.done(nil, &unavailableError{fmt.Sprintf("server %s did not resume the session the request was sent on", l.srv.cfg.Name)})
 			continue
 		}
-		started := l.srv.spawn(func() {
+		started := l.srv.group.Go(func() {
 			defer l.untrack(a.c, a.hubToken)
 			res, err := conn.Await(l.ctx, a.c.upID)
 			if err != nil {

@@ -10,6 +10,7 @@ import (
 	"time"
 
 	"github.com/mcphub/mcphub/client"
+	"github.com/mcphub/mcphub/internal/goroutines"
 	"github.com/mcphub/mcphub/internal/jsonrpc"
 )
 
@@ -125,7 +126,7 @@ type Server struct {
 	shared   *link
 	sessions map[string]*link
 	logLevel string
-	wg       sync.WaitGroup
+	group    goroutines.Group // supervisors and their helpers; Close waits for them
 	closed   bool
 
 	// tag makes this Server's progress tokens differ from any other's:
@@ -215,28 +216,7 @@ func (s *Server) newLinkLocked(session string) *link {
 }
 
 func (s *Server) superviseLocked(l *link) {
-	s.wg.Add(1)
-	go func() {
-		defer s.wg.Done()
-		l.supervise(s.ctx)
-	}()
-}
-
-// spawn runs f on a goroutine Close waits for, and reports whether it did:
-// once Close has begun it runs nothing, since a WaitGroup's Add must not
-// race its Wait.
-func (s *Server) spawn(f func()) bool {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	if s.closed {
-		return false
-	}
-	s.wg.Add(1)
-	go func() {
-		defer s.wg.Done()
-		f()
-	}()
-	return true
+	s.group.Go(func() { l.supervise(s.ctx) })
 }
 
 // regain writes this Server's newest state and catalog: it has just taken
@@ -269,7 +249,7 @@ func (s *Server) Close() error {
 	if cancel != nil {
 		cancel()
 	}
-	s.wg.Wait()
+	s.group.Stop()
 	if s.persist != nil {
 		s.persist.close()
 	}

@@ -87,7 +87,7 @@ func (l *link) applyLogLevel(level string) {
 	}
 	l.level = level
 	l.mu.Unlock()
-	l.srv.spawn(func() {
+	l.srv.group.Go(func() {
 		ctx, cancel := context.WithTimeout(l.ctx, l.srv.cfg.RequestTimeout)
 		defer cancel()
 		params := fmt.Appendf(nil, `{"level":%s}`, jsonrpc.Quote(level))

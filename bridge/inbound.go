@@ -24,7 +24,7 @@ func (l *link) HandleNotification(m *jsonrpc.Message, related json.RawMessage) {
 	}
 	for _, lm := range listMethods {
 		if m.Method == lm.changed {
-			l.srv.spawn(func() { l.refresh(lm.changed) })
+			l.srv.group.Go(func() { l.refresh(lm.changed) })
 			break
 		}
 	}

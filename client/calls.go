@@ -118,7 +118,7 @@ func (c *Conn) cancelUpstream(id json.RawMessage, why error) {
 	if _, ordered := c.transport().(*stdioTransport); ordered {
 		repeats = nil
 	}
-	c.spawn(func() {
+	c.handlers.Go(func() {
 		send := func() {
 			ctx, cancel := context.WithTimeout(c.ctx, 5*time.Second)
 			defer cancel()
@@ -192,7 +192,7 @@ func (c *Conn) deliver(m *jsonrpc.Message, related json.RawMessage) {
 			c.handler.HandleNotification(m, related)
 		}
 	case jsonrpc.KindRequest:
-		c.spawn(func() { c.answer(m, related) })
+		c.handlers.Go(func() { c.answer(m, related) })
 	}
 }
 

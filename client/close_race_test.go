@@ -35,8 +35,9 @@ func TestCloseRacesCancelledCalls(t *testing.T) {
 			c.Close()
 		}()
 		wg.Wait()
-		c.spawn(func() { t.Error("a goroutine started after Close returned") })
-		c.handlers.Wait()
+		if c.handlers.Go(func() { t.Error("a goroutine started after Close returned") }) {
+			t.Error("Go reported starting a goroutine after Close")
+		}
 	}
 }
 

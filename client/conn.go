@@ -11,6 +11,7 @@ import (
 	"sync/atomic"
 	"time"
 
+	"github.com/mcphub/mcphub/internal/goroutines"
 	"github.com/mcphub/mcphub/internal/httphdr"
 	"github.com/mcphub/mcphub/internal/jsonrpc"
 )
@@ -157,26 +158,9 @@ type Conn struct {
 	closeOnce sync.Once
 	closeErr  error
 
-	// handlers counts the goroutines Close waits for. spawnMu orders each
-	// Add before Close's Wait: once closing is set, nothing is started.
-	spawnMu  sync.Mutex
-	closing  bool
-	handlers sync.WaitGroup
-}
-
-// spawn runs f on a goroutine Close waits for; once Close has begun it runs
-// nothing, since a WaitGroup's Add must not race its Wait.
-func (c *Conn) spawn(f func()) {
-	c.spawnMu.Lock()
-	defer c.spawnMu.Unlock()
-	if c.closing {
-		return
-	}
-	c.handlers.Add(1)
-	go func() {
-		defer c.handlers.Done()
-		f()
-	}()
+	// handlers are the goroutines Close waits for: answers to server
+	// requests and cancellation senders.
+	handlers goroutines.Group
 }
 
 // New prepares a connection; Start connects it.
@@ -444,10 +428,7 @@ func (c *Conn) Close() error {
 		if c.tr != nil {
 			c.tr.CloseIdleConnections()
 		}
-		c.spawnMu.Lock()
-		c.closing = true
-		c.spawnMu.Unlock()
-		c.handlers.Wait()
+		c.handlers.Stop()
 	})
 	return c.closeErr
 }

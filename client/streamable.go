@@ -11,6 +11,7 @@ import (
 	"sync"
 	"time"
 
+	"github.com/mcphub/mcphub/internal/goroutines"
 	"github.com/mcphub/mcphub/internal/jsonrpc"
 	"github.com/mcphub/mcphub/internal/redact"
 )
@@ -28,7 +29,7 @@ type streamable struct {
 
 	ctx    context.Context // the transport's life; cancelled by close
 	cancel context.CancelFunc
-	wg     sync.WaitGroup // stream readers
+	group  goroutines.Group // stream readers and drains; close waits for them
 	doneState
 
 	mu        sync.Mutex
@@ -39,7 +40,6 @@ type streamable struct {
 	followers map[string]context.CancelFunc // request id → its stream's background resumption
 	getOpen   bool
 	getReady  chan struct{} // closed when the standalone stream first answers
-	closing   bool          // close has begun: spawn starts nothing
 
 	renewing chan struct{} // a one-slot lock: one re-initialization at a time
 }
@@ -118,7 +118,7 @@ func (s *streamable) initialized() {
 	ready := make(chan struct{})
 	s.getReady = ready
 	s.mu.Unlock()
-	s.spawn(s.runGetStream)
+	s.group.Go(s.runGetStream)
 	t := time.NewTimer(getReadyWait)
 	defer t.Stop()
 	select {
@@ -280,32 +280,12 @@ func (s *streamable) renew(ctx context.Context, oldSID string, keep json.RawMess
 	return s.c.handshake(ctx)
 }
 
-// spawn runs f on a goroutine close waits for, and reports whether it did:
-// once close has begun nothing starts, since a WaitGroup's Add must not race
-// its Wait.
-func (s *streamable) spawn(f func()) bool {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	if s.closing {
-		return false
-	}
-	s.wg.Add(1)
-	go func() {
-		defer s.wg.Done()
-		f()
-	}()
-	return true
-}
-
 // close ends the session: streams stop, then a DELETE (bounded, 405
 // tolerated) tells the server.
 func (s *streamable) close() error {
 	sid, _ := s.session()
 	s.cancel()
-	s.mu.Lock()
-	s.closing = true
-	s.mu.Unlock()
-	s.wg.Wait()
+	s.group.Stop()
 	if sid != "" {
 		ctx, cancel := context.WithTimeout(context.Background(), closeDeleteTimeout)
 		defer cancel()

@@ -102,7 +102,7 @@ func (s *streamable) readReply(m *jsonrpc.Message, r *postReply) error {
 			defer stop.Stop()
 			io.Copy(io.Discard, io.LimitReader(resp.Body, 1<<20))
 		}
-		if !s.spawn(drain) {
+		if !s.group.Go(drain) {
 			r.release() // closing: the body is not worth reading
 		}
 		return nil

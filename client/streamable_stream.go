@@ -96,7 +96,7 @@ func (s *streamable) follow(key string, b *backoff, lastErr error, now bool) {
 		cancel()
 	}
 	// Closing: the connection fails every pending call itself.
-	started := s.spawn(func() {
+	started := s.group.Go(func() {
 		defer forget()
 		id := json.RawMessage(key)
 		err := lastErr
