@@ -4,6 +4,7 @@ import (
 	"context"
 	"encoding/json"
 	"fmt"
+	"log/slog"
 	"sync"
 	"testing"
 	"time"
@@ -249,4 +250,46 @@ func fakeFactory(fakes map[string]*fakeUpstream) NewUpstreamFunc {
 // Adopt refuses: the fake keeps nothing across a hub restart.
 func (f *fakeUpstream) Adopt(json.RawMessage, string, json.RawMessage, jsonrpc.Peer, func(json.RawMessage, error)) bool {
 	return false
+}
+
+// upstreamLog is a hub over twoServers whose NewUpstream makes a new fake
+// for every upstream it is asked for (a restart makes a third), so a test
+// can tell a replacement from the upstream it replaces.
+type upstreamLog struct {
+	h    *Hub
+	mu   sync.Mutex
+	made []*fakeUpstream
+}
+
+// startUpstreamLog starts it; prepare, when set, adjusts the nth fake
+// (counting from 0) before the hub gets it.
+func startUpstreamLog(t *testing.T, prepare func(n int, f *fakeUpstream)) *upstreamLog {
+	t.Helper()
+	l := &upstreamLog{}
+	l.h = New(Options{Registry: parseRegistry(t, twoServers), Logger: slog.New(slog.DiscardHandler), NewUpstream: func(spec *registry.Server, _ registry.Hub, events UpstreamEvents) Upstream {
+		f := newFake(spec.Name)
+		f.events = events
+		l.mu.Lock()
+		defer l.mu.Unlock()
+		if prepare != nil {
+			prepare(len(l.made), f)
+		}
+		l.made = append(l.made, f)
+		return f
+	}})
+	if err := l.h.Start(context.Background()); err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { l.h.Close() })
+	return l
+}
+
+// nth returns the nth upstream made, nil when there is none yet.
+func (l *upstreamLog) nth(n int) *fakeUpstream {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	if n >= len(l.made) {
+		return nil
+	}
+	return l.made[n]
 }

@@ -4,15 +4,12 @@ import (
 	"context"
 	"encoding/json"
 	"errors"
-	"log/slog"
 	"slices"
 	"strings"
-	"sync"
 	"testing"
 	"time"
 
 	"github.com/mcphub/mcphub/internal/jsonrpc"
-	"github.com/mcphub/mcphub/registry"
 )
 
 // flushNow ends the list_changed window at once: the pending timer is
@@ -345,20 +342,8 @@ func TestFanoutApplyLevels(t *testing.T) {
 // upstream that takes over is told the level the sessions want, as the one
 // it replaces was (levels are remembered per upstream, not per name).
 func TestFanoutLevelReachesAReplacedUpstream(t *testing.T) {
-	var mu sync.Mutex
-	var made []*fakeUpstream
-	h := New(Options{Registry: parseRegistry(t, twoServers), Logger: slog.New(slog.DiscardHandler), NewUpstream: func(spec *registry.Server, _ registry.Hub, events UpstreamEvents) Upstream {
-		f := newFake(spec.Name)
-		f.events = events
-		mu.Lock()
-		made = append(made, f)
-		mu.Unlock()
-		return f
-	}})
-	if err := h.Start(context.Background()); err != nil {
-		t.Fatal(err)
-	}
-	defer h.Close()
+	ups := startUpstreamLog(t, nil)
+	h := ups.h
 	s := sessionOn(t, h, "", `{}`)
 	s.mu.Lock()
 	s.logLevel = "debug"
@@ -373,9 +358,8 @@ func TestFanoutLevelReachesAReplacedUpstream(t *testing.T) {
 		return slices.Clone(f.levels)
 	}
 	eventually(t, "the restarted alpha is told the sessions' level", func() bool {
-		mu.Lock()
-		defer mu.Unlock()
-		return len(made) == 3 && slices.Equal(told(made[2]), []string{"debug"})
+		fresh := ups.nth(2)
+		return fresh != nil && slices.Equal(told(fresh), []string{"debug"})
 	})
 }
 

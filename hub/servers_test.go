@@ -1,14 +1,11 @@
 package hub
 
 import (
-	"context"
 	"errors"
 	"fmt"
-	"log/slog"
 	"reflect"
 	"slices"
 	"strings"
-	"sync"
 	"testing"
 
 	"github.com/mcphub/mcphub/registry"
@@ -331,31 +328,18 @@ func TestServersApplyRacesReaders(t *testing.T) {
 // connection (a prefix): the swap keeps the spec in force, not the one the
 // restart started from.
 func TestServersReplaceKeepsALaterSpec(t *testing.T) {
-	var mu sync.Mutex
-	var made []*fakeUpstream
-	h := New(Options{Registry: parseRegistry(t, twoServers), Logger: slog.New(slog.DiscardHandler), NewUpstream: func(spec *registry.Server, _ registry.Hub, events UpstreamEvents) Upstream {
-		f := newFake(spec.Name)
-		f.events = events
-		mu.Lock()
-		defer mu.Unlock()
-		if len(made) >= 2 {
+	ups := startUpstreamLog(t, func(n int, f *fakeUpstream) {
+		if n >= 2 {
 			f.status.State = StateStarting // the replacement connects when the test says so
 		}
-		made = append(made, f)
-		return f
-	}})
-	if err := h.Start(context.Background()); err != nil {
-		t.Fatal(err)
-	}
-	defer h.Close()
+	})
+	h := ups.h
 	if err := h.Restart("alpha"); err != nil {
 		t.Fatal(err)
 	}
-	eventually(t, "the replacement is made", func() bool { mu.Lock(); defer mu.Unlock(); return len(made) == 3 })
+	eventually(t, "the replacement is made", func() bool { return ups.nth(2) != nil })
 	h.Apply(parseRegistry(t, strings.Replace(twoServers, `command = "alpha-server"`, "command = \"alpha-server\"\nprefix = \"new\"", 1)))
-	mu.Lock()
-	fresh := made[2]
-	mu.Unlock()
+	fresh := ups.nth(2)
 	fresh.mu.Lock()
 	fresh.status.State = StateConnected
 	fresh.mu.Unlock()
