@@ -14,9 +14,6 @@ import (
 // old one stops; servers whose prefix, filters or timeouts changed keep their
 // connection. Every client then gets one coalesced list_changed.
 func (h *Hub) Apply(reg *registry.Registry) {
-	if h.ctx.Err() != nil {
-		return
-	}
 	ch, stopped, replace := h.servers.apply(reg)
 	if len(ch.Added)+len(ch.Removed)+len(ch.Changed)+len(ch.Toggled) > 0 || ch.HubChanged {
 		h.log.Info("registry applied", "added", ch.Added, "removed", ch.Removed, "changed", ch.Changed, "toggled", ch.Toggled)

@@ -8,6 +8,7 @@ import (
 	"sync"
 	"time"
 
+	"github.com/mcphub/mcphub/internal/goroutines"
 	"github.com/mcphub/mcphub/internal/jsonrpc"
 	"github.com/mcphub/mcphub/registry"
 )
@@ -64,7 +65,7 @@ type Hub struct {
 	edge     *edge
 	store    *persister // nil without a Store
 
-	wg        sync.WaitGroup
+	group     goroutines.Group // the sweeper and subscription renewals
 	closeOnce sync.Once
 }
 
@@ -126,12 +127,8 @@ func (h *Hub) Start(ctx context.Context) error {
 	}
 	h.servers.start(h.opts.Warmup)
 	h.fanout.applyLevels()
-	h.router.resubscribe(h.sessions.list(), &h.wg)
-	h.wg.Add(1)
-	go func() {
-		defer h.wg.Done()
-		h.sessions.runSweeper()
-	}()
+	h.router.resubscribe(h.sessions.list(), &h.group)
+	h.group.Go(h.sessions.runSweeper)
 	return nil
 }
 
@@ -168,7 +165,7 @@ func (h *Hub) Close() error {
 		h.sessions.closeAll()
 		h.servers.close()
 		h.fanout.stop()
-		h.wg.Wait()
+		h.group.Stop()
 		h.store.close()
 	})
 	return nil

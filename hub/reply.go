@@ -95,7 +95,7 @@ func (rc *replyCall) replySSE() {
 		return
 	}
 	cursor, _ := st.attach(-1)
-	go func() {
+	started := rc.set.calls.Go(func() {
 		defer rc.cancel()
 		defer rc.untrack()
 		body, _ := rc.run(&sessionPeer{store: rc.set.store, s: rc.s, st: st, send: func(b []byte) { st.append(b, false) }})
@@ -104,7 +104,14 @@ func (rc *replyCall) replySSE() {
 			return
 		}
 		st.append(body, true)
-	}()
+	})
+	if !started {
+		// The hub is closing: the session has ended with it.
+		rc.cancel()
+		rc.untrack()
+		httpError(rc.w, http.StatusNotFound, "Session not found")
+		return
+	}
 	rc.set.serveReply(rc.w, rc.r, rc.s, st, cursor)
 }
 

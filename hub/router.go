@@ -9,6 +9,7 @@ import (
 	"sync"
 	"time"
 
+	"github.com/mcphub/mcphub/internal/goroutines"
 	"github.com/mcphub/mcphub/internal/jsonrpc"
 )
 
@@ -349,8 +350,8 @@ func (r *router) notify(s *session, m *jsonrpc.Message) {
 }
 
 // resubscribe renews, once each server connects, the resource subscriptions
-// that restored sessions hold; wg tracks the goroutines it starts.
-func (r *router) resubscribe(sessions []*session, wg *sync.WaitGroup) {
+// that restored sessions hold; group owns the goroutines it starts.
+func (r *router) resubscribe(sessions []*session, group *goroutines.Group) {
 	type sub struct {
 		s   *session
 		uri string
@@ -368,9 +369,7 @@ func (r *router) resubscribe(sessions []*session, wg *sync.WaitGroup) {
 		}
 	}
 	for server, subs := range byServer {
-		wg.Add(1)
-		go func() {
-			defer wg.Done()
+		group.Go(func() {
 			if !r.servers.waitConnected(server) {
 				return
 			}
@@ -383,6 +382,6 @@ func (r *router) resubscribe(sessions []*session, wg *sync.WaitGroup) {
 					r.servers.log.Warn("could not renew a subscription after restart", "server", server, "uri", sb.uri, "err", err)
 				}
 			}
-		}()
+		})
 	}
 }

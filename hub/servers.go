@@ -12,6 +12,7 @@ import (
 	"sync"
 	"time"
 
+	"github.com/mcphub/mcphub/internal/goroutines"
 	"github.com/mcphub/mcphub/internal/jsonrpc"
 	"github.com/mcphub/mcphub/internal/redact"
 	"github.com/mcphub/mcphub/registry"
@@ -41,7 +42,7 @@ type serverSet struct {
 	single  map[string]*catalog     // the /{server}/mcp views
 	warm    chan struct{}           // closed once no server is starting, or after the warmup
 
-	wg sync.WaitGroup // replacements and stops in the background
+	group goroutines.Group // the warmup, replacements and stops in the background
 }
 
 // serverEntry is one enabled server: its spec and its upstream. An entry is
@@ -80,11 +81,7 @@ func (ss *serverSet) start(warmup time.Duration) {
 	}
 	ss.rebuildLocked()
 	ss.mu.Unlock()
-	ss.wg.Add(1)
-	go func() {
-		defer ss.wg.Done()
-		ss.warmup(warmup)
-	}()
+	ss.group.Go(func() { ss.warmup(warmup) })
 }
 
 // newEntryLocked creates a server's upstream without starting it. A server
@@ -260,6 +257,9 @@ func (ss *serverSet) of(endpoint string) []*serverEntry {
 func (ss *serverSet) apply(reg *registry.Registry) (ch registry.Changes, stopped []*serverEntry, replace []*registry.Server) {
 	ss.mu.Lock()
 	defer ss.mu.Unlock()
+	if ss.ctx.Err() != nil {
+		return ch, nil, nil // closing: nothing may start now
+	}
 	old := ss.reg
 	if reg.Hub.TLSCert != old.Hub.TLSCert || reg.Hub.TLSKey != old.Hub.TLSKey {
 		ss.log.Warn("tls_cert and tls_key changes take effect when mcphub restarts")
@@ -308,13 +308,10 @@ func (ss *serverSet) setError(err error) {
 	ss.mu.Unlock()
 }
 
-// replaceLater replaces a server's connection in the background.
+// replaceLater replaces a server's connection in the background; once the
+// set is closing there is nothing to replace.
 func (ss *serverSet) replaceLater(spec *registry.Server) {
-	ss.wg.Add(1)
-	go func() {
-		defer ss.wg.Done()
-		ss.replace(spec)
-	}()
+	ss.group.Go(func() { ss.replace(spec) })
 }
 
 // replace starts a new upstream for spec, waits until it has left the
@@ -361,14 +358,16 @@ func (ss *serverSet) replace(spec *registry.Server) {
 	old.up.Close()
 }
 
-// stop closes a removed server's upstream in the background.
+// stop closes a removed server's upstream in the background, or at once
+// when the set is closing.
 func (ss *serverSet) stop(e *serverEntry) {
-	ss.wg.Add(1)
-	go func() {
-		defer ss.wg.Done()
+	stop := func() {
 		e.up.Close()
 		ss.log.Info("server stopped", "server", e.spec.Name)
-	}()
+	}
+	if !ss.group.Go(stop) {
+		stop()
+	}
 }
 
 // close stops every upstream and waits for them and for the background work.
@@ -386,7 +385,7 @@ func (ss *serverSet) close() {
 		}(e.up)
 	}
 	wg.Wait()
-	ss.wg.Wait()
+	ss.group.Stop()
 }
 
 // waitConnected waits until a server is connected, up to its connect timeout.

@@ -348,3 +348,37 @@ func TestServersReplaceKeepsALaterSpec(t *testing.T) {
 		t.Errorf("after the swap alpha's prefix = %q, want the registry's \"new\"", p)
 	}
 }
+
+// TestServersChangesRaceClose restarts servers and applies registry changes
+// while the hub closes, as a /control/restart or a registry save can arrive
+// during shutdown: under -race nothing may start as Close waits, and no
+// upstream may be started that Close does not also close.
+func TestServersChangesRaceClose(t *testing.T) {
+	withGamma := twoServers + "[servers.gamma]\ncommand = \"gamma-server\"\n"
+	for range 30 {
+		ups := startUpstreamLog(t, nil)
+		done := make(chan struct{})
+		go func() {
+			defer close(done)
+			for i := range 20 {
+				ups.h.Restart("alpha")
+				if i%2 == 0 {
+					ups.h.Apply(parseRegistry(t, withGamma))
+				} else {
+					ups.h.Apply(parseRegistry(t, twoServers))
+				}
+			}
+		}()
+		ups.h.Close()
+		<-done
+		for n := 0; ups.nth(n) != nil; n++ {
+			f := ups.nth(n)
+			f.mu.Lock()
+			leaked := f.started && !f.closed
+			f.mu.Unlock()
+			if leaked {
+				t.Fatalf("upstream %d (%s) was started and never closed", n, f.name)
+			}
+		}
+	}
+}

@@ -8,6 +8,7 @@ import (
 	"sync"
 	"time"
 
+	"github.com/mcphub/mcphub/internal/goroutines"
 	"github.com/mcphub/mcphub/internal/jsonrpc"
 )
 
@@ -28,6 +29,10 @@ type sessionSet struct {
 
 	mu   sync.RWMutex
 	byID map[string]*session
+
+	// calls are the goroutines that run calls answered on an SSE stream:
+	// they outlive their HTTP request, and closeAll waits for them.
+	calls goroutines.Group
 }
 
 // maxSessions bounds the sessions of /mcp.
@@ -164,6 +169,7 @@ func (set *sessionSet) closeAll() {
 	for _, s := range all {
 		s.close()
 	}
+	set.calls.Stop()
 }
 
 // sweep ends sessions idle past the TTL, records when the others were last

@@ -115,8 +115,9 @@ func runServe(a *app, f serveFlags) error {
 	startPprof(log)
 	fmt.Fprintf(a.stdout, "mcphub %s serving %s\n", mcphubVersion(), reg.Hub.URL("/mcp"))
 	defer reportServers(a, h)()
-	defer watchRegistry(a.configPath, f, h, log)()
-	return waitAndStop(a, h, srv, serveErr, log)
+	stopWatch := watchRegistry(a.configPath, f, h, log)
+	defer stopWatch()
+	return waitAndStop(a, h, srv, serveErr, stopWatch, log)
 }
 
 // serveSettings loads the registry with the command line's overrides and
@@ -197,7 +198,7 @@ func serveHub(h *hub.Hub, ln net.Listener, tlsConfig *tls.Config, log *slog.Logg
 
 // watchRegistry applies registry changes live; a save that does not load
 // leaves the running set as it is, and status shows why. The returned
-// function stops watching.
+// function stops watching; it may be called more than once.
 func watchRegistry(path string, f serveFlags, h *hub.Hub, log *slog.Logger) (stop func()) {
 	ctx, cancel := context.WithCancel(context.Background())
 	done := make(chan struct{})
@@ -222,9 +223,10 @@ func watchRegistry(path string, f serveFlags, h *hub.Hub, log *slog.Logger) (sto
 }
 
 // waitAndStop waits for SIGINT or SIGTERM (or for serving to fail), then
-// stops: sessions end first so their streams let go of their connections,
-// then the server drains and the upstreams stop.
-func waitAndStop(a *app, h *hub.Hub, srv *http.Server, serveErr <-chan error, log *slog.Logger) error {
+// stops: registry changes stop applying, sessions end first so their
+// streams let go of their connections, then the server drains and the
+// upstreams stop.
+func waitAndStop(a *app, h *hub.Hub, srv *http.Server, serveErr <-chan error, stopWatch func(), log *slog.Logger) error {
 	sig := make(chan os.Signal, 1)
 	signal.Notify(sig, os.Interrupt, syscall.SIGTERM)
 	defer signal.Stop(sig)
@@ -232,9 +234,11 @@ func waitAndStop(a *app, h *hub.Hub, srv *http.Server, serveErr <-chan error, lo
 	case s := <-sig:
 		log.Info("stopping", "signal", s.String())
 	case err := <-serveErr:
+		stopWatch()
 		h.Close()
 		return fmt.Errorf("serve: %w", err)
 	}
+	stopWatch()
 	shutdownDone := make(chan struct{})
 	go func() {
 		ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
