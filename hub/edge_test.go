@@ -1,7 +1,9 @@
 package hub
 
 import (
+	"errors"
 	"net/http"
+	"net/http/httptest"
 	"strings"
 	"testing"
 )
@@ -150,5 +152,20 @@ func TestEdgeRoutes(t *testing.T) {
 				}
 			}
 		})
+	}
+}
+
+// failingFlusher is a writer whose client has gone: every flush fails.
+type failingFlusher struct{ http.ResponseWriter }
+
+func (failingFlusher) FlushError() error { return errors.New("the client has gone") }
+
+// TestStatusRecorderReportsAFailedFlush checks that the POST audit wrapper
+// passes a failed flush on: a stream served through it must stop at the
+// event that could not be sent.
+func TestStatusRecorderReportsAFailedFlush(t *testing.T) {
+	rec := &statusRecorder{ResponseWriter: failingFlusher{httptest.NewRecorder()}}
+	if err := flush(rec); err == nil {
+		t.Error("a flush through statusRecorder reported success though the client has gone")
 	}
 }

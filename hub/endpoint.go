@@ -271,7 +271,9 @@ func endpointName(endpoint string) string {
 }
 
 // statusRecorder remembers the status (and, for the audit log, the body) of
-// a response while passing everything through, flushes included.
+// a response while passing everything through. It has no Flush of its own:
+// http.ResponseController reaches the real writer through Unwrap, so a
+// failed flush is reported, not swallowed.
 type statusRecorder struct {
 	http.ResponseWriter
 	status   int
@@ -290,8 +292,6 @@ func (s *statusRecorder) Write(b []byte) (int, error) {
 	}
 	return s.ResponseWriter.Write(b)
 }
-
-func (s *statusRecorder) Flush() { flush(s.ResponseWriter) }
 
 // Unwrap lets http.ResponseController reach the real writer.
 func (s *statusRecorder) Unwrap() http.ResponseWriter { return s.ResponseWriter }
