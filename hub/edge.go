@@ -12,6 +12,7 @@ import (
 	"strings"
 
 	"github.com/mcphub/mcphub/internal/jsonrpc"
+	"github.com/mcphub/mcphub/registry"
 )
 
 // edge is the hub's HTTP part: it routes requests on http.ServeMux patterns
@@ -27,6 +28,9 @@ type edge struct {
 	sessions *sessionSet
 	control  control
 	mux      *http.ServeMux
+	// loopback: the hub listens on loopback only, so a Host header must
+	// name loopback too. The listen address never changes while serving.
+	loopback bool
 }
 
 // control is what the edge's health and control routes ask of the hub.
@@ -39,7 +43,8 @@ type control interface {
 }
 
 func newEdge(log *slog.Logger, token string, servers *serverSet, sessions *sessionSet, ctl control) *edge {
-	e := &edge{log: log, token: token, servers: servers, sessions: sessions, control: ctl, mux: http.NewServeMux()}
+	e := &edge{log: log, token: token, servers: servers, sessions: sessions, control: ctl, mux: http.NewServeMux(),
+		loopback: registry.LoopbackListen(servers.registry().Hub.Listen)}
 	// Each route also answers with a trailing slash.
 	handle := func(pattern string, f http.HandlerFunc) {
 		e.mux.HandleFunc(pattern, f)
@@ -160,7 +165,7 @@ func (e *edge) serveRestart(w http.ResponseWriter, r *http.Request) {
 // loopback, the Host must be a loopback name; a present Origin must be a
 // loopback origin or one listed in allowed_origins. It answers 403 itself.
 func (e *edge) checkOrigin(w http.ResponseWriter, r *http.Request) bool {
-	if e.boundToLoopback() && !isLoopbackHost(r.Host) {
+	if e.loopback && !isLoopbackHost(r.Host) {
 		e.log.Warn("refused a request with a non-loopback Host", "host", r.Host, "path", r.URL.Path)
 		httpError(w, http.StatusForbidden, "Forbidden: invalid Host header")
 		return false
@@ -179,14 +184,6 @@ func (e *edge) checkOrigin(w http.ResponseWriter, r *http.Request) bool {
 	hdr.Add("Vary", "Origin")
 	hdr.Set("Access-Control-Expose-Headers", "Mcp-Session-Id, MCP-Protocol-Version")
 	return true
-}
-
-func (e *edge) boundToLoopback() bool {
-	host, _, err := net.SplitHostPort(e.servers.registry().Hub.Listen)
-	if err != nil {
-		return true
-	}
-	return isLoopbackName(host)
 }
 
 func (e *edge) originAllowed(origin string) bool {

@@ -39,18 +39,28 @@ func decodeParams(raw json.RawMessage, want members) params {
 	if want == 0 {
 		return p
 	}
-	jsonrpc.Members(raw, func(key string, v json.RawMessage) {
-		switch {
-		case key == "name" && want&mName != 0:
-			p.name, _ = jsonrpc.String(v)
-		case key == "uri" && want&mURI != 0:
-			p.uri, _ = jsonrpc.String(v)
-		case key == "cursor" && want&mCursor != 0:
-			p.cursor, _ = jsonrpc.String(v)
-		case key == "level" && want&mLevel != 0:
-			p.level, _ = jsonrpc.String(v)
-		case key == "ref" && want&mRef != 0:
-			p.ref = decodeRef(v)
+	jsonrpc.Members(raw, func(key []byte, v json.RawMessage) {
+		switch string(key) {
+		case "name":
+			if want&mName != 0 {
+				p.name, _ = jsonrpc.String(v)
+			}
+		case "uri":
+			if want&mURI != 0 {
+				p.uri, _ = jsonrpc.String(v)
+			}
+		case "cursor":
+			if want&mCursor != 0 {
+				p.cursor, _ = jsonrpc.String(v)
+			}
+		case "level":
+			if want&mLevel != 0 {
+				p.level, _ = jsonrpc.String(v)
+			}
+		case "ref":
+			if want&mRef != 0 {
+				p.ref = decodeRef(v)
+			}
 		}
 	})
 	return p
@@ -60,8 +70,8 @@ func decodeParams(raw json.RawMessage, want members) params {
 // type; a value that is not an object has no type, name or uri.
 func decodeRef(v json.RawMessage) ref {
 	r := ref{raw: v}
-	jsonrpc.Members(v, func(key string, m json.RawMessage) {
-		switch key {
+	jsonrpc.Members(v, func(key []byte, m json.RawMessage) {
+		switch string(key) {
 		case "type":
 			r.typ, _ = jsonrpc.String(m)
 		case "name":

@@ -204,3 +204,12 @@ func TestRouterUnknownMethod(t *testing.T) {
 		}
 	}
 }
+
+// TestDecodeParamsAllocations keeps decoding a tools/call's params cheap:
+// one allocation, for the name, however many members the params have.
+func TestDecodeParamsAllocations(t *testing.T) {
+	raw := json.RawMessage(`{"name":"github__create_issue","arguments":{"title":"t","body":"b"},"_meta":{"progressToken":7}}`)
+	if n := testing.AllocsPerRun(200, func() { decodeParams(raw, mName) }); n > 1 {
+		t.Errorf("decodeParams allocated %.0f times, want at most 1 (the name)", n)
+	}
+}

@@ -4,6 +4,7 @@ import (
 	"context"
 	"encoding/json"
 	"errors"
+	"log/slog"
 	"net/http"
 	"strconv"
 	"time"
@@ -16,7 +17,9 @@ import (
 func (set *sessionSet) request(w http.ResponseWriter, r *http.Request, s *session, m *jsonrpc.Message) {
 	acc := parseAccept(acceptHeader(r))
 	mode := replyModeFor(acc, set.servers.registry().Hub.PostSSE, m)
-	set.log.Debug("reply mode", "method", m.Method, "accept", acc.mode.String(), "prefers_sse", acc.prefersSSE, "mode", mode, "session", s.id)
+	if set.log.Enabled(r.Context(), slog.LevelDebug) {
+		set.log.Debug("reply mode", "method", m.Method, "accept", acc.mode.String(), "prefers_sse", acc.prefersSSE, "mode", mode, "session", s.id)
+	}
 
 	// The call belongs to the session, not to the HTTP request: a client
 	// whose SSE connection drops may resume it. Only a JSON reply, which

@@ -87,9 +87,9 @@ func (set *sessionSet) adopt(s *session, st *stream, c CallRecord) bool {
 	peer := &sessionPeer{store: set.store, s: s, st: st, server: c.Server, send: func(b []byte) { st.append(b, false) }}
 	// Progress the client already has must not come again when the
 	// upstream replays from a slightly older event.
-	if evs, err := set.store.store.EventsAfter(st.id, -1); err == nil {
+	if evs, err := st.load(-1); err == nil {
 		for i := len(evs) - 1; i >= 0; i-- {
-			if m, err := jsonrpc.Decode(evs[i].Data); err == nil && m.Method == "notifications/progress" {
+			if m, err := jsonrpc.Decode(evs[i].data); err == nil && m.Method == "notifications/progress" {
 				peer.advance(m.Params)
 				break
 			}

@@ -15,7 +15,7 @@ import (
 )
 
 // maxQueued bounds the messages a session keeps for a GET stream that is not
-// open; past it the oldest are dropped (and logged).
+// open; past it the oldest are dropped.
 var maxQueued = 1000
 
 // maxGetStreams bounds the standalone streams one session may hold open.
@@ -42,8 +42,7 @@ type session struct {
 	logLevel string              // "" = never set
 	subs     map[string]struct{} // subscribed resource URIs
 	streams  map[string]*stream
-	queue    [][]byte // messages waiting for a standalone stream
-	dropped  int
+	queue    [][]byte                           // messages waiting for a standalone stream
 	calls    map[string]context.CancelCauseFunc // downstream request id → cancel
 	replies  map[string]chan *jsonrpc.Message   // hub-minted request id → waiter
 	nextOut  int64
@@ -187,7 +186,6 @@ func (s *session) deliver(data []byte) {
 	s.queue = append(s.queue, data)
 	if len(s.queue) > maxQueued {
 		s.queue = s.queue[1:]
-		s.dropped++
 	}
 }
 

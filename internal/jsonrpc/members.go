@@ -30,13 +30,14 @@ func Member(obj json.RawMessage, key string) (json.RawMessage, bool) {
 // Members calls fn once for every top-level member of a JSON object, in
 // order, with the key decoded and the value raw (a sub-slice of obj), and
 // reports whether obj is an object. It reads obj once however many members
-// the caller wants. obj must be valid JSON.
-func Members(obj json.RawMessage, fn func(key string, value json.RawMessage)) bool {
+// the caller wants. The key is only valid during the call; comparing it as
+// string(key) == "name" costs no allocation. obj must be valid JSON.
+func Members(obj json.RawMessage, fn func(key []byte, value json.RawMessage)) bool {
 	i := skipSpace(obj, 0)
 	if i >= len(obj) || obj[i] != '{' {
 		return false
 	}
-	eachMember(obj, i, func(k, v []byte) { fn(string(k), v) })
+	eachMember(obj, i, func(k, v []byte) { fn(k, v) })
 	return true
 }
 

@@ -110,7 +110,7 @@ func mustJSON(v any) []byte {
 func TestMembersVisitsEachTopLevelMemberOnce(t *testing.T) {
 	obj := json.RawMessage(`{"name":"x","arguments":{"name":"inner"},"na\u006de2":[1, 2]}`)
 	var got []string
-	if !Members(obj, func(k string, v json.RawMessage) { got = append(got, k+"="+string(v)) }) {
+	if !Members(obj, func(k []byte, v json.RawMessage) { got = append(got, string(k)+"="+string(v)) }) {
 		t.Fatal("Members refused an object")
 	}
 	want := []string{`name="x"`, `arguments={"name":"inner"}`, `name2=[1, 2]`}
@@ -118,11 +118,11 @@ func TestMembersVisitsEachTopLevelMemberOnce(t *testing.T) {
 		t.Errorf("Members visited %q, want %q", got, want)
 	}
 	for _, notObject := range []string{`[1]`, `"s"`, ``, `null`} {
-		if Members(json.RawMessage(notObject), func(string, json.RawMessage) { t.Errorf("visited a member of %q", notObject) }) {
+		if Members(json.RawMessage(notObject), func([]byte, json.RawMessage) { t.Errorf("visited a member of %q", notObject) }) {
 			t.Errorf("Members(%q) reported an object", notObject)
 		}
 	}
-	if Members(json.RawMessage(`{}`), func(string, json.RawMessage) { t.Error("visited a member of {}") }) != true {
+	if Members(json.RawMessage(`{}`), func([]byte, json.RawMessage) { t.Error("visited a member of {}") }) != true {
 		t.Error("Members({}) reported no object")
 	}
 }
