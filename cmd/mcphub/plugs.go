@@ -11,18 +11,15 @@ import (
 	"github.com/mcphub/mcphub/store"
 )
 
-// newUpstream makes each registry server a supervised bridge.Server.
-func newUpstream(log *slog.Logger) hub.NewUpstreamFunc { return newStoredUpstream(log, nil, nil) }
-
-// newStoredUpstream is newUpstream with persistence in db (see
-// bridge.Config.Store): an HTTP server's connection state is saved as it
-// changes and offered back on the next start (its session and streams
-// resume), and every server's catalog is cached.
-// onProcess, when set, learns of every stdio server's process group.
-// Only the first upstream of a server in this run resumes its stored
-// session, and only the newest writes it (see bridge.Claims): a later one
-// replaces a connection that still uses that session and ends it when it
-// closes.
+// newStoredUpstream makes each registry server a supervised bridge.Server.
+// With db, an HTTP server's connection state is saved as it changes and
+// offered back on the next start (its session and streams resume), and every
+// server's catalog is cached (see bridge.Config.Store). Only the first
+// upstream of a server in this run resumes its stored session, and only the
+// one the hub serves calls on writes it (see bridge.Claims): a replacement
+// starts its own session, and the connection it replaces ends its session
+// when it closes. onProcess, when set, learns of every stdio server's
+// process group.
 func newStoredUpstream(log *slog.Logger, db *store.Store, onProcess func(int, bool)) hub.NewUpstreamFunc {
 	claims := bridge.NewClaims()
 	return func(spec *registry.Server, hc registry.Hub, events hub.UpstreamEvents) hub.Upstream {
@@ -64,7 +61,5 @@ var (
 // status in their own types.
 type upstream struct{ *bridge.Server }
 
-func (u upstream) Status() hub.UpstreamStatus {
-	s := u.Server.Status()
-	return hub.UpstreamStatus{State: s.State, Transport: s.Transport, PID: s.PID, Since: s.Since, LastError: s.LastError, Restarts: s.Restarts}
-}
+// Status is bridge.Status as the hub's type: the fields are the same.
+func (u upstream) Status() hub.UpstreamStatus { return hub.UpstreamStatus(u.Server.Status()) }
