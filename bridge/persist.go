@@ -1,8 +1,10 @@
 package bridge
 
 import (
+	"bytes"
 	"encoding/json"
 	"log/slog"
+	"maps"
 	"slices"
 	"sync"
 	"time"
@@ -52,8 +54,11 @@ type persistence struct {
 	mu      sync.Mutex
 	pending *client.State
 	last    *client.State // the newest state, written or not
-	stop    func() bool   // stops the armed flush; nil when none is armed
-	closed  bool
+	// savedCatalog is the catalog as last written, so an unchanged one is
+	// not written again.
+	savedCatalog map[string][]byte
+	stop         func() bool // stops the armed flush; nil when none is armed
+	closed       bool
 }
 
 func newPersistence(st StateStore, name string, log *slog.Logger, clk clock) *persistence {
@@ -225,9 +230,21 @@ func (p *persistence) saveCatalog(c Cache) {
 		}
 		items[m] = data
 	}
+	// Changed fires on every state change, a failed reconnect included;
+	// the store is written only when the catalog itself changed.
+	p.mu.Lock()
+	same := maps.EqualFunc(items, p.savedCatalog, bytes.Equal)
+	p.mu.Unlock()
+	if same {
+		return
+	}
 	if err := p.st.SaveCatalog(p.name, items); err != nil {
 		p.log.Error("could not save the catalog", "err", err)
+		return
 	}
+	p.mu.Lock()
+	p.savedCatalog = items
+	p.mu.Unlock()
 }
 
 // cache loads the stored catalog, nil when there is none.

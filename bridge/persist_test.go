@@ -3,6 +3,7 @@ package bridge
 import (
 	"context"
 	"encoding/json"
+	"errors"
 	"slices"
 	"testing"
 
@@ -182,7 +183,7 @@ func TestCatalogCache(t *testing.T) {
 	}
 	check("before Start", cachedInit, `[{"name":"cached"}]`)
 	h.srv.Start(context.Background())
-	h.dialer.next(t)
+	c := h.dialer.next(t)
 	check("while connecting", cachedInit, `[{"name":"cached"}]`)
 	close(gate)
 	if s := h.nextChange(); s.State != StateConnected {
@@ -192,6 +193,17 @@ func TestCatalogCache(t *testing.T) {
 	saved := recv(t, st.catalogSaved, "the catalog saved")
 	if len(saved) != 2 || string(saved["initialize"]) != fakeInit || string(saved["tools/list"]) != `[{"name":"a"},{"name":"b"}]` {
 		t.Errorf("catalog saved = %q, want initialize and the tools array", saved)
+	}
+	// A lost connection and a reconnect change the state, not the catalog:
+	// it is not written again.
+	c.drop(errors.New("gone"))
+	if got := h.nextChange(); got.State != StateRestarting {
+		t.Fatalf("state after the loss = %q, want restarting", got.State)
+	}
+	h.clk.advance(h.clk.nextTimer(t))
+	h.connect()
+	if n := len(st.catalogSaved); n != 0 {
+		t.Errorf("an unchanged catalog was written %d more times", n)
 	}
 }
 
