@@ -87,3 +87,18 @@ func EnsureExists(path string) (created bool, err error) {
 	syncDir(filepath.Dir(path))
 	return true, nil
 }
+
+// xdgDataHome is the XDG data directory: $XDG_DATA_HOME when it is an
+// absolute path, else ~/.local/share; "" without a home directory. It is
+// the data home on Linux and the BSDs, and where mcphub kept its data on
+// macOS before it followed that platform's convention.
+func xdgDataHome() string {
+	if p := os.Getenv("XDG_DATA_HOME"); p != "" && filepath.IsAbs(p) {
+		return p
+	}
+	home, err := os.UserHomeDir()
+	if err != nil {
+		return ""
+	}
+	return filepath.Join(home, ".local", "share")
+}

@@ -21,12 +21,8 @@ func dataHome() string {
 // the platform's convention: the Linux place, ~/.local/share/mcphub (or
 // $XDG_DATA_HOME/mcphub).
 func LegacyDataDir() string {
-	if p := os.Getenv("XDG_DATA_HOME"); p != "" && filepath.IsAbs(p) {
-		return filepath.Join(p, "mcphub")
+	if d := xdgDataHome(); d != "" {
+		return filepath.Join(d, "mcphub")
 	}
-	home, err := os.UserHomeDir()
-	if err != nil {
-		return ""
-	}
-	return filepath.Join(home, ".local", "share", "mcphub")
+	return ""
 }
