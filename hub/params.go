@@ -40,27 +40,24 @@ func decodeParams(raw json.RawMessage, want members) params {
 		return p
 	}
 	jsonrpc.Members(raw, func(key []byte, v json.RawMessage) {
+		var dst *string
+		var flag members
 		switch string(key) {
 		case "name":
-			if want&mName != 0 {
-				p.name, _ = jsonrpc.String(v)
-			}
+			dst, flag = &p.name, mName
 		case "uri":
-			if want&mURI != 0 {
-				p.uri, _ = jsonrpc.String(v)
-			}
+			dst, flag = &p.uri, mURI
 		case "cursor":
-			if want&mCursor != 0 {
-				p.cursor, _ = jsonrpc.String(v)
-			}
+			dst, flag = &p.cursor, mCursor
 		case "level":
-			if want&mLevel != 0 {
-				p.level, _ = jsonrpc.String(v)
-			}
+			dst, flag = &p.level, mLevel
 		case "ref":
 			if want&mRef != 0 {
 				p.ref = decodeRef(v)
 			}
+		}
+		if dst != nil && want&flag != 0 {
+			*dst, _ = jsonrpc.String(v)
 		}
 	})
 	return p
