@@ -35,6 +35,24 @@ const (
 	DefaultMaxSessionsPerServer = 10
 	// DefaultSessionTTL keeps an idle session for a day.
 	DefaultSessionTTL = 24 * time.Hour
+	// DefaultMaxSessions caps the live sessions on /mcp.
+	DefaultMaxSessions = 1000
+	// DefaultMaxConnections caps the hub's open client connections.
+	DefaultMaxConnections = 4096
+	// DefaultMaxConnectionsPerAddress caps one client address's connections.
+	DefaultMaxConnectionsPerAddress = 1024
+	// DefaultStreamBufferBytes is the memory one SSE stream may hold for
+	// its reader: 8 MiB.
+	DefaultStreamBufferBytes = 8 << 20
+	// DefaultBufferBytes is the memory all SSE streams together may hold:
+	// 256 MiB.
+	DefaultBufferBytes = 256 << 20
+	// DefaultEventRetention keeps stored events as long as idle sessions.
+	DefaultEventRetention = 24 * time.Hour
+	// DefaultEventRetentionBytes keeps up to 16 MiB of events per session.
+	DefaultEventRetentionBytes = 16 << 20
+	// DefaultStoreMaxBytes keeps up to 1 GiB of events in the store.
+	DefaultStoreMaxBytes = 1 << 30
 	// DefaultConnectTimeout is generous because npx cold starts are slow.
 	DefaultConnectTimeout = 60 * time.Second
 	// DefaultCallTimeout bounds a tools/call.
@@ -118,8 +136,21 @@ type Hub struct {
 	MaxBodyBytes int64
 	// MaxResponseBytes limits one upstream response.
 	MaxResponseBytes int64
-	// MaxSessionsPerServer caps downstream sessions on one /{server}/mcp.
+	// MaxSessions caps the live downstream sessions on /mcp.
+	MaxSessions int
+	// MaxSessionsPerServer caps the live downstream sessions on one
+	// /{server}/mcp.
 	MaxSessionsPerServer int
+	// MaxConnections caps the open client connections of the hub, and
+	// MaxConnectionsPerAddress those of one client address.
+	MaxConnections, MaxConnectionsPerAddress int
+	// StreamBufferBytes bounds the events one SSE stream holds in memory
+	// for its reader, BufferBytes those of all streams together.
+	StreamBufferBytes, BufferBytes int64
+	// EventRetention and EventRetentionBytes bound the stored events of a
+	// session by age and by size; StoreMaxBytes bounds all stored events.
+	EventRetention                     time.Duration
+	EventRetentionBytes, StoreMaxBytes int64
 	// AuditLogBodies adds request and response bodies to the audit log.
 	AuditLogBodies bool
 	// SessionTTL is how long an idle downstream session is kept.

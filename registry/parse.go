@@ -105,7 +105,9 @@ var (
 	topKeys = []string{"hub", "servers"}
 	hubKeys = []string{"listen", "auth", "token_env", "token_file", "separator", "request_timeout",
 		"post_sse", "allowed_origins", "max_body_bytes", "max_response_bytes",
-		"max_sessions_per_server", "audit_log_bodies", "session_ttl", "tls_cert", "tls_key"}
+		"max_sessions", "max_sessions_per_server", "max_connections", "max_connections_per_address",
+		"stream_buffer_bytes", "buffer_bytes", "event_retention", "event_retention_bytes", "store_max_bytes",
+		"audit_log_bodies", "session_ttl", "tls_cert", "tls_key"}
 	serverKeys = []string{"command", "args", "env", "cwd", "url", "transport", "headers",
 		"enabled", "prefix", "share", "allow", "deny", "connect_timeout", "call_timeout"}
 	// serverAliases are the names other clients' configs use.
@@ -119,7 +121,10 @@ func (p *parser) hub(raw any) Hub {
 	h := Hub{Listen: DefaultListen, Auth: DefaultAuth, TokenEnv: DefaultTokenEnv,
 		Separator: DefaultSeparator, RequestTimeout: DefaultRequestTimeout, PostSSE: true,
 		MaxBodyBytes: DefaultMaxBodyBytes, MaxResponseBytes: DefaultMaxResponseBytes,
-		MaxSessionsPerServer: DefaultMaxSessionsPerServer, SessionTTL: DefaultSessionTTL}
+		MaxSessions: DefaultMaxSessions, MaxSessionsPerServer: DefaultMaxSessionsPerServer, SessionTTL: DefaultSessionTTL,
+		MaxConnections: DefaultMaxConnections, MaxConnectionsPerAddress: DefaultMaxConnectionsPerAddress,
+		StreamBufferBytes: DefaultStreamBufferBytes, BufferBytes: DefaultBufferBytes,
+		EventRetention: DefaultEventRetention, EventRetentionBytes: DefaultEventRetentionBytes, StoreMaxBytes: DefaultStoreMaxBytes}
 	h.TokenFile = filepath.Join(p.dir, "token")
 	if p.dir == "" {
 		h.TokenFile = filepath.Join(filepath.Dir(DefaultPath()), "token")
@@ -162,10 +167,15 @@ func (p *parser) hub(raw any) Hub {
 	}
 	t.integer("max_body_bytes", &h.MaxBodyBytes)
 	t.integer("max_response_bytes", &h.MaxResponseBytes)
-	var sessions int64
-	if t.integer("max_sessions_per_server", &sessions) {
-		h.MaxSessionsPerServer = int(min(sessions, math.MaxInt32))
-	}
+	t.count("max_sessions", &h.MaxSessions)
+	t.count("max_sessions_per_server", &h.MaxSessionsPerServer)
+	t.count("max_connections", &h.MaxConnections)
+	t.count("max_connections_per_address", &h.MaxConnectionsPerAddress)
+	t.integer("stream_buffer_bytes", &h.StreamBufferBytes)
+	t.integer("buffer_bytes", &h.BufferBytes)
+	t.duration("event_retention", &h.EventRetention)
+	t.integer("event_retention_bytes", &h.EventRetentionBytes)
+	t.integer("store_max_bytes", &h.StoreMaxBytes)
 	t.boolean("audit_log_bodies", &h.AuditLogBodies)
 	t.duration("session_ttl", &h.SessionTTL)
 	if t.str("tls_cert", &h.TLSCert) && h.TLSCert != "" {
@@ -414,6 +424,16 @@ func (t *table) integer(key string, dst *int64) bool {
 		return false
 	}
 	*dst = n
+	return true
+}
+
+// count reads a positive integer that counts things, capped at MaxInt32.
+func (t *table) count(key string, dst *int) bool {
+	var n int64
+	if !t.integer(key, &n) {
+		return false
+	}
+	*dst = int(min(n, math.MaxInt32))
 	return true
 }
 

@@ -51,8 +51,10 @@ func TestParseDefaults(t *testing.T) {
 	reg := mustParse(t, "[servers.a]\ncommand = \"x\"\n[servers.r]\nurl = \"https://h/mcp\"\n", envOf())
 	want := Hub{Listen: "127.0.0.1:7733", Auth: "none", TokenEnv: "MCPHUB_TOKEN",
 		TokenFile: filepath.Join("/cfg", "token"), Separator: "__", RequestTimeout: 30 * time.Second,
-		PostSSE: true, MaxBodyBytes: 4 << 20, MaxResponseBytes: 1 << 20, MaxSessionsPerServer: 10,
-		SessionTTL: 24 * time.Hour}
+		PostSSE: true, MaxBodyBytes: 4 << 20, MaxResponseBytes: 1 << 20, MaxSessions: 1000, MaxSessionsPerServer: 10,
+		SessionTTL: 24 * time.Hour, MaxConnections: 4096, MaxConnectionsPerAddress: 1024,
+		StreamBufferBytes: 8 << 20, BufferBytes: 256 << 20,
+		EventRetention: 24 * time.Hour, EventRetentionBytes: 16 << 20, StoreMaxBytes: 1 << 30}
 	if !reflect.DeepEqual(reg.Hub, want) {
 		t.Errorf("hub defaults\n got %+v\nwant %+v", reg.Hub, want)
 	}
