@@ -3,6 +3,8 @@ package hub
 import (
 	"sync"
 	"time"
+
+	"github.com/mcphub/mcphub/registry"
 )
 
 // Store is where the hub keeps what must survive a restart: sessions, their
@@ -16,11 +18,24 @@ type Store interface {
 	// EventsAfter returns a stream's stored events with seq > after.
 	EventsAfter(stream string, after int) ([]EventRecord, error)
 	Calls() ([]CallRecord, error)
-	// Sweep deletes sessions idle since before idleBefore and trims each
-	// session's events to its budget; it returns the deleted session ids.
-	Sweep(idleBefore time.Time, maxEvents int, maxBytes int64) ([]string, error)
+	// Sweep deletes sessions idle since before idleBefore and trims the
+	// stored events to keep, oldest first; it returns the deleted session
+	// ids.
+	Sweep(idleBefore time.Time, keep Retention) ([]string, error)
+	// Check reports whether the store still writes to the file it opened.
+	// When that file was deleted or replaced, the store creates it anew
+	// and reports recreated, so the hub saves what it holds again.
+	Check() (recreated bool, err error)
 	// Counts reports a session's stored events and their bytes.
 	Counts(session string) (events int, bytes int64, err error)
+}
+
+// Retention bounds the stored events: by age, per session, and in all.
+type Retention struct {
+	Before        time.Time // events stored before it go
+	SessionEvents int       // per session, newest kept
+	SessionBytes  int64     // per session, newest kept
+	TotalBytes    int64     // all sessions together, newest kept
 }
 
 // SessionRecord is a stored downstream session.
@@ -145,11 +160,8 @@ func (w *writer) close() {
 	<-w.done
 }
 
-// Retention budgets for stored events, per session.
-var (
-	maxSessionEvents       = 10000
-	maxSessionBytes  int64 = 16 << 20
-)
+// maxSessionEvents bounds the stored events of a session.
+var maxSessionEvents = 10000
 
 // persister is the hub's part that keeps sessions, streams, events and calls
 // in the Store through one batching writer. A nil *persister (no store)
@@ -244,13 +256,14 @@ func (p *persister) saveCall(st *stream, f forwardInfo) {
 	}
 }
 
-// sweep deletes what idled out before cutoff and trims every session's
-// events to its budget.
-func (p *persister) sweep(cutoff time.Time) error {
+// sweep deletes what idled out before cutoff and trims the stored events
+// to the hub's retention settings.
+func (p *persister) sweep(cutoff time.Time, h registry.Hub) error {
 	if p == nil {
 		return nil
 	}
-	_, err := p.store.Sweep(cutoff, maxSessionEvents, maxSessionBytes)
+	_, err := p.store.Sweep(cutoff, Retention{Before: time.Now().Add(-h.EventRetention),
+		SessionEvents: maxSessionEvents, SessionBytes: h.EventRetentionBytes, TotalBytes: h.StoreMaxBytes})
 	return err
 }
 

@@ -175,7 +175,8 @@ func (set *sessionSet) closeAll() {
 // sweep ends sessions idle past the TTL, records when the others were last
 // seen, and trims stored events to their budget.
 func (set *sessionSet) sweep() {
-	ttl := set.servers.registry().Hub.SessionTTL
+	h := set.servers.registry().Hub
+	ttl := h.SessionTTL
 	cutoff := time.Now().Add(-ttl)
 	for _, s := range set.list() {
 		if time.Unix(0, s.lastSeen.Load()).Before(cutoff) && !s.busy() {
@@ -185,7 +186,7 @@ func (set *sessionSet) sweep() {
 		}
 		set.store.saveSession(s, false)
 	}
-	if err := set.store.sweep(cutoff); err != nil {
+	if err := set.store.sweep(cutoff, h); err != nil {
 		set.log.Error("could not sweep the store", "err", err)
 	}
 }

@@ -1,6 +1,8 @@
 package main
 
 import (
+	"time"
+
 	"github.com/mcphub/mcphub/hub"
 	"github.com/mcphub/mcphub/store"
 )
@@ -69,3 +71,9 @@ func (s hubStore) Calls() ([]hub.CallRecord, error) {
 	}
 	return out, err
 }
+
+func (s hubStore) Sweep(idleBefore time.Time, keep hub.Retention) ([]string, error) {
+	return s.Store.Sweep(idleBefore, keep.SessionEvents, keep.SessionBytes)
+}
+
+func (s hubStore) Check() (bool, error) { return false, nil }
