@@ -11,22 +11,19 @@ import (
 	"strings"
 	"time"
 
+	"github.com/google/uuid"
+
 	"github.com/mcphub/mcphub/internal/jsonrpc"
 )
 
-// validSessionID reports whether id has the form mcphub mints: 26
-// characters of base32 text.
+// validSessionID reports whether id has the form mcphub mints: a version 4
+// UUID in its canonical 36-character form.
 func validSessionID(id string) bool {
-	if len(id) != 26 {
+	if len(id) != 36 {
 		return false
 	}
-	for i := 0; i < len(id); i++ {
-		c := id[i]
-		if !(c >= 'A' && c <= 'Z' || c >= '2' && c <= '7') {
-			return false
-		}
-	}
-	return true
+	u, err := uuid.Parse(id)
+	return err == nil && u.Version() == 4 && u.Variant() == uuid.RFC4122
 }
 
 // serveEndpoint serves one MCP endpoint: the merged /mcp (endpoint "") or a
@@ -57,11 +54,14 @@ func (e *edge) lookupSession(w http.ResponseWriter, r *http.Request, endpoint st
 	case id == "":
 		httpError(w, http.StatusBadRequest, "Bad Request: Mcp-Session-Id header is required (send initialize first to get one)")
 		return nil
-	case !validSessionID(id):
-		httpError(w, http.StatusBadRequest, "Bad Request: malformed Mcp-Session-Id")
+	}
+	// A session restored from an older mcphub keeps the id it was given;
+	// an id that names no session is checked for its form.
+	s := e.sessions.get(id)
+	if s == nil && !validSessionID(id) {
+		httpError(w, http.StatusBadRequest, "Bad Request: malformed Mcp-Session-Id (mcphub's session ids are UUIDs)")
 		return nil
 	}
-	s := e.sessions.get(id)
 	if s == nil || s.endpoint != endpoint {
 		httpError(w, http.StatusNotFound, "Session not found: it ended or belongs to another endpoint; initialize a new one")
 		return nil

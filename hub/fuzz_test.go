@@ -65,7 +65,7 @@ func FuzzHandler(f *testing.F) {
 		case 0:
 			hdr["Mcp-Session-Id"] = sid
 		case 1:
-			hdr["Mcp-Session-Id"] = "AAAAAAAAAAAAAAAAAAAAAAAAAA"
+			hdr["Mcp-Session-Id"] = "3f2504e0-4f89-41d3-9a0c-0305e82c3301"
 		case 2:
 			hdr["Mcp-Session-Id"] = "../../etc/passwd\x00"
 		case 3:

@@ -183,7 +183,6 @@ func TestHostileInput(t *testing.T) {
 	hostileSet(t, &maxGetStreams, 2)
 	hostileSet(t, &maxSessionCalls, 3)
 	hostileSet(t, &maxStreamEvents, 4)
-	hostileSet(t, &maxSessions, 16)
 	base := hostileGoroutines()
 	t.Run("hub", hostileHub)
 	hostileNoLeak(t, base, 2)
@@ -294,14 +293,16 @@ func hostileHub(t *testing.T) {
 
 		// Session ids.
 		{name: "session id missing", method: post, path: "/mcp", body: ping, status: 400, code: -32000, id: "null"},
-		{name: "session id too short", method: post, path: "/mcp", body: ping, kv: []string{"Mcp-Session-Id", c.sid[:25]}, status: 400, code: -32000, id: "null"},
-		{name: "session id too long", method: post, path: "/mcp", body: ping, kv: []string{"Mcp-Session-Id", c.sid + "A"}, status: 400, code: -32000, id: "null"},
+		{name: "session id too short", method: post, path: "/mcp", body: ping, kv: []string{"Mcp-Session-Id", c.sid[:35]}, status: 400, code: -32000, id: "null"},
+		{name: "session id too long", method: post, path: "/mcp", body: ping, kv: []string{"Mcp-Session-Id", c.sid + "a"}, status: 400, code: -32000, id: "null"},
 		{name: "session id of 8 kB", method: post, path: "/mcp", body: ping, kv: []string{"Mcp-Session-Id", strings.Repeat("A", 8<<10)}, status: 400, code: -32000, id: "null"},
-		{name: "session id not base32 (digits 0 1 8 9)", method: post, path: "/mcp", body: ping, kv: []string{"Mcp-Session-Id", "0189" + c.sid[4:]}, status: 400, code: -32000, id: "null"},
-		{name: "session id lowercase", method: post, path: "/mcp", body: ping, kv: []string{"Mcp-Session-Id", strings.ToLower(c.sid)}, status: 400, code: -32000, id: "null"},
-		{name: "session id with padding", method: post, path: "/mcp", body: ping, kv: []string{"Mcp-Session-Id", c.sid[:24] + "=="}, status: 400, code: -32000, id: "null"},
-		{name: "session id with UTF-8", method: post, path: "/mcp", body: ping, kv: []string{"Mcp-Session-Id", c.sid[:24] + "é"}, status: 400, code: -32000, id: "null"},
-		{name: "session id unknown", method: post, path: "/mcp", body: ping, kv: []string{"Mcp-Session-Id", "AAAAAAAAAAAAAAAAAAAAAAAAAA"}, status: 404, code: -32001, id: "null"},
+		{name: "session id not hex", method: post, path: "/mcp", body: ping, kv: []string{"Mcp-Session-Id", "g" + c.sid[1:]}, status: 400, code: -32000, id: "null"},
+		{name: "session id a UUID of version 1", method: post, path: "/mcp", body: ping, kv: []string{"Mcp-Session-Id", c.sid[:14] + "1" + c.sid[15:]}, status: 400, code: -32000, id: "null"},
+		{name: "session id in braces", method: post, path: "/mcp", body: ping, kv: []string{"Mcp-Session-Id", "{" + c.sid + "}"}, status: 400, code: -32000, id: "null"},
+		{name: "session id uppercase: well-formed, unknown", method: post, path: "/mcp", body: ping, kv: []string{"Mcp-Session-Id", strings.ToUpper(c.sid)}, status: 404, code: -32001, id: "null"},
+		{name: "session id with padding", method: post, path: "/mcp", body: ping, kv: []string{"Mcp-Session-Id", c.sid[:34] + "=="}, status: 400, code: -32000, id: "null"},
+		{name: "session id with UTF-8", method: post, path: "/mcp", body: ping, kv: []string{"Mcp-Session-Id", c.sid[:34] + "é"}, status: 400, code: -32000, id: "null"},
+		{name: "session id unknown", method: post, path: "/mcp", body: ping, kv: []string{"Mcp-Session-Id", "3f2504e0-4f89-41d3-9a0c-0305e82c3301"}, status: 404, code: -32001, id: "null"},
 		{name: "session id of /alpha/mcp on /mcp", method: post, path: "/mcp", body: ping, kv: []string{"Mcp-Session-Id", per.sid}, status: 404, code: -32001, id: "null"},
 		{name: "session id of /mcp on /alpha/mcp", method: post, path: "/alpha/mcp", body: ping, kv: []string{"Mcp-Session-Id", c.sid}, status: 404, code: -32001, id: "null"},
 		{name: "session id of /alpha/mcp on /beta/mcp", method: post, path: "/beta/mcp", body: ping, kv: []string{"Mcp-Session-Id", per.sid}, status: 404, code: -32001, id: "null"},
@@ -402,7 +403,6 @@ func hostileHub(t *testing.T) {
 	t.Run("body over max_body_bytes", func(t *testing.T) { hostileBodyLimit(t, th, c, logs) })
 	t.Run("GET streams over the per-session limit", func(t *testing.T) { hostileStreamLimit(t, th, logs) })
 	t.Run("requests in flight over the per-session limit", func(t *testing.T) { hostileCallLimit(t, th, logs, release) })
-	t.Run("sessions over the limit", func(t *testing.T) { hostileSessionLimit(t, th, logs) })
 
 	// The session nobody touched lists tools and calls one.
 	m := victim.call(100, "tools/list", "")
@@ -587,39 +587,49 @@ func hostileCallLimit(t *testing.T, th *testHub, logs *hostileLog, release chan 
 	th.send(http.MethodDelete, "/mcp", "", "Mcp-Session-Id", o.sid)
 }
 
-// hostileSessionLimit initializes sessions until /mcp is full: the next one
-// gets 503, a per-server endpoint is not affected, and ending one session
-// makes room again.
-func hostileSessionLimit(t *testing.T, th *testHub, logs *hostileLog) {
-	count := func() int {
-		return th.h.sessions.count("")
+// TestHostileSessionCap fills /mcp to its cap: a new session ends the least
+// recently active session not in use (its client gets 404), a session with
+// an open stream is never ended for room, 503 comes only when every session
+// is in use, and a per-server endpoint is not affected.
+func TestHostileSessionCap(t *testing.T) {
+	logs := &hostileLog{}
+	th := startHub(t, "[hub]\nmax_sessions = 4\n"+twoServers, nil, func(o *Options) {
+		o.Logger = slog.New(slog.NewTextHandler(logs, &slog.HandlerOptions{Level: slog.LevelDebug}))
+	})
+	const ping = `{"jsonrpc":"2.0","id":7,"method":"ping"}`
+	oldest := th.connect("/mcp", "2025-11-25", `{}`)
+	streaming := th.connect("/mcp", "2025-11-25", `{}`)
+	streaming.get()
+	older := th.connect("/mcp", "2025-11-25", `{}`)
+	newest := th.connect("/mcp", "2025-11-25", `{}`)
+	oldest.post(ping) // now the most recently active of the idle ones
+	// At the cap, the next session ends "older": idle and, with "oldest"
+	// just used, the least recently active.
+	fifth := th.connect("/mcp", "2025-11-25", `{}`)
+	if r := older.post(ping); r.status != http.StatusNotFound {
+		t.Fatalf("the idlest session after a new one past the cap: %d %s, want 404", r.status, r.body)
 	}
-	var extra []string
-	for count() < maxSessions {
-		extra = append(extra, th.connect("/mcp", "2025-11-25", `{}`).sid)
+	logs.wantLine(t, "eviction", "session evicted", older.sid)
+	for _, c := range []*client{oldest, streaming, newest, fifth} {
+		if r := c.post(ping); r.status != http.StatusOK {
+			t.Errorf("session %s after an eviction: %d %s, want 200", c.sid, r.status, r.body)
+		}
+	}
+	// Every session in use: the next initialize is refused.
+	for _, c := range []*client{oldest, newest, fifth} {
+		c.get()
 	}
 	r := th.send(http.MethodPost, "/mcp", initReq("2025-11-25", `{}`))
 	if r.status != http.StatusServiceUnavailable || r.header.Get("Mcp-Session-Id") != "" {
-		t.Fatalf("initialize past %d sessions: %d %s, want 503 without a session", maxSessions, r.status, r.body)
+		t.Fatalf("initialize with every session in use: %d %s, want 503 without a session", r.status, r.body)
 	}
 	rpcErr(t, r, -32000, "null")
+	if !strings.Contains(string(r.body), "max_sessions = 4") {
+		t.Errorf("the refusal %s does not name the setting", r.body)
+	}
 	logs.wantLine(t, "503", "refused a session", "sessions")
 	if r := th.send(http.MethodPost, "/alpha/mcp", initReq("2025-11-25", `{}`)); r.status != http.StatusOK {
 		t.Errorf("/alpha/mcp while /mcp is full: %d", r.status)
-	} else {
-		th.send(http.MethodDelete, "/alpha/mcp", "", "Mcp-Session-Id", r.header.Get("Mcp-Session-Id"))
-	}
-	if len(extra) == 0 {
-		t.Fatal("no session was added to reach the limit")
-	}
-	th.send(http.MethodDelete, "/mcp", "", "Mcp-Session-Id", extra[0])
-	if r := th.send(http.MethodPost, "/mcp", initReq("2025-11-25", `{}`)); r.status != http.StatusOK {
-		t.Errorf("initialize after a DELETE made room: %d", r.status)
-	} else {
-		extra = append(extra, r.header.Get("Mcp-Session-Id"))
-	}
-	for _, sid := range extra[1:] {
-		th.send(http.MethodDelete, "/mcp", "", "Mcp-Session-Id", sid)
 	}
 }
 

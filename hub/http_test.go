@@ -23,8 +23,8 @@ func TestHTTPInitializeCreatesSession(t *testing.T) {
 		t.Errorf("Content-Type = %q, want application/json", ct)
 	}
 	sid := r.header.Get("Mcp-Session-Id")
-	if !regexp.MustCompile(`^[A-Z2-7]{26}$`).MatchString(sid) {
-		t.Errorf("Mcp-Session-Id = %q, want 26 characters of base32", sid)
+	if !regexp.MustCompile(`^[0-9a-f]{8}-[0-9a-f]{4}-4[0-9a-f]{3}-[89ab][0-9a-f]{3}-[0-9a-f]{12}$`).MatchString(sid) {
+		t.Errorf("Mcp-Session-Id = %q, want a version 4 UUID", sid)
 	}
 	for _, c := range []byte(sid) {
 		if c < 0x21 || c > 0x7e {
@@ -65,8 +65,9 @@ func TestHTTPSessionStatuses(t *testing.T) {
 		{"valid session", "/mcp", ping, []string{"Mcp-Session-Id", c.sid}, 200},
 		{"missing session header", "/mcp", ping, nil, 400},
 		{"malformed session id", "/mcp", ping, []string{"Mcp-Session-Id", "not-a-session"}, 400},
-		{"lowercase session id", "/mcp", ping, []string{"Mcp-Session-Id", strings.ToLower(c.sid)}, 400},
-		{"unknown session", "/mcp", ping, []string{"Mcp-Session-Id", "AAAAAAAAAAAAAAAAAAAAAAAAAA"}, 404},
+		{"uppercase session id: well-formed, unknown", "/mcp", ping, []string{"Mcp-Session-Id", strings.ToUpper(c.sid)}, 404},
+		{"session id a UUID of version 1", "/mcp", ping, []string{"Mcp-Session-Id", "3f2504e0-4f89-11d3-9a0c-0305e82c3301"}, 400},
+		{"unknown session", "/mcp", ping, []string{"Mcp-Session-Id", "3f2504e0-4f89-41d3-9a0c-0305e82c3301"}, 404},
 		{"/mcp session on /alpha/mcp", "/alpha/mcp", ping, []string{"Mcp-Session-Id", c.sid}, 404},
 		{"/alpha/mcp session on /mcp", "/mcp", ping, []string{"Mcp-Session-Id", per.sid}, 404},
 		{"/alpha/mcp session on /beta/mcp", "/beta/mcp", ping, []string{"Mcp-Session-Id", per.sid}, 404},

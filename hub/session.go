@@ -11,6 +11,8 @@ import (
 	"sync/atomic"
 	"time"
 
+	"github.com/google/uuid"
+
 	"github.com/mcphub/mcphub/internal/jsonrpc"
 )
 
@@ -65,13 +67,14 @@ func parseClientCaps(raw json.RawMessage) clientCaps {
 	return c
 }
 
-// newID returns a crypto-random id of visible ASCII (base32 text).
-func newID() string { return rand.Text() }
+// newSessionID returns a random (version 4) UUID, the form of session id
+// clients and proxies expect.
+func newSessionID() string { return uuid.NewString() }
 
 func newSession(parent context.Context, endpoint, version string, clientInfo, caps json.RawMessage) *session {
 	ctx, cancel := context.WithCancel(parent)
 	s := &session{
-		id: newID(), endpoint: endpoint, version: version, created: time.Now(),
+		id: newSessionID(), endpoint: endpoint, version: version, created: time.Now(),
 		clientInfo: clientInfo, caps: parseClientCaps(caps),
 		ctx: ctx, cancel: cancel,
 		subs: map[string]struct{}{}, streams: map[string]*stream{},
@@ -137,7 +140,7 @@ func (s *session) pruneLocked() {
 var errTooManyStreams = errors.New("too many streams")
 
 // newStreamID is short: it is repeated in every event id of the stream.
-func newStreamID() string { return newID()[:10] }
+func newStreamID() string { return rand.Text()[:10] }
 
 // resumeStream finds the stream a Last-Event-ID belongs to and claims it.
 func (s *session) resumeStream(lastEventID string) (*stream, int, error) {

@@ -35,9 +35,6 @@ type sessionSet struct {
 	calls goroutines.Group
 }
 
-// maxSessions bounds the sessions of /mcp.
-var maxSessions = 1000
-
 // sweepInterval is how often idle sessions and old events are swept.
 var sweepInterval = time.Minute
 
@@ -46,24 +43,57 @@ type errSessionCap struct{ msg string }
 
 func (e *errSessionCap) Error() string { return e.msg }
 
-// add registers a new session unless its endpoint is at its cap (or the hub
-// is closing). The caps are checked under the lock that adds the session,
-// so concurrent initializes cannot overshoot them.
+// add registers a new session. At its endpoint's cap ([hub] max_sessions
+// for /mcp, max_sessions_per_server for /{server}/mcp) the least recently
+// active session that is not in use (no open stream, no request in flight)
+// is ended to make room: its client gets 404 on its next request and
+// initializes again, as the spec intends for a session the server has let
+// go. Only when every session is in use is the new one refused. The cap is
+// checked under the lock that adds the session, so concurrent initializes
+// cannot overshoot it.
 func (set *sessionSet) add(s *session) error {
+	h := set.servers.registry().Hub
+	limit, setting := h.MaxSessions, "max_sessions"
+	if s.endpoint != "" {
+		limit, setting = h.MaxSessionsPerServer, "max_sessions_per_server"
+	}
 	set.mu.Lock()
-	defer set.mu.Unlock()
 	if set.ctx.Err() != nil {
+		set.mu.Unlock()
 		return &errSessionCap{"mcphub is shutting down"}
 	}
-	n := set.countLocked(s.endpoint)
-	if s.endpoint == "" && n >= maxSessions {
-		return &errSessionCap{fmt.Sprintf("/mcp already has %d sessions; end unused ones (mcphub sessions rm ID) or wait for them to expire", n)}
-	}
-	if limit := set.servers.registry().Hub.MaxSessionsPerServer; s.endpoint != "" && n >= limit {
-		return &errSessionCap{fmt.Sprintf("/%s/mcp already has %d sessions, its cap ([hub] max_sessions_per_server = %d)", s.endpoint, n, limit)}
+	var evicted []*session
+	for n := set.countLocked(s.endpoint); n >= limit; n-- {
+		victim := set.idlestLocked(s.endpoint)
+		if victim == nil {
+			set.mu.Unlock()
+			set.finishEnd(evicted, "evicted")
+			return &errSessionCap{fmt.Sprintf("%s already has %d sessions in use, its cap ([hub] %s = %d); end unused ones (mcphub sessions rm ID) or raise the cap",
+				endpointName(s.endpoint), n, setting, limit)}
+		}
+		delete(set.byID, victim.id)
+		evicted = append(evicted, victim)
 	}
 	set.byID[s.id] = s
+	set.mu.Unlock()
+	set.finishEnd(evicted, "evicted")
 	return nil
+}
+
+// idlestLocked returns the endpoint's least recently active session that is
+// not in use, nil when every one is; set.mu is held.
+func (set *sessionSet) idlestLocked(endpoint string) *session {
+	var idlest *session
+	var seen int64
+	for _, s := range set.byID {
+		if s.endpoint != endpoint {
+			continue
+		}
+		if last := s.lastSeen.Load(); (idlest == nil || last < seen) && !s.busy() {
+			idlest, seen = s, last
+		}
+	}
+	return idlest
 }
 
 func (set *sessionSet) countLocked(endpoint string) int {
@@ -139,14 +169,26 @@ func (set *sessionSet) end(s *session) {
 	if !live {
 		return // ended already: a DELETE, a sweep or a removed server got here first
 	}
-	s.close()
-	set.store.deleteSession(s.id)
-	set.router.release(s)
-	for _, e := range set.servers.of(s.endpoint) {
-		e.up.SessionClosed(s.id)
+	set.finishEnd([]*session{s}, "ended")
+}
+
+// finishEnd ends sessions already taken out of the table: their calls are
+// cancelled, their memory and stored state freed, their subscriptions and
+// per-session upstreams released.
+func (set *sessionSet) finishEnd(ended []*session, how string) {
+	if len(ended) == 0 {
+		return
+	}
+	for _, s := range ended {
+		s.close()
+		set.store.deleteSession(s.id)
+		set.router.release(s)
+		for _, e := range set.servers.of(s.endpoint) {
+			e.up.SessionClosed(s.id)
+		}
+		set.log.Info("session "+how, "session", s.id, "endpoint", endpointName(s.endpoint))
 	}
 	set.fanout.applyLevels()
-	set.log.Info("session ended", "session", s.id, "endpoint", endpointName(s.endpoint))
 }
 
 // endEndpoint ends every session of a server's own endpoint (the server

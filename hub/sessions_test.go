@@ -4,6 +4,7 @@ import (
 	"context"
 	"encoding/json"
 	"errors"
+	"net/http"
 	"slices"
 	"strings"
 	"testing"
@@ -71,9 +72,10 @@ func ended(s *session) bool {
 	}
 }
 
-// TestSessionsCaps fills an endpoint to its cap: the next session is refused
-// with an *errSessionCap naming the cap, other endpoints are not affected,
-// and ending a session makes room again.
+// TestSessionsCaps fills an endpoint to its cap with sessions in use: the
+// next session is refused with an *errSessionCap naming the cap, other
+// endpoints are not affected, and a session no longer in use makes room: it
+// is ended for the new one.
 func TestSessionsCaps(t *testing.T) {
 	for _, tc := range []struct {
 		name     string
@@ -81,23 +83,25 @@ func TestSessionsCaps(t *testing.T) {
 		other    string // an endpoint this cap does not limit
 		wantMsg  []string
 	}{
-		{"merged endpoint", "", "alpha", []string{"/mcp already has 2 sessions"}},
-		{"per-server endpoint", "alpha", "beta", []string{"/alpha/mcp already has 2 sessions", "max_sessions_per_server = 2"}},
-		{"per-server cap leaves /mcp alone", "beta", "", []string{"/beta/mcp already has 2 sessions", "max_sessions_per_server = 2"}},
+		{"merged endpoint", "", "alpha", []string{"/mcp already has 2 sessions in use", "max_sessions = 2"}},
+		{"per-server endpoint", "alpha", "beta", []string{"/alpha/mcp already has 2 sessions in use", "max_sessions_per_server = 2"}},
+		{"per-server cap leaves /mcp alone", "beta", "", []string{"/beta/mcp already has 2 sessions in use", "max_sessions_per_server = 2"}},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
-			setVar(t, &maxSessions, 2)
-			th := startHub(t, "[hub]\nmax_sessions_per_server = 2\n"+twoServers, nil)
+			th := startHub(t, "[hub]\nmax_sessions = 2\nmax_sessions_per_server = 2\n"+twoServers, nil)
 			set := th.h.sessions
-			var first *session
+			var inUse []*session
+			var untrack []func()
 			for i := range 2 {
 				s := newSession(th.h.ctx, tc.endpoint, "2025-11-25", nil, nil)
 				if err := set.add(s); err != nil {
 					t.Fatalf("session %d of 2: %v", i+1, err)
 				}
-				if first == nil {
-					first = s
+				done, err := s.track(json.RawMessage("1"), func(error) {})
+				if err != nil {
+					t.Fatal(err)
 				}
+				inUse, untrack = append(inUse, s), append(untrack, done)
 			}
 			extra := newSession(th.h.ctx, tc.endpoint, "2025-11-25", nil, nil)
 			err := set.add(extra)
@@ -116,12 +120,41 @@ func TestSessionsCaps(t *testing.T) {
 			if err := set.add(newSession(th.h.ctx, tc.other, "2025-11-25", nil, nil)); err != nil {
 				t.Errorf("%s while %s is full: %v", endpointName(tc.other), endpointName(tc.endpoint), err)
 			}
-			set.end(first)
-			if err := set.add(newSession(th.h.ctx, tc.endpoint, "2025-11-25", nil, nil)); err != nil {
-				t.Errorf("a session after one ended: %v", err)
+			untrack[1]() // the second session's call is answered
+			next := newSession(th.h.ctx, tc.endpoint, "2025-11-25", nil, nil)
+			if err := set.add(next); err != nil {
+				t.Fatalf("a session once one is no longer in use: %v", err)
+			}
+			if set.get(inUse[1].id) != nil || !ended(inUse[1]) {
+				t.Errorf("the session no longer in use was not ended for the new one")
+			}
+			if set.get(inUse[0].id) == nil || ended(inUse[0]) || set.count(tc.endpoint) != 2 {
+				t.Errorf("the session in use was ended, or the count is %d, want 2", set.count(tc.endpoint))
 			}
 		})
 	}
+	t.Run("least recently active goes first", func(t *testing.T) {
+		th := startHub(t, "[hub]\nmax_sessions = 3\n"+twoServers, nil)
+		set := th.h.sessions
+		var all []*session
+		for range 3 {
+			s := newSession(th.h.ctx, "", "2025-11-25", nil, nil)
+			if err := set.add(s); err != nil {
+				t.Fatal(err)
+			}
+			all = append(all, s)
+		}
+		all[0].lastSeen.Store(time.Now().Add(time.Minute).UnixNano())
+		all[2].lastSeen.Store(time.Now().Add(-time.Hour).UnixNano())
+		if err := set.add(newSession(th.h.ctx, "", "2025-11-25", nil, nil)); err != nil {
+			t.Fatal(err)
+		}
+		for i, want := range []bool{true, true, false} {
+			if got := set.get(all[i].id) != nil; got != want {
+				t.Errorf("session %d (last seen %v) kept = %v, want %v", i, time.Unix(0, all[i].lastSeen.Load()), got, want)
+			}
+		}
+	})
 	t.Run("closing hub", func(t *testing.T) {
 		th := startHub(t, twoServers, nil)
 		th.h.Close()
@@ -310,5 +343,24 @@ func TestSessionsSweep(t *testing.T) {
 				t.Errorf("alpha heard SessionClosed = %v, want %v", told, !tc.kept)
 			}
 		})
+	}
+}
+
+// TestSessionsLegacyIDServed: a session restored from an older mcphub keeps
+// its base32 id and is served, while an unknown id of that form is
+// malformed now.
+func TestSessionsLegacyIDServed(t *testing.T) {
+	th := startHub(t, twoServers, nil)
+	s := newSession(th.h.ctx, "", "2025-11-25", nil, nil)
+	s.id = "ABCDEFGHIJKLMNOPQRSTUVWXYZ"
+	if err := th.h.sessions.add(s); err != nil {
+		t.Fatal(err)
+	}
+	const ping = `{"jsonrpc":"2.0","id":1,"method":"ping"}`
+	if r := th.send(http.MethodPost, "/mcp", ping, "Mcp-Session-Id", s.id); r.status != http.StatusOK {
+		t.Errorf("the restored session: %d %s, want 200", r.status, r.body)
+	}
+	if r := th.send(http.MethodPost, "/mcp", ping, "Mcp-Session-Id", "ZYXWVUTSRQPONMLKJIHGFEDCBA"); r.status != http.StatusBadRequest {
+		t.Errorf("an unknown id of the old form: %d %s, want 400", r.status, r.body)
 	}
 }

@@ -21,7 +21,7 @@ import (
 // status codes matter (seed 002, adjusted to one shared upstream per server).
 
 // unknownSID is a well-formed session id that was never minted.
-const unknownSID = "AAAAAAAAAAAAAAAAAAAAAAAAAA"
+const unknownSID = "3f2504e0-4f89-41d3-9a0c-0305e82c3301"
 
 // initBody is an initialize request as a raw body.
 const initBody = `{"jsonrpc":"2.0","id":1,"method":"initialize","params":{"protocolVersion":"2025-11-25","capabilities":{},"clientInfo":{"name":"raw","version":"0"}}}`
@@ -271,14 +271,17 @@ func TestPerServerCrashDuringCall(t *testing.T) {
 	}
 }
 
-// TestPerServerSessionCap: the 11th session on one server's endpoint is
-// refused with 503 naming the cap; the merged endpoint is not capped, and a
-// DELETE frees a place.
+// TestPerServerSessionCap: with ten sessions on one server's endpoint, each
+// holding a GET stream, the 11th is refused with 503 naming the cap; the
+// merged endpoint is not capped; and once a session is no longer in use,
+// a new one takes its place (the old one's client gets 404).
 func TestPerServerSessionCap(t *testing.T) {
 	_, c := oneStdioHub(t, hubConfig{}, "")
 	var sessions []*rawSession
+	var streams []*sseStream
 	for range 10 {
 		s, _ := c.initialize("/a/mcp")
+		streams = append(streams, s.openGET())
 		sessions = append(sessions, s)
 	}
 	resp, body := c.do(rawReq{method: "POST", path: "/a/mcp", accept: acceptBoth, body: initBody})
@@ -290,7 +293,20 @@ func TestPerServerSessionCap(t *testing.T) {
 	if status := sessions[0].delete(); status != http.StatusNoContent {
 		t.Fatalf("DELETE: %d", status)
 	}
-	c.initialize("/a/mcp")
+	fresh, _ := c.initialize("/a/mcp") // takes the deleted session's place
+	fresh.openGET()
+	// A session whose stream is gone is no longer in use: the next one
+	// ends it.
+	streams[1].body.Close()
+	if !poll(5*time.Second, func() bool {
+		resp, _ := c.do(rawReq{method: "POST", path: "/a/mcp", accept: acceptBoth, body: initBody})
+		return resp.StatusCode == http.StatusOK
+	}) {
+		t.Fatal("no session took the place of the one whose stream closed")
+	}
+	if status, _ := sessions[1].call(9, "ping", nil); status != http.StatusNotFound {
+		t.Errorf("the session ended for room: ping answered %d, want 404", status)
+	}
 }
 
 // TestPerServerSessionCapUnderConcurrency: initializes racing each other
@@ -332,9 +348,11 @@ func TestPerServerSessionCapUnderConcurrency(t *testing.T) {
 	for range n {
 		got[<-codes]++
 	}
-	if got[http.StatusOK] != 10 || got[http.StatusServiceUnavailable] != n-10 {
-		t.Errorf("%d concurrent initializes on /a/mcp: statuses %v; want 10×200 and %d×503 (max_sessions_per_server = 10); /readyz counts %d sessions",
-			n, got, n-10, f.readyz().Sessions)
+	// None of the sessions is in use, so each new one past the cap ends
+	// the idlest; the cap itself is never overshot.
+	if got[http.StatusOK] != n || f.readyz().Sessions != 10 {
+		t.Errorf("%d concurrent initializes on /a/mcp: statuses %v; want %d×200 and 10 sessions left (max_sessions_per_server = 10); /readyz counts %d sessions",
+			n, got, n, f.readyz().Sessions)
 	}
 }
 
