@@ -31,6 +31,8 @@ type lazyStream struct {
 	// keep stops the hook that cancels the call when the client goes
 	// away: once there is a stream, the call outlives the connection.
 	keep func() bool
+	// cancel cancels the call (a client gone with no way to resume).
+	cancel func()
 
 	mu      sync.Mutex
 	st      *stream
@@ -68,7 +70,7 @@ func (l *lazyStream) openLocked() *stream {
 	l.served = make(chan struct{})
 	go func() {
 		defer close(l.served)
-		l.set.serveReply(l.w, l.r, l.s, st, 0)
+		l.set.serveReply(l.w, l.r, l.s, st, 0, l.cancel)
 	}()
 	return st
 }

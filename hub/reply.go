@@ -115,14 +115,14 @@ func (rc *replyCall) replySSE() {
 		httpError(rc.w, http.StatusNotFound, "Session not found")
 		return
 	}
-	rc.set.serveReply(rc.w, rc.r, rc.s, st, cursor)
+	rc.set.serveReply(rc.w, rc.r, rc.s, st, cursor, rc.cancel)
 }
 
 // replyLazy answers as JSON when the result comes first, else turns into a
 // stream (see lazyStream).
 func (rc *replyCall) replyLazy() {
 	defer rc.untrack()
-	l := &lazyStream{set: rc.set, s: rc.s, id: rc.m.ID, w: rc.w, r: rc.r, keep: context.AfterFunc(rc.r.Context(), rc.cancel)}
+	l := &lazyStream{set: rc.set, s: rc.s, id: rc.m.ID, w: rc.w, r: rc.r, keep: context.AfterFunc(rc.r.Context(), rc.cancel), cancel: rc.cancel}
 	defer l.keep()
 	timer := time.AfterFunc(streamAfter, func() { l.open() })
 	body, status := rc.run(&sessionPeer{store: rc.set.store, s: rc.s, lazy: l, send: l.send})
@@ -139,16 +139,25 @@ func (rc *replyCall) replyLazy() {
 	}
 }
 
-// serveReply sends a POST's SSE stream and forgets it once wholly delivered.
-func (set *sessionSet) serveReply(w http.ResponseWriter, r *http.Request, s *session, st *stream, cursor int) {
+// serveReply sends a POST's SSE stream. A stream wholly delivered stays
+// resumable: the client may not have read the end of what was written
+// before its connection dropped, and a GET with Last-Event-ID replays it.
+// When the client goes away holding no event id of the stream, it cannot
+// resume it: the call is cancelled (upstream too) rather than left to run
+// to its timeout for nobody.
+func (set *sessionSet) serveReply(w http.ResponseWriter, r *http.Request, s *session, st *stream, cursor int, cancel func()) {
 	sseHeaders(w)
 	flush(w)
 	delivered, err := st.serve(w, cursor, set.heartbeat, r.Context().Done(), s.ctx.Done(), nil)
 	if delivered {
-		s.forgetStream(st)
+		st.delivered()
 		return
 	}
-	set.log.Debug("a reply stream ended before its response", "session", s.id, "stream", st.id, "err", err, "client_gone", r.Context().Err() != nil)
+	gone := r.Context().Err() != nil
+	if gone && !st.resumable() {
+		cancel()
+	}
+	set.log.Debug("a reply stream ended before its response", "session", s.id, "stream", st.id, "err", err, "client_gone", gone)
 }
 
 // claimStream finds the stream a GET serves: the one its Last-Event-ID
@@ -175,7 +184,7 @@ func (set *sessionSet) serveStream(w http.ResponseWriter, r *http.Request, s *se
 		pull = s.pull
 	}
 	if delivered, _ := st.serve(w, cursor, set.heartbeat, r.Context().Done(), s.ctx.Done(), pull); delivered {
-		s.forgetStream(st)
+		st.delivered()
 	}
 }
 

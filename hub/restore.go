@@ -32,6 +32,7 @@ func (set *sessionSet) restore(st Store) error {
 		s := newSession(set.ctx, rec.Endpoint, rec.Version, rec.ClientInfo, rec.Capabilities)
 		s.id, s.created, s.logLevel = rec.ID, rec.Created, rec.LogLevel
 		s.lastSeen.Store(rec.LastSeen.UnixNano())
+		s.buf = set.buffers()
 		for _, uri := range rec.Subscriptions {
 			s.subs[uri] = struct{}{}
 		}
@@ -40,7 +41,7 @@ func (set *sessionSet) restore(st Store) error {
 			return fmt.Errorf("restore streams: %w", err)
 		}
 		for _, sr := range streams {
-			str := newStream(sr.ID, sr.Post)
+			str := newStream(sr.ID, sr.Post, s.buf)
 			str.requestID = []byte(sr.RequestID)
 			str.next, str.committed, str.finished = sr.NextSeq, sr.NextSeq-1, sr.Finished
 			set.store.bindStream(s, str)

@@ -17,7 +17,8 @@ import (
 )
 
 // maxQueued bounds the messages a session keeps for a GET stream that is not
-// open; past it the oldest are dropped.
+// open; past it, or past the session's share of the buffers, the oldest are
+// dropped.
 var maxQueued = 1000
 
 // maxGetStreams bounds the standalone streams one session may hold open.
@@ -45,6 +46,8 @@ type session struct {
 	subs     map[string]struct{} // subscribed resource URIs
 	streams  map[string]*stream
 	queue    [][]byte                           // messages waiting for a standalone stream
+	queued   int64                              // their memory, as buffers counts it
+	buf      *buffers                           // the hub's, set when the session joins it
 	calls    map[string]context.CancelCauseFunc // downstream request id → cancel
 	replies  map[string]chan *jsonrpc.Message   // hub-minted request id → waiter
 	nextOut  int64
@@ -108,7 +111,7 @@ func (s *session) openStream(post bool) (*stream, error) {
 			return nil, fmt.Errorf("%w: this session already has %d open GET streams", errTooManyStreams, open)
 		}
 	}
-	st := newStream(newStreamID(), post)
+	st := newStream(newStreamID(), post, s.buf)
 	s.streams[st.id] = st
 	s.pruneLocked()
 	return st, nil
@@ -133,6 +136,7 @@ func (s *session) pruneLocked() {
 		st.mu.Unlock()
 		if idle {
 			delete(s.streams, id)
+			st.release()
 		}
 	}
 }
@@ -158,13 +162,6 @@ func (s *session) resumeStream(lastEventID string) (*stream, int, error) {
 	return st, cursor, err
 }
 
-// forgetStream drops a POST stream whose response has been delivered.
-func (s *session) forgetStream(st *stream) {
-	s.mu.Lock()
-	delete(s.streams, st.id)
-	s.mu.Unlock()
-}
-
 // deliver sends a message that belongs to no POST stream: to one attached
 // standalone stream, or into the queue until one attaches. Each message goes
 // to exactly one stream.
@@ -178,16 +175,19 @@ func (s *session) deliver(data []byte) {
 		if !st.post && st.isAttached() {
 			// Older queued messages go first, so order is kept when a
 			// stream has just attached and not pulled yet.
-			for _, q := range s.queue {
-				st.append(q, false)
-			}
-			s.queue = nil
+			s.pullLocked(st)
 			st.append(data, false)
 			return
 		}
 	}
 	s.queue = append(s.queue, data)
-	if len(s.queue) > maxQueued {
+	s.queued += int64(len(data) + eventOverhead)
+	s.buf.add(int64(len(data) + eventOverhead))
+	for len(s.queue) > 0 && (len(s.queue) > maxQueued || s.buf.over(s.queued)) {
+		n := int64(len(s.queue[0]) + eventOverhead)
+		s.queued -= n
+		s.buf.add(-n)
+		s.queue[0] = nil
 		s.queue = s.queue[1:]
 	}
 }
@@ -198,10 +198,16 @@ func (s *session) deliver(data []byte) {
 func (s *session) pull(st *stream) {
 	s.mu.Lock()
 	defer s.mu.Unlock()
+	s.pullLocked(st)
+}
+
+func (s *session) pullLocked(st *stream) {
 	for _, data := range s.queue {
 		st.append(data, false)
 	}
 	s.queue = nil
+	s.buf.add(-s.queued)
+	s.queued = 0
 }
 
 // maxSessionCalls bounds the requests one session may have in flight, so one
@@ -300,12 +306,20 @@ func (s *session) reply(m *jsonrpc.Message) bool {
 	return true
 }
 
-// close ends the session: its calls are cancelled and its streams end.
+// close ends the session: its calls are cancelled, its streams end, and
+// the memory they and its queue held is freed.
 func (s *session) close() {
 	s.mu.Lock()
 	s.closed = true
+	streams := s.streams
+	s.queue = nil
+	s.buf.add(-s.queued)
+	s.queued = 0
 	s.mu.Unlock()
 	s.cancel()
+	for _, st := range streams {
+		st.release()
+	}
 }
 
 // busy reports whether the session is in use now: a stream is attached or a

@@ -33,6 +33,20 @@ type sessionSet struct {
 	// calls are the goroutines that run calls answered on an SSE stream:
 	// they outlive their HTTP request, and closeAll waits for them.
 	calls goroutines.Group
+
+	bufOnce sync.Once
+	buf     *buffers
+}
+
+// buffers returns the memory accounting of the sessions' streams.
+func (set *sessionSet) buffers() *buffers {
+	set.bufOnce.Do(func() {
+		set.buf = &buffers{limits: func() (int64, int64) {
+			h := set.servers.registry().Hub
+			return h.StreamBufferBytes, h.BufferBytes
+		}}
+	})
+	return set.buf
 }
 
 // sweepInterval is how often idle sessions and old events are swept.
@@ -74,6 +88,7 @@ func (set *sessionSet) add(s *session) error {
 		delete(set.byID, victim.id)
 		evicted = append(evicted, victim)
 	}
+	s.buf = set.buffers()
 	set.byID[s.id] = s
 	set.mu.Unlock()
 	set.finishEnd(evicted, "evicted")

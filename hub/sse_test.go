@@ -230,10 +230,16 @@ func testResume(t *testing.T, live bool) {
 		t.Fatalf("second message after resuming = id %s %s, want the response to 11", m.ID, m.Result)
 	}
 	r.wantEnd()
-	// Delivered: the stream is gone, so resuming it again is refused.
-	if rr := th.send(http.MethodGet, "/mcp", "", "Mcp-Session-Id", c.sid, "Last-Event-ID", lastID); rr.status != http.StatusBadRequest {
-		t.Errorf("resuming a delivered stream: %d, want 400", rr.status)
+	// Delivered, but the client may not have read it all before its
+	// connection dropped: resuming again replays the response.
+	again := c.get("Last-Event-ID", lastID)
+	if m, _ := again.nextMsg(); m.Method != "notifications/progress" {
+		t.Fatalf("first message resuming a delivered stream = %s, want progress 2", m.Method)
 	}
+	if m, _ := again.nextMsg(); string(m.ID) != "11" || !strings.Contains(string(m.Result), "late") {
+		t.Fatalf("resuming a delivered stream: id %s %s, want the response to 11 again", m.ID, m.Result)
+	}
+	again.wantEnd()
 }
 
 func TestSSEResumeRefusals(t *testing.T) {
@@ -292,5 +298,57 @@ func TestSSEQueuedMessagesKeepOrder(t *testing.T) {
 	st.mu.Unlock()
 	if len(order) != 2 || order[0] != "msg-1" {
 		t.Errorf("stream order = %q, want [msg-1 msg-2]: the message queued before the stream opened first", order)
+	}
+}
+
+// TestSSEResumeCompletedPostStream: a POST stream whose response has gone
+// out is kept, so a client that lost the end of it (its connection dropped
+// after the hub wrote it) resumes with the priming event's id and gets the
+// response replayed, not 400.
+func TestSSEResumeCompletedPostStream(t *testing.T) {
+	th := routedHub(t)
+	th.fakes["alpha"].setHandler(func(ctx context.Context, fc *fakeCall) (json.RawMessage, error) {
+		fc.Peer.Notify(jsonrpc.NewNotification("notifications/progress", json.RawMessage(`{"progressToken":"t","progress":1}`)))
+		return json.RawMessage(`{"content":[]}`), nil
+	})
+	c := th.connect("/mcp", "2025-11-25", `{}`)
+	s := c.postStream(rpc(5, "tools/call", `{"name":"alpha__slow","_meta":{"progressToken":"t"}}`))
+	m, progressID := s.nextMsg()
+	if m.Method != "notifications/progress" || progressID == "" {
+		t.Fatalf("first message = %+v, want progress with an event id", m)
+	}
+	if m, _ := s.nextMsg(); string(m.ID) != "5" {
+		t.Fatalf("the POST stream's second message = %+v, want the response to 5", m)
+	}
+	s.wantEnd()
+	r := c.get("Last-Event-ID", progressID)
+	if m, _ := r.nextMsg(); string(m.ID) != "5" || m.Result == nil {
+		t.Fatalf("resumed after the priming event: %+v, want the response to 5 replayed", m)
+	}
+	r.wantEnd()
+}
+
+// TestSSEClientGoneWithoutEventIDCancelsCall: a client of a protocol without
+// priming events drops its SSE reply before any event reached it; it holds
+// no id to resume from, so the call is cancelled upstream at once instead of
+// running to its timeout.
+func TestSSEClientGoneWithoutEventIDCancelsCall(t *testing.T) {
+	setVar(t, &streamAfter, 10*time.Millisecond)
+	th := routedHub(t)
+	started, cancelled := make(chan struct{}), make(chan struct{})
+	th.fakes["alpha"].setHandler(func(ctx context.Context, fc *fakeCall) (json.RawMessage, error) {
+		close(started)
+		<-ctx.Done()
+		close(cancelled)
+		return nil, ctx.Err()
+	})
+	c := th.connect("/mcp", "2025-06-18", `{}`)
+	s := c.postStream(rpc(3, "tools/call", `{"name":"alpha__slow"}`))
+	<-started
+	s.stop()
+	select {
+	case <-cancelled:
+	case <-time.After(waitFor):
+		t.Fatal("the call was not cancelled upstream after its client went away")
 	}
 }

@@ -7,20 +7,52 @@ import (
 	"strconv"
 	"strings"
 	"sync"
+	"sync/atomic"
 	"time"
 
 	"github.com/mcphub/mcphub/internal/sse"
+	"github.com/mcphub/mcphub/registry"
 )
 
-// maxStreamEvents bounds the events a stream keeps in memory for replay;
-// older ones are dropped (the store still has them when there is one), and
-// without a store a Last-Event-ID pointing before them is refused. Events not
-// yet written to the client serving the stream are kept beyond it, up to
-// maxUnsentEvents, so a slow reader never loses its live stream.
-var (
-	maxStreamEvents = 1024
-	maxUnsentEvents = 64 * 1024
-)
+// maxStreamEvents bounds the events a stream keeps in memory once its
+// reader has had them (or while no reader is attached): they are kept for a
+// resume, and the store keeps them beyond that when there is one. Besides,
+// every stream's memory is bounded in bytes (see buffers).
+var maxStreamEvents = 1024
+
+// eventOverhead is what an event costs in memory besides its data.
+const eventOverhead = 64
+
+// buffers accounts the memory the hub's streams and session queues hold for
+// their readers, against two budgets: [hub] stream_buffer_bytes for each
+// stream (and each session's queue) and buffer_bytes for all together.
+// Whatever is over budget is dropped from memory oldest first; the store
+// still has what it stored, and a reader that had not had a dropped event
+// is disconnected (see stream.lagged) to resume from the store.
+type buffers struct {
+	used atomic.Int64
+	// limits returns the budgets in force: per stream, and in all.
+	limits func() (one, all int64)
+}
+
+func (b *buffers) add(n int64) {
+	if b != nil {
+		b.used.Add(n)
+	}
+}
+
+// over reports whether a stream holding held bytes must drop some.
+func (b *buffers) over(held int64) bool {
+	if b == nil {
+		return held > registry.DefaultStreamBufferBytes
+	}
+	one, all := b.limits()
+	return held > one || b.used.Load() > all
+}
+
+// errLagged ends the serving of a stream whose reader fell so far behind that
+// events it had not had were dropped from memory.
+var errLagged = errors.New("the reader fell too far behind; resume with Last-Event-ID")
 
 // Errors of stream resumption; the HTTP edge maps them to statuses.
 var (
@@ -53,18 +85,23 @@ type stream struct {
 	persist func(ev event, final bool, committed func())
 	load    func(after int) ([]event, error)
 
+	buf *buffers
+
 	mu        sync.Mutex
 	events    []event // retained events, oldest first
+	held      int64   // their memory, as buffers counts it
 	next      int     // seq of the next event
 	committed int     // highest seq that may go on the wire
 	cursor    int     // seq of the next event the attached handler sends
 	attached  bool
-	finished  bool // a POST stream whose response has been appended
+	lagged    bool   // the attached reader lost events from memory
+	abort     func() // unblocks the attached handler's write
+	finished  bool   // a POST stream whose response has been appended
 	wake      chan struct{}
 }
 
-func newStream(id string, post bool) *stream {
-	return &stream{id: id, post: post, wake: make(chan struct{}, 1), committed: -1}
+func newStream(id string, post bool, buf *buffers) *stream {
+	return &stream{id: id, post: post, buf: buf, wake: make(chan struct{}, 1), committed: -1}
 }
 
 // append adds an event and, once it is committed, wakes the handler serving
@@ -73,19 +110,8 @@ func (st *stream) append(data []byte, final bool) {
 	st.mu.Lock()
 	ev := event{seq: st.next, data: data}
 	st.events = append(st.events, ev)
+	st.hold(int64(len(data) + eventOverhead))
 	st.next++
-	if n := len(st.events); n > maxStreamEvents {
-		drop := n - maxStreamEvents
-		if st.attached {
-			// Only what the reader has had may go, unless it has fallen
-			// hopelessly behind.
-			sent := max(st.cursor-st.events[0].seq, 0)
-			drop = max(min(drop, sent), n-maxUnsentEvents)
-		}
-		if drop > 0 {
-			st.events = append(st.events[:0:0], st.events[drop:]...)
-		}
-	}
 	if final {
 		st.finished = true
 	}
@@ -93,12 +119,74 @@ func (st *stream) append(data []byte, final bool) {
 	if persist == nil {
 		st.committed = ev.seq
 	}
+	st.trimLocked()
 	st.mu.Unlock()
 	if persist != nil {
 		persist(ev, final, func() { st.commit(ev.seq) })
 		return
 	}
 	st.signal()
+}
+
+func (st *stream) hold(n int64) {
+	st.held += n
+	st.buf.add(n)
+}
+
+// trimLocked drops the oldest events from memory while the stream is over
+// its budgets or keeps more than maxStreamEvents its reader has had. An
+// event not yet committed stays (it is neither stored nor sent yet). When
+// the attached reader had not had a dropped event, it is marked lagged and
+// its handler unblocked. st.mu is held.
+func (st *stream) trimLocked() {
+	drop := 0
+	for ; drop < len(st.events); drop++ {
+		ev := st.events[drop]
+		if ev.seq > st.committed {
+			break
+		}
+		unread := st.attached && ev.seq >= st.cursor
+		if !st.buf.over(st.held) && (len(st.events)-drop <= maxStreamEvents || unread) {
+			break
+		}
+		if unread && !st.lagged {
+			st.lagged = true
+			st.unblockLocked()
+		}
+		st.hold(-int64(len(ev.data) + eventOverhead))
+	}
+	if drop > 0 {
+		st.events = append(st.events[:0:0], st.events[drop:]...)
+	}
+}
+
+// unblockLocked makes the attached handler's write fail at once, so it sees
+// why it must stop. It runs under st.mu, which the handler takes to detach:
+// the response it touches is still the handler's. st.mu is held.
+func (st *stream) unblockLocked() {
+	if st.abort != nil {
+		st.abort()
+	}
+}
+
+// release frees the stream's memory: its session ended, or its events are
+// all stored and delivered. The attached handler, if any, is unblocked.
+func (st *stream) release() {
+	st.mu.Lock()
+	st.hold(-st.held)
+	st.events = nil
+	st.unblockLocked()
+	st.mu.Unlock()
+	st.signal()
+}
+
+// delivered frees the memory of a stream wholly written to its client when
+// the store holds its events for a replay; without a store memory is what
+// replays it, within the budgets.
+func (st *stream) delivered() {
+	if st.load != nil {
+		st.release()
+	}
 }
 
 // finish ends a POST stream without a response (its request was cancelled).
@@ -125,6 +213,14 @@ func (st *stream) signal() {
 	}
 }
 
+// resumable reports whether the client was sent an event of the stream, so
+// that it holds an id to resume from.
+func (st *stream) resumable() bool {
+	st.mu.Lock()
+	defer st.mu.Unlock()
+	return st.cursor > 0
+}
+
 // isAttached reports whether a handler serves the stream now.
 func (st *stream) isAttached() bool {
 	st.mu.Lock()
@@ -146,6 +242,7 @@ func (st *stream) attach(from int) (cursor int, err error) {
 		return 0, errBadEventID
 	}
 	st.attached = true
+	st.lagged = false
 	st.cursor = from + 1
 	st.mu.Unlock()
 	if _, _, err := st.since(from + 1); err != nil {
@@ -158,6 +255,7 @@ func (st *stream) attach(from int) (cursor int, err error) {
 func (st *stream) detach() {
 	st.mu.Lock()
 	st.attached = false
+	st.abort = nil
 	st.mu.Unlock()
 }
 
@@ -166,6 +264,10 @@ func (st *stream) detach() {
 // with nothing left to send after them.
 func (st *stream) since(cursor int) ([]event, bool, error) {
 	st.mu.Lock()
+	if st.lagged {
+		st.mu.Unlock()
+		return nil, false, errLagged
+	}
 	oldest := st.next
 	if len(st.events) > 0 {
 		oldest = st.events[0].seq
@@ -244,6 +346,9 @@ func sseHeaders(w http.ResponseWriter) {
 func (st *stream) serve(w http.ResponseWriter, cursor int, heartbeat time.Duration, done, ended <-chan struct{}, pull func(*stream)) (bool, error) {
 	defer st.detach()
 	rc := http.NewResponseController(w)
+	st.mu.Lock()
+	st.abort = func() { rc.SetWriteDeadline(time.Now()) }
+	st.mu.Unlock()
 	sw := sse.NewWriter(flushWriter{w, rc})
 	ticker := time.NewTicker(heartbeat)
 	defer ticker.Stop()

@@ -5,19 +5,27 @@ import (
 	"testing"
 )
 
-// A reader that falls behind a fast producer must not lose its live stream:
-// events it has not been sent are kept past maxStreamEvents.
-func TestStreamKeepsUnsentEventsForASlowReader(t *testing.T) {
-	oldMax, oldUnsent := maxStreamEvents, maxUnsentEvents
-	maxStreamEvents, maxUnsentEvents = 8, 1000
-	t.Cleanup(func() { maxStreamEvents, maxUnsentEvents = oldMax, oldUnsent })
+// testBuffers accounts memory against small budgets: one stream may hold
+// one bytes, all streams together all.
+func testBuffers(one, all int64) *buffers {
+	return &buffers{limits: func() (int64, int64) { return one, all }}
+}
 
-	st := newStream("s1", true)
+// cost is what n events of size bytes hold in memory.
+func cost(n, size int) int64 { return int64(n * (size + eventOverhead)) }
+
+// A reader that falls a little behind a fast producer keeps its live
+// stream: unsent events stay past maxStreamEvents while within the budget,
+// and once sent the old ones go.
+func TestStreamKeepsUnsentEventsWithinBudget(t *testing.T) {
+	setVar(t, &maxStreamEvents, 8)
+	buf := testBuffers(cost(200, 1), cost(1000, 1))
+	st := newStream("s1", true, buf)
 	cursor, err := st.attach(-1)
 	if err != nil {
 		t.Fatal(err)
 	}
-	for i := 0; i < 100; i++ {
+	for i := range 100 {
 		st.append([]byte{byte(i)}, i == 99)
 	}
 	evs, finished, err := st.since(cursor)
@@ -27,28 +35,105 @@ func TestStreamKeepsUnsentEventsForASlowReader(t *testing.T) {
 	if len(evs) != 100 || !finished || evs[0].seq != 0 || evs[99].seq != 99 {
 		t.Fatalf("got %d events (finished %v); want all 100", len(evs), finished)
 	}
-
-	// Once sent, old events may go: memory stays bounded.
 	st.mu.Lock()
 	st.cursor = 100
 	st.mu.Unlock()
 	st.append([]byte("x"), false)
 	st.mu.Lock()
-	n := len(st.events)
+	n, held := len(st.events), st.held
 	st.mu.Unlock()
-	if n > maxStreamEvents {
-		t.Fatalf("%d events kept after the reader caught up; want at most %d", n, maxStreamEvents)
+	if n > maxStreamEvents || held != buf.used.Load() {
+		t.Fatalf("%d events kept after the reader caught up (want at most %d); held %d, counted %d", n, maxStreamEvents, held, buf.used.Load())
 	}
+}
 
-	// A reader that falls hopelessly behind loses the oldest events, and a
-	// resume from before them is refused, not answered wrongly.
-	maxUnsentEvents = 20
-	st2 := newStream("s2", true)
-	st2.attach(-1)
-	for i := 0; i < 50; i++ {
-		st2.append([]byte{byte(i)}, false)
+// A reader that falls further behind than its stream's budget is cut off
+// (errLagged), memory never exceeds the budget, and the stream stays
+// resumable from where memory still has events; from before them a resume
+// is refused, not answered wrongly.
+func TestStreamLaggingReaderIsCutOff(t *testing.T) {
+	const size = 1000
+	buf := testBuffers(cost(10, size), 1<<30)
+	st := newStream("s2", false, buf)
+	aborted := 0
+	if _, err := st.attach(-1); err != nil {
+		t.Fatal(err)
 	}
-	if _, _, err := st2.since(0); !errors.Is(err, errPurged) {
-		t.Fatalf("past maxUnsentEvents: %v, want errPurged", err)
+	st.mu.Lock()
+	st.abort = func() { aborted++ }
+	st.mu.Unlock()
+	for range 50 {
+		st.append(make([]byte, size), false)
+		if got := buf.used.Load(); got > cost(10, size) {
+			t.Fatalf("the stream holds %d bytes, over its budget of %d", got, cost(10, size))
+		}
+	}
+	if _, _, err := st.since(0); !errors.Is(err, errLagged) {
+		t.Fatalf("a reader behind its budget: %v, want errLagged", err)
+	}
+	if aborted != 1 {
+		t.Errorf("the reader's handler was unblocked %d times, want once", aborted)
+	}
+	st.detach()
+	if _, err := st.attach(-1); !errors.Is(err, errPurged) {
+		t.Errorf("a resume from before the kept events: %v, want errPurged", err)
+	}
+	cursor, err := st.attach(44)
+	if err != nil {
+		t.Fatalf("a resume within the kept events: %v", err)
+	}
+	if evs, _, err := st.since(cursor); err != nil || len(evs) != 5 || evs[0].seq != 45 {
+		t.Fatalf("resumed after event 44: %d events from %v, err %v; want 45..49", len(evs), evs, err)
+	}
+}
+
+// All streams together stay within the hub's budget: a stream appending
+// while the hub is over it drops its own oldest events.
+func TestStreamHubBudget(t *testing.T) {
+	const size = 1000
+	buf := testBuffers(1<<30, cost(30, size))
+	var streams []*stream
+	for i := range 5 {
+		st := newStream(string(rune('a'+i)), false, buf)
+		streams = append(streams, st)
+		for range 20 {
+			st.append(make([]byte, size), false)
+		}
+	}
+	if got := buf.used.Load(); got > cost(30, size)+cost(1, size) {
+		t.Fatalf("five streams hold %d bytes, over the hub's budget of %d", got, cost(30, size))
+	}
+	for _, st := range streams {
+		st.release()
+	}
+	if got := buf.used.Load(); got != 0 {
+		t.Fatalf("%d bytes still counted once every stream was released", got)
+	}
+}
+
+// A session's queue for a GET stream not yet open is bounded in bytes too,
+// and closing the session frees everything it held.
+func TestSessionQueueBudgetAndClose(t *testing.T) {
+	const size = 1000
+	buf := testBuffers(cost(10, size), 1<<30)
+	s := newSession(t.Context(), "", "2025-11-25", nil, nil)
+	s.buf = buf
+	st, err := s.openStream(true)
+	if err != nil {
+		t.Fatal(err)
+	}
+	st.append(make([]byte, size), false)
+	for range 100 {
+		s.deliver(make([]byte, size))
+	}
+	s.mu.Lock()
+	queued := len(s.queue)
+	s.mu.Unlock()
+	if queued > 10 || buf.used.Load() > cost(11, size) {
+		t.Fatalf("%d messages queued, %d bytes counted; want the queue within its budget", queued, buf.used.Load())
+	}
+	s.close()
+	if got := buf.used.Load(); got != 0 {
+		t.Fatalf("%d bytes still counted after the session closed", got)
 	}
 }
