@@ -267,6 +267,33 @@ func (p *persister) sweep(cutoff time.Time, h registry.Hub) error {
 	return err
 }
 
+// check asks the store whether its file is still there; when it had to
+// create the file anew, the live sessions and their streams are saved again
+// (the events they had stored are lost with the old file) and true is
+// returned.
+func (p *persister) check(live []*session) (bool, error) {
+	if p == nil {
+		return false, nil
+	}
+	recreated, err := p.store.Check()
+	if err != nil || !recreated {
+		return false, err
+	}
+	for _, s := range live {
+		p.saveSession(s, false)
+		s.mu.Lock()
+		streams := make([]*stream, 0, len(s.streams))
+		for _, st := range s.streams {
+			streams = append(streams, st)
+		}
+		s.mu.Unlock()
+		for _, st := range streams {
+			p.saveStream(s, st)
+		}
+	}
+	return true, nil
+}
+
 // counts reports a session's stored events and their bytes.
 func (p *persister) counts(id string) (int, int64) {
 	if p == nil {

@@ -235,6 +235,13 @@ func (set *sessionSet) sweep() {
 	h := set.servers.registry().Hub
 	ttl := h.SessionTTL
 	cutoff := time.Now().Add(-ttl)
+	switch recreated, err := set.store.check(set.list()); {
+	case err != nil:
+		set.log.Error("could not check the session store", "err", err)
+	case recreated:
+		set.log.Error("the session store was deleted while mcphub ran; it was created anew and the live sessions saved in it again, without the events they had stored",
+			"sessions", set.len())
+	}
 	for _, s := range set.list() {
 		if time.Unix(0, s.lastSeen.Load()).Before(cutoff) && !s.busy() {
 			set.log.Info("session expired", "session", s.id, "idle_ttl", ttl)
