@@ -2,6 +2,7 @@ package hub
 
 import (
 	"sync"
+	"sync/atomic"
 	"time"
 
 	"github.com/mcphub/mcphub/registry"
@@ -169,14 +170,24 @@ var maxSessionEvents = 10000
 type persister struct {
 	store Store
 	w     *writer
+
+	// written counts the event bytes stored since the last sweep; past
+	// sweepAfterBytes the sweeper is woken (kick) so that a burst cannot
+	// grow the store far past its retention before the next minute's
+	// sweep.
+	written atomic.Int64
+	kick    chan struct{}
 }
+
+// sweepAfterBytes is how many event bytes may be stored between sweeps.
+var sweepAfterBytes int64 = 16 << 20
 
 // newPersister starts the writer of st; nil when st is nil.
 func newPersister(st Store, log interface{ Error(string, ...any) }) *persister {
 	if st == nil {
 		return nil
 	}
-	return &persister{store: st, w: newWriter(st, log)}
+	return &persister{store: st, w: newWriter(st, log), kick: make(chan struct{}, 1)}
 }
 
 // close writes what is queued and stops the writer.
@@ -194,6 +205,7 @@ func (p *persister) bindStream(s *session, st *stream) {
 	}
 	sid := s.id
 	st.persist = func(ev event, final bool, committed func()) {
+		p.wrote(len(ev.data))
 		if !final {
 			p.w.add(StoreOp{Event: &EventRecord{Session: sid, Stream: st.id, Seq: ev.seq, Data: ev.data}}, committed)
 			return
@@ -213,6 +225,26 @@ func (p *persister) bindStream(s *session, st *stream) {
 		}
 		return out, nil
 	}
+}
+
+// wrote counts n event bytes stored and wakes the sweeper once enough have
+// been since the last sweep.
+func (p *persister) wrote(n int) {
+	if p.written.Add(int64(n)) > sweepAfterBytes {
+		select {
+		case p.kick <- struct{}{}:
+		default:
+		}
+	}
+}
+
+// kicked receives when enough has been written for a sweep;
+// nil (never ready) without a store.
+func (p *persister) kicked() <-chan struct{} {
+	if p == nil {
+		return nil
+	}
+	return p.kick
 }
 
 // saveStream records a new stream.
@@ -262,6 +294,7 @@ func (p *persister) sweep(cutoff time.Time, h registry.Hub) error {
 	if p == nil {
 		return nil
 	}
+	p.written.Store(0)
 	_, err := p.store.Sweep(cutoff, Retention{Before: time.Now().Add(-h.EventRetention),
 		SessionEvents: maxSessionEvents, SessionBytes: h.EventRetentionBytes, TotalBytes: h.StoreMaxBytes})
 	return err

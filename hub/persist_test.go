@@ -12,6 +12,7 @@ import (
 // streams written to it.
 type recreatingStore struct {
 	mu       sync.Mutex
+	sweeps   int
 	checked  bool
 	sessions map[string]bool
 	streams  map[string]bool
@@ -52,8 +53,13 @@ func (*recreatingStore) Sessions() ([]SessionRecord, error)             { return
 func (*recreatingStore) Streams(string) ([]StreamRecord, error)         { return nil, nil }
 func (*recreatingStore) EventsAfter(string, int) ([]EventRecord, error) { return nil, nil }
 func (*recreatingStore) Calls() ([]CallRecord, error)                   { return nil, nil }
-func (*recreatingStore) Sweep(time.Time, Retention) ([]string, error)   { return nil, nil }
-func (*recreatingStore) Counts(string) (int, int64, error)              { return 0, 0, nil }
+func (s *recreatingStore) Sweep(time.Time, Retention) ([]string, error) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	s.sweeps++
+	return nil, nil
+}
+func (*recreatingStore) Counts(string) (int, int64, error) { return 0, 0, nil }
 
 // TestPersistStoreRecreated: when the store reports that its file was
 // deleted and created anew, the hub saves its live sessions and their
@@ -74,4 +80,28 @@ func TestPersistStoreRecreated(t *testing.T) {
 		return sessions[c.sid] && len(streams) == 1
 	})
 	logs.wantLine(t, "recreated store", "session store was deleted", "sessions=1")
+}
+
+// TestPersistBurstWakesSweeper: events stored past sweepAfterBytes wake the
+// sweeper at once, so a burst cannot outgrow the retention until the next
+// periodic sweep.
+func TestPersistBurstWakesSweeper(t *testing.T) {
+	setVar(t, &sweepAfterBytes, 4<<10)
+	setVar(t, &sweepInterval, time.Hour)
+	store := &recreatingStore{sessions: map[string]bool{}, streams: map[string]bool{}}
+	th := startHub(t, twoServers, nil, func(o *Options) { o.Store = store })
+	c := th.connect("/mcp", "2025-11-25", `{}`)
+	s := c.session()
+	st, err := th.h.sessions.openStream(s, false, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for range 8 {
+		st.append(make([]byte, 1<<10), false)
+	}
+	eventually(t, "a sweep after the burst", func() bool {
+		store.mu.Lock()
+		defer store.mu.Unlock()
+		return store.sweeps > 0
+	})
 }

@@ -255,13 +255,16 @@ func (set *sessionSet) sweep() {
 	}
 }
 
-// runSweeper sweeps every sweepInterval until the hub stops.
+// runSweeper sweeps every sweepInterval, and whenever the store has taken
+// enough events since the last sweep, until the hub stops.
 func (set *sessionSet) runSweeper() {
 	t := time.NewTicker(sweepInterval)
 	defer t.Stop()
 	for {
 		select {
 		case <-t.C:
+			set.sweep()
+		case <-set.store.kicked():
 			set.sweep()
 		case <-set.ctx.Done():
 			return
