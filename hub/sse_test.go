@@ -4,6 +4,7 @@ import (
 	"context"
 	"encoding/json"
 	"fmt"
+	"net"
 	"net/http"
 	"strings"
 	"testing"
@@ -350,5 +351,43 @@ func TestSSEClientGoneWithoutEventIDCancelsCall(t *testing.T) {
 	case <-cancelled:
 	case <-time.After(waitFor):
 		t.Fatal("the call was not cancelled upstream after its client went away")
+	}
+}
+
+// TestSSENeverReadingReader: a client opens a GET stream and never reads
+// it while the hub is fed far more than the stream's budget. The memory
+// held stays within the budget, the reader is cut off (its handler ends;
+// TestStreamBlockedWriterUnblocked covers one blocked in a write), and
+// ending the session frees everything it held.
+func TestSSENeverReadingReader(t *testing.T) {
+	const budget = 64 << 10
+	th := startHub(t, fmt.Sprintf("[hub]\nstream_buffer_bytes = %d\n", budget)+twoServers, nil)
+	c := th.connect("/mcp", "2025-11-25", `{}`)
+	conn, err := net.Dial("tcp", th.srv.Listener.Addr().String())
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer conn.Close()
+	fmt.Fprintf(conn, "GET /mcp HTTP/1.1\r\nHost: %s\r\nAccept: text/event-stream\r\nMcp-Session-Id: %s\r\n\r\n", th.srv.Listener.Addr(), c.sid)
+	s := c.session()
+	eventually(t, "the GET stream is served", func() bool { return s.openStreams() == 1 })
+	buf := th.h.sessions.buffers()
+	note := []byte(`{"jsonrpc":"2.0","method":"notifications/message","params":{"level":"info","data":"` + strings.Repeat("x", 10<<10) + `"}}`)
+	most := int64(0)
+	for range 2000 { // 20 MB
+		s.deliver(note)
+		most = max(most, buf.used.Load())
+	}
+	// The stream holds its budget for a resume; once it is cut off, the
+	// session's queue for the next GET stream holds as much again.
+	if limit := 2 * int64(budget+len(note)+eventOverhead); most > limit {
+		t.Errorf("a never-read stream and its session's queue held up to %d bytes; their budgets are %d", most, limit)
+	}
+	eventually(t, "the reader that fell behind is cut off", func() bool { return s.openStreams() == 0 })
+	if r := th.send(http.MethodDelete, "/mcp", "", "Mcp-Session-Id", c.sid); r.status != http.StatusNoContent {
+		t.Fatalf("DELETE: %d", r.status)
+	}
+	if got := buf.used.Load(); got != 0 {
+		t.Errorf("%d bytes still held after the session was deleted", got)
 	}
 }

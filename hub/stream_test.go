@@ -2,7 +2,11 @@ package hub
 
 import (
 	"errors"
+	"net/http"
+	"os"
+	"sync"
 	"testing"
+	"time"
 )
 
 // testBuffers accounts memory against small budgets: one stream may hold
@@ -135,5 +139,75 @@ func TestSessionQueueBudgetAndClose(t *testing.T) {
 	s.close()
 	if got := buf.used.Load(); got != 0 {
 		t.Fatalf("%d bytes still counted after the session closed", got)
+	}
+}
+
+// blockingWriter is a ResponseWriter whose writes block, as on a connection
+// nobody reads, until a write deadline in the past is set.
+type blockingWriter struct {
+	header  http.Header
+	writing chan struct{} // receives when a write starts blocking
+	unblock chan struct{} // closed by a deadline in the past
+	once    sync.Once
+}
+
+func newBlockingWriter() *blockingWriter {
+	return &blockingWriter{header: http.Header{}, writing: make(chan struct{}, 1), unblock: make(chan struct{})}
+}
+
+func (w *blockingWriter) Header() http.Header { return w.header }
+func (w *blockingWriter) WriteHeader(int)     {}
+func (w *blockingWriter) Write(p []byte) (int, error) {
+	select {
+	case w.writing <- struct{}{}:
+	default:
+	}
+	<-w.unblock
+	return 0, os.ErrDeadlineExceeded
+}
+func (w *blockingWriter) Flush() error { return nil }
+func (w *blockingWriter) SetWriteDeadline(d time.Time) error {
+	if !d.IsZero() && !d.After(time.Now()) {
+		w.once.Do(func() { close(w.unblock) })
+	}
+	return nil
+}
+
+// A handler blocked writing to a reader that never reads is unblocked as
+// soon as that reader falls behind its budget, and when the stream is
+// released (its session ended), rather than at its write deadline.
+func TestStreamBlockedWriterUnblocked(t *testing.T) {
+	for _, how := range []string{"lagged", "released"} {
+		t.Run(how, func(t *testing.T) {
+			st := newStream("s", false, testBuffers(cost(4, 100), 1<<30))
+			cursor, err := st.attach(-1)
+			if err != nil {
+				t.Fatal(err)
+			}
+			st.append(make([]byte, 100), false)
+			w := newBlockingWriter()
+			done := make(chan error, 1)
+			never := make(chan struct{})
+			go func() {
+				_, err := st.serve(w, cursor, time.Hour, never, never, nil)
+				done <- err
+			}()
+			<-w.writing
+			if how == "lagged" {
+				for range 10 {
+					st.append(make([]byte, 100), false)
+				}
+			} else {
+				st.release()
+			}
+			select {
+			case err := <-done:
+				if err == nil {
+					t.Errorf("serve ended without an error")
+				}
+			case <-time.After(waitFor):
+				t.Fatal("the blocked handler was not unblocked")
+			}
+		})
 	}
 }
