@@ -153,11 +153,20 @@ func (set *sessionSet) serveReply(w http.ResponseWriter, r *http.Request, s *ses
 		st.delivered()
 		return
 	}
+	set.warnLagged(s, st, err)
 	gone := r.Context().Err() != nil
 	if gone && !st.resumable() {
 		cancel()
 	}
 	set.log.Debug("a reply stream ended before its response", "session", s.id, "stream", st.id, "err", err, "client_gone", gone)
+}
+
+// warnLagged logs a reader cut off for falling behind its stream's budget.
+func (set *sessionSet) warnLagged(s *session, st *stream, err error) {
+	if errors.Is(err, errLagged) {
+		set.log.Warn("cut off a client that fell too far behind its stream; it can resume with Last-Event-ID",
+			"session", s.id, "stream", st.id, "stream_buffer_bytes", set.servers.registry().Hub.StreamBufferBytes)
+	}
 }
 
 // claimStream finds the stream a GET serves: the one its Last-Event-ID
@@ -183,9 +192,11 @@ func (set *sessionSet) serveStream(w http.ResponseWriter, r *http.Request, s *se
 	if !st.post {
 		pull = s.pull
 	}
-	if delivered, _ := st.serve(w, cursor, set.heartbeat, r.Context().Done(), s.ctx.Done(), pull); delivered {
+	delivered, err := st.serve(w, cursor, set.heartbeat, r.Context().Done(), s.ctx.Done(), pull)
+	if delivered {
 		st.delivered()
 	}
+	set.warnLagged(s, st, err)
 }
 
 // writeJSONReply writes a JSON reply; a nil body (a cancelled request) gets
