@@ -14,6 +14,7 @@ import (
 	"strconv"
 	"strings"
 	"sync"
+	"sync/atomic"
 	"time"
 
 	_ "modernc.org/sqlite" // the "sqlite" database/sql driver, pure Go
@@ -25,100 +26,173 @@ var migrations embed.FS
 // FileName is the database file inside the data directory.
 const FileName = "mcphub.db"
 
+// maxConns bounds the pooled connections to the database.
+const maxConns = 4
+
 // Store is mcphub's SQLite database. Open → use → Close. It is safe for
 // concurrent use; writes are meant to come batched through Write.
 type Store struct {
-	db   *sql.DB
 	path string
 
 	// wmu serialises writes: SQLite has one writer at a time, and its busy
 	// handler retries on a schedule rather than in order, so pooled
-	// connections racing for the lock can starve one another.
+	// connections racing for the lock can starve one another. Check holds
+	// it too while it replaces the database, so no write sees the swap.
 	wmu sync.Mutex
-	// insEvent is the hot statement, prepared once.
-	insEvent *sql.Stmt
+	// hmu guards the handle: reads hold it shared for as long as they use
+	// the database, Check and Close hold it alone to replace or close it.
+	// Lock order: wmu, then hmu.
+	hmu sync.RWMutex
+	handle
+	closed bool
+
+	// shrunk counts the writes that deleted events behind the sweep's
+	// back (DeleteSession, a recreated database), so a sweep that measured
+	// the store before one knows its figure is stale.
+	shrunk atomic.Uint64
+}
+
+// handle is one open database file.
+type handle struct {
+	db *sql.DB
+	// insEvent and hasStream are the hot statements, prepared once.
+	insEvent, hasStream *sql.Stmt
+	// file identifies the database file opened, for Check.
+	file os.FileInfo
 }
 
 // Open opens (creating if needed) the database in dir and migrates it to the
-// newest schema. WAL lets readers run beside the writer; busy_timeout rides
-// out short lock contention; foreign keys make deleting a session delete its
-// streams, events and calls.
+// newest schema.
 func Open(dir string) (*Store, error) {
-	if err := os.MkdirAll(dir, 0o700); err != nil {
-		return nil, fmt.Errorf("store: %w", err)
+	s := &Store{path: filepath.Join(dir, FileName)}
+	h, err := openDB(s.path)
+	if err != nil {
+		return nil, err
 	}
-	path := filepath.Join(dir, FileName)
+	s.handle = h
+	return s, nil
+}
+
+// openDB creates (if needed), opens and migrates the database at path.
+func openDB(path string) (handle, error) {
+	if err := os.MkdirAll(filepath.Dir(path), 0o700); err != nil {
+		return handle{}, fmt.Errorf("store: %w", err)
+	}
 	// Created private before SQLite opens it: the -wal and -shm files it
 	// makes next take the database file's mode, and they hold the same data.
 	if f, err := os.OpenFile(path, os.O_RDWR|os.O_CREATE, 0o600); err == nil {
 		f.Close()
 	}
+	db, err := sql.Open("sqlite", dsn(path))
+	if err != nil {
+		return handle{}, fmt.Errorf("store: open %s: %w", path, err)
+	}
+	h := handle{db: db}
+	// Connections are kept, not closed and reopened as load varies: each
+	// open runs the pragmas, and once the file is deleted a new one fails
+	// where a kept one goes on until Check replaces the database.
+	db.SetMaxOpenConns(maxConns)
+	db.SetMaxIdleConns(maxConns)
+	if err := migrate(db, path); err != nil {
+		h.close()
+		return handle{}, err
+	}
+	if h.insEvent, err = db.Prepare(`INSERT OR IGNORE INTO events (stream_id, seq, session_id, data, size, stored) VALUES (?, ?, ?, ?, ?, ?)`); err == nil {
+		h.hasStream, err = db.Prepare(`SELECT EXISTS (SELECT 1 FROM streams WHERE id = ?)`)
+	}
+	if err == nil {
+		h.file, err = os.Stat(path)
+	}
+	if err != nil {
+		h.close()
+		return handle{}, fmt.Errorf("store: %w", err)
+	}
+	// On Windows the file's identity is read on first comparison, from
+	// whatever is at the path then: read it now, while it is this file.
+	os.SameFile(h.file, h.file)
+	return h, nil
+}
+
+// close closes the statements and the database.
+func (h handle) close() error {
+	for _, st := range []*sql.Stmt{h.insEvent, h.hasStream} {
+		if st != nil {
+			st.Close()
+		}
+	}
+	return h.db.Close()
+}
+
+// dsn is the driver's name for the database at path. WAL lets readers run
+// beside the writer; busy_timeout rides out short lock contention; foreign
+// keys make deleting a session delete its streams, events and calls.
+func dsn(path string) string {
 	q := url.Values{}
 	for _, p := range []string{"busy_timeout(5000)", "journal_mode(WAL)", "foreign_keys(1)", "synchronous(NORMAL)"} {
 		q.Add("_pragma", p)
 	}
+	// mode=rw: SQLite never creates the file itself. A connection the pool
+	// opens after the file was deleted then fails, rather than starting an
+	// empty database beside the old one's -wal, until Check recreates it.
+	q.Set("mode", "rw")
 	// The path goes into a URI: characters that URIs give a meaning must
 	// be escaped, or a data dir named "a?b" opens a database named "a".
 	escaped := strings.NewReplacer("%", "%25", "?", "%3F", "#", "%23").Replace(path)
-	db, err := sql.Open("sqlite", "file:"+escaped+"?"+q.Encode())
-	if err != nil {
-		return nil, fmt.Errorf("store: open %s: %w", path, err)
-	}
-	db.SetMaxOpenConns(4)
-	s := &Store{db: db, path: path}
-	if err := s.migrate(); err != nil {
-		db.Close()
-		return nil, err
-	}
-	s.insEvent, err = db.Prepare(`INSERT OR IGNORE INTO events (stream_id, seq, session_id, data) VALUES (?, ?, ?, ?)`)
-	if err != nil {
-		db.Close()
-		return nil, fmt.Errorf("store: %w", err)
-	}
-	return s, nil
+	return "file:" + escaped + "?" + q.Encode()
 }
 
 // Path is the database file.
 func (s *Store) Path() string { return s.path }
 
-// Close closes the database.
+// Close closes the database. It is idempotent.
 func (s *Store) Close() error {
-	if s.insEvent != nil {
-		s.insEvent.Close()
+	s.wmu.Lock()
+	defer s.wmu.Unlock()
+	s.hmu.Lock()
+	defer s.hmu.Unlock()
+	if s.closed {
+		return nil
 	}
-	return s.db.Close()
+	s.closed = true
+	return s.handle.close()
 }
 
 // SchemaVersion reports the schema version the database is at.
 func (s *Store) SchemaVersion() (int, error) {
+	s.hmu.RLock()
+	defer s.hmu.RUnlock()
+	return schemaVersion(s.db)
+}
+
+func schemaVersion(db *sql.DB) (int, error) {
 	var v int
-	err := s.db.QueryRow("PRAGMA user_version").Scan(&v)
+	err := db.QueryRow("PRAGMA user_version").Scan(&v)
 	return v, err
 }
 
 // migrate applies, in order and each in its own transaction, every embedded
 // migration newer than the database's user_version.
-func (s *Store) migrate() error {
+func migrate(db *sql.DB, path string) error {
 	names, err := fs.Glob(migrations, "migrations/*.sql")
 	if err != nil {
 		return err
 	}
 	sort.Strings(names)
-	current, err := s.SchemaVersion()
+	current, err := schemaVersion(db)
 	if err != nil {
-		return fmt.Errorf("store: read schema version: %w", err)
+		return fmt.Errorf("store: read schema version of %s: %w", path, err)
 	}
 	if current > len(names) {
-		return fmt.Errorf("store: %s has schema version %d, newer than this mcphub knows (%d); use a newer mcphub or another --data-dir", s.path, current, len(names))
+		return fmt.Errorf("store: %s has schema version %d, newer than this mcphub knows (%d); use a newer mcphub or another --data-dir", path, current, len(names))
 	}
 	for i := current; i < len(names); i++ {
 		body, err := migrations.ReadFile(names[i])
 		if err != nil {
 			return err
 		}
-		tx, err := s.db.Begin()
+		tx, err := db.Begin()
 		if err != nil {
-			return err
+			return fmt.Errorf("store: %w", err)
 		}
 		if _, err := tx.Exec(string(body)); err != nil {
 			tx.Rollback()
@@ -126,7 +200,7 @@ func (s *Store) migrate() error {
 		}
 		if _, err := tx.Exec("PRAGMA user_version = " + strconv.Itoa(i+1)); err != nil {
 			tx.Rollback()
-			return err
+			return fmt.Errorf("store: %w", err)
 		}
 		if err := tx.Commit(); err != nil {
 			return fmt.Errorf("store: migration %s: %w", names[i], err)
@@ -179,6 +253,11 @@ type Op struct {
 // Write applies a batch of writes in one transaction, in order. Batching is
 // what keeps persistence cheap: one commit covers every event that arrived
 // while the previous one was being written.
+//
+// A write for a session or stream that is no longer stored (an event, a
+// stream or a call that arrives after its session was deleted) is skipped:
+// it has nothing left to belong to, and failing on it would lose the rest
+// of the batch.
 func (s *Store) Write(ops []Op) error {
 	s.wmu.Lock()
 	defer s.wmu.Unlock()
@@ -187,23 +266,48 @@ func (s *Store) Write(ops []Op) error {
 		return fmt.Errorf("store: %w", err)
 	}
 	defer tx.Rollback()
-	var insEvent *sql.Stmt
+	var insEvent, hasStream *sql.Stmt
+	// streams says which streams are stored, as far as this batch has
+	// looked: one lookup per stream rather than per event.
+	streams := map[string]bool{}
+	stored := time.Now().UnixNano()
+	deletes := false
 	for _, op := range ops {
-		if op.Event != nil {
-			if insEvent == nil {
-				insEvent = tx.Stmt(s.insEvent)
+		ev := op.Event
+		if ev == nil {
+			if op.DeleteSession != "" {
+				deletes = true
+				clear(streams)
+			} else if op.Stream != nil {
+				delete(streams, op.Stream.ID)
 			}
-			if _, err := insEvent.Exec(op.Event.Stream, op.Event.Seq, op.Event.Session, op.Event.Data); err != nil {
+			if err := apply(tx, op); err != nil {
 				return fmt.Errorf("store: %w", err)
 			}
 			continue
 		}
-		if err := apply(tx, op); err != nil {
+		if insEvent == nil {
+			insEvent, hasStream = tx.Stmt(s.insEvent), tx.Stmt(s.hasStream)
+		}
+		ok, known := streams[ev.Stream]
+		if !known {
+			if err := hasStream.QueryRow(ev.Stream).Scan(&ok); err != nil {
+				return fmt.Errorf("store: %w", err)
+			}
+			streams[ev.Stream] = ok
+		}
+		if !ok {
+			continue
+		}
+		if _, err := insEvent.Exec(ev.Stream, ev.Seq, ev.Session, ev.Data, len(ev.Data), stored); err != nil {
 			return fmt.Errorf("store: %w", err)
 		}
 	}
 	if err := tx.Commit(); err != nil {
 		return fmt.Errorf("store: commit: %w", err)
+	}
+	if deletes {
+		s.shrunk.Add(1)
 	}
 	return nil
 }
@@ -211,35 +315,22 @@ func (s *Store) Write(ops []Op) error {
 func apply(tx *sql.Tx, op Op) error {
 	switch {
 	case op.Session != nil:
-		se := op.Session
-		if _, err := tx.Exec(`INSERT INTO sessions (id, endpoint, version, client_info, capabilities, log_level, created, last_seen)
-			VALUES (?, ?, ?, ?, ?, ?, ?, ?)
-			ON CONFLICT (id) DO UPDATE SET log_level = excluded.log_level, last_seen = excluded.last_seen`,
-			se.ID, se.Endpoint, se.Version, se.ClientInfo, se.Capabilities, se.LogLevel, se.Created.UnixNano(), se.LastSeen.UnixNano()); err != nil {
-			return err
-		}
-		if se.Subscriptions == nil {
-			return nil
-		}
-		if _, err := tx.Exec(`DELETE FROM subscriptions WHERE session_id = ?`, se.ID); err != nil {
-			return err
-		}
-		for _, uri := range se.Subscriptions {
-			if _, err := tx.Exec(`INSERT INTO subscriptions (session_id, uri) VALUES (?, ?)`, se.ID, uri); err != nil {
-				return err
-			}
-		}
+		return saveSession(tx, op.Session)
 	case op.DeleteSession != "":
 		_, err := tx.Exec(`DELETE FROM sessions WHERE id = ?`, op.DeleteSession)
 		return err
 	case op.Stream != nil:
-		_, err := tx.Exec(`INSERT INTO streams (id, session_id, post, request_id, finished) VALUES (?, ?, ?, ?, ?)
+		// The WHERE clause also keeps the upsert's ON from reading as a
+		// join constraint.
+		_, err := tx.Exec(`INSERT INTO streams (id, session_id, post, request_id, finished)
+			SELECT ?1, ?2, ?3, ?4, ?5 WHERE EXISTS (SELECT 1 FROM sessions WHERE id = ?2)
 			ON CONFLICT (id) DO UPDATE SET finished = excluded.finished`,
 			op.Stream.ID, op.Stream.Session, op.Stream.Post, op.Stream.RequestID, op.Stream.Finished)
 		return err
 	case op.Call != nil:
 		c := op.Call
-		_, err := tx.Exec(`INSERT OR REPLACE INTO calls (stream_id, server, upstream_id, hub_token, progress_token) VALUES (?, ?, ?, ?, ?)`,
+		_, err := tx.Exec(`INSERT OR REPLACE INTO calls (stream_id, server, upstream_id, hub_token, progress_token)
+			SELECT ?1, ?2, ?3, ?4, ?5 WHERE EXISTS (SELECT 1 FROM streams WHERE id = ?1)`,
 			c.Stream, c.Server, c.UpstreamID, c.HubToken, c.ProgressToken)
 		return err
 	case op.DeleteCall != "":
@@ -249,8 +340,31 @@ func apply(tx *sql.Tx, op Op) error {
 	return nil
 }
 
+func saveSession(tx *sql.Tx, se *Session) error {
+	if _, err := tx.Exec(`INSERT INTO sessions (id, endpoint, version, client_info, capabilities, log_level, created, last_seen)
+		VALUES (?, ?, ?, ?, ?, ?, ?, ?)
+		ON CONFLICT (id) DO UPDATE SET log_level = excluded.log_level, last_seen = excluded.last_seen`,
+		se.ID, se.Endpoint, se.Version, se.ClientInfo, se.Capabilities, se.LogLevel, se.Created.UnixNano(), se.LastSeen.UnixNano()); err != nil {
+		return err
+	}
+	if se.Subscriptions == nil {
+		return nil
+	}
+	if _, err := tx.Exec(`DELETE FROM subscriptions WHERE session_id = ?`, se.ID); err != nil {
+		return err
+	}
+	for _, uri := range se.Subscriptions {
+		if _, err := tx.Exec(`INSERT INTO subscriptions (session_id, uri) VALUES (?, ?)`, se.ID, uri); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
 // Sessions loads every stored session with its subscriptions.
 func (s *Store) Sessions() ([]Session, error) {
+	s.hmu.RLock()
+	defer s.hmu.RUnlock()
 	rows, err := s.db.Query(`SELECT id, endpoint, version, client_info, capabilities, log_level, created, last_seen FROM sessions ORDER BY created`)
 	if err != nil {
 		return nil, fmt.Errorf("store: %w", err)
@@ -298,6 +412,8 @@ func (s *Store) strings(query string, args ...any) ([]string, error) {
 
 // Streams loads a session's streams with the seq after their last event.
 func (s *Store) Streams(session string) ([]Stream, error) {
+	s.hmu.RLock()
+	defer s.hmu.RUnlock()
 	rows, err := s.db.Query(`SELECT s.id, s.post, s.request_id, s.finished,
 		MAX(s.floor_seq, COALESCE((SELECT MAX(seq) + 1 FROM events e WHERE e.stream_id = s.id), 0))
 		FROM streams s WHERE s.session_id = ?`, session)
@@ -318,6 +434,8 @@ func (s *Store) Streams(session string) ([]Stream, error) {
 
 // EventsAfter returns a stream's stored events with seq > after, in order.
 func (s *Store) EventsAfter(stream string, after int) ([]Event, error) {
+	s.hmu.RLock()
+	defer s.hmu.RUnlock()
 	rows, err := s.db.Query(`SELECT session_id, seq, data FROM events WHERE stream_id = ? AND seq > ? ORDER BY seq`, stream, after)
 	if err != nil {
 		return nil, fmt.Errorf("store: %w", err)
@@ -336,6 +454,8 @@ func (s *Store) EventsAfter(stream string, after int) ([]Event, error) {
 
 // Calls loads where every request in flight on a POST stream went.
 func (s *Store) Calls() ([]Call, error) {
+	s.hmu.RLock()
+	defer s.hmu.RUnlock()
 	rows, err := s.db.Query(`SELECT stream_id, server, upstream_id, hub_token, progress_token FROM calls`)
 	if err != nil {
 		return nil, fmt.Errorf("store: %w", err)
@@ -354,95 +474,18 @@ func (s *Store) Calls() ([]Call, error) {
 
 // Counts reports a session's stored events and their bytes.
 func (s *Store) Counts(session string) (events int, bytes int64, err error) {
-	err = s.db.QueryRow(`SELECT COUNT(*), COALESCE(SUM(COALESCE(LENGTH(data), 0)), 0) FROM events WHERE session_id = ?`, session).Scan(&events, &bytes)
-	return events, bytes, err
+	s.hmu.RLock()
+	defer s.hmu.RUnlock()
+	return s.counts(session)
 }
 
-// Sweep deletes sessions last seen before idleBefore (with everything they
-// own), then trims every session to its newest maxEvents events and maxBytes
-// bytes. It returns the ids of the sessions it deleted.
-//
-// It takes the write lock for one step at a time (the expiry, then each
-// session's trim), so the hub's batched writes, which hold events back
-// from the wire until committed, never wait for a whole sweep.
-func (s *Store) Sweep(idleBefore time.Time, maxEvents int, maxBytes int64) ([]string, error) {
-	expired, err := s.strings(`SELECT id FROM sessions WHERE last_seen < ?`, idleBefore.UnixNano())
+// counts reads a session's figures from the events_session index alone.
+func (s *Store) counts(session string) (events int, bytes int64, err error) {
+	err = s.db.QueryRow(`SELECT COUNT(*), COALESCE(SUM(size), 0) FROM events WHERE session_id = ?`, session).Scan(&events, &bytes)
 	if err != nil {
-		return nil, err
+		return 0, 0, fmt.Errorf("store: %w", err)
 	}
-	if len(expired) > 0 {
-		ph := strings.TrimSuffix(strings.Repeat("?,", len(expired)), ",")
-		args := make([]any, len(expired))
-		for i, id := range expired {
-			args[i] = id
-		}
-		s.wmu.Lock()
-		_, err := s.db.Exec(`DELETE FROM sessions WHERE id IN (`+ph+`)`, args...)
-		s.wmu.Unlock()
-		if err != nil {
-			return nil, fmt.Errorf("store: %w", err)
-		}
-	}
-	ids, err := s.strings(`SELECT id FROM sessions`)
-	if err != nil {
-		return expired, err
-	}
-	for _, id := range ids {
-		if err := s.trim(id, maxEvents, maxBytes); err != nil {
-			return expired, err
-		}
-	}
-	return expired, nil
-}
-
-// trim deletes a session's oldest events beyond the budget.
-func (s *Store) trim(session string, maxEvents int, maxBytes int64) error {
-	s.wmu.Lock()
-	defer s.wmu.Unlock()
-	n, size, err := s.Counts(session)
-	if err != nil || (n <= maxEvents && size <= maxBytes) {
-		return err
-	}
-	rows, err := s.db.Query(`SELECT id, COALESCE(LENGTH(data), 0) FROM events WHERE session_id = ? ORDER BY id DESC`, session)
-	if err != nil {
-		return fmt.Errorf("store: %w", err)
-	}
-	var keep int
-	var total int64
-	cutoff := int64(-1)
-	for rows.Next() {
-		var id, l int64
-		if err := rows.Scan(&id, &l); err != nil {
-			rows.Close()
-			return fmt.Errorf("store: %w", err)
-		}
-		if keep+1 > maxEvents || total+l > maxBytes {
-			cutoff = id
-			break
-		}
-		keep++
-		total += l
-	}
-	rows.Close()
-	if cutoff < 0 {
-		return nil
-	}
-	tx, err := s.db.Begin()
-	if err != nil {
-		return fmt.Errorf("store: %w", err)
-	}
-	defer tx.Rollback()
-	// Remember how far each stream was purged, so its next seq stays past
-	// every event it ever had even when none is left.
-	if _, err := tx.Exec(`UPDATE streams SET floor_seq = MAX(floor_seq,
-		COALESCE((SELECT MAX(seq) + 1 FROM events e WHERE e.stream_id = streams.id AND e.id <= ?), 0))
-		WHERE session_id = ?`, cutoff, session); err != nil {
-		return fmt.Errorf("store: %w", err)
-	}
-	if _, err := tx.Exec(`DELETE FROM events WHERE session_id = ? AND id <= ?`, session, cutoff); err != nil {
-		return fmt.Errorf("store: %w", err)
-	}
-	return tx.Commit()
+	return events, bytes, nil
 }
 
 // ErrNotFound is returned for state that was never saved.
@@ -459,6 +502,8 @@ func (s *Store) SaveUpstream(server string, state []byte) error {
 
 // Upstream loads an upstream's connection state.
 func (s *Store) Upstream(server string) ([]byte, error) {
+	s.hmu.RLock()
+	defer s.hmu.RUnlock()
 	var state []byte
 	err := s.db.QueryRow(`SELECT state FROM upstreams WHERE server = ?`, server).Scan(&state)
 	if errors.Is(err, sql.ErrNoRows) {
@@ -490,6 +535,8 @@ func (s *Store) SaveCatalog(server string, items map[string][]byte) error {
 
 // Catalog loads what SaveCatalog recorded for a server.
 func (s *Store) Catalog(server string) (map[string][]byte, error) {
+	s.hmu.RLock()
+	defer s.hmu.RUnlock()
 	rows, err := s.db.Query(`SELECT method, items FROM catalog WHERE server = ?`, server)
 	if err != nil {
 		return nil, err

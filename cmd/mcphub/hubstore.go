@@ -8,7 +8,8 @@ import (
 )
 
 // hubStore adapts store.Store to hub.Store; the records have the same
-// fields, so each conversion is a plain type conversion.
+// fields, so each conversion is a plain type conversion. Check and Counts
+// are store.Store's own, promoted.
 type hubStore struct{ *store.Store }
 
 func (s hubStore) Write(ops []hub.StoreOp) error {
@@ -73,7 +74,5 @@ func (s hubStore) Calls() ([]hub.CallRecord, error) {
 }
 
 func (s hubStore) Sweep(idleBefore time.Time, keep hub.Retention) ([]string, error) {
-	return s.Store.Sweep(idleBefore, keep.SessionEvents, keep.SessionBytes)
+	return s.Store.Sweep(idleBefore, store.Retention(keep))
 }
-
-func (s hubStore) Check() (bool, error) { return false, nil }
