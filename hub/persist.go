@@ -31,7 +31,9 @@ type Store interface {
 	Counts(session string) (events int, bytes int64, err error)
 }
 
-// Retention bounds the stored events: by age, per session, and in all.
+// Retention bounds the stored events: by age, per session, and in all. A
+// zero field sets no bound; the hub always passes the registry's positive
+// settings.
 type Retention struct {
 	Before        time.Time // events stored before it go
 	SessionEvents int       // per session, newest kept
