@@ -25,8 +25,11 @@ var rooms = map[string][]string{
 	"registry":         {"github.com/BurntSushi/toml", "github.com/fsnotify/fsnotify", "internal"},
 	"client":           {"golang.org/x/oauth2", "github.com/modelcontextprotocol/go-sdk/oauthex", "golang.org/x/sys", "internal"},
 	"bridge":           {"client", "internal"},
-	"hub":              {"registry", "internal"},
+	"hub":              {"registry", "internal", "github.com/google/uuid"},
 	"store":            {"modernc.org/sqlite"},
+	// The file lock shared by registry edits and serve.lock: LockFileEx
+	// on Windows.
+	"internal/filelock": {"golang.org/x/sys"},
 }
 
 // room returns the room a package belongs to: its path inside the module,
@@ -154,6 +157,8 @@ func TestRoomTableCatchesAViolation(t *testing.T) {
 		{module + "/store", "modernc.org/sqlite", true},
 		{module + "/cmd/mcphub", module + "/store", true},
 		{module + "/internal/jsonrpc", module + "/internal/jsonrpc", true},
+		{module + "/internal/filelock", "golang.org/x/sys/windows", true},
+		{module + "/internal/jsonrpc", "golang.org/x/sys/windows", false},
 	}
 	for _, c := range cases {
 		got := violations([]goPackage{{ImportPath: c.pkg, Imports: []string{c.imp}}}, isStandard)

@@ -2,11 +2,8 @@ package registry
 
 import (
 	"bytes"
-	"errors"
 	"fmt"
-	"io/fs"
 	"maps"
-	"os"
 	"path/filepath"
 	"slices"
 	"strings"
@@ -15,8 +12,9 @@ import (
 // The edit functions change hub.toml as text, because re-encoding the TOML
 // would drop the user's comments and layout: they cut or splice byte spans
 // found by the locator, re-parse the result and write it only when it is
-// valid, atomically (temporary file, fsync, rename, fsync of the directory),
-// with the original file's mode.
+// valid, atomically (temporary file, fsync, exchange or rename, fsync of the
+// directory), with the original file's mode, under an edit lock that every
+// mcphub process respects (lock.go), and read the result back.
 //
 // Validation of the result uses the real environment with one exception: an
 // unset ${VAR} in a server the edit did not touch does not block the edit.
@@ -158,123 +156,6 @@ func unknownServer(path, name string, reg *Registry) error {
 
 func notATable(name string) error {
 	return fmt.Errorf("registry: server %q is not written as a [servers.%s] table, so it cannot be edited automatically; edit the file by hand", name, name)
-}
-
-var errConcurrent = errors.New("file changed while editing")
-
-// editFile runs one read-change-validate-write cycle, retrying when another
-// writer changed the file in between. dropTarget ignores problems the file
-// already has in the target server (it is being replaced or removed).
-func editFile(path, target string, create, dropTarget bool,
-	change func([]byte, *layout, *Registry) ([]byte, error), verify func(*Registry) error) error {
-	real := path
-	if r, err := filepath.EvalSymlinks(path); err == nil {
-		real = r // keep a symlinked hub.toml (dotfiles) a symlink
-	}
-	for range 3 {
-		src, exists, mode, err := readForEdit(real, create)
-		if err != nil {
-			return err
-		}
-		reg, errs := parse(path, src, os.LookupEnv)
-		if reg == nil {
-			return fmt.Errorf("registry: cannot edit %s: it does not parse (nothing was changed):\n%w", path, errs)
-		}
-		// Unset variables already in the file never block an edit (the
-		// post-check below decides about the touched server).
-		pre := errs.filter(func(e *Error) bool { return !e.unset && !(dropTarget && e.server == target) })
-		if len(pre) > 0 {
-			return fmt.Errorf("registry: %s has problems; fix them first (nothing was changed):\n%w", path, pre)
-		}
-		out, err := change(src, locate(src), reg)
-		if err != nil || out == nil {
-			return err
-		}
-		reg2, errs2 := parse(path, out, os.LookupEnv)
-		post := errs2.filter(func(e *Error) bool { return !(e.unset && e.server != target) })
-		if reg2 == nil || len(post) > 0 {
-			return &resultError{path: path, errs: post}
-		}
-		if err := verify(reg2); err != nil {
-			return err
-		}
-		err = writeAtomic(real, src, exists, out, mode)
-		if !errors.Is(err, errConcurrent) {
-			return err
-		}
-	}
-	return fmt.Errorf("registry: %s kept changing while it was being edited; try again", path)
-}
-
-func readForEdit(path string, create bool) ([]byte, bool, fs.FileMode, error) {
-	st, err := os.Stat(path)
-	if errors.Is(err, fs.ErrNotExist) && create {
-		return nil, false, 0o600, nil
-	}
-	if err != nil {
-		return nil, false, 0, fmt.Errorf("registry: %w", err)
-	}
-	src, err := os.ReadFile(path)
-	if err != nil {
-		return nil, false, 0, fmt.Errorf("registry: %w", err)
-	}
-	return src, true, st.Mode().Perm(), nil
-}
-
-// writeAtomic replaces path with data, unless the file no longer holds orig.
-func writeAtomic(path string, orig []byte, existed bool, data []byte, mode fs.FileMode) (err error) {
-	dir := filepath.Dir(path)
-	if !existed {
-		if err := os.MkdirAll(dir, 0o700); err != nil {
-			return fmt.Errorf("registry: %w", err)
-		}
-	}
-	f, err := os.CreateTemp(dir, "."+filepath.Base(path)+".*.tmp")
-	if err != nil {
-		return fmt.Errorf("registry: %w", err)
-	}
-	tmp := f.Name()
-	defer func() {
-		if err != nil {
-			_ = os.Remove(tmp)
-		}
-	}()
-	_, err = f.Write(data)
-	if err == nil {
-		err = f.Sync()
-	}
-	if err == nil {
-		err = f.Chmod(mode)
-	}
-	if cerr := f.Close(); err == nil {
-		err = cerr
-	}
-	if err != nil {
-		return fmt.Errorf("registry: write %s: %w", path, err)
-	}
-	// Optimistic concurrency: another `mcphub add` may have written since
-	// we read; the caller then starts again from the new content.
-	cur, rerr := os.ReadFile(path)
-	switch {
-	case rerr == nil && (!existed || !bytes.Equal(cur, orig)):
-		return errConcurrent
-	case rerr != nil && (existed || !errors.Is(rerr, fs.ErrNotExist)):
-		return errConcurrent
-	}
-	if err = os.Rename(tmp, path); err != nil {
-		return fmt.Errorf("registry: %w", err)
-	}
-	syncDir(dir)
-	return nil
-}
-
-// syncDir makes a rename durable. Some systems cannot sync a directory;
-// the rename has happened either way, so errors are ignored.
-func syncDir(dir string) {
-	if d, err := os.Open(dir); err == nil {
-		_ = d.Sync()
-		_ = d.Close()
-	}
 }
 
 func splice(src []byte, from, to int, text string) []byte {

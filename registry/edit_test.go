@@ -363,7 +363,7 @@ func TestEditKeepsSymlink(t *testing.T) {
 
 func TestWriteAtomicDetectsConcurrentChange(t *testing.T) {
 	path := writeFile(t, "a", 0o600)
-	if err := writeAtomic(path, []byte("old"), true, []byte("new"), 0o600); !errors.Is(err, errConcurrent) {
+	if _, err := writeAtomic(path, []byte("old"), true, []byte("new"), 0o600); !errors.Is(err, errConcurrent) {
 		t.Fatalf("err = %v", err)
 	}
 	if readFile(t, path) != "a" {

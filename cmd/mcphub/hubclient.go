@@ -164,7 +164,7 @@ func fetchStatus(ctx context.Context, t hubTarget) (*hub.Status, error) {
 // control calls a control endpoint of the running hub and decodes its
 // answer into out (when set).
 func (a *app) control(ctx context.Context, method, path string, want int, out any) error {
-	t, _, err := a.target()
+	t, _, err := a.statusTarget()
 	if err != nil {
 		return err
 	}

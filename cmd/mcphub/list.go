@@ -42,12 +42,21 @@ func newListCmd(a *app) *cobra.Command {
 enabled, and its prefix. When a hub is running at the registry's listen
 address, each server's live state is shown too (connected, starting,
 restarting, failed with the last error) with its tool count. Env and header
-values are never shown.`,
+values are never shown. Without a registry file, list says so and creates
+none.`,
 		Args: cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {
-			reg, err := a.loadRegistry()
+			reg, err := a.loadExistingRegistry()
 			if err != nil {
 				return a.printRegistryErrors(err)
+			}
+			if reg == nil {
+				if asJSON {
+					fmt.Fprintln(a.stdout, "[]")
+					return nil
+				}
+				fmt.Fprintln(a.stdout, a.noRegistryHint())
+				return nil
 			}
 			ctx := cmd.Context()
 			if ctx == nil {

@@ -3,15 +3,20 @@ package main
 import (
 	"errors"
 	"fmt"
+	"io/fs"
 	"time"
 
 	"github.com/mcphub/mcphub/registry"
 )
 
 // ensureRegistry creates the registry from the built-in default when there is
-// none yet, and says where, so the user knows which file to edit.
+// none yet, and says where, so the user knows which file to edit. It holds
+// the registry's edit lock while it does, so that concurrent first commands
+// (several `mcphub add` at once on a new machine) neither read a half-written
+// file nor lose their edits to the default text. Commands that only look at
+// the registry (list, status) do not call it; see loadExistingRegistry.
 func (a *app) ensureRegistry() error {
-	created, err := registry.EnsureExists(a.configPath)
+	created, err := registry.EnsureExistsLocked(a.configPath)
 	if err != nil {
 		return err
 	}
@@ -27,6 +32,23 @@ func (a *app) loadRegistry() (*registry.Registry, error) {
 		return nil, err
 	}
 	return registry.Load(a.configPath)
+}
+
+// loadExistingRegistry reads and validates the registry without creating
+// it: commands that only look (list, status) leave a machine without a
+// registry as it is. It returns nil, nil when there is no registry file.
+func (a *app) loadExistingRegistry() (*registry.Registry, error) {
+	reg, err := registry.Load(a.configPath)
+	if errors.Is(err, fs.ErrNotExist) {
+		return nil, nil
+	}
+	return reg, err
+}
+
+// noRegistryHint says that the registry does not exist yet and which
+// commands create it.
+func (a *app) noRegistryHint() string {
+	return fmt.Sprintf("there is no registry at %s yet; `mcphub add NAME -- COMMAND [ARGS...]` or `mcphub serve` creates it", a.configPath)
 }
 
 // printRegistryErrors prints every problem of a registry, one per line, and

@@ -7,6 +7,8 @@ import (
 	"os"
 	"path/filepath"
 	"time"
+
+	"github.com/mcphub/mcphub/internal/filelock"
 )
 
 // runInfo is what a running `mcphub serve` records in its data directory:
@@ -27,8 +29,8 @@ var errDataDirBusy = errors.New("the data directory is in use")
 // lockDataDir takes the data directory for this hub: an exclusive lock on
 // serve.lock, which also records where the hub listens. A second hub on the
 // same directory is refused; the system drops the lock when a hub dies, even
-// by SIGKILL, so a stale file never blocks a new start. The lock itself is
-// per OS (runfile_unix.go, runfile_windows.go).
+// by SIGKILL, so a stale file never blocks a new start. The lock is
+// filelock's, the one registry edits take too.
 func lockDataDir(dir string, info runInfo) (release func(), err error) {
 	if err := os.MkdirAll(dir, 0o700); err != nil {
 		return nil, fmt.Errorf("data directory: %w", err)
@@ -38,8 +40,11 @@ func lockDataDir(dir string, info runInfo) (release func(), err error) {
 	if err != nil {
 		return nil, fmt.Errorf("data directory: %w", err)
 	}
-	if err := lockFile(f); err != nil {
+	if err := filelock.TryLock(f); err != nil {
 		f.Close()
+		if !errors.Is(err, filelock.ErrLocked) {
+			return nil, fmt.Errorf("data directory: %w", err)
+		}
 		other := ""
 		if prev, rerr := readRunInfo(dir); rerr == nil {
 			other = fmt.Sprintf(" by mcphub pid %d listening on %s", prev.PID, prev.Listen)
@@ -53,7 +58,7 @@ func lockDataDir(dir string, info runInfo) (release func(), err error) {
 	}
 	return func() {
 		f.Truncate(0)
-		unlockFile(f)
+		filelock.Unlock(f)
 		f.Close()
 	}, nil
 }

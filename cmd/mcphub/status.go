@@ -5,12 +5,15 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"io/fs"
+	"os"
 	"text/tabwriter"
 	"time"
 
 	"github.com/spf13/cobra"
 
 	"github.com/mcphub/mcphub/hub"
+	"github.com/mcphub/mcphub/registry"
 )
 
 func newStatusCmd(a *app) *cobra.Command {
@@ -22,10 +25,11 @@ func newStatusCmd(a *app) *cobra.Command {
 server's state (connected, starting, restarting, crash-loop, failed,
 disabled), pid, uptime, tool count, restarts and last error, plus the
 registry error when the file on disk does not load. Exits 1 when no hub is
-running there.`,
+running there. Without a registry file, status asks the hub recorded in the
+data directory, else the default address, and creates no registry.`,
 		Args: cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {
-			t, _, err := a.target()
+			t, noRegistry, err := a.statusTarget()
 			if err != nil {
 				return err
 			}
@@ -36,6 +40,9 @@ running there.`,
 			st, err := fetchStatus(ctx, t)
 			if errors.Is(err, errNoHub) {
 				fmt.Fprintf(a.stdout, "no mcphub is running at %s (start one with: mcphub serve)\n", t.listen)
+				if noRegistry {
+					fmt.Fprintln(a.stdout, a.noRegistryHint())
+				}
 				return exitError{code: 1}
 			}
 			if err != nil {
@@ -52,6 +59,26 @@ running there.`,
 	}
 	cmd.Flags().BoolVar(&asJSON, "json", false, "print the hub's status JSON")
 	return cmd
+}
+
+// statusTarget is the hub status asks, found as target finds it but without
+// creating the registry: when there is no registry file, the hub recorded
+// in the data directory (a hub serving another registry), else the address
+// of the built-in default registry. noRegistry reports that case.
+func (a *app) statusTarget() (t hubTarget, noRegistry bool, err error) {
+	if _, err := os.Stat(a.configPath); !errors.Is(err, fs.ErrNotExist) {
+		t, _, err := a.target()
+		return t, false, err
+	}
+	if info, err := readRunInfo(a.dataDir); err == nil {
+		return hubTarget{listen: info.Listen, tlsCert: info.TLSCert}, true, nil
+	}
+	reg, err := registry.Parse(a.configPath, registry.DefaultRegistry(), os.LookupEnv)
+	if err != nil {
+		return hubTarget{}, true, fmt.Errorf("the built-in default registry: %w", err)
+	}
+	tok, _ := hubToken(reg)
+	return targetOf(reg.Hub, tok), true, nil
 }
 
 func printStatus(a *app, st *hub.Status) {
