@@ -101,7 +101,11 @@ func wait(ctx context.Context, ch chan result, t transport) (res json.RawMessage
 func (c *Conn) forget(key string) {
 	c.mu.Lock()
 	delete(c.pending, key)
+	t := c.t
 	c.mu.Unlock()
+	if f, ok := t.(interface{ forgetCall(key string) }); ok {
+		f.forgetCall(key)
+	}
 }
 
 // cancelUpstream tells the server to stop working on request id. It is sent
@@ -150,9 +154,10 @@ func (c *Conn) Notify(ctx context.Context, method string, params json.RawMessage
 	return t.send(ctx, msg, msg.Encode())
 }
 
-// failCall ends one pending call with err; transports use it when the stream
-// that should have carried a response is lost for good.
-func (c *Conn) failCall(id json.RawMessage, err error) {
+// failCall ends one pending call with err, reporting whether there was
+// one; transports use it when the stream that should have carried a
+// response is lost for good.
+func (c *Conn) failCall(id json.RawMessage, err error) bool {
 	c.mu.Lock()
 	ch := c.pending[string(id)]
 	delete(c.pending, string(id))
@@ -160,10 +165,11 @@ func (c *Conn) failCall(id json.RawMessage, err error) {
 	if ch != nil {
 		ch <- result{err: err}
 	}
+	return ch != nil
 }
 
-// failAll ends every pending call with err.
-func (c *Conn) failAll(err error) {
+// failAll ends every pending call with err and reports how many there were.
+func (c *Conn) failAll(err error) int {
 	c.mu.Lock()
 	chans := c.pending
 	c.pending = make(map[string]chan result)
@@ -171,6 +177,7 @@ func (c *Conn) failAll(err error) {
 	for _, ch := range chans {
 		ch <- result{err: err}
 	}
+	return len(chans)
 }
 
 // deliver routes one message from the upstream. related is the id of the
@@ -178,6 +185,12 @@ func (c *Conn) failAll(err error) {
 func (c *Conn) deliver(m *jsonrpc.Message, related json.RawMessage) {
 	switch m.Kind() {
 	case jsonrpc.KindResponse, jsonrpc.KindErrorResponse:
+		if m.Error != nil {
+			// The message reaches callers, logs and status: an
+			// upstream may quote its credentials in it. (Data stays
+			// as it is: it is JSON, not text.)
+			m.Error.Message = c.scrub(m.Error.Message)
+		}
 		c.mu.Lock()
 		ch := c.pending[string(m.ID)]
 		delete(c.pending, string(m.ID))
@@ -217,10 +230,15 @@ func (c *Conn) answer(m *jsonrpc.Message, related json.RawMessage) {
 			reply = jsonrpc.NewResponse(m.ID, res)
 		}
 	}
+	c.sendReply(m.Method, reply)
+}
+
+// sendReply sends the answer to a server-to-client request upstream.
+func (c *Conn) sendReply(method string, reply *jsonrpc.Message) {
 	t := c.transport()
 	ctx, cancel := context.WithTimeout(c.ctx, 30*time.Second)
 	defer cancel()
 	if err := t.send(ctx, reply, reply.Encode()); err != nil {
-		c.log.Warn("could not answer the server's request", "method", m.Method, "rpc_id", string(m.ID), "err", err)
+		c.log.Warn("could not answer the server's request", "method", method, "rpc_id", string(reply.ID), "err", err)
 	}
 }

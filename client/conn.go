@@ -14,6 +14,7 @@ import (
 	"github.com/mcphub/mcphub/internal/goroutines"
 	"github.com/mcphub/mcphub/internal/httphdr"
 	"github.com/mcphub/mcphub/internal/jsonrpc"
+	"github.com/mcphub/mcphub/internal/redact"
 )
 
 // Transport names, as the registry spells them.
@@ -32,6 +33,10 @@ type Config struct {
 
 	// Command, Args, Env and Dir start a stdio server. The child gets PATH
 	// and HOME from mcphub's environment and Env, nothing else.
+	//
+	// Every Env and Headers value, and the password and query values of
+	// URL, is taken for a secret: it is masked in whatever upstream text
+	// the connection passes on (errors, logs), see internal/redact.
 	Command string
 	Args    []string
 	Env     map[string]string
@@ -56,7 +61,10 @@ type Config struct {
 	// latest session-era version.
 	ProtocolVersion string
 
-	// MaxMessageBytes bounds one stdio line or one SSE event; 0 means 16 MiB.
+	// MaxMessageBytes bounds one stdio line, one JSON response body or one
+	// SSE event; 0 means 16 MiB. A response over it fails its call at once
+	// with ErrMessageTooLarge ("response over N bytes"); one whose call
+	// cannot be told fails every call in flight.
 	MaxMessageBytes int
 	// StreamIdleTimeout ends a silent SSE stream so it is reconnected; any
 	// byte, comments included, resets it. 0 means 5 minutes.
@@ -139,9 +147,10 @@ type transport interface {
 
 // Conn is one MCP client connection to one upstream server.
 type Conn struct {
-	cfg     Config
-	handler Handler
-	log     *slog.Logger
+	cfg      Config
+	handler  Handler
+	log      *slog.Logger
+	redactor *redact.Redactor // masks the config's secrets in upstream text
 
 	t      transport
 	hc     *http.Client    // every HTTP request goes through it
@@ -172,13 +181,14 @@ func New(cfg Config, h Handler) *Conn {
 	log = log.With("server", cfg.Name)
 	ctx, cancel := context.WithCancel(context.Background())
 	c := &Conn{
-		cfg:     cfg,
-		handler: h,
-		log:     log,
-		pending: make(map[string]chan result),
-		ctx:     ctx,
-		cancel:  cancel,
-		hc:      cfg.HTTPClient,
+		cfg:      cfg,
+		handler:  h,
+		log:      log,
+		redactor: redact.New(cfg.secretValues()),
+		pending:  make(map[string]chan result),
+		ctx:      ctx,
+		cancel:   cancel,
+		hc:       cfg.HTTPClient,
 	}
 	if c.hc == nil && cfg.URL != "" {
 		c.tr = newTransport()
@@ -298,7 +308,7 @@ func (c *Conn) handshake(ctx context.Context) error {
 		return fmt.Errorf("initialize: %w", err)
 	}
 	if !jsonrpc.IsSessionVersion(res.ProtocolVersion) {
-		return fmt.Errorf("%w: the server answered %q to mcphub's %q; mcphub speaks %v", ErrVersion, res.ProtocolVersion, offered, jsonrpc.SessionVersions)
+		return fmt.Errorf("%w: the server answered %q to mcphub's %q; mcphub speaks %v", ErrVersion, c.excerpt(res.ProtocolVersion, false, 64), offered, jsonrpc.SessionVersions)
 	}
 	if v, ok := c.t.(versioned); ok {
 		v.setProtocolVersion(res.ProtocolVersion)

@@ -42,17 +42,26 @@ func fakeStdioConfig(t *testing.T, mode string) Config {
 	}
 }
 
+// fakeModes are further modes of the re-executed test binary, set by the
+// per-OS test files.
+var fakeModes = map[string]func(){}
+
 // fakeServer speaks just enough MCP over stdio to script the client's tests.
 // Besides answering, it misbehaves on purpose: a line that is not JSON
 // precedes the initialize result, and stderr gets chatter.
 //
-// Modes: "normal"; "stubborn" ignores SIGTERM and stdin EOF; "spawn" first
-// starts a grandchild (a copy of itself in mode "sleeper", which never reads
-// stdin and ignores SIGTERM) and tells its PID through the tool
-// "grandchild"; "sleeper" only sleeps.
+// Modes: "normal"; "stubborn" ignores SIGTERM and stdin EOF; "mute" is
+// stubborn and never answers; "spawn" first starts a grandchild (a copy of
+// itself in mode "sleeper", which never reads stdin and ignores SIGTERM)
+// and tells its PID through the tool "grandchild"; "sleeper" only sleeps;
+// the modes of fakeModes are OS-specific helpers.
 func fakeServer(mode string) {
+	if f := fakeModes[mode]; f != nil {
+		f()
+		return
+	}
 	switch mode {
-	case "stubborn":
+	case "stubborn", "mute":
 		signal.Ignore(syscall.SIGTERM)
 	case "sleeper":
 		signal.Ignore(syscall.SIGTERM)
@@ -83,10 +92,13 @@ func fakeServer(mode string) {
 	for {
 		line, err := in.ReadBytes('\n')
 		if err != nil {
-			if mode == "stubborn" {
+			if mode == "stubborn" || mode == "mute" {
 				select {} // ignore stdin EOF as well
 			}
 			return
+		}
+		if mode == "mute" {
+			continue
 		}
 		m, derr := jsonrpc.Decode(line)
 		if derr != nil {
@@ -151,10 +163,64 @@ func fakeServer(mode string) {
 			case "hang":
 				// never answers
 			default:
-				send(jsonrpc.NewErrorResponse(m.ID, jsonrpc.Errorf(jsonrpc.CodeInvalidParams, "unknown tool %s", p.Name)))
+				if !misbehave(p.Name, m, p.Arguments, writeLine, answers) {
+					send(jsonrpc.NewErrorResponse(m.ID, jsonrpc.Errorf(jsonrpc.CodeInvalidParams, "unknown tool %s", p.Name)))
+				}
 			}
 		default:
 			send(jsonrpc.NewResponse(m.ID, nil))
 		}
+	}
+}
+
+// misbehave runs the tools that break the rules, and reports whether name
+// is one: "big" (see bigMessage); "leak" prints its env secret and a
+// credential on stderr and exits; "deafen" answers, then stops reading
+// stdin for good.
+func misbehave(name string, m *jsonrpc.Message, args json.RawMessage, writeLine func([]byte), answers map[string]chan *jsonrpc.Message) bool {
+	switch name {
+	case "big":
+		bigMessage(m, args, writeLine, answers)
+	case "leak":
+		fmt.Fprintln(os.Stderr, "config: token="+os.Getenv("FAKE_SECRET")+" in use")
+		fmt.Fprintln(os.Stderr, "upstream said: Authorization: Bearer abcdefgh12345678")
+		fmt.Fprintln(os.Stderr, "fatal: giving up")
+		os.Exit(3)
+	case "deafen":
+		writeLine(jsonrpc.NewResponse(m.ID, json.RawMessage(`{"content":[]}`)).Encode())
+		select {}
+	default:
+		return false
+	}
+	return true
+}
+
+// bigMessage writes a line of args.size bytes or more: a response to m with
+// its id first ("response") or last ("response-id-last"), or a request the
+// client must answer ("request"), whose answer then answers m.
+func bigMessage(m *jsonrpc.Message, args json.RawMessage, writeLine func([]byte), answers map[string]chan *jsonrpc.Message) {
+	var a struct {
+		Size int    `json:"size"`
+		Kind string `json:"kind"`
+	}
+	json.Unmarshal(args, &a)
+	pad := strings.Repeat("x", a.Size)
+	switch a.Kind {
+	case "response":
+		writeLine(fmt.Appendf(nil, `{"jsonrpc":"2.0","id":%s,"result":{"content":[{"type":"text","text":"%s"}]}}`, m.ID, pad))
+	case "response-id-last":
+		writeLine(fmt.Appendf(nil, `{"jsonrpc":"2.0","result":{"content":[{"type":"text","text":"%s"}]},"id":%s}`, pad, m.ID))
+	case "request":
+		ch := make(chan *jsonrpc.Message, 1)
+		answers[`"big1"`] = ch
+		writeLine(fmt.Appendf(nil, `{"jsonrpc":"2.0","id":"big1","method":"sampling/createMessage","params":{"pad":"%s"}}`, pad))
+		go func(id json.RawMessage) {
+			reply := <-ch
+			text := "no error"
+			if reply.Error != nil {
+				text = reply.Error.Message
+			}
+			writeLine(jsonrpc.NewResponse(id, fmt.Appendf(nil, `{"content":[{"type":"text","text":%s}]}`, jsonrpc.Quote(text))).Encode())
+		}(m.ID)
 	}
 }

@@ -39,14 +39,15 @@ func newTransport() *http.Transport {
 
 // do sends an upstream request. net/http's errors repeat the whole URL,
 // query included, where some servers take an API key; the URL is dropped
-// here, and callers name it redacted.
+// here, and callers name it redacted. They may also quote what the server
+// sent (a malformed status line, say), so they are scrubbed.
 func (c *Conn) do(req *http.Request) (*http.Response, error) {
 	resp, err := c.hc.Do(req)
 	var ue *url.Error
 	if errors.As(err, &ue) {
 		err = ue.Err
 	}
-	return resp, err
+	return resp, c.scrubErr(err)
 }
 
 // eofWatch notes whether a reader has reached its end.
@@ -70,10 +71,20 @@ func (c *Conn) setHeaders(h http.Header) {
 	}
 }
 
-// bodyExcerpt reads the start of an error body for the user to see.
-func bodyExcerpt(r io.Reader) string {
-	b, _ := io.ReadAll(io.LimitReader(r, 512))
-	return strings.TrimSpace(string(b))
+// bodyShow is how much of an upstream's error body an HTTPError shows.
+const bodyShow = 512
+
+// bodyExcerpt reads the start of an error body for the user to see,
+// redacted of secrets. More is read than shown, so that a secret the
+// reading cut is masked whole.
+func (c *Conn) bodyExcerpt(r io.Reader) string {
+	const max = 4 << 10
+	b, _ := io.ReadAll(io.LimitReader(r, max+1))
+	cut := len(b) > max
+	if cut {
+		b = b[:max]
+	}
+	return c.excerpt(strings.TrimSpace(string(b)), cut, bodyShow)
 }
 
 // backoff computes reconnect delays: the server's retry value when it sent

@@ -71,7 +71,7 @@ func (l *legacy) start(ctx context.Context) error {
 	ctype, _, _ := mime.ParseMediaType(resp.Header.Get("Content-Type"))
 	if resp.StatusCode != http.StatusOK || ctype != "text/event-stream" {
 		defer resp.Body.Close()
-		return &HTTPError{Method: http.MethodGet, URL: redact.URL(l.c.cfg.URL), Status: resp.StatusCode, Body: "not an SSE stream: " + bodyExcerpt(resp.Body)}
+		return &HTTPError{Method: http.MethodGet, URL: redact.URL(l.c.cfg.URL), Status: resp.StatusCode, Body: "not an SSE stream: " + l.c.bodyExcerpt(resp.Body)}
 	}
 
 	endpoint := make(chan string, 1)
@@ -80,12 +80,19 @@ func (l *legacy) start(ctx context.Context) error {
 		defer l.wg.Done()
 		defer resp.Body.Close()
 		err := l.read(resp.Body, endpoint)
-		if l.ctx.Err() != nil {
+		switch {
+		case l.ctx.Err() != nil:
 			l.finish(ErrClosed)
-			return
+		case errors.Is(err, sse.ErrEventTooLarge):
+			// The one stream that carries every response is lost: every
+			// call in flight fails at once, with the reason.
+			limit := l.c.maxMessage()
+			l.c.log.Error("an event over the size limit ended the legacy SSE stream", "limit_bytes", limit)
+			l.finish(fmt.Errorf("%w; it ended the SSE stream that carries every response (%w)", tooLarge(limit), ErrStreamFailed))
+		default:
+			l.c.log.Warn("the legacy SSE stream ended", "err", err)
+			l.finish(fmt.Errorf("%w: the SSE stream ended: %v", ErrStreamFailed, err))
 		}
-		l.c.log.Warn("the legacy SSE stream ended", "err", err)
-		l.finish(fmt.Errorf("%w: the SSE stream ended: %v", ErrStreamFailed, err))
 	}()
 
 	select {
@@ -112,18 +119,22 @@ func (l *legacy) resolve(ep string) (string, error) {
 	}
 	ref, err := url.Parse(ep)
 	if err != nil {
-		return "", fmt.Errorf("the endpoint event %q is not a URI: %w", ep, err)
+		// url's error quotes the event whole; only its reason is kept.
+		var ue *url.Error
+		if errors.As(err, &ue) {
+			err = ue.Err
+		}
+		return "", fmt.Errorf("the endpoint event %q is not a URI: %w", l.c.excerpt(ep, false, 200), err)
 	}
 	u := base.ResolveReference(ref)
 	if u.Scheme != base.Scheme || u.Host != base.Host {
-		return "", fmt.Errorf("the endpoint event points at another origin (%s://%s); refusing it", u.Scheme, u.Host)
+		return "", fmt.Errorf("the endpoint event points at another origin (%s); refusing it", l.c.excerpt(u.Scheme+"://"+u.Host, false, 200))
 	}
 	return u.String(), nil
 }
 
 func (l *legacy) read(body io.Reader, endpoint chan<- string) error {
-	max := l.c.cfg.MaxMessageBytes
-	r := sse.NewReader(body, max)
+	r := sse.NewReader(body, l.c.maxMessage())
 	for {
 		ev, err := r.Next()
 		if err != nil {
@@ -170,7 +181,7 @@ func (l *legacy) send(ctx context.Context, _ *jsonrpc.Message, data []byte) erro
 	}
 	defer resp.Body.Close()
 	if resp.StatusCode < 200 || resp.StatusCode > 299 {
-		return &HTTPError{Method: http.MethodPost, URL: redact.URL(l.endpoint), Status: resp.StatusCode, Body: bodyExcerpt(resp.Body)}
+		return &HTTPError{Method: http.MethodPost, URL: redact.URL(l.endpoint), Status: resp.StatusCode, Body: l.c.bodyExcerpt(resp.Body)}
 	}
 	io.Copy(io.Discard, io.LimitReader(resp.Body, 4<<10))
 	return nil

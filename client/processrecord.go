@@ -7,12 +7,15 @@ import "sync"
 // stop what this one leaves behind if it dies without cleaning up.
 //
 // A hub that exits cleanly stops every server's group itself. One killed by
-// SIGKILL cannot: its servers see stdin EOF and exit, but a grandchild that
-// ignores stdin lives on. On Linux and macOS Track records each group with
-// its leader's start time, and ReapLeftovers, run by the next hub before it
-// starts any server, stops every recorded group that is still the group
-// recorded. On Windows every server runs in a job object that the system
-// kills with the hub, so there is nothing to record and both do nothing.
+// SIGKILL cannot: its servers see stdin EOF and most exit, but one that
+// ignores stdin, or a grandchild, lives on. On Linux the kernel kills each
+// server with the hub (Pdeathsig, see startProcess), but not what the
+// server spawned; on macOS nothing does. So on both Track records each
+// group with its leader's start time, and ReapLeftovers, run by the next hub
+// before it starts any server, stops every recorded group that is still the
+// group recorded: leftovers live until the next start. On Windows every
+// server runs in a job object that the system kills with the hub, so there
+// is nothing to record and both do nothing.
 //
 // Pass Track as Config.OnProcess. A ProcessRecord is safe for concurrent use.
 type ProcessRecord struct {

@@ -10,6 +10,7 @@ import (
 	"os"
 	"os/exec"
 	"sync"
+	"sync/atomic"
 	"time"
 
 	"github.com/mcphub/mcphub/internal/jsonrpc"
@@ -23,8 +24,15 @@ var (
 	termGrace  = 2 * time.Second
 )
 
-// stderrKeep is how many of the last stderr lines an ExitError carries.
-const stderrKeep = 10
+// stderrKeep is how many of the last stderr lines an ExitError carries;
+// stderrKeepBytes bounds each line kept (it is shortened to stderrShow
+// bytes, after redaction, when shown); stderrLogBytes bounds a logged line.
+const (
+	stderrKeep      = 10
+	stderrKeepBytes = 2 << 10
+	stderrShow      = 500
+	stderrLogBytes  = 8 << 10
+)
 
 // stderrBurst and stderrPerSecond rate-limit stderr lines into the log.
 const (
@@ -55,6 +63,7 @@ type stdioTransport struct {
 	exitErr error
 	readers sync.WaitGroup
 	once    sync.Once
+	closing atomic.Bool // close has begun: an exit now is no news
 }
 
 func newStdio(c *Conn) *stdioTransport {
@@ -121,7 +130,7 @@ func (s *stdioTransport) start(ctx context.Context) error {
 		return fmt.Errorf("start %s: %w", cfg.Command, err)
 	}
 	cmd.Stdout, cmd.Stderr = outW, errW
-	err = cmd.Start()
+	err = startProcess(cmd)
 	outW.Close()
 	errW.Close()
 	if err == nil {
@@ -191,30 +200,34 @@ func (s *stdioTransport) wait(outR, errR *os.File) {
 			status = err.Error()
 		}
 	}
-	if s.c.ctx.Err() != nil {
+	if s.c.ctx.Err() != nil || s.closing.Load() {
 		s.exitErr = ErrClosed
 	} else {
-		s.exitErr = &ExitError{Status: status, Stderr: s.tail.lines()}
+		s.exitErr = &ExitError{Status: status, Stderr: s.tail.lines(s.c)}
 		s.c.log.Warn("stdio server exited", "pid", s.cmd.Process.Pid, "status", status)
 	}
 	close(s.doneCh)
 }
 
+// readStdout reads the server's messages, one per line. A line over the
+// size bound is not read whole: its start tells whose call it would have
+// answered, and that call (or, when the start does not tell, every call in
+// flight) fails at once; the rest of the line is discarded and reading goes
+// on with the next one.
 func (s *stdioTransport) readStdout(r io.Reader) {
 	defer s.readers.Done()
-	max := s.c.cfg.MaxMessageBytes
-	if max <= 0 {
-		max = 16 << 20
-	}
+	limit := s.c.maxMessage()
 	br := bufio.NewReaderSize(r, 64<<10)
+	// The call fails as soon as the limit is reached, not once the rest of
+	// the line (maybe gigabytes) has been read past.
+	tooLarge := func(prefix []byte) { s.c.oversized(prefix, limit) }
 	for {
-		line, err := readLine(br, max)
+		line, err := readLine(br, limit, tooLarge)
+		if errors.Is(err, ErrMessageTooLarge) {
+			continue
+		}
 		if len(line) > 0 {
 			s.handleLine(line)
-		}
-		if errors.Is(err, ErrMessageTooLarge) {
-			s.c.log.Error("skipped a stdout line over the size limit", "limit_bytes", max)
-			continue
 		}
 		if err != nil {
 			return
@@ -233,27 +246,36 @@ func (s *stdioTransport) handleLine(line []byte) {
 	}
 	m, err := jsonrpc.Decode(line)
 	if err != nil {
-		s.c.log.Warn("skipped a stdout line that is not a JSON-RPC message", "err", err, "line", truncate(line, 200))
+		// The start of the line is enough to recognise it; all of it
+		// would cost a scan of megabytes for a log line.
+		head, cut := line, false
+		if len(head) > 4<<10 {
+			head, cut = head[:4<<10], true
+		}
+		s.c.log.Warn("skipped a stdout line that is not a JSON-RPC message", "err", err, "line", s.c.excerpt(string(head), cut, 200))
 		return
 	}
 	s.c.deliver(m, nil)
 }
 
 // readLine reads one newline-terminated line of at most max bytes. A longer
-// line is consumed to its end and reported as ErrMessageTooLarge. The
-// returned slice is the caller's own.
-func readLine(br *bufio.Reader, max int) ([]byte, error) {
+// line is reported as ErrMessageTooLarge with its first max bytes, which
+// are passed to tooLarge (if set) first; then the rest of the line is read
+// to its end a buffer at a time and never held. The returned slice is the
+// caller's own.
+func readLine(br *bufio.Reader, max int, tooLarge func(prefix []byte)) ([]byte, error) {
 	var line []byte
 	for {
 		chunk, err := br.ReadSlice('\n')
 		if len(line)+len(chunk) > max {
+			line = append(line, chunk[:max-len(line)]...)
+			if tooLarge != nil {
+				tooLarge(line)
+			}
 			for errors.Is(err, bufio.ErrBufferFull) {
 				_, err = br.ReadSlice('\n')
 			}
-			if err != nil && !errors.Is(err, bufio.ErrBufferFull) {
-				return nil, err
-			}
-			return nil, ErrMessageTooLarge
+			return line, ErrMessageTooLarge
 		}
 		line = append(line, chunk...)
 		if errors.Is(err, bufio.ErrBufferFull) {
@@ -263,25 +285,19 @@ func readLine(br *bufio.Reader, max int) ([]byte, error) {
 	}
 }
 
-func truncate(b []byte, n int) string {
-	if len(b) > n {
-		return string(b[:n]) + "…"
-	}
-	return string(b)
-}
-
 // readStderr logs the server's stderr line by line under its name, at warn
-// level, rate-limited; it is never taken as an error. The last lines are kept
-// for the ExitError.
+// level, rate-limited and redacted of secrets; it is never taken as an
+// error. The last lines are kept for the ExitError.
 func (s *stdioTransport) readStderr(r io.Reader) {
 	defer s.readers.Done()
 	br := bufio.NewReaderSize(r, 16<<10)
 	tokens, last, dropped := float64(stderrBurst), time.Now(), 0
 	for {
-		line, err := readLine(br, 64<<10)
+		line, err := readLine(br, 64<<10, nil)
+		cut := errors.Is(err, ErrMessageTooLarge)
 		text := string(bytes.TrimRight(line, "\r\n"))
 		if text != "" {
-			s.tail.add(text)
+			s.tail.add(text, cut)
 			now := time.Now()
 			tokens = min(stderrBurst, tokens+now.Sub(last).Seconds()*stderrPerSecond)
 			last = now
@@ -291,12 +307,12 @@ func (s *stdioTransport) readStderr(r io.Reader) {
 					s.c.log.Warn("stderr lines dropped by the rate limit", "dropped", dropped)
 					dropped = 0
 				}
-				s.c.log.Warn(text, "stream", "stderr")
+				s.c.log.Warn(s.c.excerpt(text, cut, stderrLogBytes), "stream", "stderr")
 			} else {
 				dropped++
 			}
 		}
-		if err != nil && !errors.Is(err, ErrMessageTooLarge) {
+		if err != nil && !cut {
 			return
 		}
 	}
@@ -336,16 +352,25 @@ type stopStep struct {
 
 // close shuts the server down as the spec says: close stdin and give it time
 // to exit, then stop its group step by step (SIGTERM, then SIGKILL on Unix;
-// TerminateJobObject on Windows).
+// TerminateJobObject on Windows). Every step happens, whatever the server
+// does and whether or not the caller's context has ended, so nothing of the
+// server outlives close.
 func (s *stdioTransport) close() error {
 	s.once.Do(func() {
 		if s.cmd == nil || s.cmd.Process == nil {
 			close(s.doneCh)
 			return
 		}
-		s.wmu.Lock()
-		s.stdin.Close()
-		s.wmu.Unlock()
+		s.closing.Store(true)
+		// Closing stdin must not wait for a write in progress: a server
+		// that stopped reading its stdin leaves a writer blocked on a
+		// full pipe (holding wmu), and only the steps below free it.
+		stdinClosed := make(chan struct{})
+		go func() {
+			defer close(stdinClosed)
+			s.stdin.Close()
+		}()
+		defer func() { <-stdinClosed }()
 		for _, step := range s.group.stopSteps() {
 			select {
 			case <-s.doneCh:
@@ -374,26 +399,39 @@ func (s *stdioTransport) pid() int {
 	return s.cmd.Process.Pid
 }
 
-// stderrTail keeps the last stderrKeep lines of a server's stderr.
+// stderrTail keeps the last stderrKeep lines of a server's stderr, each at
+// most stderrKeepBytes long, as the server wrote them: they are redacted
+// when shown, which the few that are shown can afford.
 type stderrTail struct {
 	mu  sync.Mutex
-	buf []string
+	buf []stderrLine
 }
 
-func (t *stderrTail) add(line string) {
+type stderrLine struct {
+	text string
+	cut  bool // text is the start of a longer line
+}
+
+func (t *stderrTail) add(text string, cut bool) {
+	if len(text) > stderrKeepBytes {
+		text, cut = text[:stderrKeepBytes], true
+	}
 	t.mu.Lock()
 	defer t.mu.Unlock()
-	if len(line) > 500 {
-		line = line[:500] + "…"
-	}
-	t.buf = append(t.buf, line)
+	t.buf = append(t.buf, stderrLine{text, cut})
 	if len(t.buf) > stderrKeep {
 		t.buf = t.buf[len(t.buf)-stderrKeep:]
 	}
 }
 
-func (t *stderrTail) lines() []string {
+// lines returns the kept lines redacted of c's secrets and shortened to
+// stderrShow bytes.
+func (t *stderrTail) lines(c *Conn) []string {
 	t.mu.Lock()
 	defer t.mu.Unlock()
-	return append([]string(nil), t.buf...)
+	out := make([]string, len(t.buf))
+	for i, l := range t.buf {
+		out[i] = c.excerpt(l.text, l.cut, stderrShow)
+	}
+	return out
 }

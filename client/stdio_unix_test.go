@@ -30,6 +30,8 @@ func TestStdioCloseEscalatesToSIGKILL(t *testing.T) {
 	}
 	if d := time.Since(start); d < 400*time.Millisecond {
 		t.Errorf("Close took %v: it should have waited for stdin EOF and SIGTERM first", d)
+	} else if max := stdinGrace + termGrace + drainGrace + 2*time.Second; d > max {
+		t.Errorf("Close took %v, over the graces and a little (%v)", d, max)
 	}
 	if err := c.Close(); err != nil {
 		t.Errorf("a second Close: %v", err)

@@ -38,6 +38,7 @@ type streamable struct {
 	lastIDs   map[string]string
 	accepted  map[string]string             // request id → session it was accepted on
 	followers map[string]context.CancelFunc // request id → its stream's background resumption
+	viaGet    map[string]struct{}           // requests whose response may come on the GET stream (see offGet)
 	getOpen   bool
 	getReady  chan struct{} // closed when the standalone stream first answers
 
@@ -49,6 +50,7 @@ func newStreamable(c *Conn) *streamable {
 	return &streamable{
 		c: c, ctx: ctx, cancel: cancel, doneState: newDoneState(),
 		lastIDs: map[string]string{}, accepted: map[string]string{}, followers: map[string]context.CancelFunc{},
+		viaGet:   map[string]struct{}{},
 		renewing: make(chan struct{}, 1),
 	}
 }
@@ -222,6 +224,14 @@ func (s *streamable) post(ctx context.Context, m *jsonrpc.Message, data []byte) 
 		return err
 	}
 	sid := req.Header.Get("Mcp-Session-Id")
+	if m.IsRequest() {
+		// Until the reply shows that it carries the response, the
+		// response may come on the GET stream (202, or a server that
+		// answers there), even before the reply is read.
+		s.mu.Lock()
+		s.viaGet[string(m.ID)] = struct{}{}
+		s.mu.Unlock()
+	}
 	resp, err := s.c.do(req)
 	if err != nil {
 		stopCaller()
@@ -278,6 +288,19 @@ func (s *streamable) renew(ctx context.Context, oldSID string, keep json.RawMess
 		s.c.failCall(json.RawMessage(id), ErrSessionExpired)
 	}
 	return s.c.handshake(ctx)
+}
+
+// forgetCall stops what still works for a call whose caller no longer
+// waits: the background resumption of its stream, or the wait for its
+// response on the GET stream.
+func (s *streamable) forgetCall(key string) {
+	s.mu.Lock()
+	stop := s.followers[key]
+	delete(s.viaGet, key)
+	s.mu.Unlock()
+	if stop != nil {
+		stop()
+	}
 }
 
 // close ends the session: streams stop, then a DELETE (bounded, 405

@@ -13,7 +13,6 @@ import (
 
 	"github.com/mcphub/mcphub/internal/jsonrpc"
 	"github.com/mcphub/mcphub/internal/redact"
-	"github.com/mcphub/mcphub/internal/sse"
 )
 
 // The POST's response side of the Streamable HTTP transport: its status, the
@@ -65,7 +64,16 @@ func (s *streamable) handleReply(m *jsonrpc.Message, r *postReply) error {
 		r.release()
 		return nil
 	}
+	s.offGet(m.ID)
 	return s.readReply(m, r)
+}
+
+// offGet notes that request id's response comes on its own POST's reply,
+// not on the GET stream.
+func (s *streamable) offGet(id json.RawMessage) {
+	s.mu.Lock()
+	delete(s.viaGet, string(id))
+	s.mu.Unlock()
 }
 
 // readReply reads a request's reply by its Content-Type: one JSON message,
@@ -108,38 +116,38 @@ func (s *streamable) readReply(m *jsonrpc.Message, r *postReply) error {
 		return nil
 	default:
 		r.release()
-		return fmt.Errorf("POST %s: unexpected Content-Type %q", redact.URL(s.c.cfg.URL), resp.Header.Get("Content-Type"))
+		return fmt.Errorf("POST %s: unexpected Content-Type %q", redact.URL(s.c.cfg.URL), s.c.excerpt(resp.Header.Get("Content-Type"), false, 100))
 	}
 }
 
 // httpFailure turns a non-2xx reply into an error. A JSON-RPC error
 // response for this request in the body is delivered as the call's answer.
 func (s *streamable) httpFailure(resp *http.Response, m *jsonrpc.Message) error {
-	body, _ := io.ReadAll(io.LimitReader(resp.Body, 64<<10))
+	const max = 64 << 10
+	body, _ := io.ReadAll(io.LimitReader(resp.Body, max+1))
 	if m.IsRequest() {
 		if em, err := jsonrpc.Decode(body); err == nil && em.Error != nil && bytes.Equal(em.ID, m.ID) {
 			s.c.deliver(em, nil)
 			return nil
 		}
 	}
-	return &HTTPError{Method: http.MethodPost, URL: redact.URL(s.c.cfg.URL), Status: resp.StatusCode, Body: strings.TrimSpace(truncate(body, 512))}
-}
-
-func (s *streamable) maxMessage() int {
-	if s.c.cfg.MaxMessageBytes > 0 {
-		return s.c.cfg.MaxMessageBytes
+	cut := len(body) > max
+	if cut {
+		body = body[:max]
 	}
-	return sse.DefaultMaxEventSize
+	return &HTTPError{Method: http.MethodPost, URL: redact.URL(s.c.cfg.URL), Status: resp.StatusCode, Body: s.c.excerpt(strings.TrimSpace(string(body)), cut, bodyShow)}
 }
 
+// readJSON reads a JSON reply. One over the size limit fails the call at
+// once; its excess is not read (the connection is dropped, not drained).
 func (s *streamable) readJSON(body io.Reader) error {
-	max := s.maxMessage()
-	data, err := io.ReadAll(io.LimitReader(body, int64(max)+1))
+	limit := s.c.maxMessage()
+	data, err := io.ReadAll(io.LimitReader(body, int64(limit)+1))
 	if err != nil {
-		return fmt.Errorf("read response: %w", err)
+		return fmt.Errorf("read response: %w", s.c.scrubErr(err))
 	}
-	if len(data) > max {
-		return fmt.Errorf("%w: a response over %d bytes", ErrMessageTooLarge, max)
+	if len(data) > limit {
+		return tooLarge(limit)
 	}
 	m, err := jsonrpc.Decode(data)
 	if err != nil {
@@ -156,6 +164,7 @@ func (s *streamable) receive(m *jsonrpc.Message, related json.RawMessage) {
 	if m.IsResponse() {
 		s.mu.Lock()
 		delete(s.accepted, string(m.ID))
+		delete(s.viaGet, string(m.ID))
 		stop := s.followers[string(m.ID)]
 		s.mu.Unlock()
 		if stop != nil {

@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"context"
 	"encoding/json"
+	"errors"
 	"fmt"
 	"io"
 	"net/http"
@@ -21,7 +22,7 @@ import (
 // readEvents reads an SSE stream until it ends, delivering every message.
 // It reports whether the response to request id (if any) arrived.
 func (s *streamable) readEvents(body io.Reader, key string, related json.RawMessage, b *backoff) (gotResponse bool, err error) {
-	r := sse.NewReader(body, s.maxMessage())
+	r := sse.NewReader(body, s.c.maxMessage())
 	defer r.Release()
 	for {
 		ev, err := r.Next()
@@ -65,12 +66,13 @@ func (s *streamable) readEvents(body io.Reader, key string, related json.RawMess
 // If it ends before the response, the stream is resumed in the background
 // (GET + Last-Event-ID, the 2025-11-25 rule, honouring the server's retry
 // delay), since the response may as well arrive on another stream meanwhile;
-// the caller waits for it either way.
+// the caller waits for it either way. An event over the size limit fails
+// the call at once: a resumption would only replay it.
 func (s *streamable) followPostStream(ctx context.Context, body io.Reader, id json.RawMessage) {
 	key := string(id)
 	b := &backoff{base: 500 * time.Millisecond, max: 30 * time.Second}
 	got, err := s.readEvents(body, key, id, b)
-	if got || ctx.Err() != nil {
+	if got || ctx.Err() != nil || s.failIfTooLarge(id, err) {
 		s.mu.Lock()
 		delete(s.lastIDs, key)
 		s.mu.Unlock()
@@ -79,10 +81,28 @@ func (s *streamable) followPostStream(ctx context.Context, body io.Reader, id js
 	s.follow(key, b, err, false)
 }
 
+// failIfTooLarge fails call id when err reports an event over the size
+// limit on its stream, and reports whether it did.
+func (s *streamable) failIfTooLarge(id json.RawMessage, err error) bool {
+	if !errors.Is(err, sse.ErrEventTooLarge) {
+		return false
+	}
+	limit := s.c.maxMessage()
+	s.c.log.Error("an event over the size limit on a response stream failed its call", "limit_bytes", limit, "rpc_id", string(id))
+	s.c.failCall(id, tooLarge(limit))
+	return true
+}
+
 // follow resumes the stream of request key in the background until its
 // response arrives (on that stream or any other), the stream proves
-// unresumable, or its retry budget is spent.
-// With now set, the first attempt goes out at once.
+// unresumable, its retry budget is spent, or the caller stops waiting
+// (forgetCall). With now set, the first attempt goes out at once.
+//
+// A stream that ended without an event id cannot be resumed, but the
+// server may still deliver the response on a new stream of the session
+// (SSE polling by a server that keeps no event ids): one fresh GET, without
+// Last-Event-ID, is tried before the call fails. If that stream carries
+// event ids, it is resumed like any other.
 func (s *streamable) follow(key string, b *backoff, lastErr error, now bool) {
 	ctx, cancel := context.WithCancel(s.ctx)
 	s.mu.Lock()
@@ -100,13 +120,25 @@ func (s *streamable) follow(key string, b *backoff, lastErr error, now bool) {
 		defer forget()
 		id := json.RawMessage(key)
 		err := lastErr
+		triedFresh := false
 		for ctx.Err() == nil {
 			s.mu.Lock()
 			last := s.lastIDs[key]
 			s.mu.Unlock()
-			if last == "" {
+			if last == "" && triedFresh {
 				s.c.failCall(id, fmt.Errorf("%w: the response stream ended before the response (%v) and cannot be resumed", ErrStreamFailed, err))
 				return
+			}
+			if last == "" {
+				triedFresh = true
+				if b.server > 0 && !sleepCtx(ctx, b.server) {
+					return
+				}
+				var got bool
+				if got, err = s.resumeGet(ctx, key, id, b); got || s.failIfTooLarge(id, err) {
+					return
+				}
+				continue
 			}
 			if b.attempt >= s.maxRetries() {
 				s.c.failCall(id, fmt.Errorf("%w: the response stream could not be resumed after %d tries: %v", ErrStreamFailed, b.attempt, err))
@@ -117,7 +149,7 @@ func (s *streamable) follow(key string, b *backoff, lastErr error, now bool) {
 			}
 			now = false
 			var got bool
-			if got, err = s.resumeGet(ctx, key, id, b); got {
+			if got, err = s.resumeGet(ctx, key, id, b); got || s.failIfTooLarge(id, err) {
 				return
 			}
 		}
@@ -134,7 +166,8 @@ func (s *streamable) maxRetries() int {
 	return 8
 }
 
-// resumeGet reopens a stream with GET and Last-Event-ID and reads it.
+// resumeGet reopens a stream with GET and Last-Event-ID (none if the
+// stream has no event id yet) and reads it.
 func (s *streamable) resumeGet(ctx context.Context, key string, related json.RawMessage, b *backoff) (bool, error) {
 	req, err := s.newRequest(ctx, http.MethodGet, nil, false)
 	if err != nil {
@@ -151,7 +184,7 @@ func (s *streamable) resumeGet(ctx context.Context, key string, related json.Raw
 	}
 	defer resp.Body.Close()
 	if resp.StatusCode != http.StatusOK {
-		return false, &HTTPError{Method: http.MethodGet, URL: redact.URL(s.c.cfg.URL), Status: resp.StatusCode, Body: bodyExcerpt(resp.Body)}
+		return false, &HTTPError{Method: http.MethodGet, URL: redact.URL(s.c.cfg.URL), Status: resp.StatusCode, Body: s.c.bodyExcerpt(resp.Body)}
 	}
 	return s.readEvents(resp.Body, key, related, b)
 }
@@ -185,6 +218,8 @@ func (s *streamable) runGetStream() {
 				s.finish(fmt.Errorf("%w: re-initializing failed: %w", ErrSessionExpired, rerr))
 			}
 			return // renew opened a new GET stream
+		case errors.Is(err, sse.ErrEventTooLarge):
+			s.getTooLarge()
 		}
 		if b.attempt >= s.maxRetries() {
 			s.c.log.Error("the notification stream failed", "tries", b.attempt, "err", err)
@@ -197,6 +232,27 @@ func (s *streamable) runGetStream() {
 			return
 		}
 	}
+}
+
+// getTooLarge handles an event over the size limit on the standalone
+// stream. The calls whose response can only come there (their POST was
+// answered 202) fail at once, and the stream is reopened without
+// Last-Event-ID: resuming it would replay the same event every time. What
+// the server sent between that event and the reopening is lost, and the log
+// says so.
+func (s *streamable) getTooLarge() {
+	limit := s.c.maxMessage()
+	s.mu.Lock()
+	delete(s.lastIDs, getStreamKey)
+	waiting := s.viaGet
+	s.viaGet = map[string]struct{}{}
+	s.mu.Unlock()
+	for id := range waiting {
+		s.c.failCall(json.RawMessage(id), tooLarge(limit))
+	}
+	s.c.log.Error("an event over the size limit ended the notification stream; it is reopened without resuming, so events sent meanwhile are lost",
+		"limit_bytes", limit, "calls_failed", len(waiting))
+	s.c.stateChanged()
 }
 
 // getOnce opens the standalone stream once and reads it until it ends.
@@ -223,7 +279,7 @@ func (s *streamable) getOnce(idle time.Duration, b *backoff) (int, error) {
 	}
 	defer resp.Body.Close()
 	if resp.StatusCode != http.StatusOK {
-		return resp.StatusCode, &HTTPError{Method: http.MethodGet, URL: redact.URL(s.c.cfg.URL), Status: resp.StatusCode, Body: bodyExcerpt(resp.Body)}
+		return resp.StatusCode, &HTTPError{Method: http.MethodGet, URL: redact.URL(s.c.cfg.URL), Status: resp.StatusCode, Body: s.c.bodyExcerpt(resp.Body)}
 	}
 	idleTimer.Reset(idle)
 	ir := &idleReader{r: resp.Body, idle: idle, timer: idleTimer}

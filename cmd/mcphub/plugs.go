@@ -2,6 +2,7 @@ package main
 
 import (
 	"log/slog"
+	"math"
 	"os"
 
 	"github.com/mcphub/mcphub/bridge"
@@ -28,6 +29,9 @@ func newStoredUpstream(log *slog.Logger, db *store.Store, onProcess func(int, bo
 			URL: spec.URL, Transport: spec.Transport, Headers: spec.Headers,
 			ClientInfo: client.Implementation{Name: "mcphub", Version: mcphubVersion()},
 			OnProcess:  onProcess,
+			// A line or body over this is never read whole: the call it
+			// answers fails at once, saying the size (see messageLimit).
+			MaxMessageBytes: messageLimit(hc.MaxResponseBytes),
 		}
 		// "mcphub" as a command means this very binary, so the default
 		// registry's demo server works without mcphub on PATH (go run).
@@ -48,6 +52,22 @@ func newStoredUpstream(log *slog.Logger, db *store.Store, onProcess func(int, bo
 		}
 		return upstream{bridge.New(cfg)}
 	}
+}
+
+// messageEnvelope is the room a response's JSON-RPC envelope takes
+// besides its result, which [hub] max_response_bytes bounds.
+const messageEnvelope = 64 << 10
+
+// messageLimit is the client's bound on one upstream message for [hub]
+// max_response_bytes: the result plus its envelope, so that a result the
+// bridge would refuse is refused while it is read, before it is buffered.
+// Past what an int holds on every platform, it is left to the client's
+// default.
+func messageLimit(maxResult int64) int {
+	if maxResult <= 0 || maxResult > math.MaxInt32-messageEnvelope {
+		return 0
+	}
+	return int(maxResult) + messageEnvelope
 }
 
 // The concrete types serve plugs into the hub's interfaces.

@@ -1,0 +1,60 @@
+package client
+
+import "net/url"
+
+// What an upstream says in its own words (an HTTP error body, a line of
+// stderr, a JSON-RPC error message, a transport error quoting a malformed
+// response) leaves the client room only through scrub: an upstream may
+// echo the credentials mcphub sent it (a 401 body that repeats the
+// Authorization header) or print its own environment.
+
+// secretValues lists the values of the server's configuration that must
+// never be shown: its env values, its header values, and the password and
+// query values of its URL.
+func (cfg *Config) secretValues() []string {
+	var out []string
+	for _, v := range cfg.Env {
+		out = append(out, v)
+	}
+	for _, v := range cfg.Headers {
+		out = append(out, v)
+	}
+	if u, err := url.Parse(cfg.URL); err == nil && cfg.URL != "" {
+		if pw, ok := u.User.Password(); ok {
+			out = append(out, pw)
+		}
+		for _, vs := range u.Query() {
+			out = append(out, vs...)
+		}
+	}
+	return out
+}
+
+// scrub masks secrets in upstream text; see internal/redact.
+func (c *Conn) scrub(s string) string { return c.redactor.Text(s) }
+
+// excerpt masks secrets in upstream text and shortens it to n bytes; cut
+// says that s is already the start of a longer text.
+func (c *Conn) excerpt(s string, cut bool, n int) string { return c.redactor.Excerpt(s, cut, n) }
+
+// scrubErr returns err with its message scrubbed; errors.Is and errors.As
+// still see err.
+func (c *Conn) scrubErr(err error) error {
+	if err == nil {
+		return nil
+	}
+	msg := err.Error()
+	if clean := c.scrub(msg); clean != msg {
+		return &scrubbedError{msg: clean, err: err}
+	}
+	return err
+}
+
+// scrubbedError is an error whose message was scrubbed of secrets.
+type scrubbedError struct {
+	msg string
+	err error
+}
+
+func (e *scrubbedError) Error() string { return e.msg }
+func (e *scrubbedError) Unwrap() error { return e.err }
