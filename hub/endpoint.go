@@ -159,8 +159,8 @@ func (e *edge) readMessage(w http.ResponseWriter, r *http.Request) (*jsonrpc.Mes
 			e.log.Warn("refused a request body over the limit", "limit_bytes", limit)
 			httpError(w, http.StatusRequestEntityTooLarge, fmt.Sprintf("Request Entity Too Large: bodies are limited to %d bytes ([hub] max_body_bytes)", limit))
 		case errors.Is(err, errSlowBody):
-			e.log.Warn("cut off a request body that arrived too slowly", "bytes", len(body))
-			httpError(w, http.StatusRequestTimeout, fmt.Sprintf("Request Timeout: the body arrived too slowly; it must arrive within %s plus one second per %d KiB", bodyGrace, minBodyRate>>10))
+			e.log.Debug("cut off a request body that arrived too slowly", "bytes", len(body))
+			httpError(w, http.StatusRequestTimeout, fmt.Sprintf("Request Timeout: the body arrived too slowly; its first bytes must arrive within %s, then at least %d KiB per second", bodyGrace, minBodyRate>>10))
 		default:
 			httpError(w, http.StatusBadRequest, "Bad Request: could not read the body")
 		}

@@ -38,9 +38,9 @@ func rawPost(t *testing.T, th *testHub, length int, first string) net.Conn {
 }
 
 // TestSlowBodyIsCutOff: a body that stops arriving, or trickles in slower
-// than minBodyRate, is answered 408 once its allowance (bodyGrace plus its
-// length at minBodyRate) is spent, while the hub keeps serving everyone
-// else.
+// than minBodyRate, is answered 408 soon after bodyGrace (plus what did
+// arrive, at minBodyRate), not after the allowance of the length it
+// declared, while the hub keeps serving everyone else.
 func TestSlowBodyIsCutOff(t *testing.T) {
 	setVar(t, &bodyGrace, 300*time.Millisecond)
 	th := routedHub(t)
@@ -50,7 +50,7 @@ func TestSlowBodyIsCutOff(t *testing.T) {
 	}{{"stalled", false}, {"trickling", true}} {
 		t.Run(tc.name, func(t *testing.T) {
 			start := time.Now()
-			const length = 10000
+			const length = 1 << 20 // an allowance of 32 s
 			conn := rawPost(t, th, length, `{"jsonrpc":"2.0",`)
 			if tc.trickle {
 				go func() {
@@ -75,12 +75,54 @@ func TestSlowBodyIsCutOff(t *testing.T) {
 			if resp.StatusCode != http.StatusRequestTimeout {
 				t.Fatalf("status %d, want 408", resp.StatusCode)
 			}
-			allowed := bodyAllowance(length)
-			if took < allowed || took > allowed+3*time.Second {
-				t.Errorf("cut off after %s; want soon after its %s allowance", took, allowed)
+			if took < bodyGrace || took > bodyGrace+3*time.Second {
+				t.Errorf("cut off after %s; want soon after bodyGrace (%s), not its %s allowance", took, bodyGrace, bodyAllowance(length))
 			}
 		})
 	}
+}
+
+// TestPacedBodyGetsItsTime: a body that keeps minBodyRate is taken however
+// long it takes in all, and one that stalls after a good start is cut off
+// once the time its bytes earned is spent, not at once and not after the
+// allowance of its whole length.
+func TestPacedBodyGetsItsTime(t *testing.T) {
+	setVar(t, &bodyGrace, 300*time.Millisecond)
+	setVar(t, &minBodyRate, 1000)
+	th := routedHub(t)
+	body := initReq("2025-06-18", `{}`)
+	body += strings.Repeat(" ", 3000-len(body))
+	t.Run("paced", func(t *testing.T) {
+		start := time.Now()
+		conn := rawPost(t, th, len(body), "")
+		for rest := body; rest != ""; {
+			// 2,000 B/s: twice the minimum, for 1.5 s, five times bodyGrace.
+			n := min(100, len(rest))
+			if _, err := conn.Write([]byte(rest[:n])); err != nil {
+				t.Fatal(err)
+			}
+			rest = rest[n:]
+			time.Sleep(50 * time.Millisecond) // the pace under test, not synchronization
+		}
+		conn.SetReadDeadline(time.Now().Add(10 * time.Second))
+		resp, err := http.ReadResponse(bufio.NewReader(conn), nil)
+		if err != nil || resp.StatusCode != http.StatusOK {
+			t.Fatalf("a body at twice the minimum rate, %s in all: %v %v", time.Since(start), resp, err)
+		}
+	})
+	t.Run("stalled after a start", func(t *testing.T) {
+		start := time.Now()
+		rawConn := rawPost(t, th, len(body), body[:1000])
+		rawConn.SetReadDeadline(time.Now().Add(10 * time.Second))
+		resp, err := http.ReadResponse(bufio.NewReader(rawConn), nil)
+		if err != nil || resp.StatusCode != http.StatusRequestTimeout {
+			t.Fatalf("a body that stalls after 1000 bytes: %v %v, want 408", resp, err)
+		}
+		earned := bodyAllowance(1000) // 1.3 s
+		if took := time.Since(start); took < earned || took >= bodyAllowance(int64(len(body))) {
+			t.Errorf("cut off after %s; want between the %s its 1000 bytes earned and the %s of its whole length", took, earned, bodyAllowance(int64(len(body))))
+		}
+	})
 }
 
 // TestBodyDeadlineEndsWithTheBody: once the body is in, its deadline no
@@ -156,8 +198,8 @@ func TestReadingStreamOutlivesWriteTimeout(t *testing.T) {
 }
 
 // TestHugeDeclaredBodyGetsNoLongerAllowance: a client that declares a body
-// far over max_body_bytes and stalls is cut off within the allowance of the
-// largest body the hub takes, not of what it declared.
+// far over max_body_bytes and stalls is cut off soon after bodyGrace, within
+// the allowance of the largest body the hub takes, not of what it declared.
 func TestHugeDeclaredBodyGetsNoLongerAllowance(t *testing.T) {
 	setVar(t, &bodyGrace, 300*time.Millisecond)
 	th := startHub(t, "[hub]\nmax_body_bytes = 16384\n"+twoServers, routedFakes())
@@ -171,8 +213,8 @@ func TestHugeDeclaredBodyGetsNoLongerAllowance(t *testing.T) {
 	if resp.StatusCode != http.StatusRequestTimeout {
 		t.Errorf("status %d, want 408", resp.StatusCode)
 	}
-	if took, want := time.Since(start), bodyAllowance(16384); took < want || took > want+3*time.Second {
-		t.Errorf("cut off after %s; want soon after the %s allowance of the largest body", took, want)
+	if took, most := time.Since(start), bodyAllowance(16384); took < bodyGrace || took > most+3*time.Second {
+		t.Errorf("cut off after %s; want between bodyGrace (%s) and soon after the %s allowance of the largest body", took, bodyGrace, most)
 	}
 	if d := bodyAllowance(1 << 62); d < 24*time.Hour || d > 25*time.Hour {
 		t.Errorf("the allowance of an absurd size is %s; want it capped at a day", d)

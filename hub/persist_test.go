@@ -2,6 +2,7 @@ package hub
 
 import (
 	"log/slog"
+	"maps"
 	"sync"
 	"testing"
 	"time"
@@ -46,7 +47,7 @@ func (s *recreatingStore) Check() (bool, error) {
 func (s *recreatingStore) saved() (sessions, streams map[string]bool) {
 	s.mu.Lock()
 	defer s.mu.Unlock()
-	return s.sessions, s.streams
+	return maps.Clone(s.sessions), maps.Clone(s.streams)
 }
 
 func (*recreatingStore) Sessions() ([]SessionRecord, error)             { return nil, nil }

@@ -37,17 +37,33 @@ var (
 const maxHeaderBytes = 64 << 10
 
 // NewServer returns the net/http server for the hub's handler, with the
-// limits above. Serve it on a listener (with TLS when configured); the
-// caller owns its Shutdown.
+// limits above and the connection caps of connLimiter: when handler is the
+// Hub, its registry's [hub] max_connections and max_connections_per_address,
+// read as each connection arrives, so a reload applies to the next one; for
+// any other handler, their defaults. Serve it on a listener (with TLS when
+// configured); the caller owns its Shutdown.
 func NewServer(handler http.Handler, log *slog.Logger) *http.Server {
+	srv, _ := newServer(handler, log)
+	return srv
+}
+
+// newServer is NewServer that also returns the server's connection caps.
+func newServer(handler http.Handler, log *slog.Logger) (*http.Server, *connLimiter) {
+	limits := defaultConnLimits
+	if h, ok := handler.(connLimited); ok {
+		limits = h.connLimits
+	}
+	conns := newConnLimiter(log, limits)
 	return &http.Server{
-		Handler:           handler,
+		Handler:           conns.wrap(handler),
+		ConnContext:       conns.connContext,
+		ConnState:         conns.connState,
 		ReadHeaderTimeout: readHeaderTimeout,
 		IdleTimeout:       idleTimeout,
 		WriteTimeout:      writeTimeout,
 		MaxHeaderBytes:    maxHeaderBytes,
 		ErrorLog:          stdlog.New(serverLog{log}, "", 0),
-	}
+	}, conns
 }
 
 // serverLog carries what net/http reports into the hub's log. A handler's
@@ -73,13 +89,21 @@ func (l serverLog) Write(p []byte) (int, error) {
 // errSlowBody means a request body arrived slower than minBodyRate.
 var errSlowBody = errors.New("the request body arrived too slowly")
 
-// guardBody makes a request's body arrive at a sane rate: the connection's
-// read deadline is set to bodyGrace plus the time the declared length (at
-// most the largest body the hub takes; for a body of unknown length, that
-// largest) may take at minBodyRate. Reading past it fails with errSlowBody.
+// guardBody makes a request's body arrive at a sane rate: bodyGrace for
+// its first bytes, then one second more per minBodyRate bytes received, and
+// never more in all than the allowance of its declared length (at most the
+// largest body the hub takes; for a body of unknown length, that largest).
+// The connection's read deadline follows that rule as the body arrives, so
+// a client that sends a little and stalls is cut off soon after bodyGrace,
+// whatever length it declared, while a large body that keeps the pace gets
+// all the time it needs. Reading past the deadline fails with errSlowBody.
 // net/http clears the deadline itself once the body has been read to its
 // end, so it never reaches a call that runs after; a body left unread is
-// discarded by net/http under the same deadline.
+// discarded by net/http under the deadline last set.
+//
+// While the handler reads, the connection counts as waiting for a body, and
+// so may be closed to make room when a connection cap is reached (see
+// connLimiter).
 //
 // The response's write deadline (writeTimeout from the request's head, and
 // over HTTP/2 a timer that resets the stream) must not run out while a
@@ -97,15 +121,16 @@ func (e *edge) guardBody(w http.ResponseWriter, r *http.Request) {
 		size = limit // a larger body is refused once limit+1 bytes are in
 	}
 	allowed := bodyAllowance(size)
-	rc := http.NewResponseController(w)
 	now := time.Now()
-	if rc.SetReadDeadline(now.Add(allowed)) != nil {
+	b := &slowBody{ReadCloser: r.Body, rc: http.NewResponseController(w), req: requestFrom(r.Context()),
+		start: now, end: now.Add(allowed)}
+	if b.rc.SetReadDeadline(b.deadline()) != nil {
 		return // a writer without deadlines (a test recorder)
 	}
 	if allowed > writeTimeout/2 {
-		rc.SetWriteDeadline(now.Add(allowed + writeTimeout))
+		b.rc.SetWriteDeadline(now.Add(allowed + writeTimeout))
 	}
-	r.Body = slowBody{r.Body}
+	r.Body = b
 }
 
 // bodyAllowance is how long a body of size bytes may take: bodyGrace plus
@@ -120,13 +145,46 @@ func bodyAllowance(size int64) time.Duration {
 	return bodyGrace + time.Duration(size)*time.Second/time.Duration(rate)
 }
 
-// slowBody reports a read that ran into guardBody's deadline as errSlowBody.
-type slowBody struct{ io.ReadCloser }
+// slowBody keeps the read deadline of guardBody's rule as the body
+// arrives, reports a read that ran into it as errSlowBody, and marks the
+// handler's reading on its connection's tracking. Reads come from the one
+// handler goroutine.
+type slowBody struct {
+	io.ReadCloser
+	rc         *http.ResponseController
+	req        *inRequest // nil without tracking
+	start, end time.Time  // end: the allowance of the declared length
+	got        int64      // bytes read so far
+	reading    bool       // the first read has been made
+}
 
-func (b slowBody) Read(p []byte) (int, error) {
+// deadline is when the next bytes must have arrived.
+func (b *slowBody) deadline() time.Time {
+	d := b.start.Add(bodyAllowance(b.got))
+	if d.After(b.end) {
+		return b.end
+	}
+	return d
+}
+
+func (b *slowBody) Read(p []byte) (int, error) {
+	if !b.reading {
+		b.reading = true
+		b.req.startBody()
+	}
 	n, err := b.ReadCloser.Read(p)
-	if err != nil && errors.Is(err, os.ErrDeadlineExceeded) {
-		err = fmt.Errorf("%w (%w)", errSlowBody, err)
+	b.got += int64(n)
+	switch {
+	case err == nil && n > 0:
+		// Only before the end: at its end net/http clears the deadline
+		// and reads the connection in the background, which a deadline
+		// set now would break.
+		b.rc.SetReadDeadline(b.deadline())
+	case err != nil:
+		b.req.endBody()
+		if errors.Is(err, os.ErrDeadlineExceeded) {
+			err = fmt.Errorf("%w (%w)", errSlowBody, err)
+		}
 	}
 	return n, err
 }
