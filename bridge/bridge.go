@@ -67,6 +67,12 @@ type Config struct {
 	// Server at a time, the one the hub serves on (see Claims); nil lets
 	// every Server resume and write it.
 	Claims *Claims
+	// Connects bounds how many shared connections are being made at once,
+	// across every Server given the same limit (see ConnectLimit); the
+	// connect timeout starts once a connection has its slot. nil means one
+	// limit of DefaultConnectLimit shared by every Server of the process.
+	// Per-session connections, made for a call that waits, are not bound.
+	Connects *ConnectLimit
 
 	// Changed reports a change of state or of a list.
 	Changed func()
@@ -157,6 +163,9 @@ func New(cfg Config) *Server {
 	}
 	if cfg.clk == nil {
 		cfg.clk = realClock{}
+	}
+	if cfg.Connects == nil {
+		cfg.Connects = processConnects
 	}
 	cfg.Client.Name = cfg.Name
 	cfg.Client.Logger = cfg.Logger

@@ -126,8 +126,18 @@ func (l *link) clientConfig(resume bool) client.Config {
 	return cfg
 }
 
-// connect makes one connection and fetches the server's lists.
+// connect makes one connection and fetches the server's lists. The shared
+// link first waits for a slot of the Connects limit, and holds it until the
+// lists are in.
 func (l *link) connect() (upstreamConn, error) {
+	release := func() {}
+	if l.session == "" {
+		var err error
+		if release, err = l.srv.cfg.Connects.acquire(l.ctx); err != nil {
+			return nil, err
+		}
+	}
+	defer release()
 	l.mu.Lock()
 	if l.state != StateStarting && l.state != StateCrashLoop {
 		l.setStateLocked(StateRestarting)
@@ -162,6 +172,7 @@ func (l *link) connect() (upstreamConn, error) {
 		conn.Close()
 		return nil, err
 	}
+	release()
 	subs := l.connected(conn, init.Raw, lists)
 	l.srv.log.Info("connected", "transport", conn.Transport(), "pid", conn.PID(), "tools", len(lists["tools/list"]), "session", l.session)
 	if lvl := l.srv.level(); lvl != "" {

@@ -54,8 +54,13 @@ type persistence struct {
 	mu      sync.Mutex
 	pending *client.State
 	last    *client.State // the newest state, written or not
-	// savedCatalog is the catalog as last written, so an unchanged one is
-	// not written again.
+	// stored is the state record as last written or loaded, when storedKnown
+	// says the store holds it (nil: nothing), so a state the store already
+	// has is not written again.
+	stored      []byte
+	storedKnown bool
+	// savedCatalog is the catalog as last written or loaded, so an
+	// unchanged one is not written again.
 	savedCatalog map[string][]byte
 	stop         func() bool // stops the armed flush; nil when none is armed
 	closed       bool
@@ -89,6 +94,7 @@ func (p *persistence) regain() {
 		return
 	}
 	p.pending = p.last
+	p.storedKnown = false // the Server that owned the records wrote them
 	p.mu.Unlock()
 	p.flush()
 }
@@ -111,17 +117,39 @@ func (p *persistence) flush() {
 	p.mu.Lock()
 	s := p.pending
 	p.pending, p.stop = nil, nil
+	stored, known := p.stored, p.storedKnown
 	p.mu.Unlock()
 	if s == nil || s.Transport == client.TransportStdio || !p.mayWrite() {
 		return
 	}
 	data, err := json.Marshal(s)
-	if err == nil {
-		err = p.st.SaveUpstream(p.name, data)
-	}
 	if err != nil {
 		p.log.Error("could not save the upstream state", "err", err)
+		return
 	}
+	if known && (bytes.Equal(data, stored) || s.SessionID == "" && sessionOf(stored) == "") {
+		// The store has it, or has nothing to resume either way: a state
+		// without a session is never resumed.
+		return
+	}
+	if err := p.st.SaveUpstream(p.name, data); err != nil {
+		p.log.Error("could not save the upstream state", "err", err)
+		return
+	}
+	p.mu.Lock()
+	p.stored, p.storedKnown = data, true
+	p.mu.Unlock()
+}
+
+// sessionOf is the session id of a stored state record, "" for none.
+func sessionOf(data []byte) string {
+	var s struct {
+		SessionID string `json:"sessionId"`
+	}
+	if data == nil || json.Unmarshal(data, &s) != nil {
+		return ""
+	}
+	return s.SessionID
 }
 
 // mayWrite reports whether this Server's writes are the ones to keep.
@@ -201,9 +229,16 @@ func (c *Claims) release(name string, s *Server) {
 	}
 }
 
-// resume loads the stored connection state, nil when there is none.
+// resume loads the stored connection state, nil when there is none, and
+// remembers what the store holds.
 func (p *persistence) resume() *client.State {
 	data, err := p.st.Upstream(p.name)
+	p.mu.Lock()
+	p.stored, p.storedKnown = nil, true
+	if err == nil {
+		p.stored = data
+	}
+	p.mu.Unlock()
 	if err != nil {
 		return nil
 	}
@@ -247,12 +282,16 @@ func (p *persistence) saveCatalog(c Cache) {
 	p.mu.Unlock()
 }
 
-// cache loads the stored catalog, nil when there is none.
+// cache loads the stored catalog, nil when there is none, and remembers it
+// as saved.
 func (p *persistence) cache() *Cache {
 	items, err := p.st.Catalog(p.name)
 	if err != nil || items[catalogInit] == nil {
 		return nil
 	}
+	p.mu.Lock()
+	p.savedCatalog = items
+	p.mu.Unlock()
 	c := &Cache{Init: items[catalogInit], Lists: map[string][]json.RawMessage{}}
 	for m, data := range items {
 		if m == catalogInit {

@@ -1,9 +1,16 @@
 package hub
 
 import (
+	"context"
+	"encoding/json"
 	"errors"
 	"fmt"
+	"net"
+	"net/url"
+	"slices"
+	"time"
 
+	"github.com/mcphub/mcphub/internal/jsonrpc"
 	"github.com/mcphub/mcphub/registry"
 )
 
@@ -44,3 +51,190 @@ func (h *Hub) Restart(name string) error {
 }
 
 var errUnknownServer = errors.New("unknown server")
+
+// apply brings the set in line with a new registry, touching only what
+// changed, and returns the servers that stopped (removed or disabled) and
+// the specs whose connection must be replaced. The listen address and its
+// TLS cannot change under a running listener: the new registry keeps the
+// old ones.
+func (ss *serverSet) apply(reg *registry.Registry) (ch registry.Changes, stopped []*serverEntry, replace []*registry.Server) {
+	ch, stopped, replace, ok := ss.applyEntries(reg)
+	if ok {
+		ss.rebuild()
+	}
+	return ch, stopped, replace
+}
+
+// applyEntries is apply's change to the entries, made under the lock; ok is
+// false when the set is closing and nothing changed.
+func (ss *serverSet) applyEntries(reg *registry.Registry) (ch registry.Changes, stopped []*serverEntry, replace []*registry.Server, ok bool) {
+	ss.mu.Lock()
+	defer ss.mu.Unlock()
+	if ss.ctx.Err() != nil {
+		return ch, nil, nil, false // closing: nothing may start now
+	}
+	ss.members++
+	old := ss.reg
+	if reg.Hub.TLSCert != old.Hub.TLSCert || reg.Hub.TLSKey != old.Hub.TLSKey {
+		ss.log.Warn("tls_cert and tls_key changes take effect when mcphub restarts")
+	}
+	reg.Hub.Listen, reg.Hub.TLSCert, reg.Hub.TLSKey = old.Hub.Listen, old.Hub.TLSCert, old.Hub.TLSKey
+	ch = registry.Diff(old, reg)
+	ss.reg, ss.regErr = reg, ""
+	specs := make(map[string]*registry.Server, len(reg.Servers))
+	for _, spec := range reg.Servers {
+		specs[spec.Name] = spec
+	}
+	changed := make(map[string]bool, len(ch.Changed))
+	for _, name := range ch.Changed {
+		changed[name] = true
+	}
+	for _, name := range ch.Removed {
+		if e := ss.entries[name]; e != nil {
+			stopped = append(stopped, e)
+			delete(ss.entries, name)
+		}
+	}
+	for _, name := range slices.Concat(ch.Added, ch.Changed, ch.Toggled) {
+		spec := specs[name]
+		e := ss.entries[name]
+		switch {
+		case !spec.Enabled && e != nil:
+			stopped = append(stopped, e)
+			delete(ss.entries, name)
+		case !spec.Enabled:
+		case e == nil:
+			e = ss.newEntryLocked(spec)
+			ss.entries[name] = e
+			e.up.Start(ss.ctx)
+		case changed[name]:
+			replace = append(replace, spec)
+		}
+	}
+	// Every running server follows the new registry's spec object (prefix,
+	// allow/deny, call_timeout need no reconnect), so later restarts and
+	// replacements compare against what is in force.
+	for name, e := range ss.entries {
+		if spec := specs[name]; spec != nil && spec != e.spec && !changed[name] {
+			ss.entries[name] = &serverEntry{spec: spec, up: e.up}
+		}
+	}
+	return ch, stopped, replace, true
+}
+
+// setError records that the registry file no longer loads.
+func (ss *serverSet) setError(err error) {
+	ss.mu.Lock()
+	ss.regErr = err.Error()
+	ss.mu.Unlock()
+}
+
+// replaceLater replaces a server's connection in the background; once the
+// set is closing there is nothing to replace.
+func (ss *serverSet) replaceLater(spec *registry.Server) {
+	ss.group.Go(func() { ss.replace(spec) })
+}
+
+// replace starts a new upstream for spec, waits until it has left the
+// starting state (connected or failed, bounded by its connect timeout), swaps
+// it in and stops the old one, so clients never see the server missing.
+func (ss *serverSet) replace(spec *registry.Server) {
+	ss.mu.Lock()
+	if ss.ctx.Err() != nil || ss.entries[spec.Name] == nil {
+		ss.mu.Unlock()
+		return
+	}
+	fresh := ss.newEntryLocked(spec)
+	ss.mu.Unlock()
+	fresh.up.Start(ss.ctx)
+
+	deadline := time.Now().Add(spec.ConnectTimeout + time.Second)
+	tick := time.NewTicker(20 * time.Millisecond)
+	defer tick.Stop()
+	for fresh.up.Status().State == StateStarting && time.Now().Before(deadline) {
+		select {
+		case <-tick.C:
+		case <-ss.ctx.Done():
+			fresh.up.Close()
+			return
+		}
+	}
+
+	ss.mu.Lock()
+	old := ss.entries[spec.Name]
+	want := ss.reg.Server(spec.Name)
+	if old == nil || want == nil || !want.Enabled || want.Hash() != spec.Hash() {
+		// Removed, disabled or changed again while this one connected.
+		ss.mu.Unlock()
+		fresh.up.Close()
+		return
+	}
+	// The spec in force now: a change that needs no new connection (a
+	// prefix, filters, call_timeout) may have come while this one connected.
+	ss.entries[spec.Name] = &serverEntry{spec: want, up: fresh.up}
+	ss.members++
+	ss.mu.Unlock()
+	ss.await(ss.queue.mark(ss, spec.Name))
+	ss.log.Info("server replaced", "server", spec.Name, "state", fresh.up.Status().State)
+	ss.onSwap()
+	old.up.Close()
+}
+
+// stop closes a removed server's upstream in the background, or at once
+// when the set is closing.
+func (ss *serverSet) stop(e *serverEntry) {
+	stop := func() {
+		e.up.Close()
+		ss.log.Info("server stopped", "server", e.spec.Name)
+	}
+	if !ss.group.Go(stop) {
+		stop()
+	}
+}
+
+// selfReferenceLocked reports whether a remote server's URL points at this
+// hub.
+func (ss *serverSet) selfReferenceLocked(spec *registry.Server) bool {
+	if spec.URL == "" {
+		return false
+	}
+	u, err := url.Parse(spec.URL)
+	if err != nil {
+		return false
+	}
+	listenHost, listenPort, err := net.SplitHostPort(ss.reg.Hub.Listen)
+	if err != nil {
+		return false
+	}
+	port := u.Port()
+	if port == "" {
+		port = map[string]string{"http": "80", "https": "443"}[u.Scheme]
+	}
+	if port != listenPort {
+		return false
+	}
+	return isLoopbackName(u.Hostname()) || u.Hostname() == listenHost
+}
+
+// refused is the upstream of a server mcphub will not connect to, such as
+// one that points at the hub itself; it stays visible as failed.
+type refused struct{ reason string }
+
+func (r refused) Start(context.Context) {}
+func (r refused) Close() error          { return nil }
+func (r refused) Call(context.Context, string, string, json.RawMessage, jsonrpc.Peer) (json.RawMessage, error) {
+	return nil, fmt.Errorf("%w: %s", errUnavailable, r.reason)
+}
+func (r refused) Notify(context.Context, string, string, json.RawMessage) error {
+	return fmt.Errorf("%w: %s", errUnavailable, r.reason)
+}
+func (r refused) SetLogLevel(string)            {}
+func (r refused) SessionClosed(string)          {}
+func (r refused) Initialize() json.RawMessage   { return nil }
+func (r refused) List(string) []json.RawMessage { return nil }
+func (r refused) Adopt(json.RawMessage, string, json.RawMessage, jsonrpc.Peer, func(json.RawMessage, error)) bool {
+	return false
+}
+func (r refused) Status() UpstreamStatus {
+	return UpstreamStatus{State: StateFailed, LastError: r.reason}
+}

@@ -1,12 +1,15 @@
 package hub
 
 import (
+	"bytes"
 	"crypto/sha256"
 	"encoding/base64"
 	"encoding/hex"
 	"encoding/json"
 	"fmt"
+	"hash"
 	"regexp"
+	"slices"
 	"strconv"
 	"strings"
 
@@ -56,8 +59,9 @@ type template struct {
 }
 
 // catalog is one view's merged lists: either every server with prefixed
-// names (/mcp) or one server with its own names (/{server}/mcp). It is built
-// whole and swapped in; it is never modified afterwards.
+// names (/mcp) or one server with its own names (/{server}/mcp). It is
+// merged whole from the servers' pieces and swapped in; it is never modified
+// afterwards.
 type catalog struct {
 	tools, prompts []named
 	toolIndex      map[string]int // exposed name → index in tools
@@ -84,107 +88,221 @@ type source struct {
 // the bare name); otherwise names are the server's own. Collisions and names
 // clients cannot use are resolved predictably and reported, never fatal.
 func buildCatalog(sources []source, prefixed bool, sep string) *catalog {
-	c := &catalog{
-		toolIndex:     map[string]int{},
-		promptIndex:   map[string]int{},
-		resourceIndex: map[string]string{},
-		items:         map[string][]json.RawMessage{},
-		digest:        map[string]string{},
-		conflicts:     map[string][]string{},
-	}
-	conflict := func(server, format string, args ...any) {
-		c.conflicts[server] = append(c.conflicts[server], fmt.Sprintf(format, args...))
-	}
-	for _, src := range sources {
-		name := src.spec.Name
+	pieces := make([]*piece, len(sources))
+	for i, src := range sources {
 		prefix := ""
 		if prefixed {
 			prefix = src.spec.Prefix
 		}
-		for _, item := range src.up.List("tools/list") {
-			orig, ok := jsonrpc.StringMember(item, "name")
-			if !ok || !src.spec.AllowsTool(orig) {
-				continue
-			}
-			c.tools = c.addNamed(c.tools, c.toolIndex, "tool", name, prefix, sep, orig, item, conflict)
-		}
-		for _, item := range src.up.List("prompts/list") {
-			orig, ok := jsonrpc.StringMember(item, "name")
-			if !ok {
-				continue
-			}
-			c.prompts = c.addNamed(c.prompts, c.promptIndex, "prompt", name, prefix, sep, orig, item, conflict)
-		}
-		for _, item := range src.up.List("resources/list") {
-			uri, ok := jsonrpc.StringMember(item, "uri")
-			if !ok {
-				continue
-			}
-			if owner, dup := c.resourceIndex[uri]; dup {
-				conflict(name, "resource %s is also offered by %s, which serves it", uri, owner)
-				continue
-			}
-			c.resourceIndex[uri] = name
-			c.resources = append(c.resources, named{server: name, name: uri, item: item})
-		}
-		for _, item := range src.up.List("resources/templates/list") {
-			tpl, ok := jsonrpc.StringMember(item, "uriTemplate")
-			if !ok {
-				continue
-			}
-			re, err := templatePattern(tpl)
-			if err != nil {
-				conflict(name, "resource template %s: %v", tpl, err)
-				continue
-			}
-			c.templates = append(c.templates, template{server: name, item: item, pattern: re})
+		pieces[i] = newPiece(src.spec, listsOf(src.up), prefix, sep)
+	}
+	return mergePieces(pieces)
+}
+
+// lists are a server's four lists as its upstream offers them, in
+// listKinds order.
+type lists [4][]json.RawMessage
+
+// listsOf reads an upstream's lists.
+func listsOf(up Upstream) lists {
+	var l lists
+	for i, k := range listKinds {
+		l[i] = up.List(k.method)
+	}
+	return l
+}
+
+// equal reports whether two servers' lists hold the same items.
+func (l *lists) equal(o *lists) bool {
+	for i := range l {
+		if !slices.EqualFunc(l[i], o[i], func(a, b json.RawMessage) bool { return bytes.Equal(a, b) }) {
+			return false
 		}
 	}
-	for _, n := range c.tools {
-		c.items["tools/list"] = append(c.items["tools/list"], n.item)
-	}
-	for _, n := range c.prompts {
-		c.items["prompts/list"] = append(c.items["prompts/list"], n.item)
-	}
-	for _, n := range c.resources {
-		c.items["resources/list"] = append(c.items["resources/list"], n.item)
-	}
-	for _, t := range c.templates {
-		c.items["resources/templates/list"] = append(c.items["resources/templates/list"], t.item)
-	}
-	for _, k := range listKinds {
-		h := sha256.New()
-		for _, it := range c.items[k.method] {
-			h.Write(it)
-			h.Write([]byte{0})
+	return true
+}
+
+// piece is one server's part of a view, prepared once per change of its
+// lists or of its catalog settings: names read, filtered, prefixed and made
+// usable, items renamed, templates compiled and every item fingerprinted.
+// Merging pieces only decides collisions, so a view over thousands of
+// servers is merged without reading any item again.
+type piece struct {
+	server  string
+	tools   []pieceItem
+	prompts []pieceItem
+	// resources use name for the URI.
+	resources []pieceItem
+	templates []template
+	tplSums   [][sha256.Size]byte
+	// tplConflicts are the templates that could not be used, in order.
+	tplConflicts []string
+}
+
+// pieceItem is one tool, prompt or resource of a piece.
+type pieceItem struct {
+	exposed string // the name (or URI) clients see
+	orig    string // the server's own name
+	item    json.RawMessage
+	sum     [sha256.Size]byte
+	// renamed says why exposed is not the name as offered; "" when it is.
+	renamed string
+}
+
+// newPiece prepares one server's lists for merging under prefix.
+func newPiece(spec *registry.Server, l lists, prefix, sep string) *piece {
+	p := &piece{server: spec.Name}
+	for _, item := range l[0] {
+		orig, ok := jsonrpc.StringMember(item, "name")
+		if ok && spec.AllowsTool(orig) {
+			p.tools = append(p.tools, exposeNamed("tool", prefix, sep, orig, item))
 		}
-		c.digest[k.method] = hex.EncodeToString(h.Sum(nil))
+	}
+	for _, item := range l[1] {
+		if orig, ok := jsonrpc.StringMember(item, "name"); ok {
+			p.prompts = append(p.prompts, exposeNamed("prompt", prefix, sep, orig, item))
+		}
+	}
+	for _, item := range l[2] {
+		if uri, ok := jsonrpc.StringMember(item, "uri"); ok {
+			p.resources = append(p.resources, pieceItem{exposed: uri, orig: uri, item: item, sum: sha256.Sum256(item)})
+		}
+	}
+	for _, item := range l[3] {
+		tpl, ok := jsonrpc.StringMember(item, "uriTemplate")
+		if !ok {
+			continue
+		}
+		re, err := templatePattern(tpl)
+		if err != nil {
+			p.tplConflicts = append(p.tplConflicts, fmt.Sprintf("resource template %s: %v", tpl, err))
+			continue
+		}
+		p.templates = append(p.templates, template{server: spec.Name, item: item, pattern: re})
+		p.tplSums = append(p.tplSums, sha256.Sum256(item))
+	}
+	return p
+}
+
+// exposeNamed prepares one tool or prompt: its exposed name, prefixed and
+// made one clients accept, and its item carrying that name.
+func exposeNamed(kind, prefix, sep, orig string, item json.RawMessage) pieceItem {
+	n := pieceItem{exposed: orig, orig: orig}
+	if prefix != "" {
+		n.exposed = prefix + sep + orig
+	}
+	if fixed := safeName(n.exposed); fixed != n.exposed {
+		n.renamed = fmt.Sprintf("%s %q is exposed as %q (names must be 1-%d characters of A-Za-z0-9_.-)", kind, n.exposed, fixed, maxNameLen)
+		n.exposed = fixed
+	}
+	if n.exposed != orig {
+		if out, err := jsonrpc.SetMember(item, "name", jsonrpc.Quote(n.exposed)); err == nil {
+			item = out
+		}
+	}
+	n.item, n.sum = item, sha256.Sum256(item)
+	return n
+}
+
+// mergePieces merges servers' pieces, in the given order: a tool, prompt or
+// resource URI an earlier server exposes hides a later server's of the same
+// name, and every name not exposed as offered is reported. Each list's
+// digest is the hash of its items' fingerprints, in order.
+func mergePieces(pieces []*piece) *catalog {
+	var nt, np, nr, nx int
+	for _, p := range pieces {
+		nt, np, nr, nx = nt+len(p.tools), np+len(p.prompts), nr+len(p.resources), nx+len(p.templates)
+	}
+	c := &catalog{
+		tools: make([]named, 0, nt), prompts: make([]named, 0, np), resources: make([]named, 0, nr), templates: make([]template, 0, nx),
+		toolIndex: make(map[string]int, nt), promptIndex: make(map[string]int, np), resourceIndex: make(map[string]string, nr),
+		items: make(map[string][]json.RawMessage, len(listKinds)), digest: make(map[string]string, len(listKinds)), conflicts: map[string][]string{},
+	}
+	var sums [4]digester
+	for i := range sums {
+		sums[i].init()
+	}
+	for _, p := range pieces {
+		c.mergeNamed(&c.tools, c.toolIndex, "tool", p.server, p.tools, &sums[0])
+		c.mergeNamed(&c.prompts, c.promptIndex, "prompt", p.server, p.prompts, &sums[1])
+		for _, r := range p.resources {
+			if owner, dup := c.resourceIndex[r.exposed]; dup {
+				c.conflict(p.server, fmt.Sprintf("resource %s is also offered by %s, which serves it", r.exposed, owner))
+				continue
+			}
+			c.resourceIndex[r.exposed] = p.server
+			c.resources = append(c.resources, named{server: p.server, name: r.exposed, item: r.item})
+			sums[2].add(&r.sum)
+		}
+		c.templates = append(c.templates, p.templates...)
+		for i := range p.tplSums {
+			sums[3].add(&p.tplSums[i])
+		}
+		for _, msg := range p.tplConflicts {
+			c.conflict(p.server, msg)
+		}
+	}
+	for i, list := range [][]named{c.tools, c.prompts, c.resources} {
+		items := make([]json.RawMessage, len(list))
+		for j, n := range list {
+			items[j] = n.item
+		}
+		c.items[listKinds[i].method] = items
+	}
+	tpls := make([]json.RawMessage, len(c.templates))
+	for j, t := range c.templates {
+		tpls[j] = t.item
+	}
+	c.items[listKinds[3].method] = tpls
+	for i, k := range listKinds {
+		c.digest[k.method] = sums[i].hex()
 	}
 	return c
 }
 
-// addNamed exposes one tool or prompt, renaming it when its name is not one
-// clients accept and hiding it when an earlier server took the name.
-func (c *catalog) addNamed(list []named, index map[string]int, kind, server, prefix, sep, orig string, item json.RawMessage, conflict func(string, string, ...any)) []named {
-	exposed := orig
-	if prefix != "" {
-		exposed = prefix + sep + orig
-	}
-	if fixed := safeName(exposed); fixed != exposed {
-		conflict(server, "%s %q is exposed as %q (names must be 1-%d characters of A-Za-z0-9_.-)", kind, exposed, fixed, maxNameLen)
-		exposed = fixed
-	}
-	if prev, dup := index[exposed]; dup {
-		conflict(server, "%s %q is hidden: %s offers the same name", kind, exposed, list[prev].server)
-		return list
-	}
-	if exposed != orig {
-		if out, err := jsonrpc.SetMember(item, "name", jsonrpc.Quote(exposed)); err == nil {
-			item = out
+func (c *catalog) conflict(server, msg string) {
+	c.conflicts[server] = append(c.conflicts[server], msg)
+}
+
+// mergeNamed adds a piece's tools or prompts to a list, hiding each one
+// whose exposed name an earlier item took, and writes the fingerprints of
+// the items it added to sums.
+func (c *catalog) mergeNamed(list *[]named, index map[string]int, kind, server string, items []pieceItem, sums *digester) {
+	for i := range items {
+		n := &items[i]
+		if n.renamed != "" {
+			c.conflict(server, n.renamed)
 		}
+		if prev, dup := index[n.exposed]; dup {
+			c.conflict(server, fmt.Sprintf("%s %q is hidden: %s offers the same name", kind, n.exposed, (*list)[prev].server))
+			continue
+		}
+		index[n.exposed] = len(*list)
+		*list = append(*list, named{server: server, name: n.orig, item: n.item})
+		sums.add(&n.sum)
 	}
-	index[exposed] = len(list)
-	return append(list, named{server: server, name: orig, item: item})
+}
+
+// digester hashes a list's item fingerprints, a block at a time.
+type digester struct {
+	h   hash.Hash
+	buf []byte
+}
+
+func (d *digester) init() { d.h, d.buf = sha256.New(), make([]byte, 0, 64*sha256.Size) }
+
+func (d *digester) add(sum *[sha256.Size]byte) {
+	if len(d.buf) == cap(d.buf) {
+		d.h.Write(d.buf)
+		d.buf = d.buf[:0]
+	}
+	d.buf = append(d.buf, sum[:]...)
+}
+
+// hex is the digest of what was added, in hex.
+func (d *digester) hex() string {
+	d.h.Write(d.buf)
+	return hex.EncodeToString(d.h.Sum(nil))
 }
 
 // tool looks up an exposed tool name.

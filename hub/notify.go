@@ -36,6 +36,11 @@ type fanout struct {
 
 	levelMu  sync.Mutex
 	upLevels map[Upstream]string // level last sent to each running upstream
+	// lastLevel is the level last applied and levelsAt the generation of
+	// the serverSet's entries it was applied to: with the same upstreams
+	// and the same level there is nothing to send, and nothing to look at.
+	lastLevel string
+	levelsAt  uint64
 }
 
 func newFanout(ctx context.Context, delay time.Duration) *fanout {
@@ -207,9 +212,12 @@ func (f *fanout) applyLevels() {
 	}
 	// Levels are remembered per upstream, not per name: a replaced
 	// connection is a new upstream and must be told.
-	running := f.servers.upstreams()
 	f.levelMu.Lock()
 	defer f.levelMu.Unlock()
+	running, gen := f.servers.upstreamsSince(f.levelsAt, want == f.lastLevel)
+	if running == nil {
+		return // the same upstreams were told this level
+	}
 	live := make(map[Upstream]string, len(running))
 	for _, up := range running {
 		if f.upLevels[up] != want {
@@ -217,5 +225,5 @@ func (f *fanout) applyLevels() {
 		}
 		live[up] = want
 	}
-	f.upLevels = live
+	f.upLevels, f.lastLevel, f.levelsAt = live, want, gen
 }

@@ -2,27 +2,27 @@ package hub
 
 import (
 	"context"
-	"encoding/json"
 	"fmt"
 	"log/slog"
-	"net"
-	"net/url"
 	"slices"
 	"strings"
 	"sync"
+	"sync/atomic"
 	"time"
 
 	"github.com/mcphub/mcphub/internal/goroutines"
-	"github.com/mcphub/mcphub/internal/jsonrpc"
 	"github.com/mcphub/mcphub/internal/redact"
 	"github.com/mcphub/mcphub/registry"
 )
 
 // serverSet is the hub's part that owns the upstreams: the registry in
 // force, one Upstream per enabled server, and the catalogs built from them
-// (the merged /mcp view and each server's own view). Catalogs are rebuilt
-// whole under its lock whenever a server's state or lists change, and each
-// rebuild reports what changed through onDiff.
+// (the merged /mcp view and each server's own view). Catalogs are built off
+// the request path by one rebuilder goroutine: a server whose state or
+// lists changed is marked, and the rebuilder remakes only the marked
+// servers' pieces and merges the views once per batch of changes (see
+// buildViews), reporting each view's change through onDiff. Readers take
+// the last published views without waiting for a build.
 type serverSet struct {
 	ctx         context.Context
 	log         *slog.Logger
@@ -38,11 +38,19 @@ type serverSet struct {
 	reg     *registry.Registry
 	regErr  string                  // last registry error, when the running set is older
 	entries map[string]*serverEntry // enabled servers, by name
-	merged  *catalog                // the /mcp view
-	single  map[string]*catalog     // the /{server}/mcp views
+	members uint64                  // counts changes to entries and reg, so a build knows to look at every server
 	warm    chan struct{}           // closed once no server is starting, or after the warmup
 
-	group goroutines.Group // the warmup, replacements and stops in the background
+	// views are the catalogs readers see: the last build's, published whole.
+	views atomic.Pointer[views]
+	// ordered caches sorted.
+	ordered atomic.Pointer[ordered]
+	// queue holds the servers marked for the next build.
+	queue buildQueue
+	// build is the builder's own state; only a build touches it.
+	build builder
+
+	group goroutines.Group // the rebuilder, the warmup, replacements and stops in the background
 }
 
 // serverEntry is one enabled server: its spec and its upstream. An entry is
@@ -54,11 +62,13 @@ type serverEntry struct {
 }
 
 func newServerSet(ctx context.Context, log *slog.Logger, reg *registry.Registry, newUp NewUpstreamFunc) *serverSet {
-	return &serverSet{
+	ss := &serverSet{
 		ctx: ctx, log: log, newUpstream: newUp, reg: reg,
-		entries: map[string]*serverEntry{}, single: map[string]*catalog{}, warm: make(chan struct{}),
-		merged: buildCatalog(nil, true, reg.Hub.Separator),
+		entries: map[string]*serverEntry{}, warm: make(chan struct{}),
 	}
+	ss.views.Store(&views{merged: mergePieces(nil), single: map[string]*catalog{}})
+	ss.queue.init()
+	return ss
 }
 
 // create makes the upstream of every enabled server without starting it.
@@ -70,17 +80,18 @@ func (ss *serverSet) create() {
 			ss.entries[spec.Name] = ss.newEntryLocked(spec)
 		}
 	}
+	ss.members++
 }
 
 // start starts every upstream, builds the catalogs, and closes warm once no
 // server is starting any more or after the warmup period.
 func (ss *serverSet) start(warmup time.Duration) {
-	ss.mu.Lock()
+	ss.mu.RLock()
 	for _, e := range ss.entries {
 		e.up.Start(ss.ctx)
 	}
-	ss.rebuildLocked()
-	ss.mu.Unlock()
+	ss.mu.RUnlock()
+	ss.rebuild()
 	ss.group.Go(func() { ss.warmup(warmup) })
 }
 
@@ -142,60 +153,37 @@ func (ss *serverSet) anyStarting() bool {
 	return false
 }
 
-// sourcesLocked returns the servers in catalog order: by name.
-func (ss *serverSet) sourcesLocked() []source {
-	out := make([]source, 0, len(ss.entries))
-	for _, e := range ss.entries {
-		out = append(out, source{spec: e.spec, up: e.up})
-	}
-	slices.SortFunc(out, func(a, b source) int { return strings.Compare(a.spec.Name, b.spec.Name) })
-	return out
-}
-
-// rebuildLocked rebuilds every catalog and reports each view's change;
-// ss.mu is held.
-func (ss *serverSet) rebuildLocked() {
-	srcs := ss.sourcesLocked()
-	sep := ss.reg.Hub.Separator
-	merged := buildCatalog(srcs, true, sep)
-	ss.onDiff("", ss.merged, merged)
-	for server, list := range merged.conflicts {
-		for _, c := range list {
-			if !slices.Contains(ss.merged.conflicts[server], c) {
-				ss.log.Warn("a name could not be exposed as offered", "server", server, "conflict", c)
-			}
-		}
-	}
-	ss.merged = merged
-	single := make(map[string]*catalog, len(srcs))
-	for _, src := range srcs {
-		c := buildCatalog([]source{src}, false, sep)
-		if old := ss.single[src.spec.Name]; old != nil {
-			ss.onDiff(src.spec.Name, old, c)
-		}
-		single[src.spec.Name] = c
-	}
-	ss.single = single
-}
-
-// changed is called by an upstream whose state or lists changed.
+// changed is called by an upstream whose state or lists changed. It marks
+// the server for the next build and returns once that build is published,
+// so whoever reports a change sees it in the catalogs afterwards; changes
+// reported meanwhile by other servers share the build.
 func (ss *serverSet) changed(name string) {
-	ss.mu.Lock()
-	defer ss.mu.Unlock()
-	if _, ok := ss.entries[name]; !ok {
+	if ss.get(name) == nil {
 		return
 	}
-	ss.rebuildLocked()
+	ss.await(ss.queue.mark(ss, name))
 }
 
-// view returns the catalog of an endpoint, nil for an unknown server.
-func (ss *serverSet) view(endpoint string) *catalog {
-	ss.mu.RLock()
-	defer ss.mu.RUnlock()
-	if endpoint == "" {
-		return ss.merged
+// rebuild builds the catalogs with every server looked at again and returns
+// once they are published (at once when the set is closing).
+func (ss *serverSet) rebuild() { ss.await(ss.queue.mark(ss)) }
+
+// await waits for a build to be published, or for the set to close.
+func (ss *serverSet) await(published <-chan struct{}) {
+	select {
+	case <-published:
+	case <-ss.ctx.Done():
 	}
-	return ss.single[endpoint]
+}
+
+// view returns the catalog of an endpoint, nil for an unknown server. It
+// never waits for a build.
+func (ss *serverSet) view(endpoint string) *catalog {
+	v := ss.views.Load()
+	if endpoint == "" {
+		return v.merged
+	}
+	return v.single[endpoint]
 }
 
 // get returns an enabled server's entry, nil for any other name.
@@ -212,27 +200,40 @@ func (ss *serverSet) registry() *registry.Registry {
 	return ss.reg
 }
 
-// sorted returns the enabled servers by name.
+// sorted returns the enabled servers by name. The slice is shared by every
+// caller until the entries change: it must not be modified.
 func (ss *serverSet) sorted() []*serverEntry {
 	ss.mu.RLock()
 	defer ss.mu.RUnlock()
-	out := make([]*serverEntry, 0, len(ss.entries))
-	for _, e := range ss.entries {
-		out = append(out, e)
+	if o := ss.ordered.Load(); o != nil && o.members == ss.members {
+		return o.entries
 	}
-	slices.SortFunc(out, func(a, b *serverEntry) int { return strings.Compare(a.spec.Name, b.spec.Name) })
-	return out
+	o := &ordered{members: ss.members, entries: ss.sortedLocked()}
+	ss.ordered.Store(o)
+	return o.entries
 }
 
-// upstreams returns the running upstreams by server name.
-func (ss *serverSet) upstreams() map[string]Upstream {
+// ordered is the enabled servers by name as of one generation of the
+// entries.
+type ordered struct {
+	members uint64
+	entries []*serverEntry
+}
+
+// upstreamsSince returns the running upstreams by server name and the
+// generation of the entries they were taken at; with unchanged set it
+// returns nil instead when the entries are still those of generation gen.
+func (ss *serverSet) upstreamsSince(gen uint64, unchanged bool) (map[string]Upstream, uint64) {
 	ss.mu.RLock()
 	defer ss.mu.RUnlock()
+	if unchanged && gen == ss.members {
+		return nil, gen
+	}
 	out := make(map[string]Upstream, len(ss.entries))
 	for name, e := range ss.entries {
 		out[name] = e.up
 	}
-	return out
+	return out, ss.members
 }
 
 // of returns the servers an endpoint sees: every one for /mcp, the one for
@@ -249,132 +250,12 @@ func (ss *serverSet) of(endpoint string) []*serverEntry {
 	return out
 }
 
-// apply brings the set in line with a new registry, touching only what
-// changed, and returns the servers that stopped (removed or disabled) and
-// the specs whose connection must be replaced. The listen address and its
-// TLS cannot change under a running listener: the new registry keeps the
-// old ones.
-func (ss *serverSet) apply(reg *registry.Registry) (ch registry.Changes, stopped []*serverEntry, replace []*registry.Server) {
-	ss.mu.Lock()
-	defer ss.mu.Unlock()
-	if ss.ctx.Err() != nil {
-		return ch, nil, nil // closing: nothing may start now
-	}
-	old := ss.reg
-	if reg.Hub.TLSCert != old.Hub.TLSCert || reg.Hub.TLSKey != old.Hub.TLSKey {
-		ss.log.Warn("tls_cert and tls_key changes take effect when mcphub restarts")
-	}
-	reg.Hub.Listen, reg.Hub.TLSCert, reg.Hub.TLSKey = old.Hub.Listen, old.Hub.TLSCert, old.Hub.TLSKey
-	ch = registry.Diff(old, reg)
-	ss.reg, ss.regErr = reg, ""
-	for _, name := range ch.Removed {
-		if e := ss.entries[name]; e != nil {
-			stopped = append(stopped, e)
-			delete(ss.entries, name)
-		}
-	}
-	for _, name := range slices.Concat(ch.Added, ch.Changed, ch.Toggled) {
-		spec := reg.Server(name)
-		e := ss.entries[name]
-		switch {
-		case !spec.Enabled && e != nil:
-			stopped = append(stopped, e)
-			delete(ss.entries, name)
-		case !spec.Enabled:
-		case e == nil:
-			e = ss.newEntryLocked(spec)
-			ss.entries[name] = e
-			e.up.Start(ss.ctx)
-		case slices.Contains(ch.Changed, name):
-			replace = append(replace, spec)
-		}
-	}
-	// Every running server follows the new registry's spec object (prefix,
-	// allow/deny, call_timeout need no reconnect), so later restarts and
-	// replacements compare against what is in force.
-	for name, e := range ss.entries {
-		if spec := reg.Server(name); spec != nil && spec != e.spec && !slices.Contains(ch.Changed, name) {
-			ss.entries[name] = &serverEntry{spec: spec, up: e.up}
-		}
-	}
-	ss.rebuildLocked()
-	return ch, stopped, replace
-}
-
-// setError records that the registry file no longer loads.
-func (ss *serverSet) setError(err error) {
-	ss.mu.Lock()
-	ss.regErr = err.Error()
-	ss.mu.Unlock()
-}
-
-// replaceLater replaces a server's connection in the background; once the
-// set is closing there is nothing to replace.
-func (ss *serverSet) replaceLater(spec *registry.Server) {
-	ss.group.Go(func() { ss.replace(spec) })
-}
-
-// replace starts a new upstream for spec, waits until it has left the
-// starting state (connected or failed, bounded by its connect timeout), swaps
-// it in and stops the old one, so clients never see the server missing.
-func (ss *serverSet) replace(spec *registry.Server) {
-	ss.mu.Lock()
-	if ss.ctx.Err() != nil || ss.entries[spec.Name] == nil {
-		ss.mu.Unlock()
-		return
-	}
-	fresh := ss.newEntryLocked(spec)
-	ss.mu.Unlock()
-	fresh.up.Start(ss.ctx)
-
-	deadline := time.Now().Add(spec.ConnectTimeout + time.Second)
-	tick := time.NewTicker(20 * time.Millisecond)
-	defer tick.Stop()
-	for fresh.up.Status().State == StateStarting && time.Now().Before(deadline) {
-		select {
-		case <-tick.C:
-		case <-ss.ctx.Done():
-			fresh.up.Close()
-			return
-		}
-	}
-
-	ss.mu.Lock()
-	old := ss.entries[spec.Name]
-	want := ss.reg.Server(spec.Name)
-	if old == nil || want == nil || !want.Enabled || want.Hash() != spec.Hash() {
-		// Removed, disabled or changed again while this one connected.
-		ss.mu.Unlock()
-		fresh.up.Close()
-		return
-	}
-	// The spec in force now: a change that needs no new connection (a
-	// prefix, filters, call_timeout) may have come while this one connected.
-	ss.entries[spec.Name] = &serverEntry{spec: want, up: fresh.up}
-	ss.rebuildLocked()
-	ss.mu.Unlock()
-	ss.log.Info("server replaced", "server", spec.Name, "state", fresh.up.Status().State)
-	ss.onSwap()
-	old.up.Close()
-}
-
-// stop closes a removed server's upstream in the background, or at once
-// when the set is closing.
-func (ss *serverSet) stop(e *serverEntry) {
-	stop := func() {
-		e.up.Close()
-		ss.log.Info("server stopped", "server", e.spec.Name)
-	}
-	if !ss.group.Go(stop) {
-		stop()
-	}
-}
-
 // close stops every upstream and waits for them and for the background work.
 func (ss *serverSet) close() {
 	ss.mu.Lock()
 	entries := ss.entries
 	ss.entries = map[string]*serverEntry{}
+	ss.members++
 	ss.mu.Unlock()
 	var wg sync.WaitGroup
 	for _, e := range entries {
@@ -410,39 +291,21 @@ func (ss *serverSet) waitConnected(server string) bool {
 	}
 }
 
-// selfReferenceLocked reports whether a remote server's URL points at this
-// hub.
-func (ss *serverSet) selfReferenceLocked(spec *registry.Server) bool {
-	if spec.URL == "" {
-		return false
-	}
-	u, err := url.Parse(spec.URL)
-	if err != nil {
-		return false
-	}
-	listenHost, listenPort, err := net.SplitHostPort(ss.reg.Hub.Listen)
-	if err != nil {
-		return false
-	}
-	port := u.Port()
-	if port == "" {
-		port = map[string]string{"http": "80", "https": "443"}[u.Scheme]
-	}
-	if port != listenPort {
-		return false
-	}
-	return isLoopbackName(u.Hostname()) || u.Hostname() == listenHost
-}
-
 // status reports every registry server's state, with the registry error
 // when the running set is older than the file.
 func (ss *serverSet) status() (servers []ServerStatus, reg *registry.Registry, regErr string) {
 	ss.mu.RLock()
-	reg, regErr, merged := ss.reg, ss.regErr, ss.merged
+	reg, regErr = ss.reg, ss.regErr
+	entries := make([]*serverEntry, len(reg.Servers))
+	for i, spec := range reg.Servers {
+		entries[i] = ss.entries[spec.Name]
+	}
 	ss.mu.RUnlock()
-	for _, spec := range reg.Servers {
+	merged := ss.view("")
+	servers = make([]ServerStatus, 0, len(reg.Servers))
+	for i, spec := range reg.Servers {
 		st := ServerStatus{Name: spec.Name, State: StateDisabled}
-		if e := ss.get(spec.Name); e != nil {
+		if e := entries[i]; e != nil {
 			us := e.up.Status()
 			st.State, st.Transport, st.PID, st.LastError, st.Restarts = us.State, us.Transport, us.PID, us.LastError, us.Restarts
 			if !us.Since.IsZero() && us.State == StateConnected {
@@ -456,25 +319,233 @@ func (ss *serverSet) status() (servers []ServerStatus, reg *registry.Registry, r
 	return servers, reg, regErr
 }
 
-// refused is the upstream of a server mcphub will not connect to, such as
-// one that points at the hub itself; it stays visible as failed.
-type refused struct{ reason string }
+// views are the catalogs of one build, published whole: the merged view
+// and each server's own.
+type views struct {
+	merged *catalog
+	single map[string]*catalog
+}
 
-func (r refused) Start(context.Context) {}
-func (r refused) Close() error          { return nil }
-func (r refused) Call(context.Context, string, string, json.RawMessage, jsonrpc.Peer) (json.RawMessage, error) {
-	return nil, fmt.Errorf("%w: %s", errUnavailable, r.reason)
+// The rebuilder rests buildRest times as long as a build took before the
+// next, at most maxBuildPause: building then takes at most a quarter of a
+// CPU however fast changes come, and a view is at most about a second
+// behind even with tens of thousands of servers.
+const (
+	buildRest     = 3
+	maxBuildPause = time.Second
+)
+
+// buildQueue gathers the changes reported between builds and wakes the
+// rebuilder.
+type buildQueue struct {
+	mu      sync.Mutex
+	dirty   map[string]bool // servers whose lists or state changed
+	batch   chan struct{}   // closed once the build taking the marks so far is published; nil when none is asked for
+	running bool            // the rebuilder was started
+	wake    chan struct{}   // holds one wake-up at most
 }
-func (r refused) Notify(context.Context, string, string, json.RawMessage) error {
-	return fmt.Errorf("%w: %s", errUnavailable, r.reason)
+
+func (q *buildQueue) init() {
+	q.dirty, q.wake = map[string]bool{}, make(chan struct{}, 1)
 }
-func (r refused) SetLogLevel(string)            {}
-func (r refused) SessionClosed(string)          {}
-func (r refused) Initialize() json.RawMessage   { return nil }
-func (r refused) List(string) []json.RawMessage { return nil }
-func (r refused) Adopt(json.RawMessage, string, json.RawMessage, jsonrpc.Peer, func(json.RawMessage, error)) bool {
-	return false
+
+// mark asks for a build with the named servers looked at again (with none,
+// only those whose entry changed) and returns a channel closed once that
+// build is published. It starts the rebuilder on first use; once the set
+// is closing nothing is built, and the channel is never closed.
+func (q *buildQueue) mark(ss *serverSet, names ...string) <-chan struct{} {
+	q.mu.Lock()
+	defer q.mu.Unlock()
+	for _, n := range names {
+		q.dirty[n] = true
+	}
+	if q.batch == nil {
+		q.batch = make(chan struct{})
+	}
+	if !q.running {
+		q.running = ss.group.Go(ss.rebuilder)
+	}
+	select {
+	case q.wake <- struct{}{}:
+	default:
+	}
+	return q.batch
 }
-func (r refused) Status() UpstreamStatus {
-	return UpstreamStatus{State: StateFailed, LastError: r.reason}
+
+// take hands the marks so far to a build.
+func (q *buildQueue) take() (dirty map[string]bool, published chan struct{}) {
+	q.mu.Lock()
+	defer q.mu.Unlock()
+	dirty, published = q.dirty, q.batch
+	q.dirty, q.batch = map[string]bool{}, nil
+	return dirty, published
+}
+
+// rebuilder builds the catalogs whenever changes are marked, until the set
+// closes. After each build it rests (see buildRest), so a burst of changes,
+// such as thousands of servers connecting, is taken in a few builds.
+func (ss *serverSet) rebuilder() {
+	for {
+		select {
+		case <-ss.queue.wake:
+		case <-ss.ctx.Done():
+			return
+		}
+		dirty, published := ss.queue.take()
+		if published == nil {
+			continue // a wake-up whose marks an earlier build took
+		}
+		took := ss.buildViews(dirty)
+		close(published)
+		if pause := min(buildRest*took, maxBuildPause); pause >= time.Millisecond {
+			rest := time.NewTimer(pause)
+			select {
+			case <-rest.C:
+			case <-ss.ctx.Done():
+				rest.Stop()
+				return
+			}
+		}
+	}
+}
+
+// builder is what builds keep between them: the servers in catalog order
+// as of the entries they last saw, and each server's pieces.
+type builder struct {
+	mu      sync.Mutex // held by the build in progress
+	members uint64     // serverSet.members the order was taken at
+	sep     string
+	order   []*serverEntry
+	parts   map[string]*part
+}
+
+// part is one server's pieces and what they were made from.
+type part struct {
+	entry  *serverEntry
+	lists  lists
+	merged *piece // under its prefix, for /mcp
+	single *piece // under its own names, for /{server}/mcp
+}
+
+func newPart(e *serverEntry, l lists, sep string) *part {
+	p := &part{entry: e, lists: l, single: newPiece(e.spec, l, "", sep)}
+	p.merged = p.single
+	if e.spec.Prefix != "" {
+		p.merged = newPiece(e.spec, l, e.spec.Prefix, sep)
+	}
+	return p
+}
+
+// fits reports whether the part was made for e's upstream and catalog
+// settings (the lists aside).
+func (p *part) fits(e *serverEntry) bool {
+	s := p.entry.spec
+	return p.entry.up == e.up && s.Prefix == e.spec.Prefix && slices.Equal(s.Allow, e.spec.Allow) && slices.Equal(s.Deny, e.spec.Deny)
+}
+
+// buildViews remakes the pieces of the servers marked dirty and of those
+// whose entry changed, and when any piece changed merges and publishes the
+// views, reporting each changed one through onDiff. It returns how long it
+// took.
+func (ss *serverSet) buildViews(dirty map[string]bool) time.Duration {
+	b := &ss.build
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	start := time.Now()
+	ss.mu.RLock()
+	members, sep := ss.members, ss.reg.Hub.Separator
+	all := b.parts == nil || members != b.members || sep != b.sep
+	if all {
+		b.order = ss.sortedLocked()
+	}
+	ss.mu.RUnlock()
+	if b.parts == nil || sep != b.sep {
+		b.parts = map[string]*part{}
+	}
+	b.members, b.sep = members, sep
+	var changed []string
+	update := func(e *serverEntry) {
+		name := e.spec.Name
+		p := b.parts[name]
+		if p != nil && p.fits(e) && !dirty[name] {
+			p.entry = e
+			return
+		}
+		l := listsOf(e.up)
+		if p != nil && p.fits(e) && p.lists.equal(&l) {
+			p.entry = e
+			return
+		}
+		b.parts[name] = newPart(e, l, sep)
+		changed = append(changed, name)
+	}
+	gone := false
+	if all {
+		present := make(map[string]bool, len(b.order))
+		for _, e := range b.order {
+			present[e.spec.Name] = true
+			update(e)
+		}
+		for name := range b.parts {
+			if !present[name] {
+				delete(b.parts, name)
+				gone = true
+			}
+		}
+	} else {
+		for name := range dirty {
+			if p := b.parts[name]; p != nil {
+				update(p.entry)
+			}
+		}
+	}
+	if len(changed) > 0 || gone {
+		ss.publish(changed)
+	}
+	return time.Since(start)
+}
+
+// publish merges the views from the builder's pieces, reports what changed
+// and makes them the views readers see; b.mu is held.
+func (ss *serverSet) publish(changed []string) {
+	b := &ss.build
+	pieces := make([]*piece, len(b.order))
+	for i, e := range b.order {
+		pieces[i] = b.parts[e.spec.Name].merged
+	}
+	old := ss.views.Load()
+	merged := mergePieces(pieces)
+	ss.onDiff("", old.merged, merged)
+	for server, list := range merged.conflicts {
+		for _, c := range list {
+			if !slices.Contains(old.merged.conflicts[server], c) {
+				ss.log.Warn("a name could not be exposed as offered", "server", server, "conflict", c)
+			}
+		}
+	}
+	single := make(map[string]*catalog, len(b.order))
+	for _, e := range b.order {
+		if c := old.single[e.spec.Name]; c != nil {
+			single[e.spec.Name] = c
+		}
+	}
+	slices.Sort(changed)
+	for _, name := range changed {
+		c := mergePieces([]*piece{b.parts[name].single})
+		if o := old.single[name]; o != nil {
+			ss.onDiff(name, o, c)
+		}
+		single[name] = c
+	}
+	ss.views.Store(&views{merged: merged, single: single})
+}
+
+// sortedLocked returns the enabled servers by name; ss.mu is held.
+func (ss *serverSet) sortedLocked() []*serverEntry {
+	out := make([]*serverEntry, 0, len(ss.entries))
+	for _, e := range ss.entries {
+		out = append(out, e)
+	}
+	slices.SortFunc(out, func(a, b *serverEntry) int { return strings.Compare(a.spec.Name, b.spec.Name) })
+	return out
 }
