@@ -1,6 +1,7 @@
 package hub
 
 import (
+	"bytes"
 	"context"
 	"encoding/json"
 	"errors"
@@ -62,32 +63,20 @@ func (ss *serverSet) initializeResult(endpoint, version, hubVersion string) json
 			}
 		}
 	}
-	type upstreamInit struct {
-		Capabilities map[string]json.RawMessage `json:"capabilities"`
-		Instructions string                     `json:"instructions"`
-	}
 	var subscribe, completions bool
 	var instructions []string
 	for _, e := range ss.sorted() {
 		if endpoint != "" && e.spec.Name != endpoint {
 			continue
 		}
-		raw := e.up.Initialize()
-		if raw == nil {
+		sum := e.initSummary()
+		if sum == nil {
 			continue
 		}
-		var ui upstreamInit
-		json.Unmarshal(raw, &ui)
-		if res, ok := ui.Capabilities["resources"]; ok {
-			if v, ok := jsonrpc.Member(res, "subscribe"); ok && string(v) == "true" {
-				subscribe = true
-			}
-		}
-		if _, ok := ui.Capabilities["completions"]; ok {
-			completions = true
-		}
-		if ui.Instructions != "" {
-			instructions = append(instructions, "## "+e.spec.Name+"\n"+strings.TrimSpace(ui.Instructions))
+		subscribe = subscribe || sum.subscribe
+		completions = completions || sum.completions
+		if sum.instructions != "" {
+			instructions = append(instructions, "## "+e.spec.Name+"\n"+sum.instructions)
 		}
 	}
 	capsJSON := `{"tools":{"listChanged":true},"prompts":{"listChanged":true},"resources":{"listChanged":true`
@@ -108,6 +97,41 @@ func (ss *serverSet) initializeResult(endpoint, version, hubVersion string) json
 		out = jsonrpc.AppendString(out, text)
 	}
 	return append(out, '}')
+}
+
+// initSummary is what the merged initialize result takes from one
+// upstream's initialize result.
+type initSummary struct {
+	raw          json.RawMessage // the result it was read from
+	subscribe    bool            // resources.subscribe
+	completions  bool
+	instructions string // trimmed
+}
+
+// initSummary reads the upstream's initialize result once per result: with
+// thousands of servers, decoding every one on every initialize cost tens of
+// milliseconds. nil while the upstream has none.
+func (e *serverEntry) initSummary() *initSummary {
+	raw := e.up.Initialize()
+	if raw == nil {
+		return nil
+	}
+	if c := e.init.Load(); c != nil && bytes.Equal(c.raw, raw) {
+		return c
+	}
+	var ui struct {
+		Capabilities map[string]json.RawMessage `json:"capabilities"`
+		Instructions string                     `json:"instructions"`
+	}
+	json.Unmarshal(raw, &ui)
+	c := &initSummary{raw: raw, instructions: strings.TrimSpace(ui.Instructions)}
+	if res, ok := ui.Capabilities["resources"]; ok {
+		v, ok := jsonrpc.Member(res, "subscribe")
+		c.subscribe = ok && string(v) == "true"
+	}
+	_, c.completions = ui.Capabilities["completions"]
+	e.init.Store(c)
+	return c
 }
 
 // passThroughInitialize answers a per-server endpoint with the upstream's own

@@ -59,6 +59,9 @@ type serverSet struct {
 type serverEntry struct {
 	spec *registry.Server
 	up   Upstream
+	// init caches what initialize takes from the upstream's own
+	// initialize result, for as long as that result stays the same.
+	init atomic.Pointer[initSummary]
 }
 
 func newServerSet(ctx context.Context, log *slog.Logger, reg *registry.Registry, newUp NewUpstreamFunc) *serverSet {
