@@ -35,14 +35,16 @@ func (c Changes) Empty() bool {
 // Removed. All name lists are sorted.
 func Diff(old, new *Registry) Changes {
 	var c Changes
-	oldS, newS := servers(old), servers(new)
-	for _, o := range oldS {
-		if new.Server(o.Name) == nil {
-			c.Removed = append(c.Removed, o.Name)
+	// By name, once: looking each server up in the other registry's list
+	// cost O(n²), half a second on every reload at 10,000 servers.
+	oldS, newS := byName(old), byName(new)
+	for name := range oldS {
+		if newS[name] == nil {
+			c.Removed = append(c.Removed, name)
 		}
 	}
-	for _, n := range newS {
-		o := old.Server(n.Name)
+	for name, n := range newS {
+		o := oldS[name]
 		switch {
 		case o == nil:
 			c.Added = append(c.Added, n.Name)
@@ -67,11 +69,18 @@ func Diff(old, new *Registry) Changes {
 	return c
 }
 
-func servers(r *Registry) []*Server {
+// byName indexes a registry's servers by name; a nil registry has none.
+func byName(r *Registry) map[string]*Server {
 	if r == nil {
 		return nil
 	}
-	return r.Servers
+	m := make(map[string]*Server, len(r.Servers))
+	for _, s := range r.Servers {
+		if m[s.Name] == nil {
+			m[s.Name] = s // the first, as Registry.Server finds it
+		}
+	}
+	return m
 }
 
 // sameLiveSettings compares the fields that are not part of Hash.

@@ -311,6 +311,9 @@ func reportServers(a *app, h *hub.Hub) (stop func()) {
 			if pending == 0 {
 				return
 			}
+			// Status costs more the more servers there are: with
+			// thousands starting, look less often (1 s at 10,000).
+			tick.Reset(max(100*time.Millisecond, time.Duration(len(st.Servers)/10)*time.Millisecond))
 			select {
 			case <-tick.C:
 			case <-done:
