@@ -142,9 +142,9 @@ func (rc *replyCall) replyLazy() {
 // serveReply sends a POST's SSE stream. A stream wholly delivered stays
 // resumable: the client may not have read the end of what was written
 // before its connection dropped, and a GET with Last-Event-ID replays it.
-// When the client goes away holding no event id of the stream, it cannot
-// resume it: the call is cancelled (upstream too) rather than left to run
-// to its timeout for nobody.
+// When serving ends with the client holding no event id of the stream, it
+// cannot resume it: the call is cancelled (upstream too) rather than left
+// to run to its timeout for nobody.
 func (set *sessionSet) serveReply(w http.ResponseWriter, r *http.Request, s *session, st *stream, cursor int, cancel func()) {
 	sseHeaders(w)
 	flush(w)
@@ -154,11 +154,13 @@ func (set *sessionSet) serveReply(w http.ResponseWriter, r *http.Request, s *ses
 		return
 	}
 	set.warnLagged(s, st, err)
-	gone := r.Context().Err() != nil
-	if gone && !st.resumable() {
+	// However the serving ended (the client left, a write failed or timed
+	// out, the reader fell behind), a client that holds no event id of the
+	// stream cannot resume it.
+	if !st.resumable() {
 		cancel()
 	}
-	set.log.Debug("a reply stream ended before its response", "session", s.id, "stream", st.id, "err", err, "client_gone", gone)
+	set.log.Debug("a reply stream ended before its response", "session", s.id, "stream", st.id, "err", err, "client_gone", r.Context().Err() != nil)
 }
 
 // warnLagged logs a reader cut off for falling behind its stream's budget.

@@ -243,10 +243,16 @@ func (set *sessionSet) sweep() {
 			"sessions", set.len())
 	}
 	for _, s := range set.list() {
-		if time.Unix(0, s.lastSeen.Load()).Before(cutoff) && !s.busy() {
+		busy := s.busy()
+		if time.Unix(0, s.lastSeen.Load()).Before(cutoff) && !busy {
 			set.log.Info("session expired", "session", s.id, "idle_ttl", ttl)
 			set.end(s)
 			continue
+		}
+		if busy {
+			// In use now (an open stream, a call in flight): the store
+			// must not expire it as idle.
+			s.touch()
 		}
 		set.store.saveSession(s, false)
 	}

@@ -96,6 +96,8 @@ type stream struct {
 	attached  bool
 	lagged    bool   // the attached reader lost events from memory
 	abort     func() // unblocks the attached handler's write
+	aborted   bool   // abort ran: the handler must not push its deadline again
+	released  bool   // the stream is done with (its session ended, or pruned)
 	finished  bool   // a POST stream whose response has been appended
 	wake      chan struct{}
 }
@@ -109,8 +111,12 @@ func newStream(id string, post bool, buf *buffers) *stream {
 func (st *stream) append(data []byte, final bool) {
 	st.mu.Lock()
 	ev := event{seq: st.next, data: data}
-	st.events = append(st.events, ev)
-	st.hold(int64(len(data) + eventOverhead))
+	if !st.released {
+		// A released stream holds nothing: a call answered after its
+		// session ended is still stored, but kept in no memory.
+		st.events = append(st.events, ev)
+		st.hold(int64(len(data) + eventOverhead))
+	}
 	st.next++
 	if final {
 		st.finished = true
@@ -165,14 +171,31 @@ func (st *stream) trimLocked() {
 // the response it touches is still the handler's. st.mu is held.
 func (st *stream) unblockLocked() {
 	if st.abort != nil {
+		st.aborted = true
 		st.abort()
 	}
 }
 
-// release frees the stream's memory: its session ended, or its events are
-// all stored and delivered. The attached handler, if any, is unblocked.
+// dropCommittedLocked frees the memory of the events the store holds (all
+// committed ones): a resume reads them back from there. st.mu is held.
+func (st *stream) dropCommittedLocked() {
+	keep := st.events[:0:0]
+	for _, ev := range st.events {
+		if ev.seq > st.committed {
+			keep = append(keep, ev)
+		} else {
+			st.hold(-int64(len(ev.data) + eventOverhead))
+		}
+	}
+	st.events = keep
+}
+
+// release is the end of the stream: its session ended or it was pruned. Its
+// memory is freed, it holds none from now on, it cannot be attached again,
+// and the attached handler, if any, is unblocked.
 func (st *stream) release() {
 	st.mu.Lock()
+	st.released = true
 	st.hold(-st.held)
 	st.events = nil
 	st.unblockLocked()
@@ -185,7 +208,9 @@ func (st *stream) release() {
 // replays it, within the budgets.
 func (st *stream) delivered() {
 	if st.load != nil {
-		st.release()
+		st.mu.Lock()
+		st.dropCommittedLocked()
+		st.mu.Unlock()
 	}
 }
 
@@ -233,6 +258,10 @@ func (st *stream) isAttached() bool {
 // an event of the stream, or when the events after from are gone.
 func (st *stream) attach(from int) (cursor int, err error) {
 	st.mu.Lock()
+	if st.released {
+		st.mu.Unlock()
+		return 0, errUnknownStream
+	}
 	if st.attached {
 		st.mu.Unlock()
 		return 0, errStreamBusy
@@ -242,7 +271,7 @@ func (st *stream) attach(from int) (cursor int, err error) {
 		return 0, errBadEventID
 	}
 	st.attached = true
-	st.lagged = false
+	st.lagged, st.aborted = false, false
 	st.cursor = from + 1
 	st.mu.Unlock()
 	if _, _, err := st.since(from + 1); err != nil {
@@ -252,10 +281,16 @@ func (st *stream) attach(from int) (cursor int, err error) {
 	return from + 1, nil
 }
 
+// detach lets go of the stream's handler. With a store, what it holds is
+// stored: memory keeps only what is not committed yet, and a resume reads
+// the rest back, so idle streams do not hold the hub's memory.
 func (st *stream) detach() {
 	st.mu.Lock()
 	st.attached = false
 	st.abort = nil
+	if st.load != nil {
+		st.dropCommittedLocked()
+	}
 	st.mu.Unlock()
 }
 
@@ -356,11 +391,20 @@ func (st *stream) serve(w http.ResponseWriter, cursor int, heartbeat time.Durati
 	// always has at least half of heartbeat+writeTimeout to finish.
 	window := heartbeat + writeTimeout
 	var extended time.Time
-	extend := func() {
+	// extend reports false once the handler was unblocked (abort): its
+	// deadline must not be pushed past that again.
+	extend := func() bool {
+		st.mu.Lock()
+		aborted := st.aborted
+		st.mu.Unlock()
+		if aborted {
+			return false
+		}
 		if now := time.Now(); now.Sub(extended) >= window/2 {
 			rc.SetWriteDeadline(now.Add(window))
 			extended = now
 		}
+		return true
 	}
 	extend()
 	for {
@@ -372,7 +416,9 @@ func (st *stream) serve(w http.ResponseWriter, cursor int, heartbeat time.Durati
 			return false, err
 		}
 		for _, ev := range evs {
-			extend()
+			if !extend() {
+				return false, st.abortCause()
+			}
 			e := sse.Event{ID: eventID(st.id, ev.seq), HasID: true, HasData: true, Data: string(ev.data)}
 			if ev.data == nil && ev.seq == 0 {
 				e.Retry, e.HasRetry = primingRetryMs, true
@@ -380,9 +426,9 @@ func (st *stream) serve(w http.ResponseWriter, cursor int, heartbeat time.Durati
 			if err := sw.WriteEvent(e); err != nil {
 				return false, fmt.Errorf("write event: %w", err)
 			}
+			// Per event: the client holds this id now, and the trim
+			// must not count what it was sent as unread.
 			cursor = ev.seq + 1
-		}
-		if len(evs) > 0 {
 			st.mu.Lock()
 			st.cursor = cursor
 			st.mu.Unlock()
@@ -396,7 +442,9 @@ func (st *stream) serve(w http.ResponseWriter, cursor int, heartbeat time.Durati
 		select {
 		case <-st.wake:
 		case <-ticker.C:
-			extend()
+			if !extend() {
+				return false, st.abortCause()
+			}
 			if err := sw.WriteComment("ping"); err != nil {
 				return false, fmt.Errorf("write heartbeat: %w", err)
 			}
@@ -406,6 +454,16 @@ func (st *stream) serve(w http.ResponseWriter, cursor int, heartbeat time.Durati
 			return false, nil
 		}
 	}
+}
+
+// abortCause is why the handler was unblocked.
+func (st *stream) abortCause() error {
+	st.mu.Lock()
+	defer st.mu.Unlock()
+	if st.lagged {
+		return errLagged
+	}
+	return errSessionEnded
 }
 
 // flushWriter writes to a response and flushes it through its

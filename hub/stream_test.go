@@ -211,3 +211,62 @@ func TestStreamBlockedWriterUnblocked(t *testing.T) {
 		})
 	}
 }
+
+// A stream released with its session holds no memory afterwards: a call
+// answered after the session ended is appended to it, and nothing of it
+// stays counted. It cannot be attached again either.
+func TestStreamReleasedHoldsNothing(t *testing.T) {
+	buf := testBuffers(1<<20, 1<<30)
+	s := newSession(t.Context(), "", "2025-11-25", nil, nil)
+	s.buf = buf
+	st, err := s.openStream(true)
+	if err != nil {
+		t.Fatal(err)
+	}
+	st.append(make([]byte, 100), false)
+	s.close()
+	st.append(make([]byte, 1000), true)
+	if got := buf.used.Load(); got != 0 {
+		t.Errorf("%d bytes counted after a released stream got its answer; want 0", got)
+	}
+	if _, err := st.attach(-1); !errors.Is(err, errUnknownStream) {
+		t.Errorf("attaching a released stream: %v, want errUnknownStream", err)
+	}
+}
+
+// With a store, a stream frees what is stored once its handler lets go (and
+// once delivered): a resume reads it back from the store.
+func TestStreamDetachedFreesStoredEvents(t *testing.T) {
+	buf := testBuffers(1<<20, 1<<30)
+	st := newStream("s", true, buf)
+	var stored []event
+	st.load = func(after int) ([]event, error) {
+		var out []event
+		for _, ev := range stored {
+			if ev.seq > after {
+				out = append(out, ev)
+			}
+		}
+		return out, nil
+	}
+	if _, err := st.attach(-1); err != nil {
+		t.Fatal(err)
+	}
+	for i := range 5 {
+		data := []byte{byte('a' + i)}
+		stored = append(stored, event{seq: i, data: data})
+		st.append(data, false)
+	}
+	st.detach()
+	if got := buf.used.Load(); got != 0 {
+		t.Errorf("%d bytes held by a detached stream whose events are stored; want 0", got)
+	}
+	cursor, err := st.attach(1)
+	if err != nil {
+		t.Fatal(err)
+	}
+	evs, _, err := st.since(cursor)
+	if err != nil || len(evs) != 3 || evs[0].seq != 2 || string(evs[2].data) != "e" {
+		t.Fatalf("resumed after event 1: %v, %v; want events 2..4 from the store", evs, err)
+	}
+}
