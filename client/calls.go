@@ -186,10 +186,10 @@ func (c *Conn) deliver(m *jsonrpc.Message, related json.RawMessage) {
 	switch m.Kind() {
 	case jsonrpc.KindResponse, jsonrpc.KindErrorResponse:
 		if m.Error != nil {
-			// The message reaches callers, logs and status: an
-			// upstream may quote its credentials in it. (Data stays
-			// as it is: it is JSON, not text.)
+			// The message and data reach callers, logs and status: an
+			// upstream may quote its credentials in them.
 			m.Error.Message = c.scrub(m.Error.Message)
+			m.Error.Data = c.scrubJSON(m.Error.Data)
 		}
 		c.mu.Lock()
 		ch := c.pending[string(m.ID)]

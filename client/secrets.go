@@ -1,6 +1,9 @@
 package client
 
-import "net/url"
+import (
+	"encoding/json"
+	"net/url"
+)
 
 // What an upstream says in its own words (an HTTP error body, a line of
 // stderr, a JSON-RPC error message, a transport error quoting a malformed
@@ -32,6 +35,23 @@ func (cfg *Config) secretValues() []string {
 
 // scrub masks secrets in upstream text; see internal/redact.
 func (c *Conn) scrub(s string) string { return c.redactor.Text(s) }
+
+// scrubJSON masks secrets in upstream JSON, such as an error's data. The
+// masks keep it JSON; data that would not stay JSON is dropped rather than
+// passed on unmasked.
+func (c *Conn) scrubJSON(raw json.RawMessage) json.RawMessage {
+	if len(raw) == 0 {
+		return raw
+	}
+	clean := c.scrub(string(raw))
+	if clean == string(raw) {
+		return raw
+	}
+	if !json.Valid([]byte(clean)) {
+		return nil
+	}
+	return json.RawMessage(clean)
+}
 
 // excerpt masks secrets in upstream text and shortens it to n bytes; cut
 // says that s is already the start of a longer text.

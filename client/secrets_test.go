@@ -3,6 +3,7 @@ package client
 import (
 	"bufio"
 	"context"
+	"encoding/json"
 	"errors"
 	"fmt"
 	"net"
@@ -84,13 +85,18 @@ func TestHTTPErrorBodyIsRedacted(t *testing.T) {
 func TestUpstreamRPCErrorIsRedacted(t *testing.T) {
 	f := newFakeStreamable(t)
 	f.tools["fail"] = func(w http.ResponseWriter, r *http.Request, m *jsonrpc.Message, _ *fakeSession) {
-		writeJSONMsg(w, jsonrpc.NewErrorResponse(m.ID, jsonrpc.Errorf(-32000, "token %s rejected", r.Header.Get("X-Key"))))
+		e := jsonrpc.Errorf(-32000, "token %s rejected", r.Header.Get("X-Key"))
+		e.Data = json.RawMessage(fmt.Sprintf(`{"headers":{"X-Key":%q},"code":7}`, r.Header.Get("X-Key")))
+		writeJSONMsg(w, jsonrpc.NewErrorResponse(m.ID, e))
 	}
 	c, _ := startHTTP(t, Config{URL: f.url, Transport: TransportStreamableHTTP, Headers: map[string]string{"X-Key": "key-secret-0001"}}, nil)
 	_, err := callTool(context.Background(), c, "fail", `{}`)
 	var rpcErr *jsonrpc.Error
 	if !errors.As(err, &rpcErr) || rpcErr.Code != -32000 || rpcErr.Message != "token *** rejected" {
 		t.Fatalf("fail: %v, want code -32000 with the key masked", err)
+	}
+	if strings.Contains(string(rpcErr.Data), "key-secret-0001") || !json.Valid(rpcErr.Data) || !strings.Contains(string(rpcErr.Data), `"code":7`) {
+		t.Errorf("error data = %s, want it JSON with the key masked", rpcErr.Data)
 	}
 }
 
