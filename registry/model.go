@@ -39,8 +39,11 @@ const (
 	DefaultMaxSessions = 1000
 	// DefaultMaxConnections caps the hub's open client connections.
 	DefaultMaxConnections = 4096
-	// DefaultMaxConnectionsPerAddress caps one client address's connections.
-	DefaultMaxConnectionsPerAddress = 1024
+	// DefaultMaxConnectionsPerAddress caps one client address's
+	// connections. Every local client shares the loopback address, so it
+	// leaves room for max_sessions sessions with a GET stream and a POST
+	// each.
+	DefaultMaxConnectionsPerAddress = 2048
 	// DefaultStreamBufferBytes is the memory one SSE stream may hold for
 	// its reader: 8 MiB.
 	DefaultStreamBufferBytes = 8 << 20

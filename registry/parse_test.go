@@ -52,7 +52,7 @@ func TestParseDefaults(t *testing.T) {
 	want := Hub{Listen: "127.0.0.1:7733", Auth: "none", TokenEnv: "MCPHUB_TOKEN",
 		TokenFile: filepath.Join("/cfg", "token"), Separator: "__", RequestTimeout: 30 * time.Second,
 		PostSSE: true, MaxBodyBytes: 4 << 20, MaxResponseBytes: 1 << 20, MaxSessions: 1000, MaxSessionsPerServer: 10,
-		SessionTTL: 24 * time.Hour, MaxConnections: 4096, MaxConnectionsPerAddress: 1024,
+		SessionTTL: 24 * time.Hour, MaxConnections: 4096, MaxConnectionsPerAddress: 2048,
 		StreamBufferBytes: 8 << 20, BufferBytes: 256 << 20,
 		EventRetention: 24 * time.Hour, EventRetentionBytes: 16 << 20, StoreMaxBytes: 1 << 30}
 	if !reflect.DeepEqual(reg.Hub, want) {

@@ -38,6 +38,8 @@ import (
 	"sync/atomic"
 	"testing"
 	"time"
+
+	"github.com/mcphub/mcphub/registry"
 )
 
 // The environment of a holder process.
@@ -141,8 +143,8 @@ func (r slowSoakResult) check(t *testing.T) {
 	if slices.Max(r.after) > time.Second {
 		t.Errorf("newcomers waited %s with all the slow connections open; want them answered promptly", slowSoakSummary(r.after))
 	}
-	if limit := r.baseFDs + 1024 + 64; r.peakFDs > limit {
-		t.Errorf("the hub held %d descriptors; want at most %d (its own, and the 1024 of one address's cap)", r.peakFDs, limit)
+	if limit := r.baseFDs + registry.DefaultMaxConnectionsPerAddress + 64; r.peakFDs > limit {
+		t.Errorf("the hub held %d descriptors; want at most %d (its own, and the %d of one address's cap)", r.peakFDs, limit, registry.DefaultMaxConnectionsPerAddress)
 	}
 	if !r.settled {
 		t.Errorf("the hub still has %d descriptors after the clients left; it had %d before", r.endFDs, r.baseFDs)
