@@ -176,8 +176,13 @@ func (e *edit) run() error {
 			return err
 		}
 		was, err := writeAtomic(e.real, disk, exists, out, mode)
+		held := displaced
 		displaced = false
 		switch {
+		case errors.Is(err, errConcurrent) && held:
+			// A third save came before the displaced text was written
+			// back: it lives only here now, so it is kept aside.
+			return e.keepAside(base)
 		case errors.Is(err, errConcurrent):
 			slog.Debug("registry: the file changed during the edit; editing the new content", "path", e.path, "attempt", attempt+1)
 			continue
@@ -201,6 +206,16 @@ func (e *edit) run() error {
 		return errors.Join(err, e.putBack(base, disk, mode))
 	}
 	return err
+}
+
+// keepAside saves text that another program wrote into the file, and that
+// the file no longer holds, next to it, and fails the edit saying where.
+func (e *edit) keepAside(text []byte) error {
+	aside := e.real + ".displaced"
+	if err := os.WriteFile(aside, text, 0o600); err != nil {
+		return fmt.Errorf("registry: other programs saved %s several times during this edit, and the text one of them saved could not be kept in %s: %w", e.path, aside, err)
+	}
+	return fmt.Errorf("registry: other programs saved %s several times during this edit; it was not made, and the text one of them saved, which the file no longer holds, is in %s", e.path, aside)
 }
 
 // putBack writes text, which another program saved as the file was
