@@ -16,7 +16,9 @@ type Store interface {
 	Write(ops []StoreOp) error
 	Sessions() ([]SessionRecord, error)
 	Streams(session string) ([]StreamRecord, error)
-	// EventsAfter returns a stream's stored events with seq > after.
+	// EventsAfter returns a stream's stored events with seq > after, in
+	// order: all of them, or a first page (at least one event); the
+	// stream asks again after the last for more.
 	EventsAfter(stream string, after int) ([]EventRecord, error)
 	Calls() ([]CallRecord, error)
 	// Sweep deletes sessions idle since before idleBefore and trims the

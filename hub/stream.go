@@ -332,6 +332,11 @@ func (st *stream) since(cursor int) ([]event, bool, error) {
 				older = append(older, ev)
 			}
 		}
+		if last := older[len(older)-1].seq; last+1 < oldest && last < committed {
+			// A page of what the store holds: memory's events follow
+			// the pages after it, asked for once this one is sent.
+			return older, false, nil
+		}
 		out = append(older, out...)
 	}
 	return out, finished && committed == next-1, nil

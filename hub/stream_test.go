@@ -4,6 +4,7 @@ import (
 	"errors"
 	"net/http"
 	"os"
+	"slices"
 	"sync"
 	"testing"
 	"time"
@@ -268,5 +269,45 @@ func TestStreamDetachedFreesStoredEvents(t *testing.T) {
 	evs, _, err := st.since(cursor)
 	if err != nil || len(evs) != 3 || evs[0].seq != 2 || string(evs[2].data) != "e" {
 		t.Fatalf("resumed after event 1: %v, %v; want events 2..4 from the store", evs, err)
+	}
+}
+
+// A resume from far back reads the store a page at a time: since returns
+// one page, then the next from where the reader got to, and the stream is
+// finished only with its last event.
+func TestStreamResumeReadsStorePages(t *testing.T) {
+	st := newStream("s", true, testBuffers(1<<20, 1<<30))
+	var stored []event
+	st.load = func(after int) ([]event, error) {
+		var out []event
+		for _, ev := range stored {
+			if ev.seq > after && len(out) < 2 {
+				out = append(out, ev)
+			}
+		}
+		return out, nil
+	}
+	for i := range 5 {
+		data := []byte{byte('a' + i)}
+		stored = append(stored, event{seq: i, data: data})
+		st.append(data, i == 4)
+	}
+	st.detach() // memory lets go of what is stored
+	var got []int
+	for cursor := 0; ; {
+		evs, finished, err := st.since(cursor)
+		if err != nil || len(evs) == 0 || len(evs) > 2 {
+			t.Fatalf("since(%d) = %v, %v; want a page of one or two events", cursor, evs, err)
+		}
+		for _, ev := range evs {
+			got = append(got, ev.seq)
+		}
+		cursor = evs[len(evs)-1].seq + 1
+		if finished {
+			break
+		}
+	}
+	if !slices.Equal(got, []int{0, 1, 2, 3, 4}) {
+		t.Fatalf("read %v page by page; want 0..4", got)
 	}
 }

@@ -432,7 +432,10 @@ func (s *Store) Streams(session string) ([]Stream, error) {
 	return out, rows.Err()
 }
 
-// EventsAfter returns a stream's stored events with seq > after, in order.
+// EventsAfter returns a stream's stored events with seq > after, in order:
+// a page of them, at most EventsPageBytes of data (and at least one event),
+// so that a resume from far back is read a page at a time. Ask again after
+// the last one returned for the next page.
 func (s *Store) EventsAfter(stream string, after int) ([]Event, error) {
 	s.hmu.RLock()
 	defer s.hmu.RUnlock()
@@ -442,15 +445,22 @@ func (s *Store) EventsAfter(stream string, after int) ([]Event, error) {
 	}
 	defer rows.Close()
 	var out []Event
-	for rows.Next() {
+	var size int
+	for size < EventsPageBytes && rows.Next() {
 		ev := Event{Stream: stream}
 		if err := rows.Scan(&ev.Session, &ev.Seq, &ev.Data); err != nil {
 			return nil, fmt.Errorf("store: %w", err)
 		}
 		out = append(out, ev)
+		size += len(ev.Data)
 	}
 	return out, rows.Err()
 }
+
+// EventsPageBytes bounds what one EventsAfter call returns: the events of a
+// page, at least one, until their data reaches it. A reader that resumes
+// far back reads the stream page by page, so memory holds one page of it.
+var EventsPageBytes = 4 << 20
 
 // Calls loads where every request in flight on a POST stream went.
 func (s *Store) Calls() ([]Call, error) {
