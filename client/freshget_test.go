@@ -5,6 +5,7 @@ import (
 	"encoding/json"
 	"errors"
 	"net/http"
+	"strings"
 	"sync"
 	"testing"
 	"time"
@@ -110,5 +111,36 @@ func TestStreamableFreshGETEndsWithTheCall(t *testing.T) {
 	}
 	if c.Err() != nil {
 		t.Errorf("the connection ended: %v", c.Err())
+	}
+}
+
+// A server that serves one GET stream per session answers the fresh GET
+// with 409 while the standalone stream is open: the call is not failed, and
+// gets its response when the server sends it on that stream.
+func TestStreamableIdlessStreamWaitsOnTheOpenGET(t *testing.T) {
+	var f *fakeStreamable
+	refused := make(chan *jsonrpc.Message, 1)
+	f = idless(t, func(w http.ResponseWriter, r *http.Request, m *jsonrpc.Message, _ *fakeSession) {
+		http.Error(w, "Conflict: only one GET stream per session", http.StatusConflict)
+		refused <- m
+	})
+	c, logs := startHTTP(t, Config{URL: f.url, Transport: TransportStreamableHTTP}, nil)
+	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+	defer cancel()
+	go func() {
+		m := <-refused
+		// The response is sent once the client has taken the 409 and
+		// decided to wait: a client that failed the call instead never
+		// gets here. A log line is the only sign of that decision.
+		for deadline := time.Now().Add(5 * time.Second); time.Now().Before(deadline); time.Sleep(5 * time.Millisecond) {
+			if strings.Contains(logs.String(), "waiting for the response on the open GET stream") {
+				break
+			}
+		}
+		f.push <- sseData(jsonrpc.NewResponse(m.ID, json.RawMessage(`{"content":[]}`)))
+	}()
+	res, err := callTool(ctx, c, "poll", `{}`)
+	if err != nil || string(res) != `{"content":[]}` {
+		t.Fatalf("poll = %s, %v; want the response from the open GET stream\nlogs:\n%s", res, err, logs)
 	}
 }

@@ -126,7 +126,7 @@ func (s *streamable) follow(key string, b *backoff, lastErr error, now bool) {
 			last := s.lastIDs[key]
 			s.mu.Unlock()
 			if last == "" && triedFresh {
-				s.c.failCall(id, fmt.Errorf("%w: the response stream ended before the response (%v) and cannot be resumed", ErrStreamFailed, err))
+				s.c.failCall(id, fmt.Errorf("%w: the response stream ended before the response (%v) and cannot be resumed; a fresh GET did not bring it either: %v", ErrStreamFailed, lastErr, err))
 				return
 			}
 			if last == "" {
@@ -136,6 +136,13 @@ func (s *streamable) follow(key string, b *backoff, lastErr error, now bool) {
 				}
 				var got bool
 				if got, err = s.resumeGet(ctx, key, id, b); got || s.failIfTooLarge(id, err) {
+					return
+				}
+				if s.oneGetOpen(err) {
+					// The server serves one GET stream per session and
+					// ours is open: the response can only come there,
+					// and the call waits for it within its own timeout.
+					s.c.log.Debug("a response stream ended without an event id; waiting for the response on the open GET stream", "rpc_id", key)
 					return
 				}
 				continue
@@ -157,6 +164,18 @@ func (s *streamable) follow(key string, b *backoff, lastErr error, now bool) {
 	if !started {
 		forget()
 	}
+}
+
+// oneGetOpen reports whether err is a server's refusal of a second GET
+// stream (409 Conflict) while the session's standalone stream is open.
+func (s *streamable) oneGetOpen(err error) bool {
+	var he *HTTPError
+	if !errors.As(err, &he) || he.Status != http.StatusConflict {
+		return false
+	}
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return s.getOpen
 }
 
 func (s *streamable) maxRetries() int {
