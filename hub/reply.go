@@ -26,6 +26,12 @@ func (set *sessionSet) request(w http.ResponseWriter, r *http.Request, s *sessio
 	// cannot be resumed, ends with its connection.
 	ctx, cancelCause := context.WithCancelCause(s.ctx)
 	untrack, err := s.track(m.ID, cancelCause)
+	if errors.Is(err, errSessionEnded) {
+		// Ended (deleted, evicted for room) since the edge found it.
+		cancelCause(nil)
+		httpError(w, http.StatusNotFound, "Session not found: it ended; initialize a new one")
+		return
+	}
 	if err != nil {
 		cancelCause(nil)
 		set.log.Warn("refused a request", "session", s.id, "method", m.Method, "err", err)

@@ -222,6 +222,10 @@ var errTooManyCalls = errors.New("too many requests in flight")
 func (s *session) track(id json.RawMessage, cancel context.CancelCauseFunc) (func(), error) {
 	key := string(id)
 	s.mu.Lock()
+	if s.closed {
+		s.mu.Unlock()
+		return nil, errSessionEnded
+	}
 	if len(s.calls) >= maxSessionCalls {
 		s.mu.Unlock()
 		return nil, fmt.Errorf("%w: this session already has %d requests in flight", errTooManyCalls, maxSessionCalls)

@@ -5,6 +5,7 @@ import (
 	"encoding/json"
 	"errors"
 	"net/http"
+	"net/http/httptest"
 	"slices"
 	"strings"
 	"testing"
@@ -362,5 +363,25 @@ func TestSessionsLegacyIDServed(t *testing.T) {
 	}
 	if r := th.send(http.MethodPost, "/mcp", ping, "Mcp-Session-Id", "ZYXWVUTSRQPONMLKJIHGFEDCBA"); r.status != http.StatusBadRequest {
 		t.Errorf("an unknown id of the old form: %d %s, want 400", r.status, r.body)
+	}
+}
+
+// TestSessionsRequestAfterEnd: a request that found its session just before
+// the session ended (deleted, or evicted for room) is answered 404, as the
+// spec asks for an ended session, not with a JSON-RPC error.
+func TestSessionsRequestAfterEnd(t *testing.T) {
+	th := startHub(t, twoServers, nil)
+	c := th.connect("/mcp", "2025-11-25", `{}`)
+	s := c.session()
+	th.h.sessions.end(s)
+	rec := httptest.NewRecorder()
+	req := th.request(context.Background(), http.MethodPost, "/mcp", `{"jsonrpc":"2.0","id":4,"method":"ping"}`, "Mcp-Session-Id", c.sid)
+	m, err := jsonrpc.Decode([]byte(`{"jsonrpc":"2.0","id":4,"method":"ping"}`))
+	if err != nil {
+		t.Fatal(err)
+	}
+	th.h.sessions.request(rec, req, s, m)
+	if rec.Code != http.StatusNotFound {
+		t.Errorf("a request of a session that ended meanwhile: %d %s, want 404", rec.Code, rec.Body)
 	}
 }
