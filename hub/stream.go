@@ -196,6 +196,7 @@ func (st *stream) dropCommittedLocked() {
 func (st *stream) release() {
 	st.mu.Lock()
 	st.released = true
+	st.aborted = true // a handler attached a moment ago, not yet serving, stops too
 	st.hold(-st.held)
 	st.events = nil
 	st.unblockLocked()
@@ -303,6 +304,10 @@ func (st *stream) since(cursor int) ([]event, bool, error) {
 		st.mu.Unlock()
 		return nil, false, errLagged
 	}
+	if st.released {
+		st.mu.Unlock()
+		return nil, false, errSessionEnded
+	}
 	oldest := st.next
 	if len(st.events) > 0 {
 		oldest = st.events[0].seq
@@ -328,6 +333,12 @@ func (st *stream) since(cursor int) ([]event, bool, error) {
 		}
 		var older []event
 		for _, ev := range stored {
+			if ev.seq != cursor+len(older) {
+				// A hole (a batch the store failed to write): what
+				// is before it goes out, and a resume past it is
+				// refused rather than answered with a gap.
+				break
+			}
 			if ev.seq < oldest && ev.seq <= committed {
 				older = append(older, ev)
 			}
@@ -398,11 +409,12 @@ func (st *stream) serve(w http.ResponseWriter, cursor int, heartbeat time.Durati
 	var extended time.Time
 	// extend reports false once the handler was unblocked (abort): its
 	// deadline must not be pushed past that again.
+	// The check and the push happen under st.mu, as abort does, so an
+	// abort cannot fall between them and be undone.
 	extend := func() bool {
 		st.mu.Lock()
-		aborted := st.aborted
-		st.mu.Unlock()
-		if aborted {
+		defer st.mu.Unlock()
+		if st.aborted {
 			return false
 		}
 		if now := time.Now(); now.Sub(extended) >= window/2 {
@@ -438,11 +450,14 @@ func (st *stream) serve(w http.ResponseWriter, cursor int, heartbeat time.Durati
 			st.cursor = cursor
 			st.mu.Unlock()
 		}
-		if len(evs) > 0 {
-			ticker.Reset(heartbeat)
-		}
 		if finished {
 			return true, nil
+		}
+		if len(evs) > 0 {
+			// There may be more already (the next page of what the
+			// store holds): look again before waiting.
+			ticker.Reset(heartbeat)
+			continue
 		}
 		select {
 		case <-st.wake:

@@ -3,8 +3,11 @@ package hub
 import (
 	"errors"
 	"net/http"
+	"net/http/httptest"
 	"os"
 	"slices"
+	"strconv"
+	"strings"
 	"sync"
 	"testing"
 	"time"
@@ -309,5 +312,74 @@ func TestStreamResumeReadsStorePages(t *testing.T) {
 	}
 	if !slices.Equal(got, []int{0, 1, 2, 3, 4}) {
 		t.Fatalf("read %v page by page; want 0..4", got)
+	}
+}
+
+// Served over HTTP, a resume from far back sends page after page without
+// waiting for a heartbeat between them, and ends with the last event.
+func TestStreamServesStorePagesWithoutWaiting(t *testing.T) {
+	st := newStream("s", true, testBuffers(1<<20, 1<<30))
+	var stored []event
+	st.load = func(after int) ([]event, error) {
+		var out []event
+		for _, ev := range stored {
+			if ev.seq > after && len(out) < 2 {
+				out = append(out, ev)
+			}
+		}
+		return out, nil
+	}
+	for i := range 9 {
+		data := []byte(`{"n":` + strconv.Itoa(i) + `}`)
+		stored = append(stored, event{seq: i, data: data})
+		st.append(data, i == 8)
+	}
+	st.detach()
+	cursor, err := st.attach(-1)
+	if err != nil {
+		t.Fatal(err)
+	}
+	rec := httptest.NewRecorder()
+	done := make(chan bool, 1)
+	never := make(chan struct{})
+	go func() {
+		delivered, _ := st.serve(rec, cursor, time.Hour, never, never, nil)
+		done <- delivered
+	}()
+	select {
+	case delivered := <-done:
+		if !delivered || strings.Count(rec.Body.String(), "data: {") != 9 {
+			t.Fatalf("delivered %v, body:\n%s\nwant all 9 events", delivered, rec.Body.String())
+		}
+	case <-time.After(waitFor):
+		t.Fatalf("the stream stalled between store pages; sent so far:\n%s", rec.Body.String())
+	}
+}
+
+// A hole in what the store returns (a batch it failed to write) is never
+// sent as if the stream were whole: the events before it go out, and a
+// resume past it is refused.
+func TestStreamStoreHoleIsRefused(t *testing.T) {
+	st := newStream("s", true, testBuffers(1<<20, 1<<30))
+	stored := []event{{seq: 0, data: []byte("a")}, {seq: 1, data: []byte("b")}, {seq: 3, data: []byte("d")}}
+	st.load = func(after int) ([]event, error) {
+		var out []event
+		for _, ev := range stored {
+			if ev.seq > after {
+				out = append(out, ev)
+			}
+		}
+		return out, nil
+	}
+	for _, d := range []string{"a", "b", "c", "d"} {
+		st.append([]byte(d), false)
+	}
+	st.detach()
+	evs, _, err := st.since(0)
+	if err != nil || len(evs) != 2 || evs[1].seq != 1 {
+		t.Fatalf("since(0) = %v, %v; want events 0 and 1, up to the hole", evs, err)
+	}
+	if _, _, err := st.since(2); !errors.Is(err, errPurged) {
+		t.Fatalf("since(2), at the hole: %v, want errPurged", err)
 	}
 }
