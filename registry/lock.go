@@ -179,10 +179,11 @@ func (e *edit) run() error {
 		held := displaced
 		displaced = false
 		switch {
-		case errors.Is(err, errConcurrent) && held:
-			// A third save came before the displaced text was written
-			// back: it lives only here now, so it is kept aside.
-			return e.keepAside(base)
+		case err != nil && held:
+			// The displaced text was not written back (a third save
+			// came first, or the write failed): it lives only here
+			// now, so it is kept aside.
+			return errors.Join(err, e.keepAside(base))
 		case errors.Is(err, errConcurrent):
 			slog.Debug("registry: the file changed during the edit; editing the new content", "path", e.path, "attempt", attempt+1)
 			continue
@@ -211,11 +212,17 @@ func (e *edit) run() error {
 // keepAside saves text that another program wrote into the file, and that
 // the file no longer holds, next to it, and fails the edit saying where.
 func (e *edit) keepAside(text []byte) error {
-	aside := e.real + ".displaced"
-	if err := os.WriteFile(aside, text, 0o600); err != nil {
-		return fmt.Errorf("registry: other programs saved %s several times during this edit, and the text one of them saved could not be kept in %s: %w", e.path, aside, err)
+	f, err := os.CreateTemp(filepath.Dir(e.real), filepath.Base(e.real)+".displaced-*")
+	if err == nil {
+		_, err = f.Write(text)
+		if cerr := f.Close(); err == nil {
+			err = cerr
+		}
 	}
-	return fmt.Errorf("registry: other programs saved %s several times during this edit; it was not made, and the text one of them saved, which the file no longer holds, is in %s", e.path, aside)
+	if err != nil {
+		return fmt.Errorf("registry: the edit of %s was not made, and the text another program saved into it during the edit could not be kept aside: %w", e.path, err)
+	}
+	return fmt.Errorf("registry: the edit of %s was not made; the text another program saved into it during the edit, which the file no longer holds, is in %s", e.path, f.Name())
 }
 
 // putBack writes text, which another program saved as the file was

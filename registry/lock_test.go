@@ -330,8 +330,12 @@ func TestEditKeepsAsideASaveItCouldNotWriteBack(t *testing.T) {
 	if err == nil || !strings.Contains(err.Error(), ".displaced") {
 		t.Fatalf("RemoveServer = %v; want an error naming where the displaced text is", err)
 	}
-	aside, rerr := os.ReadFile(path + ".displaced")
-	if rerr != nil || !strings.Contains(string(aside), "[servers.ext]") {
-		t.Fatalf("the displaced save was not kept aside: %v %q", rerr, aside)
+	kept, _ := filepath.Glob(path + ".displaced-*")
+	if len(kept) != 1 {
+		t.Fatalf("kept aside: %v, want one file", kept)
+	}
+	aside, rerr := os.ReadFile(kept[0])
+	if rerr != nil || !strings.Contains(string(aside), "[servers.ext]") || !strings.Contains(err.Error(), kept[0]) {
+		t.Fatalf("the displaced save was not kept aside, or the error %v does not name it: %v %q", err, rerr, aside)
 	}
 }

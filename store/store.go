@@ -433,9 +433,9 @@ func (s *Store) Streams(session string) ([]Stream, error) {
 }
 
 // EventsAfter returns a stream's stored events with seq > after, in order:
-// a page of them, at most EventsPageBytes of data (and at least one event),
-// so that a resume from far back is read a page at a time. Ask again after
-// the last one returned for the next page.
+// a page of them, ending with the event whose data reaches EventsPageBytes
+// (at least one event), so that a resume from far back is read a page at a
+// time. Ask again after the last one returned for the next page.
 func (s *Store) EventsAfter(stream string, after int) ([]Event, error) {
 	s.hmu.RLock()
 	defer s.hmu.RUnlock()
@@ -457,8 +457,9 @@ func (s *Store) EventsAfter(stream string, after int) ([]Event, error) {
 	return out, rows.Err()
 }
 
-// EventsPageBytes bounds what one EventsAfter call returns: the events of a
-// page, at least one, until their data reaches it. A reader that resumes
+// EventsPageBytes bounds what one EventsAfter call returns: a page ends
+// with the event whose data reaches it, so it is exceeded by one event at
+// most. A reader that resumes
 // far back reads the stream page by page, so memory holds one page of it.
 var EventsPageBytes = 4 << 20
 
