@@ -244,15 +244,7 @@ func TestStreamDetachedFreesStoredEvents(t *testing.T) {
 	buf := testBuffers(1<<20, 1<<30)
 	st := newStream("s", true, buf)
 	var stored []event
-	st.load = func(after int) ([]event, error) {
-		var out []event
-		for _, ev := range stored {
-			if ev.seq > after {
-				out = append(out, ev)
-			}
-		}
-		return out, nil
-	}
+	st.load = storeOf(&stored, 0)
 	if _, err := st.attach(-1); err != nil {
 		t.Fatal(err)
 	}
@@ -281,15 +273,7 @@ func TestStreamDetachedFreesStoredEvents(t *testing.T) {
 func TestStreamResumeReadsStorePages(t *testing.T) {
 	st := newStream("s", true, testBuffers(1<<20, 1<<30))
 	var stored []event
-	st.load = func(after int) ([]event, error) {
-		var out []event
-		for _, ev := range stored {
-			if ev.seq > after && len(out) < 2 {
-				out = append(out, ev)
-			}
-		}
-		return out, nil
-	}
+	st.load = storeOf(&stored, 2)
 	for i := range 5 {
 		data := []byte{byte('a' + i)}
 		stored = append(stored, event{seq: i, data: data})
@@ -320,15 +304,7 @@ func TestStreamResumeReadsStorePages(t *testing.T) {
 func TestStreamServesStorePagesWithoutWaiting(t *testing.T) {
 	st := newStream("s", true, testBuffers(1<<20, 1<<30))
 	var stored []event
-	st.load = func(after int) ([]event, error) {
-		var out []event
-		for _, ev := range stored {
-			if ev.seq > after && len(out) < 2 {
-				out = append(out, ev)
-			}
-		}
-		return out, nil
-	}
+	st.load = storeOf(&stored, 2)
 	for i := range 9 {
 		data := []byte(`{"n":` + strconv.Itoa(i) + `}`)
 		stored = append(stored, event{seq: i, data: data})
@@ -362,15 +338,7 @@ func TestStreamServesStorePagesWithoutWaiting(t *testing.T) {
 func TestStreamStoreHoleIsRefused(t *testing.T) {
 	st := newStream("s", true, testBuffers(1<<20, 1<<30))
 	stored := []event{{seq: 0, data: []byte("a")}, {seq: 1, data: []byte("b")}, {seq: 3, data: []byte("d")}}
-	st.load = func(after int) ([]event, error) {
-		var out []event
-		for _, ev := range stored {
-			if ev.seq > after {
-				out = append(out, ev)
-			}
-		}
-		return out, nil
-	}
+	st.load = storeOf(&stored, 0)
 	for _, d := range []string{"a", "b", "c", "d"} {
 		st.append([]byte(d), false)
 	}
@@ -381,5 +349,19 @@ func TestStreamStoreHoleIsRefused(t *testing.T) {
 	}
 	if _, _, err := st.since(2); !errors.Is(err, errPurged) {
 		t.Fatalf("since(2), at the hole: %v, want errPurged", err)
+	}
+}
+
+// storeOf reads back *stored as the store would: the events after a seq, in
+// pages of page events (0: all of them).
+func storeOf(stored *[]event, page int) func(after int) ([]event, error) {
+	return func(after int) ([]event, error) {
+		var out []event
+		for _, ev := range *stored {
+			if ev.seq > after && (page == 0 || len(out) < page) {
+				out = append(out, ev)
+			}
+		}
+		return out, nil
 	}
 }
