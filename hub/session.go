@@ -183,7 +183,8 @@ func (s *session) deliver(data []byte) {
 	s.queue = append(s.queue, data)
 	s.queued += int64(len(data) + eventOverhead)
 	s.buf.add(int64(len(data) + eventOverhead))
-	for len(s.queue) > 0 && (len(s.queue) > maxQueued || s.buf.over(s.queued)) {
+	bg := s.buf.budget()
+	for len(s.queue) > 0 && (len(s.queue) > maxQueued || bg.over(s.queued)) {
 		n := int64(len(s.queue[0]) + eventOverhead)
 		s.queued -= n
 		s.buf.add(-n)

@@ -3,6 +3,7 @@ package hub
 import (
 	"errors"
 	"fmt"
+	"math"
 	"net/http"
 	"strconv"
 	"strings"
@@ -41,13 +42,26 @@ func (b *buffers) add(n int64) {
 	}
 }
 
-// over reports whether a stream holding held bytes must drop some.
-func (b *buffers) over(held int64) bool {
+// budget returns the budgets in force, read once for a trim: per stream,
+// and for all streams together.
+func (b *buffers) budget() budget {
 	if b == nil {
-		return held > registry.DefaultStreamBufferBytes
+		return budget{one: registry.DefaultStreamBufferBytes, all: math.MaxInt64}
 	}
 	one, all := b.limits()
-	return held > one || b.used.Load() > all
+	return budget{b: b, one: one, all: all}
+}
+
+// budget is the budgets of one trim.
+type budget struct {
+	b        *buffers
+	one, all int64
+}
+
+// over reports whether a stream (or queue) holding held bytes must drop
+// some.
+func (bg budget) over(held int64) bool {
+	return held > bg.one || (bg.b != nil && bg.b.used.Load() > bg.all)
 }
 
 // errLagged ends the serving of a stream whose reader fell so far behind that
@@ -145,6 +159,7 @@ func (st *stream) hold(n int64) {
 // the attached reader had not had a dropped event, it is marked lagged and
 // its handler unblocked. st.mu is held.
 func (st *stream) trimLocked() {
+	bg := st.buf.budget()
 	drop := 0
 	for ; drop < len(st.events); drop++ {
 		ev := st.events[drop]
@@ -152,7 +167,7 @@ func (st *stream) trimLocked() {
 			break
 		}
 		unread := st.attached && ev.seq >= st.cursor
-		if !st.buf.over(st.held) && (len(st.events)-drop <= maxStreamEvents || unread) {
+		if !bg.over(st.held) && (len(st.events)-drop <= maxStreamEvents || unread) {
 			break
 		}
 		if unread && !st.lagged {
