@@ -107,6 +107,10 @@ func (ss *serverSet) applyEntries(reg *registry.Registry) (ch registry.Changes, 
 			e = ss.newEntryLocked(spec)
 			ss.entries[name] = e
 			e.up.Start(ss.ctx)
+		case changed[name] && spec.Problem != "":
+			// Nothing to connect and wait for: the entry fails at once.
+			stopped = append(stopped, e)
+			ss.entries[name] = ss.newEntryLocked(spec)
 		case changed[name]:
 			replace = append(replace, spec)
 		}

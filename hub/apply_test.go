@@ -3,6 +3,8 @@ package hub
 import (
 	"strings"
 	"testing"
+
+	"github.com/mcphub/mcphub/registry"
 )
 
 // A registry entry that points at the hub itself is refused, visibly: the
@@ -37,5 +39,43 @@ url = "http://127.0.0.1:7734/mcp"
 	c := th.connect("/mcp", "2025-11-25", `{}`)
 	if m := c.call(1, "tools/call", `{"name":"ok__echo"}`); m.Error != nil {
 		t.Fatalf("the other server must keep working: %+v", m.Error)
+	}
+}
+
+// A save with one server whose entry has a problem and another server
+// added: the added one is served and callable, the first shows failed with
+// the problem (its variable's name), and no upstream is made for it.
+func TestProblemEntryDoesNotBlockTheSave(t *testing.T) {
+	fakes := map[string]*fakeUpstream{
+		"ok":    newFake("ok").setList("tools/list", toolItems("echo")),
+		"added": newFake("added").setList("tools/list", toolItems("hello")),
+	}
+	th := startHub(t, "[servers.ok]\ncommand = \"x\"\n", fakes)
+	next, err := registry.ParseServing("hub.toml", []byte(`
+[servers.ok]
+command = "x"
+env = { TOKEN = "${MCPHUB_TEST_UNSET_VAR}" }
+[servers.added]
+command = "y"
+`), func(string) (string, bool) { return "", false })
+	if err != nil {
+		t.Fatal(err)
+	}
+	th.h.Apply(next)
+	c := th.connect("/mcp", "2025-11-25", `{}`)
+	if m := c.call(1, "tools/call", `{"name":"added__hello"}`); m.Error != nil {
+		t.Fatalf("the added server must be callable: %+v", m.Error)
+	}
+	var ok ServerStatus
+	for _, s := range th.h.Status().Servers {
+		if s.Name == "ok" {
+			ok = s
+		}
+	}
+	if ok.State != StateFailed || !strings.Contains(ok.LastError, "MCPHUB_TEST_UNSET_VAR") || !strings.Contains(ok.LastError, "hub.toml:") {
+		t.Fatalf("the server with an unset variable: %+v", ok)
+	}
+	if m := c.call(2, "tools/call", `{"name":"ok__echo"}`); m.Error == nil {
+		t.Fatal("a failed server's tool was still callable")
 	}
 }

@@ -99,9 +99,14 @@ func (ss *serverSet) start(warmup time.Duration) {
 }
 
 // newEntryLocked creates a server's upstream without starting it. A server
-// that points at this hub itself is refused, visibly: connecting to it would
-// loop every request back in.
+// whose entry has a problem (an unset ${VAR}, say) is refused with it, and
+// so is one that points at this hub itself: connecting to it would loop
+// every request back in. Either shows failed, with the reason.
 func (ss *serverSet) newEntryLocked(spec *registry.Server) *serverEntry {
+	if spec.Problem != "" {
+		ss.log.Error("refused a server: its registry entry has a problem", "server", spec.Name, "problem", spec.Problem)
+		return &serverEntry{spec: spec, up: refused{reason: spec.Problem}}
+	}
 	if ss.selfReferenceLocked(spec) {
 		reason := fmt.Sprintf("%s points at this mcphub itself (%s); refusing to connect to it", redact.URL(spec.URL), ss.reg.Hub.Listen)
 		ss.log.Error("refused a server", "server", spec.Name, "reason", reason)

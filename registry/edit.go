@@ -17,11 +17,12 @@ import (
 // mcphub process respects (lock.go), and read the result back.
 //
 // Validation of the result uses the real environment with one exception: an
-// unset ${VAR} in a server the edit did not touch does not block the edit.
-// The CLI that edits the file may run with a different environment from the
-// hub that reads it (a service manager, another shell), so such a variable is
-// the hub's business and not a reason to refuse `mcphub add`; the touched
-// server, on the other hand, must be complete unless it is disabled.
+// unset ${VAR} does not block the edit. The CLI that edits the file may run
+// with a different environment from the hub that reads it (a service
+// manager, another shell), so whether a variable is set is the hub's
+// business: the hub shows a server whose variable it lacks as failed, naming
+// the variable, and serves the rest. `mcphub add` asks the running hub and
+// warns before that happens.
 
 // AddServer appends s as a new [servers.NAME] block at the end of the file
 // at path, creating the file (mode 0600) when it does not exist. When the
@@ -326,5 +327,6 @@ func specEqual(a, b ServerSpec) bool {
 		maps.Equal(a.Env, b.Env) && a.Cwd == b.Cwd && a.URL == b.URL && a.Transport == b.Transport &&
 		maps.Equal(a.Headers, b.Headers) && a.Disabled == b.Disabled && samePrefix &&
 		a.Share == b.Share && slices.Equal(a.Allow, b.Allow) && slices.Equal(a.Deny, b.Deny) &&
-		a.ConnectTimeout == b.ConnectTimeout && a.CallTimeout == b.CallTimeout
+		a.ConnectTimeout == b.ConnectTimeout && a.CallTimeout == b.CallTimeout &&
+		slices.Equal(a.EnvPassthrough, b.EnvPassthrough) && a.InheritEnv == b.InheritEnv
 }

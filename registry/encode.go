@@ -29,6 +29,12 @@ func encodeServer(s ServerSpec) (string, error) {
 	if s.Cwd != "" {
 		kv("cwd", quoteString(s.Cwd))
 	}
+	if len(s.EnvPassthrough) > 0 {
+		kv("env_passthrough", quoteStrings(s.EnvPassthrough))
+	}
+	if s.InheritEnv {
+		kv("inherit_env", "true")
+	}
 	if s.URL != "" {
 		kv("url", quoteString(s.URL))
 	}
@@ -76,6 +82,7 @@ func specUTF8(s ServerSpec) error {
 	all = append(all, s.Args...)
 	all = append(all, s.Allow...)
 	all = append(all, s.Deny...)
+	all = append(all, s.EnvPassthrough...)
 	if s.Prefix != nil {
 		all = append(all, *s.Prefix)
 	}

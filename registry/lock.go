@@ -236,15 +236,14 @@ func (e *edit) putBack(text, disk []byte, mode fs.FileMode) error {
 }
 
 // compute applies the change to src and checks the result: it must parse,
-// validate (but for unset variables of other servers) and pass verify. It
+// validate (but for unset variables) and pass verify. It
 // returns nil, nil when there is nothing to change.
 func (e *edit) compute(src []byte) ([]byte, error) {
 	reg, errs := parse(e.path, src, os.LookupEnv)
 	if reg == nil {
 		return nil, fmt.Errorf("registry: cannot edit %s: it does not parse (nothing was changed):\n%w", e.path, errs)
 	}
-	// Unset variables already in the file never block an edit (the
-	// post-check below decides about the touched server).
+	// Unset variables never block an edit (see edit.go).
 	pre := errs.filter(func(x *Error) bool { return !x.unset && !(e.dropTarget && x.server == e.target) })
 	if len(pre) > 0 {
 		return nil, fmt.Errorf("registry: %s has problems; fix them first (nothing was changed):\n%w", e.path, pre)
@@ -254,7 +253,7 @@ func (e *edit) compute(src []byte) ([]byte, error) {
 		return nil, err
 	}
 	reg2, errs2 := parse(e.path, out, os.LookupEnv)
-	post := errs2.filter(func(x *Error) bool { return !(x.unset && x.server != e.target) })
+	post := errs2.filter(func(x *Error) bool { return !x.unset })
 	if reg2 == nil || len(post) > 0 {
 		return nil, &resultError{path: e.path, errs: post}
 	}

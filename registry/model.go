@@ -158,6 +158,10 @@ type Hub struct {
 	AuditLogBodies bool
 	// SessionTTL is how long an idle downstream session is kept.
 	SessionTTL time.Duration
+	// EnvPassthrough lists more names (path.Match globs, such as "AWS_*")
+	// of mcphub's environment that every stdio server gets besides the safe
+	// set the client package documents.
+	EnvPassthrough []string
 	// TLSCert and TLSKey are the paths of a PEM certificate (chain) and
 	// its key, with "~" expanded; when set the hub serves HTTPS (and
 	// HTTP/2). Both or neither.
@@ -222,6 +226,18 @@ type Server struct {
 	// against the registry file's directory. Empty means the hub's own.
 	Cwd string
 
+	// EnvPassthrough lists more names (globs) of mcphub's environment this
+	// server gets, as its entry writes them; InheritEnv passes the whole
+	// environment but the registry's secrets.
+	EnvPassthrough []string
+	InheritEnv     bool
+	// EnvAllow and EnvDeny are what the child's inherited environment is
+	// built from: EnvAllow is EnvPassthrough with [hub] env_passthrough;
+	// EnvDeny names what it must never inherit, the hub's token variable
+	// and, with InheritEnv, every variable the registry gives to servers
+	// (see SecretEnvNames). Env, the entry's own values, always passes.
+	EnvAllow, EnvDeny []string
+
 	// URL is the endpoint of a remote server; empty for a stdio one.
 	URL string
 	// Transport is TransportAuto, TransportStreamableHTTP or TransportSSE
@@ -252,6 +268,12 @@ type Server struct {
 
 	// Line is the line of the server's table header (or of its first key).
 	Line int
+
+	// Problem, when set, says why the hub cannot serve this entry (each
+	// problem as file:line:col: key: message, one per line). Only
+	// ParseServing and LoadServing keep such a server; Parse refuses the
+	// file instead.
+	Problem string
 }
 
 // Kind reports whether the server is a stdio or a remote server.
@@ -263,8 +285,9 @@ func (s *Server) Kind() Kind {
 }
 
 // Hash is a digest of the fields that need a new connection when they change:
-// command, args, expanded env, cwd, url, transport, expanded headers, share
-// and connect_timeout. Enabled, prefix, allow, deny and call_timeout are not
+// command, args, expanded env, what the child inherits (EnvAllow, EnvDeny,
+// InheritEnv), cwd, url, transport, expanded headers, share,
+// connect_timeout and Problem. Enabled, prefix, allow, deny and call_timeout are not
 // part of it, because the hub applies them to a running connection. The hash
 // covers secret values, so compare it; do not show it.
 func (s *Server) Hash() string {
@@ -295,6 +318,14 @@ func (s *Server) Hash() string {
 	putMap(s.Headers)
 	put(s.Share)
 	put(s.ConnectTimeout.String())
+	put(fmt.Sprint(s.InheritEnv))
+	for _, l := range [][]string{s.EnvAllow, s.EnvDeny} {
+		put(fmt.Sprint(len(l)))
+		for _, v := range l {
+			put(v)
+		}
+	}
+	put(s.Problem)
 	return hex.EncodeToString(h.Sum(nil))
 }
 
@@ -379,6 +410,9 @@ func (s *Server) Spec() ServerSpec {
 		Disabled: !s.Enabled,
 		Allow:    slices.Clone(s.Allow),
 		Deny:     slices.Clone(s.Deny),
+
+		EnvPassthrough: slices.Clone(s.EnvPassthrough),
+		InheritEnv:     s.InheritEnv,
 	}
 	if s.Transport != TransportAuto {
 		sp.Transport = s.Transport
@@ -410,6 +444,10 @@ type ServerSpec struct {
 	Args    []string
 	Env     map[string]string
 	Cwd     string
+	// EnvPassthrough and InheritEnv choose what of mcphub's environment a
+	// stdio server inherits (see Server).
+	EnvPassthrough []string
+	InheritEnv     bool
 	// URL, Transport and Headers describe a remote server.
 	URL       string
 	Transport string

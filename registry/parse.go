@@ -65,6 +65,7 @@ func parse(path string, data []byte, lookup func(string) (string, bool)) (*Regis
 	reg.Hub = p.hub(raw["hub"])
 	reg.Servers = p.servers(raw["servers"])
 	p.crossCheck(reg)
+	inheritance(reg)
 	p.errs.sort()
 	return reg, p.errs
 }
@@ -107,9 +108,10 @@ var (
 		"post_sse", "allowed_origins", "max_body_bytes", "max_response_bytes",
 		"max_sessions", "max_sessions_per_server", "max_connections", "max_connections_per_address",
 		"stream_buffer_bytes", "buffer_bytes", "event_retention", "event_retention_bytes", "store_max_bytes",
-		"audit_log_bodies", "session_ttl", "tls_cert", "tls_key"}
+		"audit_log_bodies", "session_ttl", "tls_cert", "tls_key", "env_passthrough"}
 	serverKeys = []string{"command", "args", "env", "cwd", "url", "transport", "headers",
-		"enabled", "prefix", "share", "allow", "deny", "connect_timeout", "call_timeout"}
+		"enabled", "prefix", "share", "allow", "deny", "connect_timeout", "call_timeout",
+		"env_passthrough", "inherit_env"}
 	// serverAliases are the names other clients' configs use.
 	serverAliases = map[string]string{"type": "transport", "disabled": "enabled",
 		"environment": "env", "arguments": "args", "cmd": "command", "serverUrl": "url",
@@ -178,6 +180,7 @@ func (p *parser) hub(raw any) Hub {
 	t.integer("store_max_bytes", &h.StoreMaxBytes)
 	t.boolean("audit_log_bodies", &h.AuditLogBodies)
 	t.duration("session_ttl", &h.SessionTTL)
+	t.globs("env_passthrough", &h.EnvPassthrough)
 	if t.str("tls_cert", &h.TLSCert) && h.TLSCert != "" {
 		h.TLSCert = p.resolvePath(expandHome(h.TLSCert, p.lookup))
 	}
@@ -246,16 +249,10 @@ func (p *parser) server(name string, raw any) *Server {
 	if t.str("share", &s.Share) && s.Share != ShareServer && s.Share != ShareSession {
 		t.errf("share", "%q is not a share mode; use \"server\" (one connection for all sessions) or \"session\" (one per session)", s.Share)
 	}
-	for _, k := range []string{"allow", "deny"} {
-		dst := map[string]*[]string{"allow": &s.Allow, "deny": &s.Deny}[k]
-		if t.strs(k, dst) {
-			for _, pat := range *dst {
-				if msg := checkGlob(pat); msg != "" {
-					t.errf(k, "%s", msg)
-				}
-			}
-		}
-	}
+	t.globs("allow", &s.Allow)
+	t.globs("deny", &s.Deny)
+	t.globs("env_passthrough", &s.EnvPassthrough)
+	t.boolean("inherit_env", &s.InheritEnv)
 	t.duration("connect_timeout", &s.ConnectTimeout)
 	t.duration("call_timeout", &s.CallTimeout)
 

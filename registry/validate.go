@@ -42,7 +42,7 @@ func (p *parser) checkKind(t *table, s *Server) {
 				t.errf("url", "%s", msg)
 			}
 		}
-		for _, k := range []string{"args", "env", "cwd"} {
+		for _, k := range []string{"args", "env", "cwd", "env_passthrough", "inherit_env"} {
 			if t.has(k) {
 				t.errf(k, "%s applies only to stdio servers (command); remove it, or replace url with command", k)
 			}

@@ -24,7 +24,9 @@ var WatchDebounce = 250 * time.Millisecond
 // change between the caller's own Load and the watch is missed (an unchanged
 // file gives an empty Diff), and then once per settled change:
 //
-//   - fn(reg, nil) when the file parses and validates;
+//   - fn(reg, nil) when the file parses and validates, but for problems
+//     confined to single servers' entries, which ParseServing marks on
+//     those servers (Server.Problem);
 //   - fn(nil, err) when it does not, or when it was removed (once per
 //     removal; recreating the file reloads it). The error is also logged
 //     through slog.Default. The caller keeps its last good registry.
@@ -119,7 +121,7 @@ func (st *watchState) reload() {
 		return
 	}
 	st.last, st.seen, st.missing = data, true, false
-	reg, err := Parse(st.path, data, os.LookupEnv)
+	reg, err := ParseServing(st.path, data, os.LookupEnv)
 	st.report(reg, err)
 }
 

@@ -105,7 +105,9 @@ func saveByRename(t *testing.T, path, text string) {
 const (
 	v1  = "[servers.a]\ncommand = \"x\"\n"
 	v2  = v1 + "[servers.b]\ncommand = \"y\"\n"
-	bad = v2 + "[servers.c]\ncomand = \"z\"\n"
+	bad = v2 + "[hub]\nauth = \"maybe\"\n"
+	// badServer has a problem confined to one server's entry.
+	badServer = v2 + "[servers.c]\ncomand = \"z\"\n"
 )
 
 func TestWatch(t *testing.T) {
@@ -129,11 +131,18 @@ func TestWatch(t *testing.T) {
 	}
 	current = r.reg
 
+	// A save where one server's entry is bad reports the registry, with
+	// that server's problem on it: the rest of the save is served.
+	saveByRename(t, path, badServer)
+	if r = w.next(); r.err != nil || r.reg.Server("b") == nil || !strings.Contains(r.reg.Server("c").Problem, "comand") {
+		t.Fatalf("after a save with a bad server: %+v", r)
+	}
+
 	// A bad save reports every problem; the caller keeps the last good one.
 	saveByRename(t, path, bad)
 	r = w.next()
 	var errs Errors
-	if r.reg != nil || !errors.As(r.err, &errs) || errs[0].Line != 5 {
+	if r.reg != nil || !errors.As(r.err, &errs) || errs[0].Line != 6 {
 		t.Fatalf("after bad save: %+v", r)
 	}
 	if current.Server("b") == nil {
@@ -175,7 +184,7 @@ func TestWatch(t *testing.T) {
 	}
 
 	w.stop()
-	if log := w.log.String(); !strings.Contains(log, "keeping the last good registry") || !strings.Contains(log, "servers.c.comand") {
+	if log := w.log.String(); !strings.Contains(log, "keeping the last good registry") || !strings.Contains(log, "hub.auth") {
 		t.Errorf("the bad save was not logged:\n%s", log)
 	}
 }
