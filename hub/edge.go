@@ -7,6 +7,7 @@ import (
 	"net"
 	"net/http"
 	"net/url"
+	"os"
 	"path"
 	"slices"
 	"strings"
@@ -63,6 +64,7 @@ func newEdge(log *slog.Logger, token string, servers *serverSet, sessions *sessi
 	handle("/readyz", e.serveReady)
 	handle("/control/restart", e.serveRestart)
 	handle("/control/sessions", e.serveSessions)
+	handle("/control/env", e.serveEnv)
 	e.mux.HandleFunc("/", e.notFound)
 	return e
 }
@@ -159,6 +161,24 @@ func (e *edge) serveRestart(w http.ResponseWriter, r *http.Request) {
 	}
 	e.log.Info("restart requested", "server", name)
 	writeJSON(w, http.StatusAccepted, map[string]string{"status": "restarting", "server": name})
+}
+
+// serveEnv tells which of the variables named by the name parameters the
+// hub's environment lacks, so that `mcphub add` can warn about a ${NAME}
+// this hub cannot resolve. Values are never sent, only whether each is set.
+func (e *edge) serveEnv(w http.ResponseWriter, r *http.Request) {
+	if r.Method != http.MethodGet {
+		w.Header().Set("Allow", "GET")
+		httpError(w, http.StatusMethodNotAllowed, "use GET /control/env?name=VAR")
+		return
+	}
+	unset := []string{}
+	for _, n := range r.URL.Query()["name"] {
+		if _, ok := os.LookupEnv(n); !ok {
+			unset = append(unset, n)
+		}
+	}
+	writeJSON(w, http.StatusOK, map[string]any{"unset": unset, "pid": os.Getpid()})
 }
 
 // checkOrigin enforces DNS-rebinding protection: when mcphub listens on

@@ -1,9 +1,11 @@
 package hub
 
 import (
+	"encoding/json"
 	"errors"
 	"net/http"
 	"net/http/httptest"
+	"os"
 	"strings"
 	"testing"
 )
@@ -167,5 +169,32 @@ func TestStatusRecorderReportsAFailedFlush(t *testing.T) {
 	rec := &statusRecorder{ResponseWriter: failingFlusher{httptest.NewRecorder()}}
 	if err := flush(rec); err == nil {
 		t.Error("a flush through statusRecorder reported success though the client has gone")
+	}
+}
+
+// /control/env tells which variables the hub's environment lacks, never a
+// value; like every control route it needs the token when auth is on.
+func TestControlEnv(t *testing.T) {
+	t.Setenv("MCPHUB_TEST_SET_VAR", "value-never-sent")
+	th := startHub(t, "[servers.alpha]\ncommand = \"x\"\n", nil)
+	r := th.send("GET", "/control/env?name=MCPHUB_TEST_SET_VAR&name=MCPHUB_TEST_UNSET_VAR", "")
+	if r.status != 200 {
+		t.Fatalf("status %d: %s", r.status, r.body)
+	}
+	var ans struct {
+		Unset []string `json:"unset"`
+		PID   int      `json:"pid"`
+	}
+	if err := json.Unmarshal(r.body, &ans); err != nil {
+		t.Fatal(err)
+	}
+	if len(ans.Unset) != 1 || ans.Unset[0] != "MCPHUB_TEST_UNSET_VAR" || ans.PID != os.Getpid() {
+		t.Errorf("answer %s", r.body)
+	}
+	if strings.Contains(string(r.body), "value-never-sent") {
+		t.Error("the answer holds a value")
+	}
+	if r := th.send("POST", "/control/env?name=A", ""); r.status != 405 {
+		t.Errorf("POST: status %d", r.status)
 	}
 }

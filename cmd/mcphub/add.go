@@ -23,10 +23,17 @@ A remote server is a URL (Streamable HTTP, or the legacy HTTP+SSE transport):
 
 Values may use ${VAR}, expanded from mcphub's environment when the hub reads
 the registry, so secrets need not be written into hub.toml (quote them so
-your shell leaves them alone). NAME is 1-32 characters of a-z, 0-9 and '-'.
-The registry is validated before it is written, and the edit keeps the
-file's comments and every other server as they were. A running hub applies
-the change on its own.`
+your shell leaves them alone). add asks the running hub whether it has each
+variable (or checks this shell when no hub runs) and warns when it does not:
+such a server shows failed, naming the variable, while the others run.
+
+NAME is 1-32 characters of a-z, 0-9 and '-'. The registry is validated
+before it is written, and the edit keeps the file's comments and every other
+server as they were. A running hub applies the change on its own.
+
+A stdio server inherits a safe set of mcphub's environment (PATH, HOME,
+locale, temporary directories, proxy and CA-bundle variables; see README);
+--env-passthrough adds names, --inherit-env passes everything but secrets.`
 
 type addFlags struct {
 	targetFlags
@@ -34,6 +41,8 @@ type addFlags struct {
 	allow, deny                 []string
 	connectTimeout, callTimeout time.Duration
 	disabled, noPrefix, force   bool
+	envPassthrough              []string
+	inheritEnv                  bool
 }
 
 func newAddCmd(a *app) *cobra.Command {
@@ -62,6 +71,9 @@ func newAddCmd(a *app) *cobra.Command {
 				kind = "remote"
 			}
 			fmt.Fprintf(a.stdout, "added %s server %q to %s\n", kind, spec.Name, a.configPath)
+			if !spec.Disabled {
+				a.warnUnset(cmd.Context(), spec.Name, spec.Vars())
+			}
 			return nil
 		},
 	}
@@ -76,6 +88,8 @@ func newAddCmd(a *app) *cobra.Command {
 	fl.DurationVar(&f.callTimeout, "call-timeout", 0, "how long a tool call may take (default 5m)")
 	fl.BoolVar(&f.disabled, "disabled", false, "add the server disabled")
 	fl.BoolVar(&f.force, "force", false, "replace a server of the same name")
+	fl.StringArrayVar(&f.envPassthrough, "env-passthrough", nil, "also pass this variable (glob) of mcphub's environment to the server (repeatable)")
+	fl.BoolVar(&f.inheritEnv, "inherit-env", false, "pass mcphub's whole environment to the server, but the registry's secrets")
 	return cmd
 }
 
@@ -93,6 +107,7 @@ func (f *addFlags) spec(name string, rest []string, dash int) (registry.ServerSp
 	}
 	s.URL, s.Transport, s.Headers = t.url, t.transport, t.headers
 	s.Command, s.Args, s.Env, s.Cwd = t.command, t.args, t.env, t.cwd
+	s.EnvPassthrough, s.InheritEnv = f.envPassthrough, f.inheritEnv
 	switch {
 	case f.noPrefix && f.prefix != "":
 		return s, errors.New("give --prefix or --no-prefix, not both")

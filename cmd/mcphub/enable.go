@@ -23,7 +23,7 @@ func newEnableCmd(a *app, enable bool) *cobra.Command {
 This edits enabled = true/false in hub.toml, keeping everything else in the
 file as it was; a running hub applies the change on its own.`,
 		Args: cobra.ExactArgs(1),
-		RunE: func(_ *cobra.Command, args []string) error {
+		RunE: func(cmd *cobra.Command, args []string) error {
 			if err := registry.SetEnabled(a.configPath, args[0], enable); err != nil {
 				if errors.Is(err, registry.ErrUnknownServer) {
 					return err
@@ -31,6 +31,11 @@ file as it was; a running hub applies the change on its own.`,
 				return a.printRegistryErrors(err)
 			}
 			fmt.Fprintf(a.stdout, "%sd %s in %s\n", verb, args[0], a.configPath)
+			if enable {
+				if reg, err := a.loadExistingRegistry(); err == nil && reg != nil && reg.Server(args[0]) != nil {
+					a.warnUnset(cmd.Context(), args[0], reg.Server(args[0]).Vars())
+				}
+			}
 			return nil
 		},
 	}

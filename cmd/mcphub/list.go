@@ -29,6 +29,9 @@ type listEntry struct {
 	Enabled   bool     `json:"enabled"`
 	Prefix    string   `json:"prefix"`
 	Share     string   `json:"share"`
+	// Problem says why the hub cannot serve the entry as written (an unset
+	// ${VAR}, say), with file:line and the fix; the hub shows it failed.
+	Problem string `json:"problem,omitempty"`
 	// Live is the running hub's view, absent when no hub runs.
 	Live *hub.ServerStatus `json:"live,omitempty"`
 }
@@ -98,7 +101,7 @@ func listEntries(reg *registry.Registry, st *hub.Status) []listEntry {
 	}
 	entries := make([]listEntry, 0, len(reg.Servers))
 	for _, s := range reg.Servers {
-		e := listEntry{Name: s.Name, Kind: string(s.Kind()), Enabled: s.Enabled, Prefix: s.Prefix, Share: s.Share, Live: live[s.Name]}
+		e := listEntry{Name: s.Name, Kind: string(s.Kind()), Enabled: s.Enabled, Prefix: s.Prefix, Share: s.Share, Problem: s.Problem, Live: live[s.Name]}
 		if s.Kind() == registry.KindRemote {
 			e.URL, e.Transport = redact.URL(s.URL), s.Transport
 		} else {
@@ -147,6 +150,9 @@ func printList(a *app, entries []listEntry, live bool) {
 	}
 	tw.Flush()
 	for _, e := range entries {
+		if e.Problem != "" {
+			fmt.Fprintf(a.stdout, "%s cannot be served as written:\n  %s\n", e.Name, strings.ReplaceAll(e.Problem, "\n", "\n  "))
+		}
 		if e.Live != nil && len(e.Live.Conflicts) > 0 {
 			fmt.Fprintf(a.stdout, "%s: names not exposed as offered: %s\n", e.Name, strings.Join(e.Live.Conflicts, "; "))
 		}

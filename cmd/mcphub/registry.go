@@ -31,14 +31,14 @@ func (a *app) loadRegistry() (*registry.Registry, error) {
 	if err := a.ensureRegistry(); err != nil {
 		return nil, err
 	}
-	return registry.Load(a.configPath)
+	return registry.LoadServing(a.configPath)
 }
 
 // loadExistingRegistry reads and validates the registry without creating
 // it: commands that only look (list, status) leave a machine without a
 // registry as it is. It returns nil, nil when there is no registry file.
 func (a *app) loadExistingRegistry() (*registry.Registry, error) {
-	reg, err := registry.Load(a.configPath)
+	reg, err := registry.LoadServing(a.configPath)
 	if errors.Is(err, fs.ErrNotExist) {
 		return nil, nil
 	}

@@ -7,6 +7,7 @@ import (
 	"fmt"
 	"io/fs"
 	"os"
+	"strings"
 	"text/tabwriter"
 	"time"
 
@@ -96,6 +97,13 @@ func printStatus(a *app, st *hub.Status) {
 		fmt.Fprintf(tw, "%s\t%s\t%s\t%s\t%d\t%d\t%s\n", s.Name, s.State, pid, uptime, s.Tools, s.Restarts, oneLine(s.LastError, 80))
 	}
 	tw.Flush()
+	// A failed server's whole reason, when the table had to cut it: it is
+	// what the user needs to fix it (which variable, which line).
+	for _, s := range st.Servers {
+		if s.State != hub.StateConnected && oneLine(s.LastError, 80) != oneLine(s.LastError, len(s.LastError)+1) {
+			fmt.Fprintf(a.stdout, "\n%s: %s\n", s.Name, strings.ReplaceAll(strings.TrimSpace(s.LastError), "\n", "\n  "))
+		}
+	}
 	if st.RegistryError != "" {
 		fmt.Fprintf(a.stdout, "\nthe registry on disk does not load; the hub keeps running its last good registry:\n%s\n", st.RegistryError)
 	}

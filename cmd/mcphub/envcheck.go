@@ -1,0 +1,57 @@
+package main
+
+import (
+	"context"
+	"fmt"
+	"net/url"
+	"os"
+	"strings"
+)
+
+// unsetVars tells which of names the environment that will expand the
+// registry lacks: the running hub's, when one answers, since that is where
+// ${NAME} is resolved; otherwise this process's, the one a hub started from
+// this shell would have. where names the environment that was asked, for
+// messages.
+func (a *app) unsetVars(ctx context.Context, names []string) (unset []string, where string) {
+	if len(names) == 0 {
+		return nil, ""
+	}
+	q := url.Values{"name": names}
+	var ans struct {
+		Unset []string `json:"unset"`
+		PID   int      `json:"pid"`
+	}
+	if err := a.control(ctx, "GET", "/control/env?"+q.Encode(), 200, &ans); err == nil {
+		return ans.Unset, fmt.Sprintf("the running hub (pid %d)", ans.PID)
+	}
+	for _, n := range names {
+		if _, ok := os.LookupEnv(n); !ok {
+			unset = append(unset, n)
+		}
+	}
+	return unset, "this shell (no hub is running; a hub started from here would lack it too)"
+}
+
+// warnUnset tells the user, before a frozen server does, that the
+// environment expanding the registry lacks variables server refers to: the
+// hub will show it failed, naming them, until they are set where it starts.
+func (a *app) warnUnset(ctx context.Context, server string, vars []string) {
+	unset, where := a.unsetVars(ctx, vars)
+	if len(unset) == 0 {
+		return
+	}
+	fmt.Fprintf(a.stderr, "warning: %s %s not set in %s, so %q will show failed until %s;\n"+
+		"  set %s in the environment mcphub serve starts from (your shell profile, or the service's environment) and restart the hub,\n"+
+		"  or write the value into hub.toml, or disable the server: mcphub disable %s\n",
+		strings.Join(unset, ", "), plural(len(unset), "is", "are"), where, server, plural(len(unset), "it is", "they are"),
+		plural(len(unset), "it", "them"), server)
+}
+
+// plural picks the word for n things.
+func plural(n int, one, many string) string {
+	if n == 1 {
+		return one
+	}
+	return many
+}
