@@ -79,3 +79,24 @@ command = "y"
 		t.Fatal("a failed server's tool was still callable")
 	}
 }
+
+// A call to a tool of a server that is not connected says why, with the
+// server's last error (a child's exit status and stderr), on /mcp and on
+// the server's own endpoint; a tool of a connected server does not.
+func TestUnknownToolNamesTheFailedServer(t *testing.T) {
+	bad := newFake("bad")
+	fakes := map[string]*fakeUpstream{"ok": newFake("ok").setList("tools/list", toolItems("echo")), "bad": bad}
+	th := startHub(t, "[servers.ok]\ncommand = \"x\"\n[servers.bad]\ncommand = \"y\"\n", fakes)
+	bad.setStatus(UpstreamStatus{State: StateCrashLoop, LastError: "initialize: server process exited (exit status 3); last stderr: npm ERR! SELF_SIGNED_CERT_IN_CHAIN"})
+	for _, tc := range []struct{ path, tool string }{{"/mcp", "bad__install"}, {"/bad/mcp", "install"}} {
+		c := th.connect(tc.path, "2025-11-25", `{}`)
+		m := c.call(1, "tools/call", `{"name":"`+tc.tool+`"}`)
+		if m.Error == nil || !strings.Contains(m.Error.Message, "exit status 3") || !strings.Contains(m.Error.Message, "SELF_SIGNED_CERT_IN_CHAIN") {
+			t.Errorf("%s %s: %+v", tc.path, tc.tool, m.Error)
+		}
+	}
+	c := th.connect("/mcp", "2025-11-25", `{}`)
+	if m := c.call(2, "tools/call", `{"name":"ok__nope"}`); m.Error == nil || strings.Contains(m.Error.Message, "server") {
+		t.Errorf("unknown tool of a connected server: %+v", m.Error)
+	}
+}

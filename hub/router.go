@@ -153,9 +153,33 @@ func (r *router) callNamed(ctx context.Context, c *call) (json.RawMessage, error
 	}
 	entry, ok := lookup(c.p.name)
 	if !ok {
-		return nil, unknownName(kind, c.p.name, mapKeys(index))
+		e := unknownName(kind, c.p.name, mapKeys(index))
+		if why := r.notServing(c.s.endpoint, c.p.name); why != "" {
+			e.Message += "; " + why
+		}
+		return nil, e
 	}
 	return r.forwardNamed(ctx, c, entry, c.m.Params)
+}
+
+// notServing explains an unknown name that may belong to a server that is
+// not connected: the server the name's prefix names on /mcp, or the
+// endpoint's own server, with its state and last error (a child's exit
+// status and stderr, an unset variable), so the client's user learns why
+// the tool is missing and not just that it is.
+func (r *router) notServing(endpoint, name string) string {
+	sep := r.servers.registry().Hub.Separator
+	for _, e := range r.servers.of(endpoint) {
+		if endpoint == "" && (e.spec.Prefix == "" || !strings.HasPrefix(name, e.spec.Prefix+sep)) {
+			continue
+		}
+		st := e.up.Status()
+		if st.State == StateConnected {
+			continue
+		}
+		return describeUnavailable(e.spec.Name, st).Error()
+	}
+	return ""
 }
 
 // forwardNamed forwards a call on a tool or prompt to its server, rewriting
