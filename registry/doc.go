@@ -27,7 +27,8 @@
 //
 // AddServer, RemoveServer and SetEnabled edit the file as text, so comments
 // and layout survive, and write it atomically only when the result is valid.
-// ImportClientConfig turns another client's JSON config into ServerSpecs.
+// ImportClientConfig and ImportClientConfigWith turn another client's config (JSON, or
+// Codex's TOML) into ServerSpecs.
 //
 // # Secrets
 //

@@ -1,8 +1,9 @@
 package registry
 
 import (
-	"cmp"
+	"bytes"
 	"encoding/json"
+	"errors"
 	"fmt"
 	"maps"
 	"slices"
@@ -10,61 +11,168 @@ import (
 	"strings"
 )
 
-// ImportClientConfig reads the MCP server list of another client's JSON
-// config: Claude Desktop, Claude Code and Cursor ({"mcpServers": {...}}) and
-// VS Code (.vscode/mcp.json {"servers": {...}} or settings.json
-// {"mcp": {"servers": {...}}}). Comments and trailing commas, which VS Code
-// allows, are accepted.
+// ImportOptions chooses how ImportClientConfigWith reads a client config.
+// The zero value reads it as ImportClientConfig always has, except that
+// literal secrets are replaced (see KeepSecrets).
+type ImportOptions struct {
+	// HubListen is this hub's listen address (host:port, as in [hub]
+	// listen). When it is set, entries that point at this hub are skipped:
+	// an HTTP entry whose URL reaches that address on any path, and a stdio
+	// entry running "mcphub stdio" (see PointsAtHub). Importing the hub into
+	// itself would make it its own upstream.
+	HubListen string
+	// KeepSecrets writes literal secrets in env and headers as they are,
+	// instead of replacing each with a ${VAR} reference (see
+	// ImportResult.Secrets).
+	KeepSecrets bool
+	// TOML reads data as a Codex config.toml. Without it, data is read as
+	// JSON and, when that fails, as TOML.
+	TOML bool
+	// LookupEnv, when set, is the environment whose values a replaced
+	// secret is compared with (ImportedSecret.Env); values are never
+	// copied out of it.
+	LookupEnv func(string) (string, bool)
+}
+
+// ImportResult is what ImportClientConfigWith found in a client config.
+type ImportResult struct {
+	// Specs are the servers to add, sorted by name.
+	Specs []ServerSpec
+	// Notes describe, one per line, what was renamed, mapped, skipped or
+	// could not be mapped. None contains an env or header value.
+	Notes []string
+	// HubEntries are the names, as the file spells them, of the entries
+	// skipped because they point at this hub.
+	HubEntries []string
+	// Secrets are the variables that now stand for literal secrets of the
+	// file, one per variable, sorted by name; empty with KeepSecrets.
+	Secrets []ImportedSecret
+}
+
+// ImportClientConfig reads the MCP server list of another client's config,
+// as ImportClientConfigWith does, but skips no entry as the hub and keeps
+// literal secrets as they are written: what it has always returned.
+func ImportClientConfig(data []byte) (specs []ServerSpec, notes []string, err error) {
+	res, err := ImportClientConfigWith(data, ImportOptions{KeepSecrets: true})
+	return res.Specs, res.Notes, err
+}
+
+// ImportClientConfigWith reads the MCP server list of another client's
+// config: Claude Desktop, Claude Code, Cursor, Windsurf and Gemini CLI
+// ({"mcpServers": {...}}), VS Code (.vscode/mcp.json {"servers": {...}} or
+// settings.json {"mcp": {"servers": {...}}}), Zed ({"context_servers":
+// {...}}) and Codex (config.toml [mcp_servers.NAME]). Comments and trailing
+// commas, which VS Code, Zed and Gemini allow, are accepted in JSON.
 //
 // Names are made valid ([a-z0-9-], at most 32 characters, unique) with a note
 // for each rename. Variables become mcphub's ${VAR} form: VS Code's
 // ${env:NAME} becomes ${NAME}, ${input:id} becomes ${ID} (with a note: the
 // value must now come from mcphub's environment) and ${userHome} becomes
-// ${HOME}; a literal $ becomes $$. What cannot be mapped (envFile, an unknown
-// type, unknown fields, variables mcphub cannot know) is described in notes
-// and skipped, never fatal. err is set only when data is not a config at
-// all. The specs are sorted by name.
-func ImportClientConfig(data []byte) (specs []ServerSpec, notes []string, err error) {
-	var top map[string]json.RawMessage
-	if err := json.Unmarshal(stripJSONC(data), &top); err != nil {
-		return nil, nil, fmt.Errorf("registry: import: not a JSON object: %w", err)
+// ${HOME}; a literal $ becomes $$. Unless opt.KeepSecrets, a literal secret
+// (an env value whose key names a token, key, secret or password, or a
+// credential header's value) becomes a ${VAR} reference, listed in
+// ImportResult.Secrets. What cannot be mapped
+// (envFile, an unknown type, unknown fields, variables mcphub cannot know)
+// is described in notes and skipped, never fatal. err is set only when
+// data is not a config at all.
+func ImportClientConfigWith(data []byte, opt ImportOptions) (ImportResult, error) {
+	var res ImportResult
+	entries, shape, err := clientEntries(data, opt.TOML)
+	if err != nil {
+		return res, err
 	}
-	var list json.RawMessage
-	switch {
-	case top["mcpServers"] != nil:
-		list = top["mcpServers"]
-	case top["servers"] != nil:
-		list = top["servers"]
-	case top["mcp"] != nil:
+	used := map[string]bool{}
+	for _, orig := range slices.Sorted(maps.Keys(entries)) {
+		im := &importer{orig: orig, gemini: shape.gemini}
+		spec, ok := im.entry(entries[orig])
+		if ok && opt.HubListen != "" && PointsAtHub(spec, opt.HubListen) {
+			// The entry's other notes would only be noise about an entry
+			// that is not imported.
+			res.HubEntries = append(res.HubEntries, orig)
+			res.Notes = append(res.Notes, fmt.Sprintf("skipped %q: it points at this hub", orig))
+			continue
+		}
+		if ok {
+			spec.Name = im.name(orig, used)
+			res.Specs = append(res.Specs, spec)
+		}
+		res.Notes = append(res.Notes, im.notes...)
+	}
+	slices.SortFunc(res.Specs, func(a, b ServerSpec) int { return strings.Compare(a.Name, b.Name) })
+	if !opt.KeepSecrets {
+		res.Secrets = replaceSecrets(res.Specs, opt.LookupEnv)
+	}
+	return res, nil
+}
+
+// fileShape is what the whole file tells about how to read its entries.
+type fileShape struct {
+	// gemini is set when an entry uses a field only Gemini CLI writes: its
+	// plain url then means the legacy SSE transport.
+	gemini bool
+}
+
+// clientEntries finds the server entries of a config, each as a JSON
+// object of the fields the importer knows.
+func clientEntries(data []byte, asTOML bool) (map[string]json.RawMessage, fileShape, error) {
+	if asTOML {
+		e, err := codexEntries(data)
+		return e, fileShape{}, err
+	}
+	var top map[string]json.RawMessage
+	jerr := json.Unmarshal(stripJSONC(data), &top)
+	if jerr != nil {
+		e, terr := codexEntries(data)
+		if terr == nil {
+			return e, fileShape{}, nil
+		}
+		if errors.Is(terr, errNoCodexServers) {
+			terr = errors.New("it has no [mcp_servers] table")
+		}
+		return nil, fileShape{}, fmt.Errorf("registry: import: not a JSON object (%w), nor a Codex TOML config (%v)", jerr, terr)
+	}
+	list := firstOf(top, "mcpServers", "context_servers", "servers")
+	if list == nil && top["mcp"] != nil {
 		var mcp map[string]json.RawMessage
 		if json.Unmarshal(top["mcp"], &mcp) == nil {
 			list = mcp["servers"]
 		}
 	}
 	if list == nil {
-		return nil, nil, fmt.Errorf(`registry: import: no "mcpServers", "servers" or "mcp.servers" object; expected a Claude Desktop, Cursor or VS Code MCP config`)
+		return nil, fileShape{}, errors.New(`registry: import: no "mcpServers", "context_servers", "servers" or "mcp.servers" object; ` +
+			`expected a Claude Desktop, Claude Code, Cursor, VS Code, Windsurf, Gemini CLI or Zed MCP config, or a Codex config.toml`)
 	}
 	var entries map[string]json.RawMessage
 	if err := json.Unmarshal(list, &entries); err != nil {
-		return nil, nil, fmt.Errorf("registry: import: the server list is not an object: %w", err)
+		return nil, fileShape{}, fmt.Errorf("registry: import: the server list is not an object: %w", err)
 	}
-	used := map[string]bool{}
-	for _, orig := range slices.Sorted(maps.Keys(entries)) {
-		im := &importer{orig: orig}
-		spec, ok := im.entry(entries[orig])
-		if ok {
-			spec.Name = im.name(orig, used)
-			specs = append(specs, spec)
+	var shape fileShape
+	for _, raw := range entries {
+		var f map[string]json.RawMessage
+		if json.Unmarshal(raw, &f) == nil && firstOf(f, geminiFields...) != nil {
+			shape.gemini = true
 		}
-		notes = append(notes, im.notes...)
 	}
-	slices.SortFunc(specs, func(a, b ServerSpec) int { return strings.Compare(a.Name, b.Name) })
-	return specs, notes, nil
+	return entries, shape, nil
+}
+
+// geminiFields are entry fields that only Gemini CLI's settings.json uses.
+var geminiFields = []string{"httpUrl", "trust", "includeTools", "excludeTools"}
+
+// firstOf is the first of keys that m holds.
+func firstOf(m map[string]json.RawMessage, keys ...string) json.RawMessage {
+	for _, k := range keys {
+		if m[k] != nil {
+			return m[k]
+		}
+	}
+	return nil
 }
 
 type importer struct {
-	orig  string
-	notes []string
+	orig   string
+	gemini bool
+	notes  []string
 }
 
 func (im *importer) note(format string, args ...any) {
@@ -73,30 +181,58 @@ func (im *importer) note(format string, args ...any) {
 
 // importFields are the fields other clients use that mcphub maps.
 var importFields = []string{"type", "transport", "transportType", "command", "args", "env",
-	"cwd", "url", "serverUrl", "headers", "disabled", "envFile"}
+	"cwd", "url", "serverUrl", "httpUrl", "headers", "disabled", "enabled", "envFile",
+	"includeTools", "excludeTools", "disabledTools", "timeout", "source", codexExtraField}
 
 func (im *importer) entry(raw json.RawMessage) (ServerSpec, bool) {
 	var f map[string]json.RawMessage
-	if err := json.Unmarshal(raw, &f); err != nil {
+	if err := json.Unmarshal(raw, &f); err != nil || f == nil {
 		im.note("not an object; skipped")
 		return ServerSpec{}, false
 	}
-	var s ServerSpec
 	for _, k := range slices.Sorted(maps.Keys(f)) {
 		if !slices.Contains(importFields, k) {
 			im.note("field %q has no mcphub equivalent; ignored", k)
 		}
 	}
+	if src := im.str(f, "source"); src == "extension" {
+		im.note("is provided by a Zed extension, which mcphub cannot run; add the server's own command with mcphub add")
+		return ServerSpec{}, false
+	}
+	im.zedCommand(f)
+	s, ok := im.kind(f)
+	if !ok {
+		return ServerSpec{}, false
+	}
+	im.common(f, &s)
+	if s.Command != "" {
+		im.stdio(f, &s)
+	} else {
+		im.remote(f, &s)
+	}
+	if f[codexExtraField] != nil {
+		im.codexExtras(f[codexExtraField], &s)
+	}
+	return s, true
+}
+
+// kind reads whether the entry is a stdio or a remote server, and which
+// transport a remote one speaks.
+func (im *importer) kind(f map[string]json.RawMessage) (ServerSpec, bool) {
+	var s ServerSpec
 	typ := im.str(f, "type")
 	if typ == "" {
-		typ = cmp.Or(im.str(f, "transport"), im.str(f, "transportType"))
+		typ = im.str(f, "transport")
+	}
+	if typ == "" {
+		typ = im.str(f, "transportType")
 	}
 	s.Command = im.str(f, "command")
-	s.URL = cmp.Or(im.str(f, "url"), im.str(f, "serverUrl"))
+	im.url(f, &s)
 	switch strings.ToLower(typ) {
 	case "":
 	case "stdio":
-		s.URL = ""
+		s.URL, s.Transport = "", ""
 	case "http", "streamable-http", "streamablehttp", "streamable_http":
 		s.Command, s.Transport = "", TransportStreamableHTTP
 	case "sse":
@@ -113,21 +249,55 @@ func (im *importer) entry(raw json.RawMessage) (ServerSpec, bool) {
 		im.note("has neither command nor url; skipped")
 		return ServerSpec{}, false
 	}
-	if f["disabled"] != nil {
-		var d bool
-		if json.Unmarshal(f["disabled"], &d) == nil {
-			s.Disabled = d
+	return s, true
+}
+
+// url reads the remote URL: Gemini's httpUrl is Streamable HTTP and its
+// plain url the legacy SSE transport; Windsurf writes serverUrl; everyone
+// else url, for either transport.
+func (im *importer) url(f map[string]json.RawMessage, s *ServerSpec) {
+	httpURL, plain, server := im.str(f, "httpUrl"), im.str(f, "url"), im.str(f, "serverUrl")
+	switch {
+	case httpURL != "":
+		s.URL, s.Transport = httpURL, TransportStreamableHTTP
+		if plain != "" || server != "" {
+			im.note("has both httpUrl and url; kept httpUrl (Streamable HTTP)")
+		}
+	case plain != "":
+		s.URL = plain
+		if im.gemini {
+			s.Transport = TransportSSE
+		}
+	case server != "":
+		s.URL = server
+	}
+}
+
+// common reads what stdio and remote entries share: enabled state and
+// tool filters.
+func (im *importer) common(f map[string]json.RawMessage, s *ServerSpec) {
+	if d, ok := im.boolean(f, "disabled"); ok && d {
+		s.Disabled = true
+	}
+	if e, ok := im.boolean(f, "enabled"); ok && !e {
+		s.Disabled = true
+	}
+	s.Allow = im.tools(f, "includeTools")
+	s.Deny = append(im.tools(f, "excludeTools"), im.tools(f, "disabledTools")...)
+	if f["timeout"] != nil {
+		var ms float64
+		switch {
+		case !im.gemini:
+			im.note("timeout is not mapped (its unit differs between clients); set call_timeout by hand")
+		case json.Unmarshal(f["timeout"], &ms) != nil || ms <= 0:
+			im.note("timeout is not a positive number of milliseconds; ignored")
+		default:
+			s.CallTimeout = msDuration(ms)
 		}
 	}
 	if f["envFile"] != nil {
 		im.note("envFile is not supported; copy its variables into env, or into mcphub's environment")
 	}
-	if s.Command != "" {
-		im.stdio(f, &s)
-	} else {
-		im.remote(f, &s)
-	}
-	return s, true
 }
 
 func (im *importer) stdio(f map[string]json.RawMessage, s *ServerSpec) {
@@ -167,6 +337,27 @@ func (im *importer) remote(f map[string]json.RawMessage, s *ServerSpec) {
 	}
 }
 
+// zedCommand flattens the command object of Zed's older settings,
+// {"command": {"path": ..., "args": [...], "env": {...}}}, into the
+// command, args and env fields every other client uses.
+func (im *importer) zedCommand(f map[string]json.RawMessage) {
+	var c struct {
+		Path string          `json:"path"`
+		Args json.RawMessage `json:"args"`
+		Env  json.RawMessage `json:"env"`
+	}
+	raw := bytes.TrimSpace(f["command"])
+	if len(raw) == 0 || raw[0] != '{' || json.Unmarshal(raw, &c) != nil {
+		return
+	}
+	f["command"], _ = json.Marshal(c.Path)
+	for k, v := range map[string]json.RawMessage{"args": c.Args, "env": c.Env} {
+		if v != nil && f[k] == nil {
+			f[k] = v
+		}
+	}
+}
+
 func (im *importer) str(f map[string]json.RawMessage, k string) string {
 	if f[k] == nil {
 		return ""
@@ -176,6 +367,30 @@ func (im *importer) str(f map[string]json.RawMessage, k string) string {
 		im.note("%s is not a string; ignored", k)
 	}
 	return v
+}
+
+func (im *importer) boolean(f map[string]json.RawMessage, k string) (v, ok bool) {
+	if f[k] == nil {
+		return false, false
+	}
+	if err := json.Unmarshal(f[k], &v); err != nil {
+		im.note("%s is not true or false; ignored", k)
+		return false, false
+	}
+	return v, true
+}
+
+// tools reads a list of tool names as globs that match exactly those names.
+func (im *importer) tools(f map[string]json.RawMessage, k string) []string {
+	if f[k] == nil {
+		return nil
+	}
+	var names []string
+	if err := json.Unmarshal(f[k], &names); err != nil {
+		im.note("%s is not a list of tool names; ignored", k)
+		return nil
+	}
+	return globsOf(names)
 }
 
 // strMap reads env or headers, mapping variables in the values.
@@ -207,62 +422,6 @@ func (im *importer) strMap(f map[string]json.RawMessage, k string) map[string]st
 	return out
 }
 
-// vscodeOnly are VS Code variables that have no value outside an editor.
-var vscodeOnly = []string{"workspaceFolder", "workspaceFolderBasename", "workspaceRoot", "file",
-	"fileDirname", "relativeFile", "cwd", "pathSeparator", "execPath", "defaultBuildTask"}
-
-// vars rewrites a value's variable references into mcphub's ${VAR} form.
-func (im *importer) vars(where, v string) string {
-	var b strings.Builder
-	for i := 0; i < len(v); i++ {
-		if v[i] != '$' {
-			b.WriteByte(v[i])
-			continue
-		}
-		end := strings.IndexByte(v[i:], '}')
-		if !strings.HasPrefix(v[i:], "${") || end < 0 {
-			b.WriteString("$$")
-			continue
-		}
-		ref := v[i+2 : i+end]
-		b.WriteString(im.ref(where, ref))
-		i += end
-	}
-	return b.String()
-}
-
-func (im *importer) ref(where, ref string) string {
-	name, arg, hasArg := strings.Cut(ref, ":")
-	switch {
-	case ref == "userHome":
-		return "${HOME}"
-	case hasArg && name == "env" && validEnvName(arg):
-		return "${" + arg + "}"
-	case hasArg && name == "input":
-		env := strings.ToUpper(strings.Map(func(r rune) rune {
-			if r < 0x80 && isBare(byte(r)) && r != '-' {
-				return r
-			}
-			return '_'
-		}, arg))
-		if !validEnvName(env) {
-			env = "_" + env
-		}
-		im.note("%s uses VS Code input ${input:%s}; it now reads ${%s} from mcphub's environment", where, arg, env)
-		return "${" + env + "}"
-	case validEnvName(name) && hasArg && strings.HasPrefix(arg, "-"):
-		im.note("%s: ${%s:-...} defaults are not supported; it now reads ${%s}", where, name, name)
-		return "${" + name + "}"
-	case validEnvName(ref):
-		if slices.Contains(vscodeOnly, ref) {
-			im.note("%s uses ${%s}, which only an editor knows; set %s in mcphub's environment or edit the value", where, ref, ref)
-		}
-		return "${" + ref + "}"
-	}
-	im.note("%s uses ${%s}, which mcphub cannot map; kept as literal text", where, ref)
-	return "$${" + ref + "}"
-}
-
 // name makes a unique valid server name, noting any change.
 func (im *importer) name(orig string, used map[string]bool) string {
 	n := normalizeName(orig)
@@ -279,69 +438,4 @@ func (im *importer) name(orig string, used map[string]bool) string {
 		im.note("renamed to %q (names are 1-32 characters of a-z, 0-9 and -)", n)
 	}
 	return n
-}
-
-// stripJSONC removes // and /* */ comments and then trailing commas, both
-// outside strings, so that VS Code's JSON with comments decodes.
-func stripJSONC(data []byte) []byte {
-	var noComments []byte
-	scanJSON(data, func(i int, inString bool) int {
-		switch {
-		case !inString && data[i] == '/' && i+1 < len(data) && data[i+1] == '/':
-			for i < len(data) && data[i] != '\n' {
-				i++
-			}
-			return i
-		case !inString && data[i] == '/' && i+1 < len(data) && data[i+1] == '*':
-			end := strings.Index(string(data[i+2:]), "*/")
-			if end < 0 {
-				return len(data)
-			}
-			return i + end + 4
-		}
-		noComments = append(noComments, data[i])
-		return i + 1
-	})
-	var out []byte
-	scanJSON(noComments, func(i int, inString bool) int {
-		if !inString && noComments[i] == ',' {
-			j := i + 1
-			for j < len(noComments) && strings.IndexByte(" \t\r\n", noComments[j]) >= 0 {
-				j++
-			}
-			if j < len(noComments) && (noComments[j] == '}' || noComments[j] == ']') {
-				return i + 1
-			}
-		}
-		out = append(out, noComments[i])
-		return i + 1
-	})
-	return out
-}
-
-// scanJSON calls step for each position, telling it whether the byte is
-// inside a string; step returns the next position to visit.
-func scanJSON(data []byte, step func(i int, inString bool) int) {
-	inString, escaped := false, false
-	for i := 0; i < len(data); {
-		c := data[i]
-		if inString {
-			next := step(i, true)
-			switch {
-			case escaped:
-				escaped = false
-			case c == '\\':
-				escaped = true
-			case c == '"':
-				inString = false
-			}
-			i = next
-			continue
-		}
-		next := step(i, false)
-		if c == '"' && next == i+1 {
-			inString = true
-		}
-		i = next
-	}
 }

@@ -165,3 +165,101 @@ func assertNotes(t *testing.T, notes []string, want ...string) {
 		}
 	}
 }
+
+func TestImportClientShapes(t *testing.T) {
+	for _, tc := range []struct {
+		client, data string
+		want         []ServerSpec
+		notes        []string
+	}{
+		{"Windsurf", `{"mcpServers": {"w": {"serverUrl": "https://w.example/mcp", "headers": {"X-Tenant": "t"}, "disabledTools": ["drop*"]},
+		  "s": {"command": "uvx", "args": ["srv"], "disabled": true}}}`,
+			[]ServerSpec{{Name: "s", Command: "uvx", Args: []string{"srv"}, Disabled: true},
+				{Name: "w", URL: "https://w.example/mcp", Headers: map[string]string{"X-Tenant": "t"}, Deny: []string{`drop\*`}}}, nil},
+		{"Gemini", `{"theme": "x", "mcpServers": {
+		  "stream": {"httpUrl": "https://h.example/mcp", "timeout": 30000, "includeTools": ["a", "b"], "trust": true},
+		  "legacy": {"url": "https://l.example/sse", "excludeTools": ["c"]},
+		  "local": {"command": "node", "args": ["s.js"], "cwd": "./srv"}}}`,
+			[]ServerSpec{{Name: "legacy", URL: "https://l.example/sse", Transport: "sse", Deny: []string{"c"}},
+				{Name: "local", Command: "node", Args: []string{"s.js"}, Cwd: "./srv"},
+				{Name: "stream", URL: "https://h.example/mcp", Transport: "streamable-http", Allow: []string{"a", "b"}, CallTimeout: 30 * time.Second}},
+			[]string{`server "stream": field "trust" has no mcphub equivalent`}},
+		{"Cursor url stays auto", `{"mcpServers": {"c": {"url": "https://c.example/mcp"}}}`,
+			[]ServerSpec{{Name: "c", URL: "https://c.example/mcp"}}, nil},
+		{"Claude Code", `{"numStartups": 3, "mcpServers": {"api": {"type": "http", "url": "https://a.example/mcp"}, "x": {"type": "stdio", "command": "x"}}}`,
+			[]ServerSpec{{Name: "api", URL: "https://a.example/mcp", Transport: "streamable-http"}, {Name: "x", Command: "x"}}, nil},
+		{"Zed", `// Zed settings
+		{"theme": "One Dark", "context_servers": {
+		  "remote": {"url": "https://z.example/mcp", "headers": {"X-Tenant": "t"}},
+		  "new": {"command": "npx", "args": ["-y", "srv"], "env": {"A": "1"}, "enabled": false},
+		  "old": {"source": "custom", "command": {"path": "/usr/bin/srv", "args": ["--stdio"], "env": {"B": "2"}}, "settings": {}},
+		  "ext": {"source": "extension", "settings": {"k": 1}},
+		},}`,
+			[]ServerSpec{{Name: "new", Command: "npx", Args: []string{"-y", "srv"}, Env: map[string]string{"A": "1"}, Disabled: true},
+				{Name: "old", Command: "/usr/bin/srv", Args: []string{"--stdio"}, Env: map[string]string{"B": "2"}},
+				{Name: "remote", URL: "https://z.example/mcp", Headers: map[string]string{"X-Tenant": "t"}}},
+			[]string{`server "ext": is provided by a Zed extension`, `server "old": field "settings" has no mcphub equivalent`}},
+	} {
+		t.Run(tc.client, func(t *testing.T) {
+			res, err := ImportClientConfigWith([]byte(tc.data), ImportOptions{})
+			if err != nil {
+				t.Fatal(err)
+			}
+			if !reflect.DeepEqual(res.Specs, tc.want) {
+				t.Errorf("specs\n got %+v\nwant %+v", res.Specs, tc.want)
+			}
+			assertNotes(t, res.Notes, tc.notes...)
+			path := filepath.Join(t.TempDir(), "hub.toml")
+			for _, s := range res.Specs {
+				if err := AddServer(path, s, false); err != nil {
+					t.Errorf("AddServer(%s): %v", s.Name, err)
+				}
+			}
+		})
+	}
+}
+
+// FuzzImportClientConfig feeds arbitrary bytes to the importer, as JSON
+// and, when that fails, as TOML: no panics, valid unique names, and specs
+// that AddServer can encode.
+func FuzzImportClientConfig(f *testing.F) {
+	for _, s := range []string{
+		`{"mcpServers": {"a": {"command": "x", "env": {"GITHUB_TOKEN": "ghp_1"}}}}`,
+		`{"servers": {"a": {"type": "http", "url": "http://127.0.0.1:7733/mcp", "headers": {"Authorization": "Bearer x"}}}}`,
+		`{"context_servers": {"z": {"command": {"path": "p", "args": ["a"]}}}}`,
+		`{"mcpServers": {"g": {"httpUrl": "https://h/mcp", "includeTools": ["a*"], "timeout": 5}}}`,
+		`{"mcp": {"servers": {"v": {"command": "c", "env": {"K": "${input:k}"}}}}} // c`,
+		"[mcp_servers.a]\ncommand = \"x\"\n", `{"mcpServers": {"A B": null, "!": []}}`,
+	} {
+		f.Add([]byte(s))
+	}
+	f.Fuzz(func(t *testing.T, data []byte) {
+		res, err := ImportClientConfigWith(data, ImportOptions{HubListen: DefaultListen, LookupEnv: envOf("GITHUB_TOKEN", "ghp_1")})
+		if err != nil {
+			return
+		}
+		checkImported(t, res)
+	})
+}
+
+// checkImported checks what every import must give: valid unique names and
+// specs the registry can encode.
+func checkImported(t *testing.T, res ImportResult) {
+	t.Helper()
+	seen := map[string]bool{}
+	for _, s := range res.Specs {
+		if msg := checkName(s.Name); msg != "" || seen[s.Name] {
+			t.Fatalf("bad or repeated name %q: %s", s.Name, msg)
+		}
+		seen[s.Name] = true
+		if (s.Command == "") == (s.URL == "") {
+			t.Fatalf("spec %q is neither stdio nor remote: %+v", s.Name, s)
+		}
+		_, _ = encodeServer(s)
+	}
+	for _, sec := range res.Secrets {
+		if !validEnvName(sec.Var) {
+			t.Fatalf("secret variable %q is not a valid name", sec.Var)
+		}
+	}
+}

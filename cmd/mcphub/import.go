@@ -1,68 +1,212 @@
 package main
 
 import (
+	"context"
 	"errors"
 	"fmt"
 	"os"
+	"path/filepath"
+	"slices"
+	"strings"
 
 	"github.com/spf13/cobra"
 
 	"github.com/mcphub/mcphub/registry"
 )
 
-func newImportCmd(a *app) *cobra.Command {
-	var force bool
-	cmd := &cobra.Command{
-		Use:   "import FILE",
-		Short: "Add the servers of a Claude Desktop, Cursor or VS Code MCP config",
-		Long: `Read the MCP server list of another client's JSON config and add those
-servers to the registry:
+const importLong = `Read the MCP server list of another client's config and add those servers
+to the registry. These files are read:
 
-  Claude Desktop  ~/.config/Claude/claude_desktop_config.json  {"mcpServers": {...}}
-  Cursor          ~/.cursor/mcp.json                           {"mcpServers": {...}}
-  VS Code         .vscode/mcp.json or settings.json            {"servers": {...}} / {"mcp": {"servers": ...}}
+  client          file                                              servers under
+  Claude Desktop  claude_desktop_config.json                        mcpServers
+                  (macOS: ~/Library/Application Support/Claude/,
+                  Windows: %APPDATA%\Claude\)
+  Claude Code     ~/.claude.json, or .mcp.json in a project         mcpServers
+  Cursor          ~/.cursor/mcp.json, or .cursor/mcp.json           mcpServers
+  VS Code         .vscode/mcp.json or the profile's mcp.json        servers
+                  settings.json                                     mcp.servers
+  Windsurf        ~/.codeium/windsurf/mcp_config.json               mcpServers
+  Gemini CLI      ~/.gemini/settings.json, or .gemini/settings.json mcpServers
+  Zed             ~/.config/zed/settings.json                       context_servers
+  Codex           ~/.codex/config.toml, or .codex/config.toml       [mcp_servers.NAME]
+
+A .toml file is read as Codex's config; any other file as JSON (comments and
+trailing commas allowed), or as TOML when it is not JSON. Remote entries may
+use url, Windsurf's serverUrl or Gemini's httpUrl (Gemini's plain url is the
+legacy SSE transport).
 
 Names are made valid for mcphub (a-z, 0-9, '-'); what cannot be mapped is
-reported and skipped. Servers whose names exist already are skipped unless
---force replaces them.`,
-		Args: cobra.ExactArgs(1),
-		RunE: func(_ *cobra.Command, args []string) error {
-			data, err := os.ReadFile(args[0])
+reported and skipped. An entry that points at this hub (its URL is the hub's
+listen address, or it runs "mcphub stdio") is skipped: the hub cannot be its
+own upstream. Servers whose names exist already are skipped unless --force
+replaces them.
+
+A literal secret (an env value whose key names a token, key, secret or
+password, or the credential of an Authorization, X-API-Key or other token
+header) is written as a ${VAR} reference instead, so hub.toml holds no
+secret; import says which variable to set, never the value. --keep-secrets
+writes the literals as they are.
+
+A server that refers to a variable the hub's environment lacks (asked of
+the running hub, or of this shell when none runs) is added disabled, with
+the variables to set and the command that enables it.`
+
+func newImportCmd(a *app) *cobra.Command {
+	var force, keepSecrets bool
+	cmd := &cobra.Command{
+		Use:   "import FILE",
+		Short: "Add the servers of another MCP client's config (Claude, Cursor, VS Code, Windsurf, Gemini, Zed, Codex)",
+		Long:  importLong,
+		Args:  cobra.ExactArgs(1),
+		RunE: func(cmd *cobra.Command, args []string) error {
+			file := args[0]
+			data, err := os.ReadFile(file)
 			if err != nil {
 				return err
 			}
-			specs, notes, err := registry.ImportClientConfig(data)
+			res, err := registry.ImportClientConfigWith(data, registry.ImportOptions{
+				HubListen:   a.importHubListen(),
+				KeepSecrets: keepSecrets,
+				TOML:        strings.EqualFold(filepath.Ext(file), ".toml"),
+				LookupEnv:   os.LookupEnv,
+			})
 			if err != nil {
 				return err
 			}
-			for _, n := range notes {
+			for _, n := range res.Notes {
 				fmt.Fprintf(a.stderr, "note: %s\n", n)
+			}
+			for _, s := range res.Secrets {
+				fmt.Fprintf(a.stderr, "note: %s: the literal secret now reads ${%s}; set %s where mcphub runs (its value is in %s)\n",
+					s.Where, s.Var, s.Var, file)
 			}
 			if err := a.ensureRegistry(); err != nil {
 				return err
 			}
-			added, skipped, failed := 0, 0, 0
-			for _, s := range specs {
-				err := registry.AddServer(a.configPath, s, force)
-				switch {
-				case err == nil:
-					added++
-					fmt.Fprintf(a.stdout, "added %s\n", s.Name)
-				case errors.Is(err, registry.ErrServerExists):
-					skipped++
-					fmt.Fprintf(a.stdout, "skipped %s: it exists already (use --force to replace it)\n", s.Name)
-				default:
-					failed++
-					fmt.Fprintf(a.stderr, "could not add %s: %v\n", s.Name, err)
-				}
+			ctx := cmd.Context()
+			if ctx == nil {
+				ctx = context.Background()
 			}
-			fmt.Fprintf(a.stdout, "imported %d servers into %s (%d skipped, %d failed)\n", added, a.configPath, skipped, failed)
-			if failed > 0 {
-				return exitError{code: 1}
-			}
-			return nil
+			disabled := a.disableUnset(ctx, res, file)
+			return a.addImported(res, disabled, force)
 		},
 	}
 	cmd.Flags().BoolVar(&force, "force", false, "replace servers whose names exist already")
+	cmd.Flags().BoolVar(&keepSecrets, "keep-secrets", false, "write literal secrets into hub.toml as they are, instead of ${VAR} references")
 	return cmd
+}
+
+// importHubListen is the address of the hub that import must not import
+// into itself: the registry's listen address or, when there is no registry
+// yet, the hub status would ask (the one recorded in the data directory, or
+// the default registry's address).
+func (a *app) importHubListen() string {
+	reg, err := a.loadExistingRegistry()
+	switch {
+	case reg != nil:
+		return reg.Hub.Listen
+	case err == nil:
+		if t, _, err := a.statusTarget(); err == nil && t.listen != "" {
+			return t.listen
+		}
+	}
+	if info, err := readRunInfo(a.dataDir); err == nil && info.Listen != "" {
+		return info.Listen
+	}
+	return registry.DefaultListen
+}
+
+// disableUnset marks disabled, in res.Specs, every enabled server that
+// refers to a variable the hub's environment lacks, or to a variable that
+// now stands for a literal secret of file which this process does not hold
+// with that value; it returns the note for each, by server name. The
+// running hub (or this process, when none runs) is asked once for the
+// whole import.
+func (a *app) disableUnset(ctx context.Context, res registry.ImportResult, file string) map[string]string {
+	secrets := map[string]registry.ImportedSecret{}
+	for _, s := range res.Secrets {
+		secrets[s.Var] = s
+	}
+	var names []string
+	for _, s := range res.Specs {
+		if !s.Disabled {
+			names = append(names, s.Vars()...)
+		}
+	}
+	slices.Sort(names)
+	unset, where := a.unsetVars(ctx, slices.Compact(names))
+	notes := map[string]string{}
+	for i := range res.Specs {
+		s := &res.Specs[i]
+		if s.Disabled {
+			continue
+		}
+		var missing, moved, unsure []string
+		for _, v := range s.Vars() {
+			sec, replaced := secrets[v]
+			switch {
+			case replaced && sec.Env == registry.SecretSame && slices.Contains(unset, v):
+				unsure = append(unsure, v)
+			case replaced && sec.Env != registry.SecretSame:
+				moved = append(moved, v)
+			case !replaced && slices.Contains(unset, v):
+				missing = append(missing, v)
+			}
+		}
+		if len(unsure) > 0 {
+			fmt.Fprintf(a.stderr, "warning: %s %s not set in %s, so %q will show failed until %s; this shell holds the value from %s: restart the hub from here, or set %s where mcphub starts\n",
+				strings.Join(unsure, ", "), plural(len(unsure), "is", "are"), where, s.Name, plural(len(unsure), "it is", "they are"), file, plural(len(unsure), "it", "them"))
+		}
+		if len(missing)+len(moved) == 0 {
+			continue
+		}
+		s.Disabled = true
+		notes[s.Name] = disabledNote(s.Name, missing, moved, where, file)
+	}
+	return notes
+}
+
+// disabledNote says why an imported server is disabled and how to enable
+// it.
+func disabledNote(server string, missing, moved []string, where, file string) string {
+	var why []string
+	if len(missing) > 0 {
+		why = append(why, fmt.Sprintf("%s %s not set in %s", strings.Join(missing, ", "), plural(len(missing), "is", "are"), where))
+	}
+	if len(moved) > 0 {
+		why = append(why, fmt.Sprintf("%s must hold the secret from %s, which this shell does not hold under that name", strings.Join(moved, ", "), file))
+	}
+	n := len(missing) + len(moved)
+	return fmt.Sprintf("imported %q disabled: %s; set %s where mcphub starts, then: mcphub enable %s",
+		server, strings.Join(why, ", and "), plural(n, "it", "them"), server)
+}
+
+// addImported writes the imported servers into the registry and reports
+// each; notes are the disableUnset notes by server name.
+func (a *app) addImported(res registry.ImportResult, notes map[string]string, force bool) error {
+	added, disabled, skipped, failed := 0, 0, len(res.HubEntries), 0
+	for _, s := range res.Specs {
+		err := registry.AddServer(a.configPath, s, force)
+		switch {
+		case err == nil:
+			added++
+			fmt.Fprintf(a.stdout, "added %s\n", s.Name)
+			if n, ok := notes[s.Name]; ok {
+				disabled++
+				fmt.Fprintf(a.stderr, "note: %s\n", n)
+			}
+		case errors.Is(err, registry.ErrServerExists):
+			skipped++
+			fmt.Fprintf(a.stdout, "skipped %s: it exists already (use --force to replace it)\n", s.Name)
+		default:
+			failed++
+			fmt.Fprintf(a.stderr, "could not add %s: %v\n", s.Name, err)
+		}
+	}
+	fmt.Fprintf(a.stdout, "imported %d servers into %s (%d disabled, %d skipped, %d failed)\n",
+		added, a.configPath, disabled, skipped, failed)
+	if failed > 0 {
+		return exitError{code: 1}
+	}
+	return nil
 }
