@@ -1,11 +1,17 @@
 package main
 
 import (
+	"bytes"
 	"encoding/json"
+	"fmt"
 	"os"
 	"path/filepath"
+	"reflect"
 	"strings"
 	"testing"
+
+	"github.com/BurntSushi/toml"
+	"github.com/tailscale/hujson"
 )
 
 func TestTokenCreatesAPrivateFileAndNeverPrintsIt(t *testing.T) {
@@ -28,17 +34,24 @@ func TestTokenCreatesAPrivateFileAndNeverPrintsIt(t *testing.T) {
 	}
 }
 
-func TestConnectPrintsAndMergesClientConfigs(t *testing.T) {
-	home := freshHome(t)
-	// auth on: the entry carries the bearer token.
+// turnAuthOn creates a token and sets auth = "token" in the registry of a
+// fresh home; it returns the token.
+func turnAuthOn(t *testing.T, home string) string {
+	t.Helper()
 	runCLI(t, "token")
 	cfg := filepath.Join(home, ".config", "mcphub", "hub.toml")
 	data, _ := os.ReadFile(cfg)
 	os.WriteFile(cfg, []byte(strings.Replace(string(data), `auth = "none"`, `auth = "token"`, 1)), 0o600)
 	tok, _ := os.ReadFile(filepath.Join(home, ".config", "mcphub", "token"))
+	return strings.TrimSpace(string(tok))
+}
+
+func TestConnectPrintsAndMergesClientConfigs(t *testing.T) {
+	home := freshHome(t)
+	tok := turnAuthOn(t, home)
 
 	code, out, errOut := runCLI(t, "connect", "cursor")
-	if code != 0 || !strings.Contains(out, `"url": "http://127.0.0.1:7733/mcp"`) || !strings.Contains(out, "Bearer "+strings.TrimSpace(string(tok))) {
+	if code != 0 || !strings.Contains(out, `"url": "http://127.0.0.1:7733/mcp"`) || !strings.Contains(out, "Bearer "+tok) {
 		t.Fatalf("connect cursor: %d\n%s\n%s", code, out, errOut)
 	}
 
@@ -67,5 +80,468 @@ func TestConnectPrintsAndMergesClientConfigs(t *testing.T) {
 	}
 	if code, _, _ := runCLI(t, "connect", "emacs"); code == 0 {
 		t.Error("an unknown client must be refused")
+	}
+}
+
+// connectRegistry serves two stdio servers and a remote one; notes is
+// listed but disabled, so a client's notes entry is not served.
+const connectRegistry = `[hub]
+listen = "127.0.0.1:7733"
+auth = "none"
+
+[servers.github]
+command = "npx"
+args = ["-y", "@modelcontextprotocol/server-github"]
+
+[servers.fetch]
+command = "uvx"
+args = ["mcp-server-fetch"]
+
+[servers.deepwiki]
+url = "https://mcp.deepwiki.com/mcp"
+
+[servers.notes]
+command = "notes-mcp"
+args = ["--db", "~/notes.db"]
+enabled = false
+`
+
+// connectHome is a fresh home whose default registry is connectRegistry.
+func connectHome(t *testing.T) string {
+	t.Helper()
+	home := freshHome(t)
+	t.Setenv("CODEX_HOME", "")
+	cfg := filepath.Join(home, ".config", "mcphub", "hub.toml")
+	if err := os.MkdirAll(filepath.Dir(cfg), 0o700); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.WriteFile(cfg, []byte(connectRegistry), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	return home
+}
+
+// hubExe is the command a stdio entry runs: this test binary, as mcphub
+// finds itself.
+func hubExe(t *testing.T) string {
+	t.Helper()
+	exe, err := os.Executable()
+	if err != nil {
+		t.Fatal(err)
+	}
+	if real, err := filepath.EvalSymlinks(exe); err == nil {
+		exe = real
+	}
+	return exe
+}
+
+// decodeServers reads the servers of a client file: the JSON member key,
+// or Codex's mcp_servers table.
+func decodeServers(t *testing.T, data []byte, key string) map[string]any {
+	t.Helper()
+	var doc map[string]any
+	if key == "mcp_servers" {
+		if _, err := toml.Decode(string(data), &doc); err != nil {
+			t.Fatalf("the result is not TOML: %v\n%s", err, data)
+		}
+	} else {
+		std, err := hujson.Standardize(bytes.Clone(data))
+		if err == nil {
+			err = json.Unmarshal(std, &doc)
+		}
+		if err != nil {
+			t.Fatalf("the result is not JSON(C): %v\n%s", err, data)
+		}
+	}
+	servers, _ := doc[key].(map[string]any)
+	return servers
+}
+
+// normalize makes decoded TOML and JSON comparable ([]any vs []string).
+func normalize(v any) any {
+	b, _ := json.Marshal(v)
+	var out any
+	json.Unmarshal(b, &out)
+	return out
+}
+
+// jsonOutside returns the text of a JSON(C) file before and after the
+// value of the top-level member key, and the text of each member of that
+// value.
+func jsonOutside(t *testing.T, data []byte, key string) (before, after string, members map[string]string) {
+	t.Helper()
+	v, err := hujson.Parse(bytes.Clone(data))
+	if err != nil {
+		t.Fatal(err)
+	}
+	top := v.Value.(*hujson.Object)
+	i := member(top, key)
+	if i < 0 {
+		return "", "", nil
+	}
+	val := top.Members[i].Value
+	members = map[string]string{}
+	for _, m := range val.Value.(*hujson.Object).Members {
+		members[m.Name.Value.(hujson.Literal).String()] = string(data[m.Name.StartOffset:m.Value.EndOffset])
+	}
+	return string(data[:val.StartOffset]), string(data[val.EndOffset:]), members
+}
+
+// TestConnectWriteMoveRoundTrips runs connect --write --move on real-shaped
+// files of every client and checks the whole result: a byte-identical
+// backup, the served entries gone, the others and every unrelated byte kept,
+// the hub's entry in the client's shape, and nothing more on a second run.
+func TestConnectWriteMoveRoundTrips(t *testing.T) {
+	exe := hubExe(t)
+	url := "http://127.0.0.1:7733/mcp"
+	cases := []struct {
+		client, file string
+		moved        map[string]string // client entry -> the hub's server
+		kept         []string
+		hub          map[string]any
+		// verbatim are texts of the original that must be in the result
+		// as they are (for TOML; JSON members are checked by parsing).
+		verbatim []string
+	}{
+		{client: "claude-desktop", file: "claude_desktop_config.json",
+			moved: map[string]string{"github": "github", "fetch": "fetch"}, kept: []string{"filesystem"},
+			hub: map[string]any{"command": exe, "args": []string{"stdio"}}},
+		{client: "cursor", file: "cursor-mcp.json",
+			moved: map[string]string{"deepwiki": "deepwiki", "github": "github"}, kept: []string{"linear"},
+			hub: map[string]any{"url": url}},
+		{client: "vscode", file: "vscode-mcp.json",
+			moved: map[string]string{"github": "github", "deepwiki": "deepwiki"}, kept: []string{"playwright"},
+			hub: map[string]any{"type": "http", "url": url}},
+		{client: "gemini", file: "gemini-settings.json",
+			moved: map[string]string{"github": "github", "deepwiki": "deepwiki"}, kept: []string{"filteredServer"},
+			hub: map[string]any{"httpUrl": url}},
+		{client: "codex", file: "codex-config.toml",
+			moved: map[string]string{"github": "github", "deepwiki": "deepwiki"}, kept: []string{"notes"},
+			hub: map[string]any{"url": url},
+			verbatim: []string{
+				"# Codex configuration.\nmodel = \"gpt-5-codex\"\napproval_policy = \"on-request\"\n\n[profiles.fast]\nmodel = \"gpt-5-mini\"\n\n",
+				"[mcp_servers.notes]\ncommand = \"notes-mcp\"\nargs = [\n  \"--db\",\n  \"~/notes.db\", # the default\n]\n",
+				"[mcp_servers.deepwiki]\n\"\"\" }\n",
+				"[tui]\nnotifications = true\n",
+			}},
+		{client: "windsurf", file: "windsurf-mcp_config.json",
+			moved: map[string]string{"github": "github"}, hub: map[string]any{"serverUrl": url}},
+		{client: "zed", file: "zed-settings.json", hub: map[string]any{"url": url}},
+		{client: "claude", file: "claude.json",
+			moved: map[string]string{"deepwiki": "deepwiki"}, hub: map[string]any{"type": "http", "url": url}},
+	}
+	for _, tc := range cases {
+		t.Run(tc.client, func(t *testing.T) {
+			connectHome(t)
+			c, _ := lookupClient(tc.client)
+			orig, err := os.ReadFile(filepath.Join("testdata", "clients", tc.file))
+			if err != nil {
+				t.Fatal(err)
+			}
+			path := filepath.Join(t.TempDir(), tc.file)
+			if err := os.WriteFile(path, orig, 0o640); err != nil {
+				t.Fatal(err)
+			}
+			code, out, errOut := runCLI(t, "connect", tc.client, "--write", "--move", "--file", path)
+			if code != 0 {
+				t.Fatalf("exit %d\n%s%s", code, out, errOut)
+			}
+			for name, served := range tc.moved {
+				if want := fmt.Sprintf("removed %q from %s (the hub serves it as %q)\n", name, path, served); !strings.Contains(out, want) {
+					t.Errorf("output lacks %q:\n%s", want, out)
+				}
+			}
+			if n := strings.Count(out, "removed "); n != len(tc.moved) {
+				t.Errorf("%d removals reported, want %d:\n%s", n, len(tc.moved), out)
+			}
+			for _, name := range tc.kept {
+				if want := fmt.Sprintf("kept %q in %s: the hub does not serve it (", name, path); !strings.Contains(out, want) {
+					t.Errorf("output lacks %q:\n%s", want, out)
+				}
+			}
+
+			backups, _ := filepath.Glob(path + ".mcphub-backup-*")
+			if len(backups) != 1 {
+				t.Fatalf("want one backup, have %v", backups)
+			}
+			if b, _ := os.ReadFile(backups[0]); !bytes.Equal(b, orig) {
+				t.Errorf("the backup differs from the original:\n%s", b)
+			}
+			if !strings.Contains(out, "backed up "+path+" to "+backups[0]+"\n") {
+				t.Errorf("the output does not say where the backup is:\n%s", out)
+			}
+			for _, p := range []string{path, backups[0]} {
+				if info, _ := os.Stat(p); info.Mode().Perm() != 0o640 {
+					t.Errorf("%s has mode %v, want the original's 0640", p, info.Mode().Perm())
+				}
+			}
+
+			got, _ := os.ReadFile(path)
+			checkGolden(t, tc.file, got, exe)
+			servers := decodeServers(t, got, c.key)
+			for name := range tc.moved {
+				if _, ok := servers[name]; ok {
+					t.Errorf("%q is still there", name)
+				}
+			}
+			for _, name := range tc.kept {
+				if _, ok := servers[name]; !ok {
+					t.Errorf("%q was removed", name)
+				}
+			}
+			if !reflect.DeepEqual(normalize(servers["mcphub"]), normalize(tc.hub)) {
+				t.Errorf("hub entry %v, want %v", servers["mcphub"], tc.hub)
+			}
+			if c.format == formatJSON && !json.Valid(got) {
+				t.Errorf("a strict JSON file became JSONC:\n%s", got)
+			}
+
+			if c.format != formatTOML {
+				b0, a0, m0 := jsonOutside(t, orig, c.key)
+				b1, a1, m1 := jsonOutside(t, got, c.key)
+				if m0 != nil && (b0 != b1 || a0 != a1) {
+					t.Errorf("bytes outside %q changed:\nbefore %q\n   now %q\nafter %q\n  now %q", c.key, b0, b1, a0, a1)
+				}
+				for _, name := range tc.kept {
+					if m1[name] != m0[name] {
+						t.Errorf("kept entry %q changed:\n%s\nnow\n%s", name, m0[name], m1[name])
+					}
+				}
+			}
+			for _, v := range tc.verbatim {
+				if !strings.Contains(string(orig), v) || !strings.Contains(string(got), v) {
+					t.Errorf("text not kept as it was: %q", v)
+				}
+			}
+
+			code, out, errOut = runCLI(t, "connect", tc.client, "--write", "--move", "--file", path)
+			again, _ := os.ReadFile(path)
+			backups, _ = filepath.Glob(path + ".mcphub-backup-*")
+			if code != 0 || !strings.Contains(out, path+" is already up to date") || !bytes.Equal(again, got) || len(backups) != 1 {
+				t.Errorf("a second run changed something: exit %d, %d backups\n%s%s", code, len(backups), out, errOut)
+			}
+		})
+	}
+}
+
+// checkGolden compares a result with testdata/clients/FILE.want, where
+// @MCPHUB@ stands for the mcphub binary's path (go test -update rewrites
+// it).
+func checkGolden(t *testing.T, file string, got []byte, exe string) {
+	t.Helper()
+	quoted, _ := json.Marshal(exe)
+	placeholder := strings.Trim(string(quoted), `"`)
+	wantPath := filepath.Join("testdata", "clients", file+".want")
+	if *goldenUpdate {
+		os.WriteFile(wantPath, bytes.ReplaceAll(got, []byte(placeholder), []byte("@MCPHUB@")), 0o644)
+		return
+	}
+	want, err := os.ReadFile(wantPath)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if want = bytes.ReplaceAll(want, []byte("@MCPHUB@"), []byte(placeholder)); !bytes.Equal(got, want) {
+		t.Errorf("result differs from %s:\n%s", wantPath, got)
+	}
+}
+
+// TestConnectEntryShapes prints every client's entry with auth on and
+// checks it has the client's own shape: its name for the URL, its header
+// key, and Claude Desktop's stdio entry.
+func TestConnectEntryShapes(t *testing.T) {
+	home := connectHome(t)
+	tok := turnAuthOn(t, home)
+	url, bearer := "http://127.0.0.1:7733/mcp", map[string]any{"Authorization": "Bearer " + tok}
+	exe := hubExe(t)
+	want := map[string]map[string]any{
+		"claude":         {"type": "http", "url": url, "headers": bearer},
+		"claude-desktop": {"command": exe, "args": []any{"stdio"}},
+		"cursor":         {"url": url, "headers": bearer},
+		"vscode":         {"type": "http", "url": url, "headers": bearer},
+		"windsurf":       {"serverUrl": url, "headers": bearer},
+		"gemini":         {"httpUrl": url, "headers": bearer},
+		"zed":            {"url": url, "headers": bearer},
+		"codex":          {"url": url, "http_headers": bearer},
+	}
+	for _, name := range clientNames() {
+		c, _ := lookupClient(name)
+		code, out, errOut := runCLI(t, "connect", name)
+		if code != 0 {
+			t.Fatalf("connect %s: %d %s", name, code, errOut)
+		}
+		// The snippet follows the one comment line.
+		_, body, _ := strings.Cut(out, "\n")
+		body, _, _ = strings.Cut(body, "# or:")
+		got := decodeServers(t, []byte(body), c.key)["mcphub"]
+		if !reflect.DeepEqual(normalize(got), normalize(want[name])) {
+			t.Errorf("%s: entry %v, want %v\n%s", name, got, want[name], out)
+		}
+		if !strings.Contains(out, c.title+": add this") {
+			t.Errorf("%s: no hint naming the client:\n%s", name, out)
+		}
+	}
+	if _, out, _ := runCLI(t, "connect", "claude"); !strings.Contains(out,
+		`claude mcp add --transport http --scope user --header 'Authorization: Bearer `+tok+`' mcphub `+url) {
+		t.Errorf("connect claude: no claude mcp add line:\n%s", out)
+	}
+}
+
+// TestConnectStdioRunsThisRegistry: --stdio writes the stdio entry for any
+// client, naming the registry when it is not the one mcphub finds by
+// default.
+func TestConnectStdioRunsThisRegistry(t *testing.T) {
+	connectHome(t)
+	exe := hubExe(t)
+	dir := t.TempDir()
+	for _, tc := range []struct {
+		client string
+		extra  []string
+		want   map[string]any
+	}{
+		{"cursor", nil, map[string]any{"command": exe, "args": []string{"stdio"}}},
+		{"vscode", nil, map[string]any{"type": "stdio", "command": exe, "args": []string{"stdio"}}},
+		{"codex", nil, map[string]any{"command": exe, "args": []string{"stdio"}}},
+		{"gemini", []string{"--config", filepath.Join(dir, "other.toml")},
+			map[string]any{"command": exe, "args": []string{"stdio", "--config", filepath.Join(dir, "other.toml")}}},
+	} {
+		c, _ := lookupClient(tc.client)
+		path := filepath.Join(dir, tc.client, "config")
+		args := append([]string{"connect", tc.client, "--stdio", "--write", "--file", path}, tc.extra...)
+		if code, out, errOut := runCLI(t, args...); code != 0 {
+			t.Fatalf("%v: %d %s%s", args, code, out, errOut)
+		}
+		data, _ := os.ReadFile(path)
+		if got := decodeServers(t, data, c.key)["mcphub"]; !reflect.DeepEqual(normalize(got), normalize(tc.want)) {
+			t.Errorf("%s: entry %v, want %v", tc.client, got, tc.want)
+		}
+		if info, err := os.Stat(path); err != nil || info.Mode().Perm() != 0o600 {
+			t.Errorf("%s: a new file must be created with mode 0600: %v", tc.client, err)
+		}
+		if backups, _ := filepath.Glob(path + ".mcphub-backup-*"); len(backups) != 0 {
+			t.Errorf("%s: a new file needs no backup: %v", tc.client, backups)
+		}
+	}
+}
+
+// TestConnectWritesEachClientsOwnFile: without --file, --write edits the
+// file each client reads.
+func TestConnectWritesEachClientsOwnFile(t *testing.T) {
+	home := connectHome(t)
+	t.Chdir(t.TempDir())
+	cwd, _ := os.Getwd()
+	cfgDir, _ := os.UserConfigDir()
+	files := map[string]string{
+		"claude":         filepath.Join(home, ".claude.json"),
+		"claude-desktop": filepath.Join(cfgDir, "Claude", "claude_desktop_config.json"),
+		"cursor":         filepath.Join(home, ".cursor", "mcp.json"),
+		"vscode":         filepath.Join(cwd, ".vscode", "mcp.json"),
+		"windsurf":       filepath.Join(home, ".codeium", "windsurf", "mcp_config.json"),
+		"gemini":         filepath.Join(home, ".gemini", "settings.json"),
+		"zed":            filepath.Join(home, ".config", "zed", "settings.json"),
+		"codex":          filepath.Join(home, ".codex", "config.toml"),
+	}
+	for _, name := range clientNames() {
+		c, _ := lookupClient(name)
+		code, out, errOut := runCLI(t, "connect", name, "--write")
+		if code != 0 || !strings.Contains(out, files[name]) {
+			t.Fatalf("connect %s --write: %d %s%s", name, code, out, errOut)
+		}
+		data, err := os.ReadFile(files[name])
+		if err != nil {
+			t.Fatalf("%s: %v", name, err)
+		}
+		if decodeServers(t, data, c.key)["mcphub"] == nil {
+			t.Errorf("%s: no hub entry in %s:\n%s", name, files[name], data)
+		}
+	}
+	codexHome := t.TempDir()
+	t.Setenv("CODEX_HOME", codexHome)
+	if code, _, errOut := runCLI(t, "connect", "codex", "--write"); code != 0 || !fileExists(filepath.Join(codexHome, "config.toml")) {
+		t.Errorf("connect codex with $CODEX_HOME: %d %s", code, errOut)
+	}
+}
+
+// TestConnectRefusesWhatItCannotEditSafely: a file that does not parse, an
+// entry Codex holds inline, and --move without --write change nothing.
+func TestConnectRefusesWhatItCannotEditSafely(t *testing.T) {
+	connectHome(t)
+	dir := t.TempDir()
+	for _, tc := range []struct {
+		client, text string
+		args         []string
+		want         []string
+	}{
+		{"codex", "model = \"x\"\n\n[mcp_servers.a]\ncommand = \n", nil, []string{"config:4:"}},
+		{"codex", "[mcp_servers]\nmcphub = { url = \"http://old\" }\n", nil,
+			[]string{"replace it by hand", "[mcp_servers.mcphub]\nurl = \"http://127.0.0.1:7733/mcp\"\n"}},
+		{"cursor", "{\"mcpServers\": {\"a\": 1,,}}", nil, []string{"does not parse", "line 1"}},
+		{"cursor", "[]", nil, []string{"not a JSON object"}},
+		{"cursor", `{"mcpServers": []}`, nil, []string{`"mcpServers" is not an object`}},
+		{"cursor", "{}", []string{"--move"}, []string{"needs --write"}},
+	} {
+		path := filepath.Join(dir, "config")
+		os.WriteFile(path, []byte(tc.text), 0o600)
+		args := append([]string{"connect", tc.client, "--file", path}, tc.args...)
+		if tc.args == nil {
+			args = append(args, "--write", "--move")
+		}
+		code, out, errOut := runCLI(t, args...)
+		for _, w := range tc.want {
+			if !strings.Contains(out+errOut, w) {
+				t.Errorf("%q: output lacks %q:\n%s%s", tc.text, w, out, errOut)
+			}
+		}
+		if data, _ := os.ReadFile(path); code == 0 || string(data) != tc.text {
+			t.Errorf("%q: exit %d, file now %q", tc.text, code, data)
+		}
+		if backups, _ := filepath.Glob(path + ".mcphub-backup-*"); len(backups) != 0 {
+			t.Errorf("%q: a refused edit left backups %v", tc.text, backups)
+		}
+	}
+}
+
+// TestConnectMoveKeepsWhatItCannotRemove: a served Codex entry written
+// inline stays, with the reason, while the hub's table is added.
+func TestConnectMoveKeepsWhatItCannotRemove(t *testing.T) {
+	connectHome(t)
+	path := filepath.Join(t.TempDir(), "config.toml")
+	text := "[mcp_servers]\ngithub = { command = \"npx\", args = [\"-y\", \"@modelcontextprotocol/server-github\"] }\n"
+	os.WriteFile(path, []byte(text), 0o600)
+	code, out, errOut := runCLI(t, "connect", "codex", "--write", "--move", "--file", path)
+	if code != 0 || !strings.Contains(out, `kept "github" in `+path+`: the hub serves it as "github", but it is written inline`) ||
+		strings.Contains(out, "removed") {
+		t.Fatalf("exit %d\n%s%s", code, out, errOut)
+	}
+	data, _ := os.ReadFile(path)
+	if want := text + "\n[mcp_servers.mcphub]\nurl = \"http://127.0.0.1:7733/mcp\"\n"; string(data) != want {
+		t.Errorf("file now\n%s\nwant\n%s", data, want)
+	}
+}
+
+// An older entry for this same hub under another name (an HTTP entry at
+// its address, a `mcphub stdio` entry, an mcp-remote bridge to it) would
+// make the client talk to the hub twice: --move removes it and says why.
+func TestConnectMoveRemovesOlderHubEntries(t *testing.T) {
+	connectHome(t)
+	path := filepath.Join(t.TempDir(), "mcp.json")
+	text := `{"mcpServers": {
+  "old-hub": {"url": "http://localhost:7733/mcp/"},
+  "hub-stdio": {"command": "/usr/local/bin/mcphub", "args": ["stdio"]},
+  "bridge": {"command": "npx", "args": ["mcp-remote", "http://127.0.0.1:7733/mcp"]},
+  "elsewhere": {"url": "http://127.0.0.1:9999/mcp"}
+}}`
+	os.WriteFile(path, []byte(text), 0o600)
+	code, out, errOut := runCLI(t, "connect", "cursor", "--write", "--move", "--file", path)
+	if code != 0 {
+		t.Fatalf("exit %d\n%s%s", code, out, errOut)
+	}
+	for _, name := range []string{"old-hub", "hub-stdio", "bridge"} {
+		if want := fmt.Sprintf(`removed %q from %s (it points at this hub too; "mcphub" replaces it)`, name, path); !strings.Contains(out, want) {
+			t.Errorf("output lacks %q:\n%s", want, out)
+		}
+	}
+	data, _ := os.ReadFile(path)
+	if !strings.Contains(string(data), `"elsewhere"`) || strings.Contains(string(data), "old-hub") || !strings.Contains(string(data), `"mcphub"`) {
+		t.Errorf("file now:\n%s", data)
 	}
 }

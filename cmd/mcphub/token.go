@@ -80,7 +80,7 @@ token is never printed here.`,
 			if reg.Hub.Auth != registry.AuthToken {
 				fmt.Fprintf(a.stdout, "auth is off: set auth = \"token\" under [hub] in %s to require it\n", a.configPath)
 			}
-			fmt.Fprintln(a.stdout, "point a client at the hub with: mcphub connect claude|vscode|cursor")
+			fmt.Fprintln(a.stdout, "point a client at the hub with: mcphub connect CLIENT (claude, claude-desktop, codex, cursor, gemini, vscode, windsurf, zed)")
 			return nil
 		},
 	}
