@@ -72,6 +72,7 @@ func newRootCmd(a *app) *cobra.Command {
 		newValidateCmd(a), newImportCmd(a), newServeCmd(a), newDemoCmd(a), newStatusCmd(a),
 		newRestartCmd(a), newEnableCmd(a, true), newEnableCmd(a, false), newSessionsCmd(a),
 		newTokenCmd(a), newConnectCmd(a))
+	root.AddCommand(newStdioCmd(a))
 	return root
 }
 

@@ -1,0 +1,266 @@
+package main
+
+import (
+	"bytes"
+	"context"
+	"errors"
+	"fmt"
+	"io"
+	"math/rand/v2"
+	"net/http"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strings"
+	"time"
+
+	"github.com/mcphub/mcphub/registry"
+)
+
+// Finding the hub a stdio face relays to, and starting one in the background
+// when none runs: `mcphub stdio` must work for a desktop client that knows
+// nothing about hubs.
+
+// serveLogName is the file in the data directory that a hub started in the
+// background writes its output to.
+const serveLogName = "serve.log"
+
+// hubStartWait bounds how long a hub started in the background may take to
+// answer.
+const hubStartWait = 20 * time.Second
+
+// hubFinder knows where a hub serving this registry and data directory may
+// answer.
+type hubFinder struct {
+	a   *app
+	reg *registry.Registry // nil when the registry does not load
+	tok string             // the bearer token the hub wants, "" for none
+}
+
+// candidates are the addresses to try, in order: the registry's listen
+// address (unless it asks for any free port), then the one the running hub
+// recorded in the data directory, which differs when it was started with
+// --listen or port 0.
+func (h hubFinder) candidates() []hubTarget {
+	var out []hubTarget
+	if h.reg != nil && !strings.HasSuffix(h.reg.Hub.Listen, ":0") {
+		out = append(out, targetOf(h.reg.Hub, h.tok))
+	}
+	if info, err := readRunInfo(h.a.dataDir); err == nil {
+		t := hubTarget{listen: info.Listen, token: h.tok, tlsCert: info.TLSCert}
+		if len(out) == 0 || out[0].listen != t.listen {
+			out = append(out, t)
+		}
+	}
+	return out
+}
+
+// find returns the first candidate at which a hub answers /healthz. It is
+// errNoHub when none does; a hub that answers but refuses the token, or
+// something else on the port, is reported as it is.
+func (h hubFinder) find(ctx context.Context) (hubTarget, error) {
+	var firstErr error
+	for _, t := range h.candidates() {
+		err := probeHub(ctx, t)
+		if err == nil {
+			return t, nil
+		}
+		if firstErr == nil || errors.Is(firstErr, errNoHub) && !errors.Is(err, errNoHub) {
+			firstErr = err
+		}
+	}
+	if firstErr == nil {
+		firstErr = errNoHub
+	}
+	return hubTarget{}, firstErr
+}
+
+// probeHub asks t for /healthz once.
+func probeHub(ctx context.Context, t hubTarget) error {
+	ctx, cancel := context.WithTimeout(ctx, statusTimeout)
+	defer cancel()
+	req, err := http.NewRequestWithContext(ctx, http.MethodGet, t.url("/healthz"), nil)
+	if err != nil {
+		return err
+	}
+	resp, err := t.do(req)
+	if err != nil {
+		return err
+	}
+	defer resp.Body.Close()
+	io.Copy(io.Discard, io.LimitReader(resp.Body, 4096))
+	switch resp.StatusCode {
+	case http.StatusOK:
+		return nil
+	case http.StatusUnauthorized:
+		return &wrongAnswerError{fmt.Sprintf("the hub at %s requires a bearer token: set $MCPHUB_TOKEN or [hub] token_file to the hub's token", t.listen)}
+	}
+	return &wrongAnswerError{fmt.Sprintf("something other than mcphub answers at %s (HTTP %d to /healthz)", t.listen, resp.StatusCode)}
+}
+
+// wrongAnswerError means something answered /healthz, but not as a hub this
+// command may use does; any other error of probeHub is the network's.
+type wrongAnswerError struct{ msg string }
+
+func (e *wrongAnswerError) Error() string { return e.msg }
+
+// ensure finds the running hub or, when none answers, starts one in the
+// background and waits for it. started reports that this call started it.
+func (h hubFinder) ensure(ctx context.Context) (t hubTarget, started bool, err error) {
+	t, err = h.find(ctx)
+	if !errors.Is(err, errNoHub) {
+		return t, false, err
+	}
+	if h.reg == nil {
+		return hubTarget{}, false, fmt.Errorf("no hub is running and the registry %s does not load, so none can be started", h.a.configPath)
+	}
+	bg, err := startHubProcess(h.a.configPath, h.a.dataDir)
+	if err != nil {
+		return hubTarget{}, false, err
+	}
+	t, err = h.awaitStarted(ctx, bg)
+	if err != nil {
+		return hubTarget{}, false, err
+	}
+	if info, err := readRunInfo(h.a.dataDir); err != nil || info.PID != bg.pid {
+		// Another face or a user started one at the same time, and the
+		// one started here gives way (it cannot have the data directory).
+		return t, false, nil
+	}
+	fmt.Fprintf(h.a.stderr, "mcphub: started a hub in the background (pid %d) at %s; its log: %s\n", bg.pid, t.url("/mcp"), bg.logPath)
+	return t, true, nil
+}
+
+// awaitStarted polls /healthz with backoff until a hub answers or
+// hubStartWait passes. A started process that exits first is not an error
+// when some other hub answers instead (two faces raced to start one, and the
+// second `serve` refused the data directory); otherwise the error shows the
+// end of what it wrote.
+func (h hubFinder) awaitStarted(ctx context.Context, bg *bgHub) (hubTarget, error) {
+	ctx, cancel := context.WithTimeout(ctx, hubStartWait)
+	defer cancel()
+	b := newRetryDelay(50*time.Millisecond, time.Second)
+	for {
+		t, err := h.find(ctx)
+		if err == nil {
+			return t, nil
+		}
+		if !errors.Is(err, errNoHub) {
+			return hubTarget{}, err
+		}
+		select {
+		case <-bg.exited:
+			if t, err := h.find(ctx); err == nil {
+				return t, nil
+			}
+			return hubTarget{}, fmt.Errorf("the hub started in the background (pid %d) exited: %v; the end of %s:\n%s", bg.pid, bg.waitErr, bg.logPath, bg.logTail())
+		case <-time.After(b.next()):
+		case <-ctx.Done():
+			if errors.Is(ctx.Err(), context.DeadlineExceeded) {
+				return hubTarget{}, fmt.Errorf("the hub started in the background (pid %d) did not answer within %s; see %s", bg.pid, hubStartWait, bg.logPath)
+			}
+			return hubTarget{}, ctx.Err()
+		}
+	}
+}
+
+// bgHub is a `mcphub serve` started in the background.
+type bgHub struct {
+	pid     int
+	logPath string
+	logFrom int64         // the size of the log before it started
+	exited  chan struct{} // closed when the process exits
+	waitErr error         // how it exited; set before exited is closed
+}
+
+// logTail is the end of what the process wrote to its log.
+func (b *bgHub) logTail() string {
+	f, err := os.Open(b.logPath)
+	if err != nil {
+		return err.Error()
+	}
+	defer f.Close()
+	const keep = 4 << 10
+	from := b.logFrom
+	if st, err := f.Stat(); err == nil && st.Size()-from > keep {
+		from = st.Size() - keep
+	}
+	data, _ := io.ReadAll(io.NewSectionReader(f, from, keep))
+	data = bytes.TrimSpace(data)
+	if len(data) == 0 {
+		return "(nothing)"
+	}
+	return string(data)
+}
+
+// startHubProcess starts `mcphub serve` on the registry and data directory,
+// detached from this process (its own session or process group, no
+// console), so that it outlives the client that started it. Its output is
+// appended to serve.log in the data directory. The process is waited for in
+// the background, so it leaves no zombie while this process lives.
+func startHubProcess(configPath, dataDir string) (*bgHub, error) {
+	exe, err := os.Executable()
+	if err != nil {
+		return nil, fmt.Errorf("start a hub: %w", err)
+	}
+	cfg, err := filepath.Abs(configPath)
+	if err != nil {
+		return nil, fmt.Errorf("start a hub: %w", err)
+	}
+	data, err := filepath.Abs(dataDir)
+	if err != nil {
+		return nil, fmt.Errorf("start a hub: %w", err)
+	}
+	if err := os.MkdirAll(data, 0o700); err != nil {
+		return nil, fmt.Errorf("start a hub: data directory: %w", err)
+	}
+	bg := &bgHub{logPath: filepath.Join(data, serveLogName), exited: make(chan struct{})}
+	logFile, err := os.OpenFile(bg.logPath, os.O_WRONLY|os.O_CREATE|os.O_APPEND, 0o600)
+	if err != nil {
+		return nil, fmt.Errorf("start a hub: %w", err)
+	}
+	defer logFile.Close() // the child has its own copy
+	if st, err := logFile.Stat(); err == nil {
+		bg.logFrom = st.Size()
+	}
+	fmt.Fprintf(logFile, "--- %s: started by mcphub stdio (pid %d)\n", time.Now().Format(time.RFC3339), os.Getpid())
+	cmd := exec.Command(exe, "serve", "--config", cfg, "--data-dir", data)
+	cmd.Stdin = nil // the null device
+	cmd.Stdout, cmd.Stderr = logFile, logFile
+	cmd.Dir = data
+	detach(cmd)
+	if err := cmd.Start(); err != nil {
+		return nil, fmt.Errorf("start a hub: %w", err)
+	}
+	bg.pid = cmd.Process.Pid
+	go func() {
+		bg.waitErr = cmd.Wait()
+		close(bg.exited)
+	}()
+	return bg, nil
+}
+
+// retryDelay computes jittered exponential delays between attempts, from
+// base up to max.
+type retryDelay struct {
+	base, max time.Duration
+	attempt   int
+}
+
+func newRetryDelay(base, max time.Duration) *retryDelay {
+	return &retryDelay{base: base, max: max}
+}
+
+// next is the delay before the next attempt: doubled each time, capped, and
+// between half and all of that, so that many faces do not retry in step.
+func (r *retryDelay) next() time.Duration {
+	d := r.base << min(r.attempt, 16)
+	if d > r.max || d <= 0 {
+		d = r.max
+	}
+	r.attempt++
+	return d/2 + rand.N(d/2+1)
+}
+
+// reset starts the delays from base again.
+func (r *retryDelay) reset() { r.attempt = 0 }

@@ -1,0 +1,107 @@
+package main
+
+import (
+	"context"
+	"fmt"
+	"net/url"
+	"os"
+	"os/signal"
+	"syscall"
+
+	"github.com/spf13/cobra"
+)
+
+const stdioLong = `Speak MCP over standard input and output, for clients that can only start
+stdio servers (Claude Desktop and the like), and relay everything to the
+running hub: the client sees every server of the registry, as it would at
+the hub's /mcp endpoint, through one stdio server entry.
+
+Claude Desktop (claude_desktop_config.json):
+  {"mcpServers": {"mcphub": {"command": "/abs/path/mcphub", "args": ["stdio"]}}}
+Add "--config", "/abs/path/hub.toml" to args when the registry is not in
+its default place.
+
+When no hub is running, one is started in the background with the same
+registry and data directory (mcphub serve, its output in serve.log in the
+data directory); it keeps running after the client quits, and serves every
+other client too. A hub this command started is started again if it dies.
+
+The hub keeps the session in its data directory: when the hub restarts, the
+relay reconnects (for up to 5 minutes) and resumes the same session, so the
+client notices nothing; a request that was in flight gets its answer when
+the hub can still give it, else an error saying the hub restarted.
+
+With --server NAME, the client sees that one server with its own tool names
+(the hub's /NAME/mcp endpoint) instead of every server with prefixed names.
+
+Nothing but MCP messages is written to standard output; diagnostics go to
+standard error.`
+
+func newStdioCmd(a *app) *cobra.Command {
+	var server, logLevel string
+	cmd := &cobra.Command{
+		Use:   "stdio",
+		Short: "Serve the hub over stdin/stdout, for stdio-only clients such as Claude Desktop",
+		Long:  stdioLong,
+		Args:  cobra.NoArgs,
+		RunE: func(cmd *cobra.Command, _ []string) error {
+			return runStdio(a, cmd, server, logLevel)
+		},
+	}
+	fl := cmd.Flags()
+	fl.StringVar(&server, "server", "", "relay to one server's own endpoint (/NAME/mcp) instead of the merged /mcp")
+	fl.StringVar(&logLevel, "log-level", "info", "log level on standard error: debug, info, warn or error")
+	return cmd
+}
+
+// runStdio finds or starts the hub, then relays until stdin ends or a
+// signal comes.
+func runStdio(a *app, cmd *cobra.Command, server, logLevel string) error {
+	log, err := newLogger(a, "text", logLevel)
+	if err != nil {
+		return err
+	}
+	ctx := cmd.Context()
+	if ctx == nil {
+		ctx = context.Background()
+	}
+	ctx, stop := signal.NotifyContext(ctx, os.Interrupt, syscall.SIGTERM)
+	defer stop()
+
+	reg, err := a.loadRegistry()
+	if err != nil {
+		fmt.Fprintf(a.stderr, "the registry %s does not load:\n", a.configPath)
+		a.printRegistryErrors(err)
+		reg = nil // a running hub keeps its last good registry: it may still serve
+	}
+	path := "/mcp"
+	if server != "" {
+		if reg != nil {
+			switch s := reg.Server(server); {
+			case s == nil:
+				return fmt.Errorf("no server %q in %s (see mcphub list)", server, a.configPath)
+			case !s.Enabled:
+				return fmt.Errorf("server %q is disabled (turn it on with: mcphub enable %s)", server, server)
+			}
+		}
+		path = "/" + url.PathEscape(server) + "/mcp"
+	}
+	finder := hubFinder{a: a, reg: reg}
+	if reg != nil {
+		if finder.tok, err = hubToken(reg); err != nil {
+			return err
+		}
+	}
+	t, started, err := finder.ensure(ctx)
+	if err != nil {
+		return err
+	}
+	cfg := faceConfig{find: finder.find, hub: t, path: path, in: cmd.InOrStdin(), out: a.stdout, log: log}
+	if started {
+		cfg.revive = func(ctx context.Context) error {
+			_, _, err := finder.ensure(ctx)
+			return err
+		}
+	}
+	return newFace(cfg).run(ctx)
+}

@@ -1,0 +1,469 @@
+package main
+
+import (
+	"bufio"
+	"context"
+	"encoding/json"
+	"errors"
+	"io"
+	"log/slog"
+	"sync"
+	"sync/atomic"
+	"time"
+
+	"github.com/mcphub/mcphub/internal/jsonrpc"
+)
+
+// The stdio face: one MCP session of a stdio client (newline-delimited
+// JSON-RPC on stdin and stdout), carried to the hub's Streamable HTTP
+// endpoint by a client.Conn. The client's requests go to the hub under the
+// client's own ids, so its cancellations and progress tokens pass through as
+// they are; the hub's requests come to the client under ids of the face's
+// own. This file reads and writes the client's side (stdioface_lines.go
+// frames its lines); stdioface_hub.go keeps the connection to the hub alive
+// across hub restarts, and stdioface_transport.go is what one connection
+// hands the face.
+
+const (
+	// faceMaxLine bounds one line from the client; a longer one is
+	// refused and skipped.
+	faceMaxLine = 32 << 20
+	// faceGiveUp is how long the hub may stay unreachable before the face
+	// gives up. A desktop client keeps its servers for hours and shows a
+	// dead one as failed, so waiting out a slow restart is worth minutes.
+	faceGiveUp = 5 * time.Minute
+	// faceDrain is how long the calls in flight when stdin ends may take to
+	// finish, for a client that writes its requests and closes stdin.
+	faceDrain = 5 * time.Second
+	// faceConnectTimeout bounds one connection attempt to the hub.
+	faceConnectTimeout = 30 * time.Second
+)
+
+// faceConfig is what a face needs; the command fills it in, the tests too.
+type faceConfig struct {
+	// find returns where the hub answers now (it may move to another port
+	// across a restart); errNoHub when none answers.
+	find func(ctx context.Context) (hubTarget, error)
+	// revive starts the hub again after it has been gone a while; nil
+	// means only wait for it. Set when this face started the hub.
+	revive func(ctx context.Context) error
+	hub    hubTarget // where the hub answered at startup
+	path   string    // the endpoint: /mcp or /NAME/mcp
+	in     io.Reader
+	out    io.Writer
+	log    *slog.Logger
+	// giveUp, drain and reviveAfter override faceGiveUp, faceDrain and
+	// faceReviveAfter when set.
+	giveUp, drain, reviveAfter time.Duration
+}
+
+// face is one running stdio face.
+type face struct {
+	cfg faceConfig
+	log *slog.Logger
+
+	ctx    context.Context // ends at shutdown; parent of every call
+	cancel context.CancelFunc
+
+	out        chan []byte   // encoded lines for the writer
+	writerStop chan struct{} // closed to make the writer finish
+	writerDone chan struct{} // closed when the writer has returned
+
+	notes chan *jsonrpc.Message // the client's notifications, sent in order
+
+	hub faceHub // the connection to the hub
+
+	callsMu sync.Mutex
+	calls   map[string]context.CancelFunc // client request id → its cancel
+	callsWG sync.WaitGroup
+
+	srvMu   sync.Mutex
+	srvNext atomic.Int64
+	srvWait map[string]chan *jsonrpc.Message       // face id → where the client's answer goes
+	srvHub  map[hubRequest]context.CancelCauseFunc // the hub's request → its forwarding
+}
+
+// hubRequest names a request the hub sent on one connection.
+type hubRequest struct {
+	gen int
+	id  string
+}
+
+func newFace(cfg faceConfig) *face {
+	for _, d := range []struct {
+		v   *time.Duration
+		def time.Duration
+	}{{&cfg.giveUp, faceGiveUp}, {&cfg.drain, faceDrain}, {&cfg.reviveAfter, faceReviveAfter}} {
+		if *d.v <= 0 {
+			*d.v = d.def
+		}
+	}
+	ctx, cancel := context.WithCancel(context.Background())
+	f := &face{
+		cfg: cfg, log: cfg.log, ctx: ctx, cancel: cancel,
+		out: make(chan []byte, 256), writerStop: make(chan struct{}), writerDone: make(chan struct{}),
+		notes: make(chan *jsonrpc.Message, 256),
+		calls: map[string]context.CancelFunc{}, srvWait: map[string]chan *jsonrpc.Message{},
+		srvHub: map[hubRequest]context.CancelCauseFunc{},
+	}
+	f.hub.init(f)
+	return f
+}
+
+// run relays until stdin ends (nil), ctx ends (nil: a signal), or the hub is
+// lost for good (its error).
+func (f *face) run(ctx context.Context) error {
+	go f.writer()
+	msgs := make(chan *jsonrpc.Message)
+	go f.reader(msgs)
+	if err := f.handshake(ctx, msgs); err != nil {
+		f.shutdown(false)
+		if errors.Is(err, io.EOF) || ctx.Err() != nil {
+			return nil
+		}
+		return err
+	}
+	go f.hub.supervise()
+	go f.sendNotes()
+	for {
+		select {
+		case m, ok := <-msgs:
+			if !ok {
+				f.log.Debug("stdin ended; closing the hub session")
+				f.shutdown(true)
+				return nil
+			}
+			f.dispatch(m)
+		case <-ctx.Done():
+			f.log.Debug("stopping on a signal; closing the hub session")
+			f.shutdown(false)
+			return nil
+		case <-f.hub.failed:
+			f.shutdown(false)
+			return f.hub.fatalErr()
+		case <-f.writerDone:
+			// The client no longer reads its stdout: it is gone.
+			f.shutdown(false)
+			return nil
+		}
+	}
+}
+
+// handshake waits for the client's initialize, connects to the hub with the
+// client's own parameters and answers with the hub's result. Before it, ping
+// is answered and any other request refused, as a server does before
+// initialize (a 2026 client probing with server/discover then falls back to
+// initialize).
+func (f *face) handshake(ctx context.Context, msgs <-chan *jsonrpc.Message) error {
+	for {
+		var m *jsonrpc.Message
+		var ok bool
+		select {
+		case m, ok = <-msgs:
+			if !ok {
+				return io.EOF
+			}
+		case <-ctx.Done():
+			return ctx.Err()
+		}
+		switch {
+		case m.Method == "initialize" && m.IsRequest():
+			res, err := f.hub.connectFirst(ctx, m.Params)
+			if err != nil {
+				// The hub's own refusal is passed on as it is.
+				rpcErr := jsonrpc.Errorf(jsonrpc.CodeInternalError, "mcphub stdio could not open a session on the hub: %v", err)
+				errors.As(err, &rpcErr)
+				f.send(jsonrpc.NewErrorResponse(m.ID, rpcErr))
+				return err
+			}
+			f.send(jsonrpc.NewResponse(m.ID, res))
+			return nil
+		case m.Method == "ping" && m.IsRequest():
+			f.send(jsonrpc.NewResponse(m.ID, nil))
+		case m.IsRequest():
+			f.send(jsonrpc.NewErrorResponse(m.ID, jsonrpc.Errorf(jsonrpc.CodeInvalidRequest, "the session is not initialized: send initialize first")))
+		}
+	}
+}
+
+// dispatch routes one message of the client's.
+func (f *face) dispatch(m *jsonrpc.Message) {
+	switch m.Kind() {
+	case jsonrpc.KindRequest:
+		if m.Method == "initialize" {
+			f.send(jsonrpc.NewErrorResponse(m.ID, jsonrpc.NewError(jsonrpc.CodeInvalidRequest, "the session is already initialized")))
+			return
+		}
+		f.startCall(m)
+	case jsonrpc.KindNotification:
+		switch m.Method {
+		case "notifications/initialized":
+			return // the connection sent its own when it connected
+		case "notifications/cancelled":
+			f.cancelCall(m.Params)
+		}
+		select {
+		case f.notes <- m:
+		case <-f.ctx.Done():
+		}
+	case jsonrpc.KindResponse, jsonrpc.KindErrorResponse:
+		f.answered(m)
+	}
+}
+
+// startCall relays a request of the client's on its own goroutine.
+func (f *face) startCall(m *jsonrpc.Message) {
+	ctx, cancel := context.WithCancel(f.ctx)
+	key := string(m.ID)
+	f.callsMu.Lock()
+	if _, dup := f.calls[key]; dup {
+		f.callsMu.Unlock()
+		cancel()
+		f.send(jsonrpc.NewErrorResponse(m.ID, jsonrpc.NewError(jsonrpc.CodeInvalidRequest, "a request with this id is already in flight")))
+		return
+	}
+	f.calls[key] = cancel
+	f.callsMu.Unlock()
+	f.callsWG.Add(1)
+	go func() {
+		defer f.callsWG.Done()
+		defer func() {
+			f.callsMu.Lock()
+			delete(f.calls, key)
+			f.callsMu.Unlock()
+			cancel()
+		}()
+		res, err := f.hub.call(ctx, m)
+		if ctx.Err() != nil {
+			return // cancelled by the client, or shutting down: no answer
+		}
+		if err != nil {
+			f.send(jsonrpc.NewErrorResponse(m.ID, asRPCError(err)))
+			return
+		}
+		f.send(jsonrpc.NewResponse(m.ID, res))
+	}()
+}
+
+// inFlight lists the ids of the client's requests still waiting.
+func (f *face) inFlight() map[string]bool {
+	f.callsMu.Lock()
+	defer f.callsMu.Unlock()
+	ids := make(map[string]bool, len(f.calls))
+	for k := range f.calls {
+		ids[k] = true
+	}
+	return ids
+}
+
+// cancelCall stops waiting for a request the client cancelled; the
+// cancellation itself goes to the hub as the client sent it.
+func (f *face) cancelCall(params json.RawMessage) {
+	id, ok := jsonrpc.Member(params, "requestId")
+	if !ok {
+		return
+	}
+	f.callsMu.Lock()
+	cancel := f.calls[string(id)]
+	f.callsMu.Unlock()
+	if cancel != nil {
+		cancel()
+	}
+}
+
+// asRPCError is the error the client gets for a failed call: the hub's
+// JSON-RPC error as it was sent, or an internal error saying what happened.
+func asRPCError(err error) *jsonrpc.Error {
+	var rpcErr *jsonrpc.Error
+	if errors.As(err, &rpcErr) {
+		return rpcErr
+	}
+	return jsonrpc.NewError(jsonrpc.CodeInternalError, err.Error())
+}
+
+// sendNotes sends the client's notifications to the hub, one at a time in
+// the order they came.
+func (f *face) sendNotes() {
+	for {
+		select {
+		case m := <-f.notes:
+			f.hub.notify(m)
+		case <-f.ctx.Done():
+			return
+		}
+	}
+}
+
+// askClient forwards a request of the hub's (sampling, elicitation, roots)
+// to the client under a fresh id of the face's own, so ids stay unique
+// across hub connections, and returns the client's result or its JSON-RPC
+// error. When the hub cancels the request, or the connection that carried
+// it ends, the client is told to stop with notifications/cancelled.
+func (f *face) askClient(ctx context.Context, gen int, m *jsonrpc.Message) (json.RawMessage, error) {
+	id := jsonrpc.IntID(f.srvNext.Add(1))
+	ctx, cancel := context.WithCancelCause(ctx)
+	defer cancel(nil)
+	answer := make(chan *jsonrpc.Message, 1)
+	key := hubRequest{gen: gen, id: string(m.ID)}
+	f.srvMu.Lock()
+	f.srvWait[string(id)] = answer
+	f.srvHub[key] = cancel
+	f.srvMu.Unlock()
+	defer func() {
+		f.srvMu.Lock()
+		delete(f.srvWait, string(id))
+		delete(f.srvHub, key)
+		f.srvMu.Unlock()
+	}()
+	f.send(jsonrpc.NewRequest(id, m.Method, m.Params))
+	select {
+	case a := <-answer:
+		if a.Error != nil {
+			return nil, a.Error
+		}
+		return a.Result, nil
+	case <-ctx.Done():
+		why := context.Cause(ctx)
+		f.send(jsonrpc.NewNotification("notifications/cancelled",
+			append(append(append([]byte(`{"requestId":`), id...), `,"reason":`...), jsonrpc.Quote(why.Error())...)))
+		return nil, why
+	}
+}
+
+// hubCancelled handles the hub's notifications/cancelled for a request it
+// sent on connection gen: the forwarding stops and the client is told under
+// the face's id. It reports whether the request was one being forwarded.
+func (f *face) hubCancelled(gen int, params json.RawMessage) bool {
+	id, ok := jsonrpc.Member(params, "requestId")
+	if !ok {
+		return false
+	}
+	f.srvMu.Lock()
+	cancel := f.srvHub[hubRequest{gen: gen, id: string(id)}]
+	f.srvMu.Unlock()
+	if cancel == nil {
+		return false
+	}
+	reason, _ := jsonrpc.StringMember(params, "reason")
+	if reason == "" {
+		reason = "cancelled by the server"
+	}
+	cancel(errors.New(reason))
+	return true
+}
+
+// answered delivers the client's response to a request of the hub's.
+func (f *face) answered(m *jsonrpc.Message) {
+	f.srvMu.Lock()
+	ch := f.srvWait[string(m.ID)]
+	delete(f.srvWait, string(m.ID))
+	f.srvMu.Unlock()
+	if ch == nil {
+		f.log.Debug("the client answered a request that is not waiting", "rpc_id", string(m.ID))
+		return
+	}
+	ch <- m
+}
+
+// send queues one message for the client. Each is written as one line.
+func (f *face) send(m *jsonrpc.Message) {
+	select {
+	case f.out <- frameLine(m):
+	case <-f.writerDone:
+	}
+}
+
+// writer is the one goroutine that writes to stdout. When told to stop it
+// writes what is queued, then returns.
+func (f *face) writer() {
+	defer close(f.writerDone)
+	w := bufio.NewWriterSize(f.cfg.out, 64<<10)
+	write := func(line []byte) bool {
+		if _, err := w.Write(line); err != nil {
+			f.log.Debug("stdout is closed", "err", err)
+			return false
+		}
+		// Flush once nothing more is queued, so a burst is one write.
+		if len(f.out) == 0 {
+			if err := w.Flush(); err != nil {
+				f.log.Debug("stdout is closed", "err", err)
+				return false
+			}
+		}
+		return true
+	}
+	for {
+		select {
+		case line := <-f.out:
+			if !write(line) {
+				return
+			}
+		case <-f.writerStop:
+			for {
+				select {
+				case line := <-f.out:
+					if !write(line) {
+						return
+					}
+				default:
+					w.Flush()
+					return
+				}
+			}
+		}
+	}
+}
+
+// reader decodes the client's lines and hands them over in order; it closes
+// msgs when stdin ends. A line that is not a JSON-RPC message is answered
+// with the JSON-RPC error for it.
+func (f *face) reader(msgs chan<- *jsonrpc.Message) {
+	defer close(msgs)
+	err := readLines(f.cfg.in, faceMaxLine, func(line []byte, tooLong bool) bool {
+		m, rpcErr := decodeLine(line, tooLong)
+		if rpcErr != nil {
+			f.log.Warn("refused a line from the client", "err", rpcErr.Message)
+			var id json.RawMessage
+			if m != nil {
+				id = m.ID
+			}
+			f.send(jsonrpc.NewErrorResponse(id, rpcErr))
+			return true
+		}
+		if m == nil {
+			return true
+		}
+		select {
+		case msgs <- m:
+			return true
+		case <-f.ctx.Done():
+			return false
+		}
+	})
+	if err != nil && !errors.Is(err, io.EOF) {
+		f.log.Debug("reading stdin failed", "err", err)
+	}
+}
+
+// shutdown ends the session: with drain, the calls in flight get a while
+// to finish first. The hub session is deleted (unless the connection is
+// down), and what is queued for the client is written.
+func (f *face) shutdown(drain bool) {
+	if drain {
+		done := make(chan struct{})
+		go func() {
+			f.callsWG.Wait()
+			close(done)
+		}()
+		select {
+		case <-done:
+		case <-time.After(f.cfg.drain):
+			f.log.Warn("stdin ended with requests in flight; they are abandoned", "waited", f.cfg.drain)
+		}
+	}
+	f.cancel()
+	f.hub.close()
+	f.callsWG.Wait()
+	close(f.writerStop)
+	<-f.writerDone
+}
