@@ -31,16 +31,33 @@ type Config struct {
 	// Name is the server's name in the registry, used in logs and errors.
 	Name string
 
-	// Command, Args, Env and Dir start a stdio server. The child gets PATH
-	// and HOME from mcphub's environment and Env, nothing else.
+	// Command, Args, Env and Dir start a stdio server. The child gets, from
+	// mcphub's environment, a safe set of variables every program needs to
+	// run and to reach the network (PATH, HOME, the locale, temporary
+	// directories, proxies, extra CA certificates; see env.go for the list
+	// per OS), and what EnvPassthrough or InheritEnv add, less EnvDeny;
+	// then Env, which always wins over an inherited variable of the same
+	// name. Nothing else of mcphub's environment (tokens for other
+	// servers, say) reaches the child.
 	//
 	// Every Env and Headers value, and the password and query values of
 	// URL, is taken for a secret: it is masked in whatever upstream text
-	// the connection passes on (errors, logs), see internal/redact.
+	// the connection passes on (errors, logs), see internal/redact. So is
+	// every value a stdio server inherits beyond the safe set.
 	Command string
 	Args    []string
 	Env     map[string]string
 	Dir     string
+	// EnvPassthrough adds names (path.Match globs, e.g. "AWS_*") of
+	// mcphub's environment a stdio server gets besides the safe set.
+	EnvPassthrough []string
+	// InheritEnv passes mcphub's whole environment except EnvDeny.
+	InheritEnv bool
+	// EnvDeny lists names (globs) never passed from mcphub's environment,
+	// even with InheritEnv (the hub's token variable and the variables the
+	// registry gives other servers). It holds back a name in whatever case
+	// it is spelled, and never holds back Env, which is always passed.
+	EnvDeny []string
 
 	// URL, Transport and Headers reach a remote server. Transport is one of
 	// TransportAuto (the default), TransportStreamableHTTP or TransportSSE.
@@ -190,6 +207,10 @@ func New(cfg Config, h Handler) *Conn {
 		cancel:   cancel,
 		hc:       cfg.HTTPClient,
 	}
+	// Ids the connection mints start far above the small ones a relay
+	// passes through CallWithID from its own client (mcphub stdio), so a
+	// re-initialization never takes an id a relayed request is using.
+	c.nextID.Store(time.Now().UnixMilli() * 1000)
 	if c.hc == nil && cfg.URL != "" {
 		c.tr = newTransport()
 		c.hc = &http.Client{Transport: c.tr}
@@ -255,6 +276,7 @@ func (c *Conn) startWith(ctx context.Context, t transport) error {
 	c.mu.Lock()
 	c.t = t
 	c.mu.Unlock()
+	began := time.Now() // the budget for an answer includes starting a process
 	if err := t.start(ctx); err != nil {
 		t.close()
 		return err
@@ -270,7 +292,7 @@ func (c *Conn) startWith(ctx context.Context, t transport) error {
 		}
 		c.log.Info("stored upstream session could not be resumed; starting a new one")
 	}
-	if err := c.handshake(ctx); err != nil {
+	if err := c.handshakeSince(ctx, began); err != nil {
 		t.close()
 		return err
 	}
@@ -285,6 +307,12 @@ type versioned interface {
 
 // handshake sends initialize and notifications/initialized.
 func (c *Conn) handshake(ctx context.Context) error {
+	return c.handshakeSince(ctx, time.Now())
+}
+
+// handshakeSince is handshake for a connection that began to start at
+// began, which a wait for initialize that times out is measured from.
+func (c *Conn) handshakeSince(ctx context.Context, began time.Time) error {
 	offered := c.cfg.ProtocolVersion
 	if offered == "" {
 		offered = jsonrpc.LatestSessionVersion
@@ -301,7 +329,7 @@ func (c *Conn) handshake(ctx context.Context) error {
 		jsonrpc.Quote(offered), caps, jsonrpc.Quote(info.Name), jsonrpc.Quote(info.Version))
 	raw, err := c.Call(ctx, "initialize", params)
 	if err != nil {
-		return fmt.Errorf("initialize: %w", err)
+		return fmt.Errorf("initialize: %w", c.noAnswer(ctx, began, err))
 	}
 	res, err := parseInitialize(raw)
 	if err != nil {
@@ -321,6 +349,35 @@ func (c *Conn) handshake(ctx context.Context) error {
 		s.initialized()
 	}
 	return nil
+}
+
+// noAnswer turns a deadline that ended the wait for initialize into a
+// NoAnswerError: how long mcphub waited and, for a stdio server, the last
+// lines of its stderr, where a server stuck before it can answer (npx
+// behind a proxy that refuses it) usually says why. Other errors pass
+// unchanged.
+func (c *Conn) noAnswer(ctx context.Context, began time.Time, err error) error {
+	if !errors.Is(err, context.DeadlineExceeded) {
+		return err
+	}
+	waited := time.Since(began)
+	if d, ok := ctx.Deadline(); ok && ctx.Err() != nil && d.After(began) {
+		waited = d.Sub(began) // the budget, not when the wait noticed its end
+	}
+	e := &NoAnswerError{Waited: roundWait(waited), Err: err}
+	if s, ok := c.transport().(interface{ stderrLines() []string }); ok {
+		e.Stderr = s.stderrLines()
+	}
+	return e
+}
+
+// roundWait rounds a wait for a message: to a tenth of a second from 0.9
+// seconds on ("2s", "1.5s"), else to the millisecond.
+func roundWait(d time.Duration) time.Duration {
+	if d >= 900*time.Millisecond {
+		return d.Round(100 * time.Millisecond)
+	}
+	return d.Round(time.Millisecond)
 }
 
 func parseInitialize(raw json.RawMessage) (*InitializeResult, error) {

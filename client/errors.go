@@ -1,9 +1,11 @@
 package client
 
 import (
+	"context"
 	"errors"
 	"fmt"
 	"strings"
+	"time"
 )
 
 // Sentinel errors of the client room. The hub turns them into JSON-RPC codes
@@ -49,6 +51,33 @@ func (e *ExitError) Error() string {
 
 // Is makes errors.Is(err, ErrClosed) true for an exited process.
 func (e *ExitError) Is(target error) bool { return target == ErrClosed }
+
+// NoAnswerError reports that a server did not answer initialize before the
+// deadline of Start's context. errors.Is(err, context.DeadlineExceeded)
+// holds for it.
+type NoAnswerError struct {
+	// Waited is how long mcphub waited for the answer.
+	Waited time.Duration
+	// Stderr holds the last lines a stdio server wrote to its standard
+	// error, redacted; nil for a remote server.
+	Stderr []string
+	// Err is the error the wait ended with.
+	Err error
+}
+
+func (e *NoAnswerError) Error() string {
+	msg := "no answer within " + e.Waited.String()
+	if e.Err != nil && e.Err.Error() != context.DeadlineExceeded.Error() {
+		msg += " (" + e.Err.Error() + ")"
+	}
+	if len(e.Stderr) > 0 {
+		msg += "; last stderr: " + strings.Join(e.Stderr, " | ")
+	}
+	return msg
+}
+
+// Unwrap returns the error the wait ended with.
+func (e *NoAnswerError) Unwrap() error { return e.Err }
 
 // HTTPError reports an upstream HTTP status mcphub could not use.
 type HTTPError struct {

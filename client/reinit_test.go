@@ -2,6 +2,7 @@ package client
 
 import (
 	"context"
+	"encoding/json"
 	"errors"
 	"log/slog"
 	"net/http"
@@ -123,5 +124,17 @@ func TestStreamableSessionLostAgainDuringReinitialization(t *testing.T) {
 			trail = append(trail, s.rpc()+"@"+s.header.Get("Mcp-Session-Id"))
 		}
 		t.Fatalf("the call outlived its 2 s deadline by 3 s (hung); initialize ran %d times; POSTs: %s\nlogs:\n%s", inits, strings.Join(trail, " "), logs)
+	}
+}
+
+// The ids a connection mints (initialize, its own calls) start far above
+// the small ids a relay passes through CallWithID for its client, so a
+// re-initialization cannot take the id of a relayed request in flight.
+func TestMintedIDsAvoidRelayedOnes(t *testing.T) {
+	c := New(Config{Name: "x", URL: "http://127.0.0.1:1/mcp"}, nil)
+	defer c.Close()
+	var id int64
+	if err := json.Unmarshal(c.NextID(), &id); err != nil || id < 1<<40 {
+		t.Fatalf("first minted id %d (%v): a relayed client's ids 1, 2, 3 ... could collide", id, err)
 	}
 }

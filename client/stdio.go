@@ -14,6 +14,7 @@ import (
 	"time"
 
 	"github.com/mcphub/mcphub/internal/jsonrpc"
+	"github.com/mcphub/mcphub/internal/redact"
 )
 
 // Shutdown timings for a stdio server: after stdin closes the server gets
@@ -70,29 +71,18 @@ func newStdio(c *Conn) *stdioTransport {
 	return &stdioTransport{c: c, doneCh: make(chan struct{})}
 }
 
-// childEnv is the environment a stdio server gets: the variables of
-// inheritedEnv (PATH and HOME on Unix) from mcphub's own environment, then
-// what the registry gives it. Nothing else of mcphub's environment (tokens
-// for other servers, say) leaks to the child.
-func childEnv(extra map[string]string) []string {
-	env := make([]string, 0, len(extra)+len(inheritedEnv))
-	for _, k := range inheritedEnv {
-		if _, set := extra[k]; set {
-			continue
-		}
-		if v, ok := os.LookupEnv(k); ok {
-			env = append(env, k+"="+v)
-		}
-	}
-	for k, v := range extra {
-		env = append(env, k+"="+v)
-	}
-	return env
-}
-
 func (s *stdioTransport) start(ctx context.Context) error {
 	cfg := s.c.cfg
-	env := childEnv(cfg.Env)
+	env, secrets, err := childEnv(&cfg, hubEnviron())
+	if err != nil {
+		return fmt.Errorf("start %s: %w", cfg.Command, err)
+	}
+	if len(secrets) > 0 {
+		// What the server inherited beyond the safe set is masked like
+		// its registry env. Nothing reads the redactor yet: the readers
+		// start below.
+		s.c.redactor = redact.New(append(cfg.secretValues(), secrets...))
+	}
 	path, err := resolveCommand(cfg.Command, env)
 	if err != nil {
 		return fmt.Errorf("start %s: %w", cfg.Command, err)
@@ -330,16 +320,40 @@ func (s *stdioTransport) send(ctx context.Context, _ *jsonrpc.Message, data []by
 	buf := make([]byte, 0, len(data)+1)
 	buf = append(append(buf, data...), '\n')
 	s.wmu.Lock()
-	defer s.wmu.Unlock()
-	if _, err := s.stdin.Write(buf); err != nil {
-		select {
-		case <-s.doneCh:
-			return s.exitErr
-		default:
-		}
-		return fmt.Errorf("write to server stdin: %w", err)
+	_, err := s.stdin.Write(buf)
+	s.wmu.Unlock()
+	if err != nil {
+		return s.writeFailed(ctx, err)
 	}
 	return nil
+}
+
+// exitNoticeGrace bounds how long a failed write waits for the connection
+// to see the server's exit: the readers get drainGrace once the process is
+// reaped, and reaping follows the exit at once.
+const exitNoticeGrace = drainGrace + time.Second
+
+// writeFailed explains a failed write to the server's stdin. A write fails
+// when the server has exited ("broken pipe", or "file already closed" once
+// its exit has been reaped), moments before the connection sees the exit:
+// its readers first get drainGrace to read what it wrote last. The
+// ExitError, with the exit status and the last stderr lines, says why; the
+// pipe's error would not. So a failed write waits for the exit, up to
+// exitNoticeGrace or the end of ctx; only a server that closed its stdin
+// and lives on gets the pipe's error.
+func (s *stdioTransport) writeFailed(ctx context.Context, err error) error {
+	if s.closing.Load() {
+		return ErrClosed
+	}
+	timer := time.NewTimer(exitNoticeGrace)
+	defer timer.Stop()
+	select {
+	case <-s.doneCh:
+		return s.exitErr
+	case <-ctx.Done():
+	case <-timer.C:
+	}
+	return fmt.Errorf("write to server stdin: %w", err)
 }
 
 // stopStep is one step of stopping a stdio server that is still running:
@@ -391,6 +405,10 @@ func (s *stdioTransport) close() error {
 
 func (s *stdioTransport) done() <-chan struct{} { return s.doneCh }
 func (s *stdioTransport) err() error            { return s.exitErr }
+
+// stderrLines returns the last lines the server wrote to its stderr,
+// redacted, for an error that explains a failure.
+func (s *stdioTransport) stderrLines() []string { return s.tail.lines(s.c) }
 
 func (s *stdioTransport) pid() int {
 	if s.cmd == nil || s.cmd.Process == nil {

@@ -162,9 +162,12 @@ func TestStdioChildEnvironmentIsMinimal(t *testing.T) {
 		names[k] = true
 	}
 	want := map[string]bool{"FAKE_SECRET": true, "MCPHUB_FAKE_SERVER": true}
-	for _, k := range inheritedEnv {
-		if _, ok := os.LookupEnv(k); ok {
-			want[k] = true
+	p, _ := policyFor(&Config{})
+	for _, kv := range os.Environ() {
+		if k, _, ok := splitEnv(kv); ok {
+			if in, _ := p.inherits(k); in {
+				want[k] = true
+			}
 		}
 	}
 	for k := range want {

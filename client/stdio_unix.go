@@ -8,9 +8,21 @@ import (
 	"syscall"
 )
 
-// inheritedEnv lists the variables of mcphub's own environment a stdio
-// server gets besides its registry env.
-var inheritedEnv = []string{"PATH", "HOME"}
+// safeEnv is the safe set of a stdio server's environment on Unix besides
+// the proxy variables (proxyEnv): path.Match globs of the variables of
+// mcphub's own environment every server gets (see env.go). They let a
+// program find its tools, home, user, shell, locale, time zone, temporary
+// and XDG directories, and trust the CA certificates a corporate network
+// adds. None of them holds a secret.
+var safeEnv = []string{
+	"PATH", "HOME", "USER", "LOGNAME", "SHELL",
+	"LANG", "LC_*", "TZ",
+	"TMPDIR", "TEMP", "TMP", "XDG_*",
+	"NODE_EXTRA_CA_CERTS", "SSL_CERT_FILE", "SSL_CERT_DIR", "REQUESTS_CA_BUNDLE",
+}
+
+// envFoldCase is false: Unix variable names are case-sensitive.
+const envFoldCase = false
 
 // resolveCommand leaves the command to exec.Command, whose lookup is the one
 // every Unix tool makes.

@@ -13,18 +13,26 @@ import (
 	"golang.org/x/sys/windows"
 )
 
-// inheritedEnv lists the variables of mcphub's own environment a stdio
-// server gets besides its registry env. Windows programs need more than PATH
-// to run at all: cmd.exe (which runs .cmd shims such as npx.cmd) and node or
-// python find the system directory, the user's profile and application data
-// and a temporary directory through these. None of them holds a secret.
-var inheritedEnv = []string{
-	"PATH", "PATHEXT", "HOME",
-	"SYSTEMROOT", "SYSTEMDRIVE", "WINDIR", "COMSPEC",
-	"TEMP", "TMP",
-	"USERPROFILE", "HOMEDRIVE", "HOMEPATH", "APPDATA", "LOCALAPPDATA",
-	"PROGRAMDATA", "PROGRAMFILES",
+// safeEnv is the safe set of a stdio server's environment on Windows
+// besides the proxy variables (proxyEnv): path.Match globs of the variables
+// of mcphub's own environment every server gets (see env.go). Besides what
+// every OS's safe set holds, Windows programs need more to run at all:
+// cmd.exe (which runs .cmd shims such as npx.cmd) and node or python find
+// the system directory, the user's profile and application data and the
+// program directories through these. None of them holds a secret.
+var safeEnv = []string{
+	"PATH", "HOME", "USER", "LOGNAME", "SHELL",
+	"LANG", "LC_*", "TZ",
+	"TMPDIR", "TEMP", "TMP", "XDG_*",
+	"NODE_EXTRA_CA_CERTS", "SSL_CERT_FILE", "SSL_CERT_DIR", "REQUESTS_CA_BUNDLE",
+	"PATHEXT", "SystemRoot", "SystemDrive", "windir", "ComSpec",
+	"USERNAME", "USERPROFILE", "HOMEDRIVE", "HOMEPATH", "APPDATA", "LOCALAPPDATA",
+	"ProgramData", "ProgramFiles",
 }
+
+// envFoldCase is true: Windows compares variable names without regard to
+// case ("Path" is PATH).
+const envFoldCase = true
 
 // resolveCommand finds the file to run for name the way Windows does, in the
 // PATH the child gets (which the registry may set) with the child's PATHEXT.

@@ -26,6 +26,7 @@ func newStoredUpstream(log *slog.Logger, db *store.Store, onProcess func(int, bo
 	return func(spec *registry.Server, hc registry.Hub, events hub.UpstreamEvents) hub.Upstream {
 		cc := client.Config{
 			Command: spec.Command, Args: spec.Args, Env: spec.Env, Dir: spec.Cwd,
+			EnvPassthrough: spec.EnvAllow, InheritEnv: spec.InheritEnv, EnvDeny: spec.EnvDeny,
 			URL: spec.URL, Transport: spec.Transport, Headers: spec.Headers,
 			ClientInfo: client.Implementation{Name: "mcphub", Version: mcphubVersion()},
 			OnProcess:  onProcess,

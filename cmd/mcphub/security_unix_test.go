@@ -26,8 +26,8 @@ import (
 // system kills them with the hub (Linux's parent-death signal), as Windows'
 // job object does, so that a child that ignores EOF and SIGTERM cannot
 // outlive it. Before that it checks that each child
-// leads its own process group and sees only PATH, HOME and its registry
-// env. Child "two" also spawns a grandchild that ignores stdin and SIGTERM:
+// leads its own process group and sees only the safe set of the hub's
+// environment (README) and its registry env. Child "two" also spawns a grandchild that ignores stdin and SIGTERM:
 // a clean shutdown kills it with the group; after SIGKILL of the hub nothing
 // can, and the next serve on the same data dir stops it.
 func TestSecurityNoOrphans(t *testing.T) {
@@ -114,8 +114,13 @@ func orphanIsolation(t *testing.T, h *procHub, r *hubRun, children map[string]ch
 		keys, _ := children[name].envKeys(name)
 		env := procEnviron(t, pid)
 		for k := range env {
-			if k != "PATH" && k != "HOME" && !slices.Contains(keys, k) {
-				t.Errorf("%s (pid %d) got %s from mcphub's environment; a child gets only PATH, HOME and its registry env", name, pid, k)
+			if !safeInherited(k) && !slices.Contains(keys, k) {
+				t.Errorf("%s (pid %d) got %s from mcphub's environment; a child gets only the safe set (README) and its registry env", name, pid, k)
+			}
+		}
+		for _, k := range []string{"SEC_CANARY", "MCPHUB_TOKEN"} {
+			if _, ok := env[k]; ok {
+				t.Errorf("%s (pid %d) got %s", name, pid, k)
 			}
 		}
 		if env["HOME"] != h.home {
@@ -177,4 +182,16 @@ func orphanGrandchild(t *testing.T, h *procHub, sig syscall.Signal, clean bool, 
 			t.Logf("the next serve stopped grandchild %d (%s)", grandchild, how)
 		}
 	}
+}
+
+// safeInherited reports whether a Unix child may inherit name from the hub
+// without asking: the safe set the README documents.
+func safeInherited(name string) bool {
+	switch strings.ToUpper(name) {
+	case "PATH", "HOME", "USER", "LOGNAME", "SHELL", "LANG", "TZ", "TMPDIR", "TEMP", "TMP",
+		"HTTP_PROXY", "HTTPS_PROXY", "NO_PROXY", "ALL_PROXY",
+		"NODE_EXTRA_CA_CERTS", "SSL_CERT_FILE", "SSL_CERT_DIR", "REQUESTS_CA_BUNDLE":
+		return true
+	}
+	return strings.HasPrefix(name, "LC_") || strings.HasPrefix(name, "XDG_")
 }
