@@ -42,7 +42,8 @@ changes nothing.
 
 --move (with --write) also removes the entries the hub now serves (same
 command and args, or same URL, as an enabled server in the registry), so
-no server runs twice. The others are kept and listed; mcphub import FILE
+no server runs twice, and older entries that point at this hub under
+another name. The others are kept and listed; mcphub import FILE
 adds them to the hub.`
 
 // connectOptions are mcphub connect's flags.
