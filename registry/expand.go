@@ -10,7 +10,9 @@ import (
 // expand replaces each ${NAME} in s with the value lookup gives for NAME and
 // each $$ with a single $. Any other $ is kept as it is, so a password such
 // as "pa$word" needs no escaping. unset lists the names lookup did not know,
-// in order; err reports malformed references. Neither ever contains a value.
+// in order, up to a malformed reference, which err reports by its position:
+// neither ever contains any part of the value, which may be a password that
+// merely looks like a reference ("pa${ss-w0rd}").
 func expand(s string, lookup func(string) (string, bool)) (out string, unset []string, err error) {
 	if !strings.Contains(s, "$") {
 		return s, nil, nil
@@ -29,11 +31,17 @@ func expand(s string, lookup func(string) (string, bool)) (out string, unset []s
 		}
 		end := strings.IndexByte(s[i+2:], '}')
 		if end < 0 {
-			return "", nil, fmt.Errorf(`"${" at character %d has no closing "}"; write ${NAME}, or $$ for a literal $`, i+1)
+			return "", unset, fmt.Errorf(`"${" at character %d has no closing "}"; write ${NAME}, or $$ for a literal $`, i+1)
 		}
 		name := s[i+2 : i+2+end]
+		if v, ok := strings.CutPrefix(name, "env:"); ok && validEnvName(v) {
+			return "", unset, fmt.Errorf(`"${env:%s}" at character %d is a VS Code form mcphub does not read; write ${%s}`, v, i+1, v)
+		}
+		if strings.HasPrefix(name, "input:") {
+			return "", unset, fmt.Errorf(`"${input:...}" at character %d is a VS Code prompt mcphub cannot ask; set the value in mcphub's environment and write ${NAME}`, i+1)
+		}
 		if !validEnvName(name) {
-			return "", nil, fmt.Errorf(`%q is not a valid variable reference; write ${NAME} with letters, digits and _ (not starting with a digit), or $$ for a literal $`, "${"+name+"}")
+			return "", unset, fmt.Errorf(`"${" at character %d does not start a valid variable reference; write ${NAME} with letters, digits and _ (not starting with a digit), or $$ for a literal $`, i+1)
 		}
 		v, ok := lookup(name)
 		if !ok {

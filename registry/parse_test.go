@@ -334,14 +334,23 @@ func TestExpand(t *testing.T) {
 		{"${EMPTY}x", "x", nil, ""},
 		{"${X}-${Y}", "-", []string{"X", "Y"}, ""},
 		{"${A", "", nil, "no closing"},
-		{"${}", "", nil, "not a valid variable reference"},
-		{"${1A}", "", nil, "not a valid variable reference"},
+		{"${}", "", nil, "does not start a valid variable reference"},
+		{"${1A}", "", nil, "does not start a valid variable reference"},
+		{"${X}:pa${ss-w0rd}", "", []string{"X"}, "character 8 does not start"},
+		{"${X}${Y", "", []string{"X"}, "no closing"},
+		{"${env:TOKEN}", "", nil, "write ${TOKEN}"},
 	}
 	for _, tt := range tests {
 		out, unset, err := expand(tt.in, env)
 		if tt.err != "" {
 			if err == nil || !strings.Contains(err.Error(), tt.err) {
 				t.Errorf("expand(%q) err = %v, want %q", tt.in, err, tt.err)
+			}
+			if err != nil && strings.Contains(err.Error(), "w0rd") {
+				t.Errorf("expand(%q) err = %v quotes the value", tt.in, err)
+			}
+			if !reflect.DeepEqual(unset, tt.unset) {
+				t.Errorf("expand(%q) unset = %v, want the references before the bad one, %v", tt.in, unset, tt.unset)
 			}
 			continue
 		}

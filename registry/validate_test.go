@@ -83,7 +83,7 @@ func TestValidationRules(t *testing.T) {
 		{"unset variable in cwd", "[servers.a]\ncommand = \"x\"\ncwd = \"${WORK}/x\"\n", 3, 1, "servers.a.cwd", "${WORK} is not set"},
 		{"unset variable in header", "[servers.a]\nurl = \"https://h\"\n[servers.a.headers]\nAuthorization = \"Bearer ${TOKEN}\"\n", 4, 1, "servers.a.headers.Authorization", "${TOKEN} is not set"},
 		{"unclosed reference", "[servers.a]\ncommand = \"x\"\n[servers.a.env]\nT = \"${TOKEN\"\n", 4, 1, "servers.a.env.T", `"${" at character 1 has no closing "}"`},
-		{"bad variable name", "[servers.a]\ncommand = \"x\"\nenv.T = \"${input:tok}\"\n", 3, 1, "servers.a.env.T", `"${input:tok}" is not a valid variable reference`},
+		{"bad variable name", "[servers.a]\ncommand = \"x\"\nenv.T = \"${input:tok}\"\n", 3, 1, "servers.a.env.T", `"${input:...}" at character 1 is a VS Code prompt`},
 		{"env name", "[servers.a]\ncommand = \"x\"\nenv = { \"A=B\" = \"1\" }\n", 3, 9, `servers.a.env."A=B"`, "contain no '='"},
 		{"header name", "[servers.a]\nurl = \"https://h\"\nheaders = { \"Bad Header\" = \"1\" }\n", 3, 13, `servers.a.headers."Bad Header"`, "not an HTTP header name"},
 		{"reserved header", "[servers.a]\nurl = \"https://h\"\nheaders.mcp-session-id = \"1\"\n", 3, 1, "servers.a.headers.mcp-session-id", "mcphub sets this header itself"},
