@@ -27,7 +27,8 @@ import (
 //     "AWS_*");
 //   - with Config.InheritEnv, every variable;
 //
-// except those Config.EnvDeny names, which are never inherited. Then it gets
+// except those Config.EnvDeny names beyond the safe set, which are never
+// inherited (the safe set always is). Then it gets
 // Config.Env, which always wins: a variable of the same name inherited from
 // mcphub is dropped for it.
 //
@@ -93,11 +94,17 @@ func (p envPolicy) inSafeSet(name string) bool {
 // it (EnvPassthrough or InheritEnv), which makes its value a possible
 // secret.
 func (p envPolicy) inherits(name string) (ok, secret bool) {
-	if name == "" || matchAny(p.deny, name, true) {
+	if name == "" {
 		return false, false
 	}
+	// The safe set is what any program needs to run; a server entry that
+	// refers to ${PATH} or ${HOME} puts them among the registry's secrets,
+	// and denying them would leave every inherit_env server without a PATH.
 	if p.inSafeSet(name) {
 		return true, false
+	}
+	if matchAny(p.deny, name, true) {
+		return false, false
 	}
 	if p.inheritAll || matchAny(p.passthrough, name, p.foldCase) {
 		return true, true
@@ -138,9 +145,11 @@ func (p envPolicy) build(hub []string, extra map[string]string) (env, secrets []
 	return env, secrets
 }
 
-// key is name as the OS compares it.
+// key is name as the OS compares it; a proxy variable compares in any case
+// everywhere, so that the registry's HTTPS_PROXY replaces an inherited
+// https_proxy rather than sitting beside it (curl reads the lower case).
 func (p envPolicy) key(name string) string {
-	if p.foldCase {
+	if p.foldCase || matchAny(proxyEnv, name, true) {
 		return strings.ToUpper(name)
 	}
 	return name

@@ -122,25 +122,28 @@ func TestEnvPolicyPassthroughCase(t *testing.T) {
 	}
 }
 
-// EnvDeny holds back what the safe set, a passthrough glob or InheritEnv
-// would pass, in any case on every OS.
+// EnvDeny holds back what a passthrough glob or InheritEnv would pass, in
+// any case on every OS, but never the safe set: a server entry that refers
+// to ${PATH} makes PATH one of the registry's secrets, and an inherit_env
+// server must still get it.
 func TestEnvPolicyDeny(t *testing.T) {
 	for _, fold := range []bool{false, true} {
 		p := envPolicy{
 			safe: unixSafeEnv, foldCase: fold, inheritAll: true,
 			passthrough: []string{"AWS_*"},
-			deny:        []string{"MCPHUB_TOKEN", "AWS_SECRET_*", "HTTPS_PROXY", "LC_*"},
+			deny:        []string{"MCPHUB_TOKEN", "AWS_SECRET_*", "HTTPS_PROXY", "LC_*", "PATH", "RANDOM_*"},
 		}
 		for name, want := range map[string]bool{
 			"MCPHUB_TOKEN":          false,
 			"mcphub_token":          false,
 			"AWS_SECRET_ACCESS_KEY": false,
 			"AWS_REGION":            true,
-			"HTTPS_PROXY":           false,
-			"https_proxy":           false,
+			"HTTPS_PROXY":           true,
+			"https_proxy":           true,
 			"HTTP_PROXY":            true,
-			"LC_ALL":                false,
-			"RANDOM_VAR":            true,
+			"LC_ALL":                true,
+			"RANDOM_VAR":            false,
+			"OTHER_VAR":             true,
 			"PATH":                  true,
 		} {
 			if got, _ := p.inherits(name); got != want {
@@ -196,8 +199,8 @@ func TestEnvPolicyBuild(t *testing.T) {
 			"PATH":        "/registry/bin",
 			"HTTPS_PROXY": "http://registry-proxy:8080",
 		},
-		// On Unix https_proxy and HTTPS_PROXY are two variables; the deny
-		// list holds back the inherited one.
+		// The registry's HTTPS_PROXY replaces the inherited https_proxy:
+		// proxy variables compare in any case, as tools read them.
 		want: []string{"HOME=/home/a", "NODE_EXTRA_CA_CERTS=/etc/corp-ca.pem", "HTTPS_PROXY=http://registry-proxy:8080", "PATH=/registry/bin"},
 	}, {
 		name:  "registry env wins in any case on Windows",
@@ -291,7 +294,7 @@ func FuzzChildEnv(f *testing.F) {
 			if !slices.Contains(hub, kv) {
 				t.Fatalf("entry %q comes from neither environment", kv)
 			}
-			if matchAny(cfg.EnvDeny, name, true) {
+			if p, _ := policyFor(&cfg); matchAny(cfg.EnvDeny, name, true) && !p.inSafeSet(name) {
 				t.Fatalf("denied %q was inherited", name)
 			}
 		}

@@ -274,6 +274,10 @@ type Server struct {
 	// ParseServing and LoadServing keep such a server; Parse refuses the
 	// file instead.
 	Problem string
+	// problemID is Problem without positions, which Hash covers so that an
+	// edit elsewhere in the file that only moves the entry does not count
+	// as a change of it.
+	problemID string
 }
 
 // Kind reports whether the server is a stdio or a remote server.
@@ -325,7 +329,12 @@ func (s *Server) Hash() string {
 			put(v)
 		}
 	}
-	put(s.Problem)
+	switch {
+	case s.problemID != "":
+		put(s.problemID)
+	default:
+		put(s.Problem)
+	}
 	return hex.EncodeToString(h.Sum(nil))
 }
 

@@ -65,7 +65,7 @@ func parse(path string, data []byte, lookup func(string) (string, bool)) (*Regis
 	reg.Hub = p.hub(raw["hub"])
 	reg.Servers = p.servers(raw["servers"])
 	p.crossCheck(reg)
-	inheritance(reg)
+	inheritance(reg, lookup)
 	p.errs.sort()
 	return reg, p.errs
 }

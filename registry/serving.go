@@ -3,6 +3,7 @@ package registry
 import (
 	"fmt"
 	"os"
+	"path"
 	"slices"
 	"strings"
 )
@@ -32,13 +33,14 @@ func ParseServing(path string, data []byte, lookupEnv func(string) (string, bool
 	if len(errs) == 0 {
 		return reg, nil
 	}
-	byServer := map[string][]string{}
+	byServer, ids := map[string][]string{}, map[string][]string{}
 	for _, e := range errs {
 		byServer[e.server] = append(byServer[e.server], e.Error())
+		ids[e.server] = append(ids[e.server], e.Key+": "+e.Msg)
 	}
 	for _, s := range reg.Servers {
 		if msgs := byServer[s.Name]; msgs != nil {
-			s.Problem = strings.Join(msgs, "\n")
+			s.Problem, s.problemID = strings.Join(msgs, "\n"), strings.Join(ids[s.Name], "\n")
 			delete(byServer, s.Name)
 		}
 	}
@@ -47,31 +49,59 @@ func ParseServing(path string, data []byte, lookupEnv func(string) (string, bool
 	for name, msgs := range byServer {
 		reg.Servers = append(reg.Servers, &Server{Name: name, Enabled: true, Prefix: name,
 			Share: ShareServer, ConnectTimeout: DefaultConnectTimeout, CallTimeout: DefaultCallTimeout,
-			Problem: strings.Join(msgs, "\n")})
+			Problem: strings.Join(msgs, "\n"), problemID: strings.Join(ids[name], "\n")})
 	}
 	slices.SortFunc(reg.Servers, func(a, b *Server) int { return strings.Compare(a.Name, b.Name) })
 	return reg, nil
 }
 
 // inheritance fills in each stdio server's EnvAllow and EnvDeny from its own
-// entry and the [hub] table.
-func inheritance(reg *Registry) {
+// entry and the [hub] table. A secret (see SecretEnvNames) set in mcphub's
+// environment is denied to every server that would otherwise inherit it by
+// a glob (env_passthrough = ["AWS_*"], or inherit_env): only a server whose
+// own env refers to it, or whose passthrough names it exactly, gets it.
+// Secrets that are not set are left out of EnvDeny, so adding or removing
+// a reference to one does not restart servers whose environment it cannot
+// change.
+func inheritance(reg *Registry, lookup func(string) (string, bool)) {
 	var secrets []string
 	for _, s := range reg.Servers {
 		if s.Kind() != KindStdio {
 			continue
 		}
 		s.EnvAllow = slices.Compact(slices.Sorted(slices.Values(slices.Concat(reg.Hub.EnvPassthrough, s.EnvPassthrough))))
-		switch {
-		case s.InheritEnv:
-			if secrets == nil {
-				secrets = reg.SecretEnvNames()
+		if secrets == nil {
+			secrets = []string{}
+			for _, n := range reg.SecretEnvNames() {
+				if _, set := lookup(n); set || n == reg.Hub.TokenEnv {
+					secrets = append(secrets, n)
+				}
 			}
-			s.EnvDeny = secrets
-		case reg.Hub.TokenEnv != "":
-			s.EnvDeny = []string{reg.Hub.TokenEnv}
+		}
+		var deny []string
+		for _, n := range secrets {
+			switch {
+			case n == reg.Hub.TokenEnv:
+				deny = append(deny, n)
+			case slices.Contains(s.EnvAllow, n):
+				// named exactly: the user asked for this one
+			case s.InheritEnv || matchesAny(s.EnvAllow, n):
+				deny = append(deny, n)
+			}
+		}
+		s.EnvDeny = deny
+	}
+}
+
+// matchesAny reports whether one of the globs matches name (the globs were
+// checked when they were read).
+func matchesAny(globs []string, name string) bool {
+	for _, g := range globs {
+		if ok, _ := path.Match(g, name); ok {
+			return true
 		}
 	}
+	return false
 }
 
 // globs reads a list of path.Match patterns, reporting each bad one.

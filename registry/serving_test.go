@@ -116,8 +116,21 @@ env = { OWN = "${OWN_SECRET}" }
 [servers.other]
 url = "https://example.com/mcp"
 headers = { Authorization = "Bearer ${REMOTE_TOKEN}" }
+
+[servers.aws]
+url = "https://aws.example.com/mcp"
+headers = { "X-Key" = "${AWS_SECRET_ACCESS_KEY}" }
+
+[servers.named]
+command = "c"
+env_passthrough = ["AWS_SECRET_ACCESS_KEY"]
+
+[servers.parked]
+command = "d"
+enabled = false
+env = { K = "${NOT_SET_ANYWHERE}" }
 `
-	reg, err := Parse("hub.toml", []byte(src), env(map[string]string{"OWN_SECRET": "s", "REMOTE_TOKEN": "r"}))
+	reg, err := Parse("hub.toml", []byte(src), env(map[string]string{"OWN_SECRET": "s", "REMOTE_TOKEN": "r", "AWS_SECRET_ACCESS_KEY": "a"}))
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -125,16 +138,22 @@ headers = { Authorization = "Bearer ${REMOTE_TOKEN}" }
 	if want := []string{"AWS_*", "GOPATH", "JAVA_HOME"}; !slices.Equal(plain.EnvAllow, want) {
 		t.Errorf("plain EnvAllow = %q, want %q", plain.EnvAllow, want)
 	}
-	if want := []string{"HUB_TOKEN"}; !slices.Equal(plain.EnvDeny, want) {
+	// AWS_* would pass another server's secret: it is held back.
+	if want := []string{"AWS_SECRET_ACCESS_KEY", "HUB_TOKEN"}; !slices.Equal(plain.EnvDeny, want) {
 		t.Errorf("plain EnvDeny = %q, want %q", plain.EnvDeny, want)
 	}
-	if want := []string{"HUB_TOKEN", "OWN_SECRET", "REMOTE_TOKEN"}; !all.InheritEnv || !slices.Equal(all.EnvDeny, want) {
+	// Named exactly, it passes: the user asked for that one.
+	if want := []string{"HUB_TOKEN"}; !slices.Equal(reg.Server("named").EnvDeny, want) {
+		t.Errorf("named EnvDeny = %q, want %q", reg.Server("named").EnvDeny, want)
+	}
+	// A secret no one can inherit (not set) is not in any deny list.
+	if want := []string{"AWS_SECRET_ACCESS_KEY", "HUB_TOKEN", "OWN_SECRET", "REMOTE_TOKEN"}; !all.InheritEnv || !slices.Equal(all.EnvDeny, want) {
 		t.Errorf("all: InheritEnv %v, EnvDeny = %q, want %q", all.InheritEnv, all.EnvDeny, want)
 	}
 	if other.EnvAllow != nil || other.EnvDeny != nil {
 		t.Errorf("a remote server got inheritance settings: %q %q", other.EnvAllow, other.EnvDeny)
 	}
-	if got := reg.SecretEnvNames(); !slices.Equal(got, []string{"HUB_TOKEN", "OWN_SECRET", "REMOTE_TOKEN"}) {
+	if got := reg.SecretEnvNames(); !slices.Equal(got, []string{"AWS_SECRET_ACCESS_KEY", "HUB_TOKEN", "NOT_SET_ANYWHERE", "OWN_SECRET", "REMOTE_TOKEN"}) {
 		t.Errorf("SecretEnvNames = %q", got)
 	}
 
@@ -185,5 +204,36 @@ func TestSpecKeepsInheritance(t *testing.T) {
 	}
 	if got := reg.Servers[0].Spec(); !specEqual(got, spec) {
 		t.Errorf("round trip: %+v, want %+v", got, spec)
+	}
+}
+
+// An edit elsewhere that only moves a failed entry down the file leaves
+// its Hash alone: the hub does not refuse it again as if it had changed.
+func TestProblemHashIgnoresPosition(t *testing.T) {
+	entry := "[servers.b]\ncommand = \"b\"\nenv = { T = \"${UNSET_T}\" }\n"
+	before, _ := ParseServing("hub.toml", []byte(entry), env(nil))
+	after, _ := ParseServing("hub.toml", []byte("# a comment\n\n[servers.a]\ncommand = \"a\"\n"+entry), env(nil))
+	b0, b1 := before.Server("b"), after.Server("b")
+	if b0.Problem == "" || b0.Problem == b1.Problem {
+		t.Fatalf("problems %q and %q: want both set, at different lines", b0.Problem, b1.Problem)
+	}
+	if b0.Hash() != b1.Hash() {
+		t.Error("moving a failed entry changed its Hash")
+	}
+}
+
+// A failed server does not keep its prefix from a good one: the good one
+// is served and the failed one is told of the clash too.
+func TestFailedServerYieldsItsPrefix(t *testing.T) {
+	src := "[servers.a]\ncommand = \"a\"\nprefix = \"p\"\nenv = { T = \"${UNSET_T}\" }\n[servers.b]\ncommand = \"b\"\nprefix = \"p\"\n"
+	reg, err := ParseServing("hub.toml", []byte(src), env(nil))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if p := reg.Server("b").Problem; p != "" {
+		t.Errorf("b failed because of a's prefix: %s", p)
+	}
+	if p := reg.Server("a").Problem; !strings.Contains(p, "UNSET_T") || !strings.Contains(p, `also used by server "b"`) {
+		t.Errorf("a's problem = %q, want the unset variable and the prefix clash", p)
 	}
 }

@@ -98,8 +98,19 @@ func (p *parser) checkHeaders(t *table, s *Server) {
 
 // crossCheck applies the rules that involve more than one server.
 func (p *parser) crossCheck(reg *Registry) {
+	// A server whose entry is fine claims its prefix before one that has a
+	// problem already, so a failed entry never fails a good one with it.
+	failed := map[string]bool{}
+	for _, e := range p.errs {
+		failed[e.server] = true
+	}
 	byLine := slices.Clone(reg.Servers)
-	slices.SortStableFunc(byLine, func(a, b *Server) int { return cmp.Compare(a.Line, b.Line) })
+	slices.SortStableFunc(byLine, func(a, b *Server) int {
+		if c := cmp.Compare(b2i(failed[a.Name]), b2i(failed[b.Name])); c != 0 {
+			return c
+		}
+		return cmp.Compare(a.Line, b.Line)
+	})
 	sep := reg.Hub.Separator
 	seen := map[string]*Server{}
 	for _, s := range byLine {
@@ -266,4 +277,11 @@ func suggest(k string, known []string, aliases map[string]string) string {
 		return ""
 	}
 	return best
+}
+
+func b2i(b bool) int {
+	if b {
+		return 1
+	}
+	return 0
 }
