@@ -54,7 +54,7 @@ func AddServer(path string, s ServerSpec, force bool) error {
 		}
 		return nil
 	}
-	return editFile(path, s.Name, true, true, change, verify)
+	return editFile(path, s.Name, true, change, verify)
 }
 
 // RemoveServer deletes the [servers.NAME] table, its subtables and the
@@ -73,7 +73,7 @@ func RemoveServer(path, name string) error {
 		}
 		return nil
 	}
-	return editFile(path, name, false, true, change, verify)
+	return editFile(path, name, false, change, verify)
 }
 
 // SetEnabled sets enabled = true or false in the server's table, replacing
@@ -113,7 +113,7 @@ func SetEnabled(path, name string, enabled bool) error {
 		}
 		return nil
 	}
-	return editFile(path, name, false, false, change, verify)
+	return editFile(path, name, false, change, verify)
 }
 
 // editError is an edit refusal that wraps a sentinel or the problems found.

@@ -188,12 +188,41 @@ func TestAddServerValidation(t *testing.T) {
 func ptr(s string) *string { return &s }
 
 func TestEditRefusesBrokenFile(t *testing.T) {
-	broken := "[servers.a]\ncommand = \"x\"\nshare = \"all\"\n"
-	path := writeFile(t, broken, 0o600)
+	// A problem outside any server's entry refuses every edit.
+	path := writeFile(t, "[hub]\nauth = \"maybe\"\n[servers.a]\ncommand = \"x\"\n", 0o600)
 	err := AddServer(path, ServerSpec{Name: "b", Command: "x"}, false)
 	var errs Errors
-	if err == nil || !errors.As(err, &errs) || errs[0].Line != 3 || !strings.Contains(err.Error(), "fix them first") {
+	if err == nil || !errors.As(err, &errs) || errs[0].Line != 2 || !strings.Contains(err.Error(), "fix them first") {
 		t.Fatalf("err = %v", err)
+	}
+
+	// Another server's bad entry does not block an edit: the hub serves
+	// the rest and shows that one failed, and so may edits.
+	broken := "[servers.a]\ncommand = \"x\"\nshare = \"all\"\n"
+	path = writeFile(t, broken, 0o600)
+	if err := AddServer(path, ServerSpec{Name: "b", Command: "x"}, false); err != nil {
+		t.Fatalf("add beside a bad entry: %v", err)
+	}
+	if err := SetEnabled(path, "b", false); err != nil {
+		t.Fatalf("disable beside a bad entry: %v", err)
+	}
+	// An edit that leaves the bad server enabled with its problem is
+	// refused; one that disables it is not.
+	if err := SetEnabled(path, "a", true); err != nil {
+		t.Fatalf("enabling what is enabled changes nothing: %v", err)
+	}
+	if err := SetEnabled(path, "a", false); err != nil {
+		t.Fatalf("disabling the bad server: %v", err)
+	}
+	if err := SetEnabled(path, "a", true); err == nil || !strings.Contains(err.Error(), "share") {
+		t.Fatalf("enabling the bad server again: err = %v, want its problem", err)
+	}
+	// An edit may not add a problem of its own.
+	if err := AddServer(path, ServerSpec{Name: "c", URL: "ftp://x"}, false); err == nil {
+		t.Fatal("an add with a bad url was accepted")
+	}
+	if err := RemoveServer(path, "b"); err != nil {
+		t.Fatal(err)
 	}
 	// Removing the broken server is allowed: it fixes the file.
 	if err := RemoveServer(path, "a"); err != nil {

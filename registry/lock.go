@@ -104,10 +104,9 @@ const editAttempts = 5
 
 // editFile runs one edit under the registry's edit lock, which
 // serializes it with every other mcphub edit of the file, in any process.
-// dropTarget ignores problems the file already has in the target server (it
-// is being replaced or removed). See edit.run for programs that change the
-// file without the lock.
-func editFile(path, target string, create, dropTarget bool,
+// target is the server the edit is about (see compute). See edit.run for
+// programs that change the file without the lock.
+func editFile(path, target string, create bool,
 	change func([]byte, *layout, *Registry) ([]byte, error), verify func(*Registry) error) error {
 	real := path
 	if r, err := filepath.EvalSymlinks(path); err == nil {
@@ -125,17 +124,17 @@ func editFile(path, target string, create, dropTarget bool,
 		return err
 	}
 	defer unlock()
-	e := &edit{path: path, real: real, target: target, create: create, dropTarget: dropTarget, change: change, verify: verify}
+	e := &edit{path: path, real: real, target: target, create: create, change: change, verify: verify}
 	return e.run()
 }
 
 // edit is one change of the registry file.
 type edit struct {
-	path, real         string // as given, and with symlinks resolved
-	target             string
-	create, dropTarget bool
-	change             func([]byte, *layout, *Registry) ([]byte, error)
-	verify             func(*Registry) error
+	path, real string // as given, and with symlinks resolved
+	target     string
+	create     bool
+	change     func([]byte, *layout, *Registry) ([]byte, error)
+	verify     func(*Registry) error
 }
 
 // run reads the file, computes the change, writes the result and reads it
@@ -243,8 +242,16 @@ func (e *edit) compute(src []byte) ([]byte, error) {
 	if reg == nil {
 		return nil, fmt.Errorf("registry: cannot edit %s: it does not parse (nothing was changed):\n%w", e.path, errs)
 	}
-	// Unset variables never block an edit (see edit.go).
-	pre := errs.filter(func(x *Error) bool { return !x.unset && !(e.dropTarget && x.server == e.target) })
+	// Unset variables never block an edit (see edit.go). Nor does another
+	// server's bad entry, which the hub shows failed while it serves the
+	// rest: an edit must not make anything worse, so it may leave a problem
+	// that was there, but not add one, and the server it edits must come
+	// out without a problem unless the edit disables or removes it.
+	had := map[string]bool{}
+	for _, x := range errs {
+		had[x.server+"\x00"+x.Key] = true
+	}
+	pre := errs.filter(func(x *Error) bool { return !x.unset && x.server == "" })
 	if len(pre) > 0 {
 		return nil, fmt.Errorf("registry: %s has problems; fix them first (nothing was changed):\n%w", e.path, pre)
 	}
@@ -253,8 +260,20 @@ func (e *edit) compute(src []byte) ([]byte, error) {
 		return nil, err
 	}
 	reg2, errs2 := parse(e.path, out, os.LookupEnv)
-	post := errs2.filter(func(x *Error) bool { return !x.unset })
-	if reg2 == nil || len(post) > 0 {
+	if reg2 == nil {
+		return nil, &resultError{path: e.path, errs: errs2}
+	}
+	post := errs2.filter(func(x *Error) bool {
+		if x.unset {
+			return false
+		}
+		if x.server == "" || !had[x.server+"\x00"+x.Key] {
+			return true
+		}
+		s := reg2.Server(x.server)
+		return x.server == e.target && s != nil && s.Enabled
+	})
+	if len(post) > 0 {
 		return nil, &resultError{path: e.path, errs: post}
 	}
 	if err := e.verify(reg2); err != nil {
