@@ -62,6 +62,13 @@ command = "y"
 		t.Fatal(err)
 	}
 	th.h.Apply(next)
+	// The entry fails as the save is applied, not after a reconnect in
+	// the background: status says so at once.
+	for _, s := range th.h.Status().Servers {
+		if s.Name == "ok" && s.State != StateFailed {
+			t.Fatalf("right after the save, the server with a problem is %+v", s)
+		}
+	}
 	c := th.connect("/mcp", "2025-11-25", `{}`)
 	if m := c.call(1, "tools/call", `{"name":"added__hello"}`); m.Error != nil {
 		t.Fatalf("the added server must be callable: %+v", m.Error)

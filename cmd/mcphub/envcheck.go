@@ -2,6 +2,7 @@ package main
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"net/url"
 	"os"
@@ -22,8 +23,16 @@ func (a *app) unsetVars(ctx context.Context, names []string) (unset []string, wh
 		Unset []string `json:"unset"`
 		PID   int      `json:"pid"`
 	}
-	if err := a.control(ctx, "GET", "/control/env?"+q.Encode(), 200, &ans); err == nil {
+	err := a.control(ctx, "GET", "/control/env?"+q.Encode(), 200, &ans)
+	if err == nil {
 		return ans.Unset, fmt.Sprintf("the running hub (pid %d)", ans.PID)
+	}
+	if !errors.Is(err, errNoHub) {
+		// A hub runs but did not say (an older one, a refused token): this
+		// shell's environment says nothing about that hub's.
+		fmt.Fprintf(a.stderr, "note: could not ask the running hub whether it has %s set (%v); if the server shows failed, check `mcphub status`\n",
+			strings.Join(names, ", "), err)
+		return nil, ""
 	}
 	for _, n := range names {
 		if _, ok := os.LookupEnv(n); !ok {

@@ -2,6 +2,8 @@ package main
 
 import (
 	"encoding/json"
+	"net/http"
+	"net/http/httptest"
 	"os"
 	"path/filepath"
 	"strings"
@@ -169,5 +171,31 @@ func TestImportAddsServersAndReportsNotes(t *testing.T) {
 	code, out, _ = runCLI(t, "import", src)
 	if code != 0 || !strings.Contains(out, "skipped files") {
 		t.Fatalf("a second import must skip existing names: %d %q", code, out)
+	}
+}
+
+// A hub that runs but does not answer the question (an older mcphub, a
+// refused token) is not taken for no hub: add does not claim what the
+// hub's environment lacks from this shell's.
+func TestAddUnsetVarsHubDoesNotSay(t *testing.T) {
+	home := freshHome(t)
+	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		http.Error(w, "forbidden", http.StatusForbidden)
+	}))
+	defer srv.Close()
+	path := filepath.Join(home, ".config", "mcphub", "hub.toml")
+	if err := os.MkdirAll(filepath.Dir(path), 0o700); err != nil {
+		t.Fatal(err)
+	}
+	listen := strings.TrimPrefix(srv.URL, "http://")
+	if err := os.WriteFile(path, []byte("[hub]\nlisten = \""+listen+"\"\n"), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	code, _, errOut := runCLI(t, "add", "b", "--url", "http://127.0.0.1:1/mcp", "--header", "Authorization=Bearer ${ADDTEST_UNSET_TOKEN}")
+	if code != 0 {
+		t.Fatalf("add: %d %q", code, errOut)
+	}
+	if strings.Contains(errOut, "no hub is running") || !strings.Contains(errOut, "could not ask the running hub whether it has ADDTEST_UNSET_TOKEN set") {
+		t.Errorf("stderr = %q, want a note that the hub could not be asked", errOut)
 	}
 }
