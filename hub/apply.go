@@ -6,7 +6,6 @@ import (
 	"errors"
 	"fmt"
 	"net"
-	"net/url"
 	"slices"
 	"time"
 
@@ -196,28 +195,17 @@ func (ss *serverSet) stop(e *serverEntry) {
 	}
 }
 
-// selfReferenceLocked reports whether a remote server's URL points at this
-// hub.
+// selfReferenceLocked reports whether a server leads back to this hub
+// (see registry.PointsAtHub): its URL, or the URL it runs mcp-remote with,
+// reaches the hub's listen address, or it runs "mcphub stdio" on the hub's
+// registry. Any loopback address on the hub's port counts as the hub too,
+// wherever it listens: refusing a look-alike costs less than a loop.
 func (ss *serverSet) selfReferenceLocked(spec *registry.Server) bool {
-	if spec.URL == "" {
-		return false
+	self := registry.Self{Listens: []string{ss.reg.Hub.Listen}, Config: ss.reg.Path}
+	if _, port, err := net.SplitHostPort(ss.reg.Hub.Listen); err == nil {
+		self.Listens = append(self.Listens, net.JoinHostPort("", port))
 	}
-	u, err := url.Parse(spec.URL)
-	if err != nil {
-		return false
-	}
-	listenHost, listenPort, err := net.SplitHostPort(ss.reg.Hub.Listen)
-	if err != nil {
-		return false
-	}
-	port := u.Port()
-	if port == "" {
-		port = map[string]string{"http": "80", "https": "443"}[u.Scheme]
-	}
-	if port != listenPort {
-		return false
-	}
-	return isLoopbackName(u.Hostname()) || u.Hostname() == listenHost
+	return registry.PointsAtHub(spec.Spec(), self)
 }
 
 // refused is the upstream of a server mcphub will not connect to, such as

@@ -4,6 +4,7 @@ import (
 	"context"
 	"fmt"
 	"log/slog"
+	"path/filepath"
 	"slices"
 	"strings"
 	"sync"
@@ -108,7 +109,11 @@ func (ss *serverSet) newEntryLocked(spec *registry.Server) *serverEntry {
 		return &serverEntry{spec: spec, up: refused{reason: spec.Problem}}
 	}
 	if ss.selfReferenceLocked(spec) {
-		reason := fmt.Sprintf("%s points at this mcphub itself (%s); refusing to connect to it", redact.URL(spec.URL), ss.reg.Hub.Listen)
+		what := redact.URL(spec.URL)
+		if spec.URL == "" {
+			what = "the command " + filepath.Base(spec.Command) + " with its arguments"
+		}
+		reason := fmt.Sprintf("%s points at this mcphub itself (%s); refusing to connect to it", what, ss.reg.Hub.Listen)
 		ss.log.Error("refused a server", "server", spec.Name, "reason", reason)
 		return &serverEntry{spec: spec, up: refused{reason: reason}}
 	}

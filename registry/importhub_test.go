@@ -1,6 +1,9 @@
 package registry
 
 import (
+	"encoding/json"
+	"os"
+	"path/filepath"
 	"reflect"
 	"testing"
 )
@@ -45,7 +48,7 @@ func TestPointsAtHub(t *testing.T) {
 		{"127.0.0.1:7733", stdio("mcphub-helper", "stdio"), false},
 		{"127.0.0.1:7733", stdio("npx", "mcphub", "stdio"), false},
 	} {
-		if got := PointsAtHub(tc.spec, tc.listen); got != tc.want {
+		if got := PointsAtHub(tc.spec, Self{Listens: []string{tc.listen}}); got != tc.want {
 			t.Errorf("PointsAtHub(%+v, %q) = %v, want %v", tc.spec, tc.listen, got, tc.want)
 		}
 	}
@@ -63,7 +66,7 @@ func TestImportSkipsTheHub(t *testing.T) {
 	  "other-port": {"url": "http://127.0.0.1:8000/mcp"},
 	  "files": {"command": "npx", "args": ["-y", "server-files"]}
 	}}`
-	res, err := ImportClientConfigWith([]byte(data), ImportOptions{HubListen: "0.0.0.0:7733"})
+	res, err := ImportClientConfigWith([]byte(data), ImportOptions{Hub: Self{Listens: []string{"0.0.0.0:7733"}}})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -88,4 +91,96 @@ func TestImportSkipsTheHub(t *testing.T) {
 	if err != nil || len(specs) != 7 {
 		t.Fatalf("ImportClientConfig: %d specs, %v", len(specs), err)
 	}
+}
+
+// TestPointsAtHubForms: the hub is found behind mcp-remote with a version
+// and flags, behind "mcphub" with global flags before stdio, and on every
+// address it listens on; "mcphub stdio" on another registry is another
+// hub.
+func TestPointsAtHubForms(t *testing.T) {
+	dir := t.TempDir()
+	own := filepath.Join(dir, "hub.toml")
+	other := filepath.Join(dir, "other.toml")
+	for _, p := range []string{own, other} {
+		if err := os.WriteFile(p, nil, 0o600); err != nil {
+			t.Fatal(err)
+		}
+	}
+	link := filepath.Join(dir, "link.toml")
+	if err := os.Symlink(own, link); err != nil {
+		link = own
+	}
+	t.Setenv("MCPHUB_CONFIG", own) // the default registry is the hub's
+	self := Self{Listens: []string{"127.0.0.1:7733", "", "127.0.0.1:9100"}, Config: own}
+	stdio := func(cmd string, args ...string) ServerSpec { return ServerSpec{Command: cmd, Args: args} }
+	for _, tc := range []struct {
+		spec ServerSpec
+		want bool
+	}{
+		{stdio("npx", "-y", "mcp-remote@latest", "http://127.0.0.1:7733/mcp"), true},
+		{stdio("npx", "-y", "mcp-remote@1.2.3", "http://localhost:7733/github/mcp"), true},
+		{stdio("npx", "-y", "mcp-remote@latest", "--transport", "http-only", "--allow-http", "http://127.0.0.1:7733/mcp"), true},
+		{stdio("cmd", "/c", "npx", "mcp-remote", "http://[::1]:9100/mcp", "--header", "Authorization: Bearer ${T}"), true},
+		{stdio("npx", "-y", "mcp-remote@latest", "https://mcp.example.com/mcp"), false},
+		{stdio("npx", "-y", "mcp-remote-helper", "http://127.0.0.1:7733/mcp"), false},
+		{ServerSpec{URL: "http://localhost:9100/mcp"}, true},
+		{ServerSpec{URL: "http://localhost:9101/mcp"}, false},
+		{stdio("mcphub", "stdio"), true},
+		{stdio("mcphub", "--config", own, "stdio"), true},
+		{stdio("mcphub", "--config="+own, "stdio", "--server", "github"), true},
+		{stdio("mcphub", "stdio", "--config", link), true},
+		{stdio("mcphub.exe", "--data-dir", filepath.Join(dir, "data"), "stdio", "--server", "s"), true},
+		{stdio("/opt/mcphub", "--data-dir="+dir, "--config", own, "stdio"), true},
+		{ServerSpec{Command: "mcphub", Args: []string{"--config", "hub.toml", "stdio"}, Cwd: dir}, true},
+		{stdio("mcphub", "--config", other, "stdio"), false},
+		{stdio("mcphub", "stdio", "--config="+other), false},
+		{ServerSpec{Command: "mcphub", Args: []string{"stdio"}, Env: map[string]string{"MCPHUB_CONFIG": other}}, false},
+		{ServerSpec{Command: "mcphub", Args: []string{"stdio"}, Env: map[string]string{"MCPHUB_CONFIG": own}}, true},
+		{stdio("mcphub", "--config", "stdio"), false},
+		{stdio("mcphub", "--config", own, "serve"), false},
+		{stdio("mcphub", "--", "stdio"), false},
+	} {
+		if got := PointsAtHub(tc.spec, self); got != tc.want {
+			t.Errorf("PointsAtHub(%+v) = %v, want %v", tc.spec, got, tc.want)
+		}
+	}
+	// A hub on another registry: "mcphub stdio" without --config is the
+	// default registry, which is not that hub's.
+	if PointsAtHub(stdio("mcphub", "stdio"), Self{Listens: []string{"127.0.0.1:7733"}, Config: other}) {
+		t.Errorf("mcphub stdio on the default registry is taken for a hub on %s", other)
+	}
+	// Listening on every interface, any loopback address reaches the hub.
+	if !PointsAtHub(ServerSpec{URL: "http://127.0.0.2:7733/mcp"}, Self{Listens: []string{"0.0.0.0:7733"}}) {
+		t.Errorf("127.0.0.2 does not reach a hub on 0.0.0.0")
+	}
+}
+
+// TestImportSkipsTheHubForms: import skips the hub's mcp-remote@latest and
+// "mcphub --config stdio" entries, and keeps an "mcphub stdio" of another
+// registry.
+func TestImportSkipsTheHubForms(t *testing.T) {
+	dir := t.TempDir()
+	own := filepath.Join(dir, "hub.toml")
+	data := `{"mcpServers": {
+	  "remote": {"command": "npx", "args": ["-y", "mcp-remote@latest", "http://127.0.0.1:7733/mcp"]},
+	  "flags": {"command": "mcphub", "args": ["--config", ` + jsonString(own) + `, "stdio"]},
+	  "moved": {"command": "npx", "args": ["mcp-remote@0.1.29", "http://localhost:8800/mcp"]},
+	  "second": {"command": "mcphub", "args": ["--config", ` + jsonString(filepath.Join(dir, "work.toml")) + `, "stdio"]}
+	}}`
+	res, err := ImportClientConfigWith([]byte(data), ImportOptions{Hub: Self{Listens: []string{"127.0.0.1:7733", "127.0.0.1:8800"}, Config: own}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if want := []string{"flags", "moved", "remote"}; !reflect.DeepEqual(res.HubEntries, want) {
+		t.Errorf("HubEntries = %v, want %v", res.HubEntries, want)
+	}
+	if len(res.Specs) != 1 || res.Specs[0].Name != "second" {
+		t.Errorf("imported %+v, want only second", res.Specs)
+	}
+}
+
+// jsonString writes s as a JSON string.
+func jsonString(s string) string {
+	b, _ := json.Marshal(s)
+	return string(b)
 }

@@ -9,18 +9,20 @@ import (
 	"slices"
 	"strconv"
 	"strings"
+
+	"github.com/mcphub/mcphub/internal/redact"
 )
 
 // ImportOptions chooses how ImportClientConfigWith reads a client config.
 // The zero value reads it as ImportClientConfig always has, except that
 // literal secrets are replaced (see KeepSecrets).
 type ImportOptions struct {
-	// HubListen is this hub's listen address (host:port, as in [hub]
-	// listen). When it is set, entries that point at this hub are skipped:
-	// an HTTP entry whose URL reaches that address on any path, and a stdio
-	// entry running "mcphub stdio" (see PointsAtHub). Importing the hub into
-	// itself would make it its own upstream.
-	HubListen string
+	// Hub is the hub the servers are imported into. When it has a listen
+	// address, entries that point at it are skipped: an HTTP entry whose
+	// URL reaches one of its addresses on any path, mcp-remote to such a
+	// URL, and "mcphub stdio" on its registry (see PointsAtHub). Importing
+	// the hub into itself would make it its own upstream.
+	Hub Self
 	// KeepSecrets writes literal secrets in env and headers as they are,
 	// instead of replacing each with a ${VAR} reference (see
 	// ImportResult.Secrets).
@@ -32,6 +34,11 @@ type ImportOptions struct {
 	// secret is compared with (ImportedSecret.Env); values are never
 	// copied out of it.
 	LookupEnv func(string) (string, bool)
+	// TakenVars are the variables the registry the servers go into refers
+	// to already (Registry.SecretEnvNames). A literal secret gets one of
+	// these names, as a variable the file refers to with ${NAME}, only when
+	// LookupEnv holds that very literal under it; else it gets NAME_2.
+	TakenVars []string
 }
 
 // ImportResult is what ImportClientConfigWith found in a client config.
@@ -69,23 +76,28 @@ func ImportClientConfig(data []byte) (specs []ServerSpec, notes []string, err er
 // ${env:NAME} becomes ${NAME}, ${input:id} becomes ${ID} (with a note: the
 // value must now come from mcphub's environment) and ${userHome} becomes
 // ${HOME}; a literal $ becomes $$. Unless opt.KeepSecrets, a literal secret
-// (an env value whose key names a token, key, secret or password, or a
-// credential header's value) becomes a ${VAR} reference, listed in
-// ImportResult.Secrets. What cannot be mapped
+// (an env value whose key names a token, key, secret or password, the
+// password of a URL in an env value, or a credential header's value)
+// becomes a ${VAR} reference, listed in ImportResult.Secrets; a URL with a
+// password in args or url stays, with a note. Claude Code's ~/.claude.json
+// also lists servers per project (projects.PATH.mcpServers): those are
+// read too, and a name the top level or an earlier project uses already is
+// skipped with a note. A UTF-8 byte order mark is ignored. What cannot be mapped
 // (envFile, an unknown type, unknown fields, variables mcphub cannot know)
 // is described in notes and skipped, never fatal. err is set only when
 // data is not a config at all.
 func ImportClientConfigWith(data []byte, opt ImportOptions) (ImportResult, error) {
 	var res ImportResult
-	entries, shape, err := clientEntries(data, opt.TOML)
+	entries, shape, err := clientEntries(bytes.TrimPrefix(data, utf8BOM), opt.TOML)
 	if err != nil {
 		return res, err
 	}
+	res.Notes = append(res.Notes, shape.notes...)
 	used := map[string]bool{}
 	for _, orig := range slices.Sorted(maps.Keys(entries)) {
 		im := &importer{orig: orig, gemini: shape.gemini}
 		spec, ok := im.entry(entries[orig])
-		if ok && opt.HubListen != "" && PointsAtHub(spec, opt.HubListen) {
+		if ok && (len(opt.Hub.Listens) > 0 || opt.Hub.Config != "") && PointsAtHub(spec, opt.Hub) {
 			// The entry's other notes would only be noise about an entry
 			// that is not imported.
 			res.HubEntries = append(res.HubEntries, orig)
@@ -100,16 +112,25 @@ func ImportClientConfigWith(data []byte, opt ImportOptions) (ImportResult, error
 	}
 	slices.SortFunc(res.Specs, func(a, b ServerSpec) int { return strings.Compare(a.Name, b.Name) })
 	if !opt.KeepSecrets {
-		res.Secrets = replaceSecrets(res.Specs, opt.LookupEnv)
+		var notes []string
+		res.Secrets, notes = replaceSecrets(res.Specs, opt.LookupEnv, opt.TakenVars)
+		res.Notes = append(res.Notes, notes...)
 	}
 	return res, nil
 }
+
+// utf8BOM is the byte order mark some Windows editors write at the start
+// of a UTF-8 file.
+var utf8BOM = []byte("\xef\xbb\xbf")
 
 // fileShape is what the whole file tells about how to read its entries.
 type fileShape struct {
 	// gemini is set when an entry uses a field only Gemini CLI writes: its
 	// plain url then means the legacy SSE transport.
 	gemini bool
+	// notes are about the file as a whole, such as project entries of
+	// ~/.claude.json skipped for a name used already.
+	notes []string
 }
 
 // clientEntries finds the server entries of a config, each as a JSON
@@ -138,15 +159,22 @@ func clientEntries(data []byte, asTOML bool) (map[string]json.RawMessage, fileSh
 			list = mcp["servers"]
 		}
 	}
-	if list == nil {
+	projects := claudeProjects(top["projects"])
+	if list == nil && len(projects) == 0 {
 		return nil, fileShape{}, errors.New(`registry: import: no "mcpServers", "context_servers", "servers" or "mcp.servers" object; ` +
 			`expected a Claude Desktop, Claude Code, Cursor, VS Code, Windsurf, Gemini CLI or Zed MCP config, or a Codex config.toml`)
 	}
 	var entries map[string]json.RawMessage
-	if err := json.Unmarshal(list, &entries); err != nil {
-		return nil, fileShape{}, fmt.Errorf("registry: import: the server list is not an object: %w", err)
+	if list != nil {
+		if err := json.Unmarshal(list, &entries); err != nil {
+			return nil, fileShape{}, fmt.Errorf("registry: import: the server list is not an object: %w", err)
+		}
+	}
+	if entries == nil { // no list, or "mcpServers": null
+		entries = map[string]json.RawMessage{}
 	}
 	var shape fileShape
+	shape.notes = mergeProjects(entries, projects)
 	for _, raw := range entries {
 		var f map[string]json.RawMessage
 		if json.Unmarshal(raw, &f) == nil && firstOf(f, geminiFields...) != nil {
@@ -154,6 +182,87 @@ func clientEntries(data []byte, asTOML bool) (map[string]json.RawMessage, fileSh
 		}
 	}
 	return entries, shape, nil
+}
+
+// claudeProject is one project of Claude Code's ~/.claude.json with MCP
+// servers of its own.
+type claudeProject struct {
+	path    string
+	servers map[string]json.RawMessage
+	names   []string // in the file's order
+}
+
+// claudeProjects reads the projects of Claude Code's ~/.claude.json,
+// {"/home/u/proj": {"mcpServers": {...}}, ...}, in the file's order, keeping
+// those that list servers. Anything else under projects is ignored.
+func claudeProjects(raw json.RawMessage) []claudeProject {
+	paths, byPath := orderedObject(raw)
+	var out []claudeProject
+	for _, p := range paths {
+		var proj map[string]json.RawMessage
+		if json.Unmarshal(byPath[p], &proj) != nil || proj["mcpServers"] == nil {
+			continue
+		}
+		names, servers := orderedObject(proj["mcpServers"])
+		if len(names) > 0 {
+			out = append(out, claudeProject{path: p, servers: servers, names: names})
+		}
+	}
+	return out
+}
+
+// orderedObject decodes a JSON object into its keys, in the order the
+// text gives them (each once), and its values; nothing when raw is not an
+// object.
+func orderedObject(raw json.RawMessage) ([]string, map[string]json.RawMessage) {
+	var values map[string]json.RawMessage
+	if len(raw) == 0 || json.Unmarshal(raw, &values) != nil || values == nil {
+		return nil, nil
+	}
+	dec := json.NewDecoder(bytes.NewReader(raw))
+	if _, err := dec.Token(); err != nil {
+		return nil, nil
+	}
+	var keys []string
+	seen := map[string]bool{}
+	for dec.More() {
+		tok, err := dec.Token()
+		if err != nil {
+			return nil, nil
+		}
+		k, _ := tok.(string)
+		var skip json.RawMessage
+		if err := dec.Decode(&skip); err != nil {
+			return nil, nil
+		}
+		if !seen[k] {
+			seen[k] = true
+			keys = append(keys, k)
+		}
+	}
+	return keys, values
+}
+
+// mergeProjects adds the projects' servers to entries, the top-level list.
+// A name the top level or an earlier project holds already keeps that
+// entry; the skipped ones are returned as notes naming the project.
+func mergeProjects(entries map[string]json.RawMessage, projects []claudeProject) []string {
+	from := map[string]string{}
+	var notes []string
+	for _, p := range projects {
+		for _, name := range p.names {
+			if _, dup := entries[name]; !dup {
+				entries[name], from[name] = p.servers[name], p.path
+				continue
+			}
+			kept := "the top-level entry"
+			if prev, ok := from[name]; ok {
+				kept = "the entry of project " + prev
+			}
+			notes = append(notes, fmt.Sprintf("server %q of project %s: skipped; its name is taken by %s", name, p.path, kept))
+		}
+	}
+	return notes
 }
 
 // geminiFields are entry fields that only Gemini CLI's settings.json uses.
@@ -313,8 +422,9 @@ func (im *importer) stdio(f map[string]json.RawMessage, s *ServerSpec) {
 			break
 		}
 	}
-	if i := slices.Index(s.Args, "mcp-remote"); i >= 0 && i+1 < len(s.Args) {
-		im.note("runs mcp-remote; mcphub can connect to %s itself (url = %q)", s.Args[i+1], s.Args[i+1])
+	if u := mcpRemoteURL(s.Args); u != "" {
+		u = redact.URL(u)
+		im.note("runs mcp-remote; mcphub can connect to %s itself (url = %q)", u, u)
 	}
 	s.Env = im.strMap(f, "env")
 	if cwd := im.str(f, "cwd"); cwd != "" {

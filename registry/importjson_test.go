@@ -230,11 +230,12 @@ func FuzzImportClientConfig(f *testing.F) {
 		`{"mcpServers": {"g": {"httpUrl": "https://h/mcp", "includeTools": ["a*"], "timeout": 5}}}`,
 		`{"mcp": {"servers": {"v": {"command": "c", "env": {"K": "${input:k}"}}}}} // c`,
 		"[mcp_servers.a]\ncommand = \"x\"\n", `{"mcpServers": {"A B": null, "!": []}}`,
+		`{"projects": {"/p": {"mcpServers": {"a": {"command": "mcphub", "args": ["--config", "x", "stdio"]}}}}, "mcpServers": {"a": {"url": "http://u:p@h/mcp"}}}`,
 	} {
 		f.Add([]byte(s))
 	}
 	f.Fuzz(func(t *testing.T, data []byte) {
-		res, err := ImportClientConfigWith(data, ImportOptions{HubListen: DefaultListen, LookupEnv: envOf("GITHUB_TOKEN", "ghp_1")})
+		res, err := ImportClientConfigWith(data, ImportOptions{Hub: Self{Listens: []string{DefaultListen}}, LookupEnv: envOf("GITHUB_TOKEN", "ghp_1")})
 		if err != nil {
 			return
 		}
@@ -260,6 +261,67 @@ func checkImported(t *testing.T, res ImportResult) {
 	for _, sec := range res.Secrets {
 		if !validEnvName(sec.Var) {
 			t.Fatalf("secret variable %q is not a valid name", sec.Var)
+		}
+	}
+}
+
+// TestImportClaudeCodeProjects: ~/.claude.json lists servers at the top and
+// per project; all are imported, and a name used already keeps the
+// top-level entry, then the first project's, with a note for each skipped
+// one.
+func TestImportClaudeCodeProjects(t *testing.T) {
+	data := `{"numStartups": 3, "mcpServers": {"api": {"type": "http", "url": "https://a.example/mcp"}},
+	  "projects": {
+	    "/home/u/zeta": {"allowedTools": [], "mcpServers": {"db": {"command": "db-mcp", "args": ["zeta"]}, "api": {"command": "other"}}},
+	    "/home/u/empty": {"mcpServers": {}},
+	    "/home/u/none": {"history": []},
+	    "/home/u/alpha": {"mcpServers": {"db": {"command": "db-mcp", "args": ["alpha"]}, "lint": {"command": "lint-mcp"}}}
+	  }}`
+	res, err := ImportClientConfigWith([]byte(data), ImportOptions{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	want := []ServerSpec{
+		{Name: "api", URL: "https://a.example/mcp", Transport: "streamable-http"},
+		{Name: "db", Command: "db-mcp", Args: []string{"zeta"}},
+		{Name: "lint", Command: "lint-mcp"},
+	}
+	if !reflect.DeepEqual(res.Specs, want) {
+		t.Errorf("specs\n got %+v\nwant %+v", res.Specs, want)
+	}
+	assertNotes(t, res.Notes,
+		`server "api" of project /home/u/zeta: skipped; its name is taken by the top-level entry`,
+		`server "db" of project /home/u/alpha: skipped; its name is taken by the entry of project /home/u/zeta`)
+
+	// Projects alone are a config too.
+	res, err = ImportClientConfigWith([]byte(`{"projects": {"/p": {"mcpServers": {"x": {"command": "x"}}}}}`), ImportOptions{})
+	if err != nil || len(res.Specs) != 1 || res.Specs[0].Name != "x" {
+		t.Errorf("projects only: %+v, %v", res.Specs, err)
+	}
+	res, err = ImportClientConfigWith([]byte(`{"mcpServers": null, "projects": {"/p": {"mcpServers": {"x": {"command": "x"}}}}}`), ImportOptions{})
+	if err != nil || len(res.Specs) != 1 {
+		t.Errorf("null top-level list with projects: %+v, %v", res.Specs, err)
+	}
+	if _, err := ImportClientConfigWith([]byte(`{"projects": {"/p": {"history": []}}}`), ImportOptions{}); err == nil {
+		t.Errorf("a file with projects but no servers was accepted")
+	}
+}
+
+// TestImportByteOrderMark: a UTF-8 byte order mark before JSON or TOML is
+// ignored.
+func TestImportByteOrderMark(t *testing.T) {
+	for _, tc := range []struct {
+		data   string
+		asTOML bool
+	}{
+		{"\xef\xbb\xbf{\"mcpServers\": {\"a\": {\"command\": \"x\"}}}", false},
+		{"\xef\xbb\xbf// comment\n{\"servers\": {\"a\": {\"command\": \"x\"}}}", false},
+		{"\xef\xbb\xbf[mcp_servers.a]\ncommand = \"x\"\n", true},
+		{"\xef\xbb\xbf[mcp_servers.a]\ncommand = \"x\"\n", false},
+	} {
+		res, err := ImportClientConfigWith([]byte(tc.data), ImportOptions{TOML: tc.asTOML})
+		if err != nil || len(res.Specs) != 1 || res.Specs[0].Command != "x" {
+			t.Errorf("import %q (TOML %v): %+v, %v", tc.data, tc.asTOML, res.Specs, err)
 		}
 	}
 }

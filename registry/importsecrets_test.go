@@ -11,13 +11,18 @@ func TestSecretEnvKey(t *testing.T) {
 	for key, want := range map[string]bool{
 		"GITHUB_TOKEN": true, "GITHUB_PERSONAL_ACCESS_TOKEN": true, "github_token": true, "githubToken": true,
 		"API_KEY": true, "apiKey": true, "OpenAIAPIKey": true, "APIKEY": true, "X-API-KEY": true,
-		"CLIENT_SECRET": true, "DB_PASSWORD": true, "PGPASSWORD": false, "PG_PASS": true, "MYSQL_PWD": true,
+		"CLIENT_SECRET": true, "DB_PASSWORD": true, "PGPASSWORD": true, "PG_PASS": true, "MYSQL_PWD": true,
+		"DBPASS": true, "SMTP_PASSWD": true, "redisPassword": true, "ID_TOKEN": true,
 		"GOOGLE_APPLICATION_CREDENTIALS": true, "AWS_CREDENTIALS": true, "CREDENTIAL": true, "AUTH": true,
 		"SLACK_BOT_TOKEN": true, "TOKEN2": true, "GITHUB_PAT": true, "SECRET_ACCESS_KEY": true,
 		"KEYBOARD": false, "MONKEY": false, "PASSPORT": false, "AUTHOR": false, "BYPASS": false,
 		"PORT": false, "HOME": false, "PATH": false, "LOG_LEVEL": false, "TOKENIZER": false,
 		"GITHUB_TOKEN_FILE": false, "AUTH_URL": false, "API_KEY_HEADER": false, "AUTH_TYPE": false,
 		"AWS_ACCESS_KEY_ID": false, "SSH_KEY_PATH": false, "AUTH_ENABLED": false, "": false, "_": false,
+		"MAX_TOKENS": false, "maxTokens": false, "TOKEN_LIMIT": false, "MIN_TOKENS": false, "TOKEN_COUNT": false,
+		"NUM_KEYS": false, "KEY_SIZE": false, "API_KEY_PREFIX": false, "AUTH_STRATEGY": false, "AUTH_MODE": false,
+		"TOKEN_TYPE_HINT": false, "TOKEN_ID": false, "SECRET_ID": false, "PRIMARY_KEY": false, "SORT_KEY": false,
+		"PWD": false, "OLDPWD": false, "pwd": false, "COMPASS": false,
 	} {
 		if got := secretEnvKey(key); got != want {
 			t.Errorf("secretEnvKey(%q) = %v, want %v (words %q)", key, got, want, keyWords(key))
@@ -148,5 +153,138 @@ func TestImportKeepSecrets(t *testing.T) {
 	specs, _, _ := ImportClientConfig([]byte(data))
 	if specs[0].Env["GITHUB_TOKEN"] != "ghp_1" {
 		t.Errorf("ImportClientConfig must keep literal secrets as before")
+	}
+}
+
+func TestLiteralValueSkipsPlainValues(t *testing.T) {
+	for v, want := range map[string]bool{
+		"4096": false, "0": false, "-1": false, "3.5": false, " 42 ": false, "true": false, "": false,
+		"sk-4096": true, "1e9x": true, "12ab": true, "1.2.3": true, "${X}": false, "$${X}": false,
+	} {
+		if _, got := literalValue(v); got != want {
+			t.Errorf("literalValue(%q) ok = %v, want %v", v, got, want)
+		}
+	}
+}
+
+// TestImportSecretNamesAvoidTakenVars: a literal never takes a name that
+// another entry of the file, or the registry, refers to already, unless the
+// environment holds that very literal under it.
+func TestImportSecretNamesAvoidTakenVars(t *testing.T) {
+	data := `{"mcpServers": {
+	  "a": {"command": "x", "env": {"GITHUB_TOKEN": "${GITHUB_TOKEN}"}},
+	  "b": {"command": "x", "env": {"GITHUB_TOKEN": "ghp_literal", "SLACK_TOKEN": "xoxb-1"}},
+	  "c": {"url": "https://c.example/mcp", "headers": {"Authorization": "Bearer ${C_TOKEN}", "X-Api-Key": "k-c"}},
+	  "d": {"url": "https://d.example/mcp", "headers": {"Authorization": "Bearer sk-d"}},
+	  "e": {"command": "x", "env": {"C_API_KEY": "other-k"}}
+	}}`
+	res, err := ImportClientConfigWith([]byte(data), ImportOptions{TakenVars: []string{"SLACK_TOKEN", "D_TOKEN"}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	got := map[string]ServerSpec{}
+	for _, s := range res.Specs {
+		got[s.Name] = s
+	}
+	if e := got["b"].Env; e["GITHUB_TOKEN"] != "${GITHUB_TOKEN_2}" || e["SLACK_TOKEN"] != "${SLACK_TOKEN_2}" {
+		t.Errorf("b env = %v, want GITHUB_TOKEN_2 and SLACK_TOKEN_2", e)
+	}
+	if h := got["d"].Headers["Authorization"]; h != "Bearer ${D_TOKEN_2}" {
+		t.Errorf("d Authorization = %q, want Bearer ${D_TOKEN_2}", h)
+	}
+	if h := got["c"].Headers["X-Api-Key"]; h != "${C_API_KEY}" {
+		t.Errorf("c X-Api-Key = %q", h)
+	}
+	if e := got["e"].Env["C_API_KEY"]; e != "${C_API_KEY_2}" {
+		t.Errorf("e C_API_KEY = %q, want ${C_API_KEY_2}: c's key took C_API_KEY", e)
+	}
+	if got["a"].Env["GITHUB_TOKEN"] != "${GITHUB_TOKEN}" {
+		t.Errorf("a env changed: %v", got["a"].Env)
+	}
+
+	// The environment holds the literal under the taken name: it is the
+	// same value, so the literal reads that name.
+	res, err = ImportClientConfigWith([]byte(data), ImportOptions{TakenVars: []string{"SLACK_TOKEN"},
+		LookupEnv: envOf("GITHUB_TOKEN", "ghp_literal", "SLACK_TOKEN", "xoxb-other")})
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, s := range res.Specs {
+		if s.Name == "b" && (s.Env["GITHUB_TOKEN"] != "${GITHUB_TOKEN}" || s.Env["SLACK_TOKEN"] != "${SLACK_TOKEN_2}") {
+			t.Errorf("b env = %v, want GITHUB_TOKEN reused and SLACK_TOKEN_2", s.Env)
+		}
+	}
+	var gh *ImportedSecret
+	for i := range res.Secrets {
+		if res.Secrets[i].Var == "GITHUB_TOKEN" {
+			gh = &res.Secrets[i]
+		}
+	}
+	if gh == nil || gh.Env != SecretSame || !reflect.DeepEqual(gh.Servers, []string{"b"}) {
+		t.Errorf("GITHUB_TOKEN secret = %+v, want b's, the same as the environment", gh)
+	}
+}
+
+// TestImportSecretDetection: numbers and settings about secrets stay as
+// they are; PGPASSWORD moves; a URL's password in env moves alone; one in
+// args or url gets a note.
+func TestImportSecretDetection(t *testing.T) {
+	data := `{"mcpServers": {
+	  "llm": {"command": "x", "env": {"MAX_TOKENS": "4096", "TOKEN_LIMIT": "lots", "PRIMARY_KEY": "id", "PWD": "/srv",
+	    "API_KEY": 12345, "OPENAI_API_KEY": "sk-1", "KEY_PREFIX": "mcp_"}},
+	  "pg": {"command": "pg-mcp", "args": ["--dsn", "postgres://admin:arg-pw@db/app"],
+	    "env": {"PGPASSWORD": "pgpw", "DATABASE_URL": "postgres://app:p%40ss$w0rd@db:5432/app?sslmode=require", "MIRROR": "https://u:@m.example/x", "PLAIN_URL": "https://db.example/x", "CACHE": "redis://:r3d1s@cache:6379/0"}},
+	  "web": {"url": "https://bob:url-pw@w.example/mcp"}
+	}}`
+	res, err := ImportClientConfigWith([]byte(data), ImportOptions{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	got := map[string]ServerSpec{}
+	for _, s := range res.Specs {
+		got[s.Name] = s
+	}
+	wantEnv := map[string]map[string]string{
+		"llm": {"MAX_TOKENS": "4096", "TOKEN_LIMIT": "lots", "PRIMARY_KEY": "id", "PWD": "/srv",
+			"API_KEY": "12345", "OPENAI_API_KEY": "${OPENAI_API_KEY}", "KEY_PREFIX": "mcp_"},
+		"pg": {"PGPASSWORD": "${PGPASSWORD}", "DATABASE_URL": "postgres://app:${DATABASE_PASSWORD}@db:5432/app?sslmode=require",
+			"MIRROR": "https://u:@m.example/x", "PLAIN_URL": "https://db.example/x", "CACHE": "redis://:${CACHE_PASSWORD}@cache:6379/0"},
+	}
+	for name, want := range wantEnv {
+		if !reflect.DeepEqual(got[name].Env, want) {
+			t.Errorf("%s env\n got %v\nwant %v", name, got[name].Env, want)
+		}
+	}
+	if got["pg"].Args[1] != "postgres://admin:arg-pw@db/app" || got["web"].URL != "https://bob:url-pw@w.example/mcp" {
+		t.Errorf("args or url were rewritten: %q %q", got["pg"].Args, got["web"].URL)
+	}
+	assertNotes(t, res.Notes, `server "pg": args[1] is a URL with a password`, `server "web": url holds a password`)
+	var vars []string
+	for _, s := range res.Secrets {
+		vars = append(vars, s.Var)
+	}
+	if want := []string{"CACHE_PASSWORD", "DATABASE_PASSWORD", "OPENAI_API_KEY", "PGPASSWORD"}; !reflect.DeepEqual(vars, want) {
+		t.Errorf("secrets %v, want %v", vars, want)
+	}
+	for _, v := range []string{"arg-pw", "url-pw", "p%40ss", "pgpw", "r3d1s"} {
+		if strings.Contains(strings.Join(res.Notes, "\n")+stringsOf(res.Secrets), v) {
+			t.Errorf("a secret %q appears in the notes", v)
+		}
+	}
+
+	// The registry reads the URL back whole from the variable.
+	t.Setenv("DATABASE_PASSWORD", "p%40ss$w0rd")
+	t.Setenv("PGPASSWORD", "pgpw")
+	t.Setenv("CACHE_PASSWORD", "r3d1s")
+	path := filepath.Join(t.TempDir(), "hub.toml")
+	if err := AddServer(path, got["pg"], false); err != nil {
+		t.Fatal(err)
+	}
+	reg, err := Load(path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if u := reg.Server("pg").Env["DATABASE_URL"]; u != "postgres://app:p%40ss$w0rd@db:5432/app?sslmode=require" {
+		t.Errorf("DATABASE_URL expands to %q", u)
 	}
 }

@@ -52,7 +52,7 @@ bearer_token = "sk-inline"
 
 func TestImportCodexTOML(t *testing.T) {
 	for _, asTOML := range []bool{true, false} {
-		res, err := ImportClientConfigWith([]byte(codexConfig), ImportOptions{TOML: asTOML, HubListen: "127.0.0.1:7733"})
+		res, err := ImportClientConfigWith([]byte(codexConfig), ImportOptions{TOML: asTOML, Hub: Self{Listens: []string{"127.0.0.1:7733"}}})
 		if err != nil {
 			t.Fatalf("TOML %v: %v", asTOML, err)
 		}
@@ -118,7 +118,7 @@ func FuzzImportCodexTOML(f *testing.F) {
 		f.Add([]byte(s))
 	}
 	f.Fuzz(func(t *testing.T, data []byte) {
-		res, err := ImportClientConfigWith(data, ImportOptions{TOML: true, HubListen: DefaultListen})
+		res, err := ImportClientConfigWith(data, ImportOptions{TOML: true, Hub: Self{Listens: []string{DefaultListen}}})
 		if err != nil {
 			return
 		}

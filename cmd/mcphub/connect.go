@@ -198,7 +198,7 @@ func planMove(doc clientDoc, reg *registry.Registry, name string) (movePlan, err
 		if e.name == name {
 			continue
 		}
-		if registry.PointsAtHub(registry.ServerSpec{Command: e.command, Args: e.args, URL: e.url}, reg.Hub.Listen) {
+		if registry.PointsAtHub(registry.ServerSpec{Command: e.command, Args: e.args, URL: e.url}, registry.Self{Listens: []string{reg.Hub.Listen}, Config: reg.Path}) {
 			// An older entry for this hub under another name: the client
 			// would talk to the hub twice.
 			p.remove, p.served = append(p.remove, e), append(p.served, "")

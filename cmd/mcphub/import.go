@@ -35,17 +35,26 @@ trailing commas allowed), or as TOML when it is not JSON. Remote entries may
 use url, Windsurf's serverUrl or Gemini's httpUrl (Gemini's plain url is the
 legacy SSE transport).
 
+Claude Code's ~/.claude.json also lists servers per project, under
+projects.PATH.mcpServers; those are imported too. A name used twice keeps
+the top-level entry, else the first project's, and import notes the ones it
+skipped.
+
 Names are made valid for mcphub (a-z, 0-9, '-'); what cannot be mapped is
-reported and skipped. An entry that points at this hub (its URL is the hub's
-listen address, or it runs "mcphub stdio") is skipped: the hub cannot be its
-own upstream. Servers whose names exist already are skipped unless --force
+reported and skipped. An entry that points at this hub (its URL, or the URL
+it runs mcp-remote with, reaches an address the hub listens on, or it runs
+"mcphub stdio" on this registry) is skipped: the hub cannot be its own
+upstream. Servers whose names exist already are skipped unless --force
 replaces them.
 
-A literal secret (an env value whose key names a token, key, secret or
-password, or the credential of an Authorization, X-API-Key or other token
-header) is written as a ${VAR} reference instead, so hub.toml holds no
-secret; import says which variable to set, never the value. --keep-secrets
-writes the literals as they are.
+A literal secret in env or headers (an env value whose key names a token,
+key, secret or password, the password of a URL in an env value, or the
+credential of an Authorization, X-API-Key or other token header) is written
+as a ${VAR} reference instead, named after its key and never after a
+variable that means something else already; import says which variable to
+set, never the value. A secret in args or in a server's url stays as it is
+written (mcphub expands no variables there); import notes a URL password it
+sees there. --keep-secrets writes the literals as they are.
 
 A server that refers to a variable the hub's environment lacks (asked of
 the running hub, or of this shell when none runs) is added disabled, with
@@ -64,11 +73,13 @@ func newImportCmd(a *app) *cobra.Command {
 			if err != nil {
 				return err
 			}
+			self, taken := a.importHub()
 			res, err := registry.ImportClientConfigWith(data, registry.ImportOptions{
-				HubListen:   a.importHubListen(),
+				Hub:         self,
 				KeepSecrets: keepSecrets,
 				TOML:        strings.EqualFold(filepath.Ext(file), ".toml"),
 				LookupEnv:   os.LookupEnv,
+				TakenVars:   taken,
 			})
 			if err != nil {
 				return err
@@ -96,24 +107,33 @@ func newImportCmd(a *app) *cobra.Command {
 	return cmd
 }
 
-// importHubListen is the address of the hub that import must not import
-// into itself: the registry's listen address or, when there is no registry
-// yet, the hub status would ask (the one recorded in the data directory, or
-// the default registry's address).
-func (a *app) importHubListen() string {
+// importHub is the hub that import must not import into itself, and the
+// variables its registry refers to already, which a replaced secret must
+// not take for another value. The hub listens on the registry's listen
+// address (or, when there is no registry yet, the one status would ask)
+// and on the one a running hub recorded in the data directory, which
+// serve --listen may have changed; the default registry's address when
+// neither is known. Its registry is --config.
+func (a *app) importHub() (registry.Self, []string) {
+	self := registry.Self{Config: a.configPath}
+	var taken []string
 	reg, err := a.loadExistingRegistry()
 	switch {
 	case reg != nil:
-		return reg.Hub.Listen
+		self.Listens = append(self.Listens, reg.Hub.Listen)
+		taken = reg.SecretEnvNames()
 	case err == nil:
 		if t, _, err := a.statusTarget(); err == nil && t.listen != "" {
-			return t.listen
+			self.Listens = append(self.Listens, t.listen)
 		}
 	}
-	if info, err := readRunInfo(a.dataDir); err == nil && info.Listen != "" {
-		return info.Listen
+	if info, err := readRunInfo(a.dataDir); err == nil && info.Listen != "" && !slices.Contains(self.Listens, info.Listen) {
+		self.Listens = append(self.Listens, info.Listen)
 	}
-	return registry.DefaultListen
+	if len(self.Listens) == 0 {
+		self.Listens = []string{registry.DefaultListen}
+	}
+	return self, taken
 }
 
 // disableUnset marks disabled, in res.Specs, every enabled server that

@@ -202,3 +202,58 @@ func TestImportHelpListsEveryClient(t *testing.T) {
 		}
 	}
 }
+
+// TestImportSkipsThisHubEverywhere: the hub is skipped on the address a
+// running hub recorded in the data directory (serve --listen) as on the
+// registry's, behind mcp-remote@latest, and as "mcphub --config THIS
+// stdio"; "mcphub stdio" on another registry is another hub, imported.
+func TestImportSkipsThisHubEverywhere(t *testing.T) {
+	path := importRegistry(t, closedAddr(t))
+	data := t.TempDir()
+	t.Setenv("MCPHUB_DATA", data)
+	served := closedAddr(t)
+	info := fmt.Sprintf(`{"pid": 1, "listen": %q, "config": %q}`, served, path)
+	if err := os.WriteFile(filepath.Join(data, runFileName), []byte(info), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	other := filepath.Join(t.TempDir(), "work.toml")
+	src := writeSource(t, "claude.json", fmt.Sprintf(`{"mcpServers": {
+		"bridge": {"command": "npx", "args": ["-y", "mcp-remote@latest", "http://%s/mcp"]},
+		"served": {"type": "http", "url": "http://%s/github/mcp"},
+		"flags": {"command": "mcphub", "args": ["--config", %q, "stdio", "--server", "x"]},
+		"work": {"command": "mcphub", "args": ["--config", %q, "stdio"]}
+	}}`, served, served, path, other))
+	code, out, errOut := runCLI(t, "import", src)
+	if code != 0 {
+		t.Fatalf("import: %d\n%s%s", code, out, errOut)
+	}
+	for _, name := range []string{"bridge", "served", "flags"} {
+		if want := fmt.Sprintf("skipped %q: it points at this hub", name); !strings.Contains(errOut, want) {
+			t.Errorf("no note %q in:\n%s", want, errOut)
+		}
+	}
+	if reg := loadImported(t, path); len(reg.Servers) != 1 || reg.Server("work") == nil {
+		t.Errorf("the registry holds %d servers, want only work", len(reg.Servers))
+	}
+}
+
+// TestImportSecretAvoidsRegistryVars: a literal secret does not take the
+// name of a variable the registry refers to already for another server.
+func TestImportSecretAvoidsRegistryVars(t *testing.T) {
+	path := importRegistry(t, closedAddr(t))
+	if err := registry.AddServer(path, registry.ServerSpec{Name: "old", Command: "x",
+		Env: map[string]string{"IMPTEST_TAKEN_TOKEN": "${IMPTEST_TAKEN_TOKEN}"}}, false); err != nil {
+		t.Fatal(err)
+	}
+	src := writeSource(t, "mcp.json", `{"mcpServers": {"new": {"command": "y", "env": {"IMPTEST_TAKEN_TOKEN": "tok-literal"}}}}`)
+	code, out, errOut := runCLI(t, "import", src)
+	if code != 0 {
+		t.Fatalf("import: %d\n%s%s", code, out, errOut)
+	}
+	if !strings.Contains(errOut, "servers.new.env.IMPTEST_TAKEN_TOKEN: the literal secret now reads ${IMPTEST_TAKEN_TOKEN_2}") {
+		t.Errorf("the literal did not get a name of its own:\n%s", errOut)
+	}
+	if e := loadImported(t, path).Server("new"); e == nil || e.RawEnv["IMPTEST_TAKEN_TOKEN"] != "${IMPTEST_TAKEN_TOKEN_2}" {
+		t.Errorf("new's env: %+v", e)
+	}
+}
