@@ -31,6 +31,10 @@ var WatchDebounce = 250 * time.Millisecond
 //     removal; recreating the file reloads it). The error is also logged
 //     through slog.Default. The caller keeps its last good registry.
 //
+// A change of the [hub] token_file of the registry in force calls fn again
+// with that registry, so that a token replaced on disk (mcphub token
+// --force) is read again without an edit of the registry.
+//
 // A save whose bytes are identical to the last ones seen is ignored. Watch
 // watches the file's directory, not the file, so that saves by rename (how
 // most editors write) and delete-and-recreate are seen; a symlinked file's
@@ -63,11 +67,31 @@ func Watch(ctx context.Context, path string, fn func(*Registry, error)) error {
 	}
 
 	st := &watchState{path: path, fn: fn}
+	watched := map[string]bool{}
+	for _, d := range dirs {
+		watched[d] = true
+	}
+	// followToken watches the directory of the token file the registry in
+	// force names, once it is known.
+	followToken := func() {
+		if st.token == "" {
+			return
+		}
+		if d := filepath.Dir(st.token); !watched[d] {
+			if err := w.Add(d); err != nil {
+				slog.Default().Warn("registry: not watching the token file; a new token needs an edit of the registry or a restart", "path", st.token, "err", err)
+				return
+			}
+			watched[d] = true
+		}
+	}
 	st.reload()
+	followToken()
 	debounce := WatchDebounce
 	timer := time.NewTimer(debounce)
 	timer.Stop()
 	defer timer.Stop()
+	tokenChanged := false
 	for {
 		select {
 		case <-ctx.Done():
@@ -77,7 +101,14 @@ func Watch(ctx context.Context, path string, fn func(*Registry, error)) error {
 				return errors.New("registry: file watcher closed")
 			}
 			// Chmod alone (indexers, backup tools) cannot change content.
-			if names[filepath.Clean(ev.Name)] && ev.Op&^fsnotify.Chmod != 0 {
+			if ev.Op&^fsnotify.Chmod == 0 {
+				continue
+			}
+			switch name := filepath.Clean(ev.Name); {
+			case names[name]:
+				timer.Reset(debounce)
+			case st.token != "" && name == st.token:
+				tokenChanged = true
 				timer.Reset(debounce)
 			}
 		case err, ok := <-w.Errors:
@@ -86,7 +117,11 @@ func Watch(ctx context.Context, path string, fn func(*Registry, error)) error {
 			}
 			slog.Default().Warn("registry: file watcher error", "path", path, "err", err)
 		case <-timer.C:
-			st.reload()
+			if !st.reload() && tokenChanged {
+				st.retoken()
+			}
+			tokenChanged = false
+			followToken()
 		}
 	}
 }
@@ -100,29 +135,53 @@ type watchState struct {
 	path    string
 	fn      func(*Registry, error)
 	last    []byte
-	seen    bool // last holds the content of the file as last read
-	missing bool // the file's absence was already reported
+	seen    bool   // last holds the content of the file as last read
+	missing bool   // the file's absence was already reported
+	token   string // the token_file of the last good registry, absolute
 }
 
-func (st *watchState) reload() {
+// reload reads the file and reports it when it changed; it returns whether
+// it called fn.
+func (st *watchState) reload() bool {
 	data, err := os.ReadFile(st.path)
 	if err != nil {
 		gone := errors.Is(err, fs.ErrNotExist)
 		if gone && st.missing {
 			st.quiet("missing")
-			return
+			return false
 		}
 		st.last, st.seen, st.missing = nil, false, gone
 		st.report(nil, fmt.Errorf("registry: reload %s: %w", st.path, err))
-		return
+		return true
 	}
 	if st.seen && bytes.Equal(data, st.last) {
 		st.quiet("same")
-		return
+		return false
 	}
 	st.last, st.seen, st.missing = data, true, false
 	reg, err := ParseServing(st.path, data, os.LookupEnv)
+	if err == nil {
+		st.token = ""
+		if tf := reg.Hub.TokenFile; tf != "" {
+			if abs, err := filepath.Abs(tf); err == nil {
+				st.token = filepath.Clean(abs)
+			}
+		}
+	}
 	st.report(reg, err)
+	return true
+}
+
+// retoken reports the registry in force again, parsed anew from the bytes
+// last read (the caller owns what it is given), after its token file
+// changed.
+func (st *watchState) retoken() {
+	if !st.seen {
+		return
+	}
+	if reg, err := ParseServing(st.path, st.last, os.LookupEnv); err == nil {
+		st.fn(reg, nil)
+	}
 }
 
 func (st *watchState) report(reg *Registry, err error) {

@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"context"
 	"errors"
+	"fmt"
 	"io/fs"
 	"log/slog"
 	"os"
@@ -225,5 +226,33 @@ func TestWatchFailsAtOnceOnMissingDirectory(t *testing.T) {
 	})
 	if err == nil {
 		t.Fatal("Watch on a missing directory returned nil")
+	}
+}
+
+// A token file replaced on disk (mcphub token --force) reports the
+// registry in force again, so the hub reads the new token; in another
+// directory than the registry's too.
+func TestWatchTokenFile(t *testing.T) {
+	for _, sub := range []string{"", "secrets"} {
+		dir := t.TempDir()
+		tokDir := filepath.Join(dir, sub)
+		if err := os.MkdirAll(tokDir, 0o700); err != nil {
+			t.Fatal(err)
+		}
+		tok := filepath.Join(tokDir, "tok")
+		path := filepath.Join(dir, "hub.toml")
+		src := fmt.Sprintf("[hub]\nauth = \"token\"\ntoken_file = %q\n[servers.a]\ncommand = \"x\"\n", tok)
+		if err := os.WriteFile(path, []byte(src), 0o600); err != nil {
+			t.Fatal(err)
+		}
+		w := startWatch(t, path)
+		if r := w.next(); r.err != nil {
+			t.Fatalf("initial: %+v", r)
+		}
+		saveByRename(t, tok, "new-token\n")
+		if r := w.next(); r.err != nil || r.reg.Hub.TokenFile != tok {
+			t.Fatalf("%q: after the token file changed: %+v", sub, r)
+		}
+		w.stop()
 	}
 }
