@@ -27,6 +27,16 @@ const (
 	StateRestarting = "restarting"
 	StateCrashLoop  = "crash-loop"
 	StateFailed     = "failed"
+	// StateNeedsLogin is a remote server that refused mcphub with HTTP 401
+	// and a Bearer challenge: it is not retried until someone signs in and
+	// the hub makes a new connection (a registry change, mcphub restart).
+	StateNeedsLogin = "needs-login"
+)
+
+// Health checks of remote servers, when Config leaves them at zero.
+const (
+	DefaultPingInterval = 1500 * time.Millisecond
+	DefaultPingTimeout  = 1500 * time.Millisecond
 )
 
 // Config describes one upstream server and how to supervise it.
@@ -46,6 +56,23 @@ type Config struct {
 	MaxResponseBytes int64
 	// Backoff is the reconnect policy; zero values take the defaults.
 	Backoff Backoff
+	// PingInterval is how long a remote server's shared connection may
+	// stay silent (no message from the server, no request it accepted)
+	// before the bridge pings it; a transport failure a connection sees (a
+	// request that could not be sent, its notification stream dropping)
+	// brings a ping forward to at once, on per-session connections too,
+	// which are otherwise not pinged. A ping that fails, or gets no answer
+	// within PingTimeout while no call is in flight (with calls in flight,
+	// only when a TCP connection to the server fails too), ends the
+	// connection, which is then reconnected with backoff; a JSON-RPC error
+	// answer, and any HTTP status but a sign-in refusal, a lost session
+	// and 502, 503 or 504, count as alive. While waiting out the backoff a
+	// remote link dials the server every PingInterval and reconnects as
+	// soon as it takes connections again. 0 means DefaultPingInterval and
+	// DefaultPingTimeout; a negative interval turns all of this off. Stdio
+	// servers are never pinged: their exit is seen at once.
+	PingInterval time.Duration
+	PingTimeout  time.Duration
 	// Cache is the catalog of an earlier run, served until the server has
 	// connected; nil for none (then it is loaded from Store, if set).
 	Cache *Cache
@@ -87,9 +114,12 @@ type Config struct {
 	// dial makes each connection; nil means client.New. Tests plug in a
 	// fake connection here.
 	dial dialer
-	// clk tells time for backoff, crash-loop detection and write
-	// coalescing; nil means the wall clock.
+	// clk tells time for backoff, crash-loop detection, health checks and
+	// write coalescing; nil means the wall clock.
 	clk clock
+	// reach dials a remote server to see whether it takes connections;
+	// nil means a TCP dial.
+	reach reacher
 }
 
 // Cache is a server's last known initialize result and lists.
@@ -135,6 +165,9 @@ type Server struct {
 	group    goroutines.Group // supervisors and their helpers; Close waits for them
 	closed   bool
 
+	// probeAddr is the host:port a remote server's health checks dial.
+	probeAddr string
+
 	// tag makes this Server's progress tokens differ from any other's:
 	// an earlier run's, which a resumed upstream stream may still carry,
 	// or another Server's of the same name.
@@ -152,6 +185,12 @@ func New(cfg Config) *Server {
 	if cfg.RequestTimeout <= 0 {
 		cfg.RequestTimeout = 30 * time.Second
 	}
+	if cfg.PingInterval == 0 {
+		cfg.PingInterval = DefaultPingInterval
+	}
+	if cfg.PingTimeout <= 0 {
+		cfg.PingTimeout = DefaultPingTimeout
+	}
 	if cfg.Logger == nil {
 		cfg.Logger = slog.Default()
 	}
@@ -164,12 +203,18 @@ func New(cfg Config) *Server {
 	if cfg.clk == nil {
 		cfg.clk = realClock{}
 	}
+	if cfg.reach == nil {
+		cfg.reach = dialTCP
+	}
 	if cfg.Connects == nil {
 		cfg.Connects = processConnects
 	}
 	cfg.Client.Name = cfg.Name
 	cfg.Client.Logger = cfg.Logger
 	s := &Server{cfg: cfg, log: cfg.Logger.With("server", cfg.Name), sessions: map[string]*link{}, tag: rand.Text()[:8]}
+	if s.remote() {
+		s.probeAddr = probeAddr(cfg.Client)
+	}
 	if cfg.Store != nil {
 		s.usePersistence()
 	}

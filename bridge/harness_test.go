@@ -8,7 +8,9 @@ import (
 	"log/slog"
 	"slices"
 	"sync"
+	"sync/atomic"
 	"testing"
+	"time"
 
 	"github.com/mcphub/mcphub/internal/jsonrpc"
 )
@@ -135,13 +137,47 @@ type harness struct {
 	dialer  *fakeDialer
 	events  *eventLog
 	changed chan Status
+	// unreachable makes the server's TCP probes fail, as a server whose
+	// host is down or whose port is closed; probes receives the address
+	// of every probe, once it has been answered.
+	unreachable atomic.Bool
+	probes      chan string
+}
+
+// errRefused is a probe's failure while the server is unreachable.
+var errRefused = errors.New("dial tcp 127.0.0.1:1: connect: connection refused")
+
+// reach is the harness's reacher.
+func (h *harness) reach(_ context.Context, addr string, _ time.Duration) error {
+	err := error(nil)
+	if h.unreachable.Load() {
+		err = errRefused
+	}
+	h.probes <- addr
+	return err
+}
+
+// nextProbe waits for the next TCP probe.
+func (h *harness) nextProbe() string {
+	h.t.Helper()
+	return recv(h.t, h.probes, "a TCP probe of the server")
+}
+
+// noProbe fails when a probe was made that the test did not expect.
+func (h *harness) noProbe() {
+	h.t.Helper()
+	select {
+	case addr := <-h.probes:
+		h.t.Errorf("an unexpected probe of %s", addr)
+	default:
+	}
 }
 
 // newHarness makes a Server from cfg (Name, Logger, dial, clock and Changed
 // are filled in) without starting it.
 func newHarness(t *testing.T, cfg Config, setup func(c *fakeConn)) *harness {
 	t.Helper()
-	h := &harness{t: t, clk: newFakeClock(), events: &eventLog{}, changed: make(chan Status, 1024)}
+	h := &harness{t: t, clk: newFakeClock(), events: &eventLog{}, changed: make(chan Status, 1024), probes: make(chan string, 1024)}
 	if st, ok := cfg.Store.(*fakeStore); ok {
 		// One log for the store and the connections, so a test sees the
 		// order of their steps.
@@ -151,8 +187,13 @@ func newHarness(t *testing.T, cfg Config, setup func(c *fakeConn)) *harness {
 	if cfg.Name == "" {
 		cfg.Name = "fake"
 	}
+	if cfg.PingInterval == 0 {
+		// Health checks set timers and send pings the other tests do not
+		// expect; the tests of health.go ask for them.
+		cfg.PingInterval = -1
+	}
 	cfg.Logger = slog.New(slog.DiscardHandler)
-	cfg.dial, cfg.clk = h.dialer.dial, h.clk
+	cfg.dial, cfg.clk, cfg.reach = h.dialer.dial, h.clk, h.reach
 	cfg.Changed = func() { h.changed <- h.srv.Status() }
 	h.srv = New(cfg)
 	t.Cleanup(func() { h.srv.Close() })

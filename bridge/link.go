@@ -3,7 +3,9 @@ package bridge
 import (
 	"context"
 	"encoding/json"
+	"errors"
 	"fmt"
+	"net/http"
 	"sync"
 	"sync/atomic"
 	"time"
@@ -83,25 +85,53 @@ func (l *link) setStateLocked(state string) {
 // supervise keeps the link connected until ctx or the link is cancelled.
 func (l *link) supervise(parent context.Context) {
 	defer close(l.done)
+	defer l.abandonLeft()
 	stop := context.AfterFunc(parent, l.cancel)
 	defer stop()
 	b := l.srv.cfg.Backoff
 	for attempt := 0; l.ctx.Err() == nil; attempt++ {
-		conn, err := l.connect()
+		h := l.newHealth()
+		conn, err := l.connect(h)
 		if err == nil {
 			attempt = 0
-			lost := l.serve(conn)
+			lost := l.serve(conn, h)
 			if l.ctx.Err() != nil {
+				conn.Close()
 				return
 			}
 			err = lost
 		}
-		delay := l.failed(err, attempt, b)
-		select {
-		case <-l.srv.cfg.clk.After(delay):
-		case <-l.ctx.Done():
+		delay, retry := l.failed(err, attempt, b)
+		if conn != nil {
+			// Closed once the status tells the loss: closing may wait
+			// (a DELETE to a server that does not answer, a process that
+			// takes its time to stop).
+			conn.Close()
+		}
+		if !retry {
+			// Only a new connection helps, made when the registry entry
+			// changes or on mcphub restart; this one waits to be stopped.
+			<-l.ctx.Done()
 			return
 		}
+		if !l.waitRetry(delay) {
+			return
+		}
+	}
+}
+
+// abandonLeft answers the adopted calls still waiting for a first
+// connection when the link stops before it tried one (Close right after
+// Start), and refuses later adoptions: no connection will finish them.
+func (l *link) abandonLeft() {
+	l.mu.Lock()
+	left := l.adoptions
+	l.adoptions = nil
+	l.resumeUsed = true
+	l.mu.Unlock()
+	for _, a := range left {
+		// Never tracked: that happens as a connection starts.
+		a.done(nil, &unavailableError{fmt.Sprintf("server %s stopped before the request could be resumed", l.srv.cfg.Name)})
 	}
 }
 
@@ -109,10 +139,25 @@ func (l *link) supervise(parent context.Context) {
 // says whether it offers the stored session. Only the shared link's state
 // is persisted: a per-session connection's upstream session belongs to one
 // client and is not what a restarted hub resumes.
-func (l *link) clientConfig(resume bool) client.Config {
+func (l *link) clientConfig(resume bool, h *health) client.Config {
 	cfg := l.srv.cfg.Client
 	if !resume {
 		cfg.Resume = nil
+	}
+	if h != nil {
+		ownActive, ownTrouble := cfg.OnActivity, cfg.OnTransportError
+		cfg.OnActivity = func() {
+			if ownActive != nil {
+				ownActive()
+			}
+			h.alive()
+		}
+		cfg.OnTransportError = func(err error) {
+			if ownTrouble != nil {
+				ownTrouble(err)
+			}
+			h.troubled(err)
+		}
 	}
 	if p := l.srv.persist; p != nil && l.session == "" && l.srv.remote() {
 		own := cfg.OnState
@@ -126,10 +171,10 @@ func (l *link) clientConfig(resume bool) client.Config {
 	return cfg
 }
 
-// connect makes one connection and fetches the server's lists. The shared
-// link first waits for a slot of the Connects limit, and holds it until the
-// lists are in.
-func (l *link) connect() (upstreamConn, error) {
+// connect makes one connection, checked by h when h is not nil, and
+// fetches the server's lists. The shared link first waits for a slot of the
+// Connects limit, and holds it until the lists are in.
+func (l *link) connect(h *health) (upstreamConn, error) {
 	release := func() {}
 	if l.session == "" {
 		var err error
@@ -150,7 +195,7 @@ func (l *link) connect() (upstreamConn, error) {
 	adoptions := l.adoptions
 	l.adoptions = nil
 	l.mu.Unlock()
-	cfg := l.clientConfig(resume)
+	cfg := l.clientConfig(resume, h)
 	// The adopted calls are tracked before the connection starts: resuming
 	// their streams begins inside Start, and a replayed notification must
 	// find its call.
@@ -212,15 +257,14 @@ func (l *link) renewSubscriptions(ctx context.Context, conn upstreamConn, uris [
 	}
 }
 
-// serve waits until the connection is lost or the link stops, and reports
-// why it was lost.
-func (l *link) serve(conn upstreamConn) error {
-	select {
-	case <-conn.Done():
-	case <-l.ctx.Done():
+// serve waits until the connection is lost, fails its health check (h, nil
+// for none) or the link stops, takes it out of use and reports why it was
+// lost. The caller closes it.
+func (l *link) serve(conn upstreamConn, h *health) error {
+	err := l.watch(conn, h)
+	if err == nil {
+		err = conn.Err()
 	}
-	err := conn.Err()
-	conn.Close()
 	l.mu.Lock()
 	l.conn = nil
 	// A connection that stayed up long enough proves the server healthy
@@ -230,7 +274,7 @@ func (l *link) serve(conn upstreamConn) error {
 	}
 	l.mu.Unlock()
 	if l.ctx.Err() == nil {
-		l.srv.log.Warn("connection lost; reconnecting", "err", err)
+		l.srv.log.Warn("connection lost", "err", err)
 	}
 	if err == nil {
 		err = fmt.Errorf("the connection ended")
@@ -239,12 +283,21 @@ func (l *link) serve(conn upstreamConn) error {
 }
 
 // failed records a failed or lost connection and returns how long to wait
-// before the next attempt: exponential with jitter, or the slow retry once
-// the server is crash-looping.
-func (l *link) failed(err error, attempt int, b Backoff) time.Duration {
+// before the next attempt, exponential with jitter, or retry false for a
+// server that asks for sign-in, where retrying cannot help. A stdio server
+// that fails again and again is crash-looping and waits the slow retry
+// instead. A remote one is never called crash-looping: what fails there is
+// usually the network or a server being redeployed, not the server itself,
+// so it shows restarting (failed until it has connected once) and keeps to
+// the curve, never waiting more than Max, and it should be back as soon as
+// the server is (see waitRetry).
+func (l *link) failed(err error, attempt int, b Backoff) (delay time.Duration, retry bool) {
 	now := l.srv.cfg.clk.Now()
+	var authErr *client.AuthRequiredError
+	needsLogin := errors.As(err, &authErr)
+	remote := l.srv.remote()
 	l.mu.Lock()
-	l.lastErr = err.Error()
+	l.lastErr = l.describe(err)
 	l.failures = append(l.failures, now)
 	for len(l.failures) > 0 && now.Sub(l.failures[0]) > b.Window {
 		l.failures = l.failures[1:]
@@ -252,7 +305,9 @@ func (l *link) failed(err error, attempt int, b Backoff) time.Duration {
 	failures := len(l.failures)
 	neverConnected := l.since.IsZero()
 	switch {
-	case failures >= b.CrashLoopAfter:
+	case needsLogin:
+		l.setStateLocked(StateNeedsLogin)
+	case failures >= b.CrashLoopAfter && !remote:
 		l.setStateLocked(StateCrashLoop)
 	case neverConnected:
 		l.setStateLocked(StateFailed)
@@ -263,16 +318,48 @@ func (l *link) failed(err error, attempt int, b Backoff) time.Duration {
 	if !neverConnected || attempt > 0 {
 		l.restarts++
 	}
-	state := l.state
+	state, why := l.state, l.lastErr
 	l.mu.Unlock()
 	l.changed()
-	if state == StateCrashLoop {
-		l.srv.log.Error("crash-looping; retrying slowly", "failures", failures, "retry_in", b.SlowRetry, "err", err)
-		return b.SlowRetry
+	switch {
+	case needsLogin:
+		l.srv.log.Warn("the server asks for sign-in; not retrying until it is restarted", "status", authErr.Status, "err", why)
+		return 0, false
+	case state == StateCrashLoop:
+		l.srv.log.Error("crash-looping; retrying slowly", "failures", failures, "retry_in", b.SlowRetry, "err", why)
+		return b.SlowRetry, true
 	}
-	d := b.delay(attempt, randomJitter)
-	l.srv.log.Warn("could not connect", "err", err, "state", state, "retry_in", d.Round(time.Millisecond))
-	return d
+	// A remote server that connects and is lost again and again keeps
+	// climbing the curve too: the failures in the window count, not only
+	// the attempts since the last connection.
+	var d time.Duration
+	if remote {
+		d = b.delayWithin(max(attempt, failures-1), randomJitter)
+	} else {
+		d = b.delay(attempt, randomJitter)
+	}
+	l.srv.log.Warn("could not connect", "err", why, "state", state, "retry_in", d.Round(time.Millisecond))
+	return d, true
+}
+
+// describe is the status's last error for err. A refusal for want of
+// credentials gets a sentence that says what to do, without the server's
+// body or any header value: those are the server's words, and a server
+// that refuses credentials may quote them.
+func (l *link) describe(err error) string {
+	name := l.srv.cfg.Name
+	var authErr *client.AuthRequiredError
+	if errors.As(err, &authErr) {
+		return fmt.Sprintf("server %q needs you to sign in (it answered %d with a Bearer challenge): run mcphub login %s; "+
+			"or put a valid token in its headers in hub.toml (or the variable they name) and run mcphub restart %s",
+			name, authErr.Status, name, name)
+	}
+	var he *client.HTTPError
+	if errors.As(err, &he) && (he.Status == http.StatusUnauthorized || he.Status == http.StatusForbidden) {
+		return fmt.Sprintf("server %q refused mcphub with HTTP %d %s: check the headers set for it in hub.toml (a token or key may be missing, wrong or expired)",
+			name, he.Status, http.StatusText(he.Status))
+	}
+	return err.Error()
 }
 
 // changed reports a change of the shared link; per-session links change
@@ -296,6 +383,8 @@ func (l *link) unavailable() error {
 	defer l.mu.Unlock()
 	msg := fmt.Sprintf("server %s is %s", l.srv.cfg.Name, l.state)
 	switch {
+	case l.state == StateNeedsLogin:
+		msg = l.lastErr
 	case l.state == StateStarting:
 		msg += " (still connecting)"
 	case l.lastErr != "":

@@ -3,6 +3,7 @@ package bridge
 import (
 	"context"
 	"encoding/json"
+	"net"
 	"time"
 
 	"github.com/mcphub/mcphub/client"
@@ -36,6 +37,21 @@ type dialer func(cfg client.Config, h client.Handler) upstreamConn
 
 // dialClient is the production dialer.
 func dialClient(cfg client.Config, h client.Handler) upstreamConn { return client.New(cfg, h) }
+
+// reacher tries a TCP connection to addr (host:port) within timeout and
+// closes it at once: the cheapest proof that a remote server's host is up
+// and listening, with no request it must answer.
+type reacher func(ctx context.Context, addr string, timeout time.Duration) error
+
+// dialTCP is the production reacher.
+func dialTCP(ctx context.Context, addr string, timeout time.Duration) error {
+	d := net.Dialer{Timeout: timeout}
+	c, err := d.DialContext(ctx, "tcp", addr)
+	if err != nil {
+		return err
+	}
+	return c.Close()
+}
 
 // clock is the bridge's view of time: the supervisor's retry waits, the
 // crash-loop window, the stability check and the coalescing of state writes

@@ -93,9 +93,26 @@ type Config struct {
 	// Resume, when set, continues an earlier upstream HTTP session instead of
 	// starting a new one (see State).
 	Resume *State
+	// MintAbove makes the ids the connection mints start above it. A relay
+	// that passes its own client's ids through CallWithID (mcphub stdio)
+	// sets it high, so that an id it mints never meets a relayed one; an
+	// upstream connection leaves it 0 and its ids start at 1, which every
+	// server can hold (some keep ids in 32 bits).
+	MintAbove int64
 	// OnState is called whenever State changes (a new session id or a new
 	// last event id), so it can be persisted. It must not block.
 	OnState func(State)
+	// OnActivity is called whenever a remote server shows that it is
+	// alive: a message arrived from it, or it accepted a request (HTTP
+	// 2xx). OnTransportError is called when something suggests it may be
+	// gone: a request that could not be sent (a network error), the
+	// standalone stream dropping, a refusal for want of sign-in. The
+	// connection goes on either way (streams reconnect, calls fail on
+	// their own); these let a health check ping only a silent server, and
+	// at once on trouble. Neither may block. Stdio servers call neither:
+	// their exit is seen at once.
+	OnActivity       func()
+	OnTransportError func(err error)
 	// OnProcess is told when a stdio server's process group starts
 	// (started true, pid = the group id) and when it has been stopped
 	// whole, so a hub that dies can clear leftovers on its next start.
@@ -207,10 +224,7 @@ func New(cfg Config, h Handler) *Conn {
 		cancel:   cancel,
 		hc:       cfg.HTTPClient,
 	}
-	// Ids the connection mints start far above the small ones a relay
-	// passes through CallWithID from its own client (mcphub stdio), so a
-	// re-initialization never takes an id a relayed request is using.
-	c.nextID.Store(time.Now().UnixMilli() * 1000)
+	c.nextID.Store(cfg.MintAbove)
 	if c.hc == nil && cfg.URL != "" {
 		c.tr = newTransport()
 		c.hc = &http.Client{Transport: c.tr}
@@ -477,6 +491,21 @@ func (c *Conn) State() State {
 func (c *Conn) stateChanged() {
 	if c.cfg.OnState != nil {
 		c.cfg.OnState(c.State())
+	}
+}
+
+// active reports to Config.OnActivity that the server showed it is alive.
+func (c *Conn) active() {
+	if c.cfg.OnActivity != nil {
+		c.cfg.OnActivity()
+	}
+}
+
+// troubled reports to Config.OnTransportError a failure that may mean the
+// server is gone; once Close has begun nothing is reported.
+func (c *Conn) troubled(err error) {
+	if c.cfg.OnTransportError != nil && c.ctx.Err() == nil {
+		c.cfg.OnTransportError(err)
 	}
 }
 

@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"net/http"
 	"strings"
 	"time"
 )
@@ -94,4 +95,40 @@ func (e *HTTPError) Error() string {
 		msg += ": " + e.Body
 	}
 	return msg
+}
+
+// AuthRequiredError reports that a remote server refused a request with
+// HTTP 401 and a Bearer challenge (WWW-Authenticate): it wants an OAuth
+// access token that the connection does not have, or one that is no longer
+// good. Retrying with the same headers cannot help; someone has to sign in.
+//
+// Its text names the request and the status only: neither the challenge's
+// values nor the response body, which are the server's words and may quote
+// credentials. The parsed values are for the code that signs in.
+// errors.As also finds the status as an *HTTPError (without a body).
+type AuthRequiredError struct {
+	Method string
+	// URL is the request's URL, redacted.
+	URL    string
+	Status int
+	// Scheme is the challenge's scheme as the server spelled it (Bearer in
+	// any case).
+	Scheme string
+	// Realm, ResourceMetadata (RFC 9728: where the protected resource
+	// metadata is), Scope and ErrorCode (RFC 6750's error parameter, e.g.
+	// invalid_token) are the challenge's parameters; "" when absent.
+	Realm            string
+	ResourceMetadata string
+	Scope            string
+	ErrorCode        string
+}
+
+func (e *AuthRequiredError) Error() string {
+	return fmt.Sprintf("%s %s: HTTP %d %s: the server asks for a valid Bearer token", e.Method, e.URL, e.Status, http.StatusText(e.Status))
+}
+
+// Unwrap presents the refusal as the HTTPError it also is, so code that
+// tells failures apart by status keeps working. The body is left out.
+func (e *AuthRequiredError) Unwrap() error {
+	return &HTTPError{Method: e.Method, URL: e.URL, Status: e.Status}
 }

@@ -68,6 +68,10 @@ func (l *legacy) start(ctx context.Context) error {
 		}
 		return ctx.Err()
 	}
+	if ae := authRequired(resp, http.MethodGet, redact.URL(l.c.cfg.URL)); ae != nil {
+		resp.Body.Close()
+		return ae
+	}
 	ctype, _, _ := mime.ParseMediaType(resp.Header.Get("Content-Type"))
 	if resp.StatusCode != http.StatusOK || ctype != "text/event-stream" {
 		defer resp.Body.Close()
@@ -155,6 +159,7 @@ func (l *legacy) read(body io.Reader, endpoint chan<- string) error {
 				l.c.log.Warn("skipped an SSE event that is not a JSON-RPC message", "err", err)
 				continue
 			}
+			l.c.active()
 			l.c.deliver(m, nil)
 		}
 	}
@@ -177,12 +182,22 @@ func (l *legacy) send(ctx context.Context, _ *jsonrpc.Message, data []byte) erro
 		if errors.Is(err, context.Canceled) && l.ctx.Err() != nil {
 			return ErrClosed
 		}
-		return fmt.Errorf("POST %s: %w", redact.URL(l.endpoint), err)
+		err = fmt.Errorf("POST %s: %w", redact.URL(l.endpoint), err)
+		if ctx.Err() == nil {
+			// Not the caller giving up: the server could not be reached.
+			l.c.troubled(err)
+		}
+		return err
 	}
 	defer resp.Body.Close()
+	if ae := authRequired(resp, http.MethodPost, redact.URL(l.endpoint)); ae != nil {
+		l.c.troubled(ae)
+		return ae
+	}
 	if resp.StatusCode < 200 || resp.StatusCode > 299 {
 		return &HTTPError{Method: http.MethodPost, URL: redact.URL(l.endpoint), Status: resp.StatusCode, Body: l.c.bodyExcerpt(resp.Body)}
 	}
+	l.c.active()
 	io.Copy(io.Discard, io.LimitReader(resp.Body, 4<<10))
 	return nil
 }

@@ -131,10 +131,18 @@ func TestStreamableSessionLostAgainDuringReinitialization(t *testing.T) {
 // the small ids a relay passes through CallWithID for its client, so a
 // re-initialization cannot take the id of a relayed request in flight.
 func TestMintedIDsAvoidRelayedOnes(t *testing.T) {
+	// An upstream connection's ids start at 1: some servers keep ids in
+	// 32 bits.
 	c := New(Config{Name: "x", URL: "http://127.0.0.1:1/mcp"}, nil)
 	defer c.Close()
 	var id int64
-	if err := json.Unmarshal(c.NextID(), &id); err != nil || id < 1<<40 {
+	if err := json.Unmarshal(c.NextID(), &id); err != nil || id != 1 {
+		t.Fatalf("first minted id of an upstream connection %d (%v), want 1", id, err)
+	}
+	// A relay's connection mints above what it relays.
+	r := New(Config{Name: "x", URL: "http://127.0.0.1:1/mcp", MintAbove: 1 << 40}, nil)
+	defer r.Close()
+	if err := json.Unmarshal(r.NextID(), &id); err != nil || id <= 1<<40 {
 		t.Fatalf("first minted id %d (%v): a relayed client's ids 1, 2, 3 ... could collide", id, err)
 	}
 }

@@ -239,7 +239,12 @@ func (s *streamable) post(ctx context.Context, m *jsonrpc.Message, data []byte) 
 		if s.ctx.Err() != nil {
 			return ErrClosed
 		}
-		return fmt.Errorf("POST %s: %w", redact.URL(s.c.cfg.URL), err)
+		err = fmt.Errorf("POST %s: %w", redact.URL(s.c.cfg.URL), err)
+		if ctx.Err() == nil {
+			// Not the caller giving up: the server could not be reached.
+			s.c.troubled(err)
+		}
+		return err
 	}
 	return s.handleReply(m, &postReply{
 		ctx:        rctx,

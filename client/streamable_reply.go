@@ -42,10 +42,16 @@ func (s *streamable) handleReply(m *jsonrpc.Message, r *postReply) error {
 		r.release()
 		return &sessionGone{sid: r.sid}
 	}
+	if ae := authRequired(resp, http.MethodPost, redact.URL(s.c.cfg.URL)); ae != nil {
+		r.release()
+		s.c.troubled(ae)
+		return ae
+	}
 	if resp.StatusCode < 200 || resp.StatusCode > 299 {
 		defer r.release()
 		return s.httpFailure(resp, m)
 	}
+	s.c.active()
 	if m.Method == "initialize" {
 		// A server may run without sessions; then the id is "" and later
 		// requests carry none.
@@ -127,6 +133,7 @@ func (s *streamable) httpFailure(resp *http.Response, m *jsonrpc.Message) error 
 	body, _ := io.ReadAll(io.LimitReader(resp.Body, max+1))
 	if m.IsRequest() {
 		if em, err := jsonrpc.Decode(body); err == nil && em.Error != nil && bytes.Equal(em.ID, m.ID) {
+			s.c.active()
 			s.c.deliver(em, nil)
 			return nil
 		}
@@ -161,6 +168,7 @@ func (s *streamable) readJSON(body io.Reader) error {
 // request once its response is in: a background resumption of its stream
 // stops, wherever the response came from.
 func (s *streamable) receive(m *jsonrpc.Message, related json.RawMessage) {
+	s.c.active()
 	if m.IsResponse() {
 		s.mu.Lock()
 		delete(s.accepted, string(m.ID))

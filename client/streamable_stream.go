@@ -199,9 +199,16 @@ func (s *streamable) resumeGet(ctx context.Context, key string, related json.Raw
 	s.mu.Unlock()
 	resp, err := s.c.do(req)
 	if err != nil {
+		if ctx.Err() == nil {
+			s.c.troubled(err)
+		}
 		return false, err
 	}
 	defer resp.Body.Close()
+	if ae := authRequired(resp, http.MethodGet, redact.URL(s.c.cfg.URL)); ae != nil {
+		s.c.troubled(ae)
+		return false, ae
+	}
 	if resp.StatusCode != http.StatusOK {
 		return false, &HTTPError{Method: http.MethodGet, URL: redact.URL(s.c.cfg.URL), Status: resp.StatusCode, Body: s.c.bodyExcerpt(resp.Body)}
 	}
@@ -237,9 +244,20 @@ func (s *streamable) runGetStream() {
 				s.finish(fmt.Errorf("%w: re-initializing failed: %w", ErrSessionExpired, rerr))
 			}
 			return // renew opened a new GET stream
+		case errors.As(err, new(*AuthRequiredError)):
+			// Retrying cannot help until someone signs in.
+			s.c.log.Warn("the notification stream was refused: the server asks for sign-in")
+			s.finish(err)
+			return
 		case errors.Is(err, sse.ErrEventTooLarge):
 			s.getTooLarge()
 		}
+		// The stream dropped or could not be opened: the server may be
+		// gone, which a health check tells at once.
+		if err == nil {
+			err = errors.New("the notification stream ended")
+		}
+		s.c.troubled(err)
 		if b.attempt >= s.maxRetries() {
 			s.c.log.Error("the notification stream failed", "tries", b.attempt, "err", err)
 			s.finish(fmt.Errorf("%w: the notification stream failed after %d tries: %v", ErrStreamFailed, b.attempt, err))
@@ -297,9 +315,13 @@ func (s *streamable) getOnce(idle time.Duration, b *backoff) (int, error) {
 		return 0, err
 	}
 	defer resp.Body.Close()
+	if ae := authRequired(resp, http.MethodGet, redact.URL(s.c.cfg.URL)); ae != nil {
+		return resp.StatusCode, ae
+	}
 	if resp.StatusCode != http.StatusOK {
 		return resp.StatusCode, &HTTPError{Method: http.MethodGet, URL: redact.URL(s.c.cfg.URL), Status: resp.StatusCode, Body: s.c.bodyExcerpt(resp.Body)}
 	}
+	s.c.active()
 	idleTimer.Reset(idle)
 	ir := &idleReader{r: resp.Body, idle: idle, timer: idleTimer}
 	// Responses replayed here (a resumed POST stream) still reach their call.

@@ -20,6 +20,7 @@ import (
 // old one stops; servers whose prefix, filters or timeouts changed keep their
 // connection. Every client then gets one coalesced list_changed.
 func (h *Hub) Apply(reg *registry.Registry) {
+	h.applyAuth(reg.Hub)
 	ch, stopped, replace := h.servers.apply(reg)
 	if len(ch.Added)+len(ch.Removed)+len(ch.Changed)+len(ch.Toggled) > 0 || ch.HubChanged {
 		h.log.Info("registry applied", "added", ch.Added, "removed", ch.Removed, "changed", ch.Changed, "toggled", ch.Toggled)
@@ -32,6 +33,49 @@ func (h *Hub) Apply(reg *registry.Registry) {
 		h.servers.replaceLater(spec)
 	}
 	h.fanout.applyLevels()
+}
+
+// applyAuth puts the [hub] auth settings of a new registry in force for the
+// next request: auth turned on or off, another token_env or token_file, a
+// new token in the file. Auth on without a readable token refuses every
+// request (503, saying why) rather than serve without one.
+func (h *Hub) applyAuth(hub registry.Hub) {
+	if h.opts.ResolveToken == nil {
+		return
+	}
+	token, err := h.opts.ResolveToken(hub)
+	problem := ""
+	if err != nil {
+		problem = err.Error()
+	}
+	prev := h.edge.auth.Load()
+	if token == "" && problem == "" && !h.edge.loopback && prev.token != "" {
+		// The registry check that refuses auth off beyond loopback only
+		// sees a listen address written in the file; serve --listen may
+		// have put the hub on every interface.
+		h.log.Error("auth cannot be turned off while the hub listens beyond this machine; it stays on", "listen", h.servers.registry().Hub.Listen)
+		return
+	}
+	if token == prev.token && problem == prev.problem {
+		return
+	}
+	h.edge.setAuth(token, problem)
+	if token != prev.token && token != "" {
+		// Every request needs the new token, the ones on streams opened
+		// before it too: those streams end, and their clients reconnect
+		// with it (or are refused).
+		h.sessions.cutStreams()
+	}
+	switch {
+	case problem != "":
+		h.log.Error("auth is on but the token cannot be read; every request is refused until it can", "err", err)
+	case token == "":
+		h.log.Warn("auth turned off: requests need no token")
+	case prev.token == "":
+		h.log.Info("auth turned on: every request needs the token")
+	default:
+		h.log.Info("the hub's token changed: requests need the new one")
+	}
 }
 
 // SetRegistryError records that the registry file no longer loads; the
@@ -74,15 +118,29 @@ func (ss *serverSet) applyEntries(reg *registry.Registry) (ch registry.Changes, 
 	}
 	ss.members++
 	old := ss.reg
-	if reg.Hub.TLSCert != old.Hub.TLSCert || reg.Hub.TLSKey != old.Hub.TLSKey {
-		ss.log.Warn("tls_cert and tls_key changes take effect when mcphub restarts")
+	restart := needsRestart(old.Hub, reg.Hub)
+	for _, name := range restart {
+		if !slices.Contains(ss.needsRestart, name) {
+			ss.log.Warn("a [hub] setting changed that needs a restart to take effect; the hub keeps the one it started with", "setting", name)
+		}
 	}
+	ss.needsRestart = restart
 	reg.Hub.Listen, reg.Hub.TLSCert, reg.Hub.TLSKey = old.Hub.Listen, old.Hub.TLSCert, old.Hub.TLSKey
 	ch = registry.Diff(old, reg)
 	ss.reg, ss.regErr = reg, ""
 	specs := make(map[string]*registry.Server, len(reg.Servers))
 	for _, spec := range reg.Servers {
 		specs[spec.Name] = spec
+	}
+	// max_response_bytes and request_timeout are built into each
+	// upstream's connection: a change reconnects every running server,
+	// as a change of its own entry would.
+	if old.Hub.MaxResponseBytes != reg.Hub.MaxResponseBytes || old.Hub.RequestTimeout != reg.Hub.RequestTimeout {
+		for _, spec := range reg.Servers {
+			if spec.Enabled && ss.entries[spec.Name] != nil && !slices.Contains(ch.Changed, spec.Name) {
+				ch.Changed = append(ch.Changed, spec.Name)
+			}
+		}
 	}
 	changed := make(map[string]bool, len(ch.Changed))
 	for _, name := range ch.Changed {
@@ -123,6 +181,40 @@ func (ss *serverSet) applyEntries(reg *registry.Registry) (ch registry.Changes, 
 		}
 	}
 	return ch, stopped, replace, true
+}
+
+// needsRestart names the [hub] settings of next that differ from what the
+// running hub (serving cur) started with and cannot change under a running
+// listener: listen, tls_cert, tls_key. A listen address with port 0 (the
+// kernel picks one) is the running one when the host is the same.
+func needsRestart(cur, next registry.Hub) []string {
+	var names []string
+	if next.Listen != cur.Listen {
+		nh, np, err1 := net.SplitHostPort(next.Listen)
+		ch, cp, err2 := net.SplitHostPort(cur.Listen)
+		samePort := np == "0" || np == cp
+		if err1 != nil || err2 != nil || !samePort || !sameHost(nh, ch) {
+			names = append(names, "listen")
+		}
+	}
+	if next.TLSCert != cur.TLSCert {
+		names = append(names, "tls_cert")
+	}
+	if next.TLSKey != cur.TLSKey {
+		names = append(names, "tls_key")
+	}
+	return names
+}
+
+// sameHost reports whether two listen hosts are the same address: ""
+// listens on every interface, as 0.0.0.0 and :: do, and a kernel-chosen
+// address is reported back in any of those spellings.
+func sameHost(a, b string) bool {
+	every := func(h string) bool {
+		ip := net.ParseIP(h)
+		return h == "" || ip != nil && ip.IsUnspecified()
+	}
+	return a == b || every(a) && every(b)
 }
 
 // setError records that the registry file no longer loads.

@@ -11,6 +11,7 @@ import (
 	"path"
 	"slices"
 	"strings"
+	"sync/atomic"
 
 	"github.com/mcphub/mcphub/internal/jsonrpc"
 	"github.com/mcphub/mcphub/registry"
@@ -23,8 +24,11 @@ import (
 // pace, Content-Type, Accept, MCP-Protocol-Version, and the JSON-RPC
 // envelope. JSON-RPC codes and HTTP statuses are chosen here.
 type edge struct {
-	log      *slog.Logger
-	token    string // the bearer token every request must carry; "" for none
+	log *slog.Logger
+	// auth is what every request must carry: the bearer token, none, or,
+	// when auth is on but its token cannot be read, nothing will do. It is
+	// swapped whole when the registry's [hub] auth settings change.
+	auth     atomic.Pointer[authState]
 	servers  *serverSet
 	sessions *sessionSet
 	control  control
@@ -44,8 +48,9 @@ type control interface {
 }
 
 func newEdge(log *slog.Logger, token string, servers *serverSet, sessions *sessionSet, ctl control) *edge {
-	e := &edge{log: log, token: token, servers: servers, sessions: sessions, control: ctl, mux: http.NewServeMux(),
+	e := &edge{log: log, servers: servers, sessions: sessions, control: ctl, mux: http.NewServeMux(),
 		loopback: registry.LoopbackListen(servers.registry().Hub.Listen)}
+	e.setAuth(token, "")
 	// Each route also answers with a trailing slash.
 	handle := func(pattern string, f http.HandlerFunc) {
 		e.mux.HandleFunc(pattern, f)
@@ -243,15 +248,37 @@ func (e *edge) preflight(w http.ResponseWriter, r *http.Request) {
 	w.WriteHeader(http.StatusNoContent)
 }
 
+// authState is the edge's auth in force: token "" with no problem is auth
+// off; problem set is auth on without a readable token, which refuses
+// every request rather than let any through.
+type authState struct {
+	token   string
+	problem string
+}
+
+// setAuth puts an auth state in force for the requests that come next.
+func (e *edge) setAuth(token, problem string) {
+	e.auth.Store(&authState{token: token, problem: problem})
+}
+
 // checkAuth requires the bearer token when auth is on, comparing in
-// constant time. It answers 401 itself.
+// constant time. It answers 401 (503 when the hub has no token to compare
+// with) itself.
 func (e *edge) checkAuth(w http.ResponseWriter, r *http.Request) bool {
-	if e.token == "" {
+	a := e.auth.Load()
+	if a.problem != "" {
+		// The reason (which file, which variable) is in the hub's log,
+		// written once when it arose; an unauthenticated caller is not
+		// told where the token lives.
+		httpError(w, http.StatusServiceUnavailable, "mcphub's auth is on but it has no token to check requests against; see the hub's log (mcphub logs)")
+		return false
+	}
+	if a.token == "" {
 		return true
 	}
 	// The scheme name is case-insensitive (RFC 9110 §11.1).
 	scheme, got, _ := strings.Cut(strings.TrimSpace(r.Header.Get("Authorization")), " ")
-	if strings.EqualFold(scheme, "Bearer") && subtle.ConstantTimeCompare([]byte(strings.TrimSpace(got)), []byte(e.token)) == 1 {
+	if strings.EqualFold(scheme, "Bearer") && subtle.ConstantTimeCompare([]byte(strings.TrimSpace(got)), []byte(a.token)) == 1 {
 		return true
 	}
 	e.log.Warn("refused a request without a valid token", "path", r.URL.Path)

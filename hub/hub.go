@@ -25,6 +25,10 @@ type Options struct {
 	Logger *slog.Logger
 	// Token, when set, is the bearer token every request must carry.
 	Token string
+	// ResolveToken, when set, reads the token of a registry's [hub] table
+	// ("" when auth is off); Apply calls it so that auth turned on or off,
+	// or a new token, takes effect without a restart.
+	ResolveToken func(registry.Hub) (string, error)
 	// Heartbeat is the idle interval after which SSE streams get a comment;
 	// 0 means 15 s.
 	Heartbeat time.Duration
@@ -138,7 +142,8 @@ func (h *Hub) ServeHTTP(w http.ResponseWriter, r *http.Request) { h.edge.ServeHT
 // Status reports the hub's state for /readyz, `mcphub status` and `list`.
 func (h *Hub) Status() Status {
 	servers, reg, regErr := h.servers.status()
-	return Status{Version: h.opts.Version, URL: reg.Hub.URL("/mcp"), RegistryError: regErr, Sessions: h.sessions.len(), Servers: servers}
+	return Status{Version: h.opts.Version, URL: reg.Hub.URL("/mcp"), RegistryError: regErr, Sessions: h.sessions.len(), Servers: servers,
+		NeedsRestart: h.servers.restartNeeded()}
 }
 
 // Sessions lists the live sessions, oldest first.

@@ -35,12 +35,15 @@ type serverSet struct {
 	// onSwap hears, without the lock, that upstreams were added or replaced.
 	onSwap func()
 
-	mu      sync.RWMutex
-	reg     *registry.Registry
-	regErr  string                  // last registry error, when the running set is older
-	entries map[string]*serverEntry // enabled servers, by name
-	members uint64                  // counts changes to entries and reg, so a build knows to look at every server
-	warm    chan struct{}           // closed once no server is starting, or after the warmup
+	mu     sync.RWMutex
+	reg    *registry.Registry
+	regErr string // last registry error, when the running set is older
+	// needsRestart names the [hub] settings of the registry in force that
+	// the running hub could not apply (see needsRestart in apply.go).
+	needsRestart []string
+	entries      map[string]*serverEntry // enabled servers, by name
+	members      uint64                  // counts changes to entries and reg, so a build knows to look at every server
+	warm         chan struct{}           // closed once no server is starting, or after the warmup
 
 	// views are the catalogs readers see: the last build's, published whole.
 	views atomic.Pointer[views]
@@ -304,6 +307,13 @@ func (ss *serverSet) waitConnected(server string) bool {
 	}
 }
 
+// restartNeeded names the [hub] settings waiting for a restart.
+func (ss *serverSet) restartNeeded() []string {
+	ss.mu.RLock()
+	defer ss.mu.RUnlock()
+	return slices.Clone(ss.needsRestart)
+}
+
 // status reports every registry server's state, with the registry error
 // when the running set is older than the file.
 func (ss *serverSet) status() (servers []ServerStatus, reg *registry.Registry, regErr string) {
@@ -324,7 +334,11 @@ func (ss *serverSet) status() (servers []ServerStatus, reg *registry.Registry, r
 			if !us.Since.IsZero() && us.State == StateConnected {
 				st.UptimeSeconds = time.Since(us.Since).Round(time.Second).Seconds()
 			}
-			st.Tools, st.Prompts, st.Resources = len(e.up.List("tools/list")), len(e.up.List("prompts/list")), len(e.up.List("resources/list"))
+			// Counted from this entry's list, by its own spec (the one
+			// its catalog piece filters by), read once: a replacement
+			// swapped in meanwhile cannot mix into this row.
+			st.Tools, st.ToolsTotal = countTools(e.spec, e.up.List("tools/list"))
+			st.Prompts, st.Resources = len(e.up.List("prompts/list")), len(e.up.List("resources/list"))
 			st.Conflicts = merged.conflicts[spec.Name]
 		}
 		servers = append(servers, st)

@@ -236,8 +236,8 @@ func TestServersStatus(t *testing.T) {
 		t.Fatalf("servers = %q, want %q", names, want)
 	}
 	for i, want := range []ServerStatus{
-		{Name: "alpha", State: StateConnected, Transport: "fake", Tools: 2, Prompts: 1, Resources: 1},
-		{Name: "beta", State: StateRestarting, Transport: "stdio", Tools: 1, LastError: "exit status 1", Restarts: 3},
+		{Name: "alpha", State: StateConnected, Transport: "fake", Tools: 2, ToolsTotal: 2, Prompts: 1, Resources: 1},
+		{Name: "beta", State: StateRestarting, Transport: "stdio", Tools: 1, ToolsTotal: 1, LastError: "exit status 1", Restarts: 3},
 		{Name: "gamma", State: StateDisabled},
 		{Name: "loop", State: StateFailed},
 	} {

@@ -6,6 +6,8 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"maps"
+	"slices"
 	"strconv"
 	"sync"
 	"sync/atomic"
@@ -324,6 +326,17 @@ func (s *session) close() {
 	s.cancel()
 	for _, st := range streams {
 		st.release()
+	}
+}
+
+// disconnectStreams cuts the handlers serving the session's streams; the
+// streams stay, for the client to resume.
+func (s *session) disconnectStreams() {
+	s.mu.Lock()
+	streams := slices.Collect(maps.Values(s.streams))
+	s.mu.Unlock()
+	for _, st := range streams {
+		st.disconnect()
 	}
 }
 

@@ -216,6 +216,14 @@ func (set *sessionSet) endEndpoint(server string) {
 	}
 }
 
+// cutStreams cuts every stream being served; each client resumes its
+// streams with Last-Event-ID, meeting the edge's checks again.
+func (set *sessionSet) cutStreams() {
+	for _, s := range set.list() {
+		s.disconnectStreams()
+	}
+}
+
 // closeAll ends every session's calls and streams as the hub stops; nothing
 // is deleted from the store, so the next run restores them.
 func (set *sessionSet) closeAll() {

@@ -1,5 +1,12 @@
 package hub
 
+import (
+	"encoding/json"
+
+	"github.com/mcphub/mcphub/internal/jsonrpc"
+	"github.com/mcphub/mcphub/registry"
+)
+
 // Server states, as /readyz, `mcphub status` and `mcphub list` show them.
 const (
 	StateStarting   = "starting"
@@ -8,6 +15,9 @@ const (
 	StateCrashLoop  = "crash-loop"
 	StateFailed     = "failed"
 	StateDisabled   = "disabled"
+	// StateNeedsLogin is a remote server that asks for sign-in (HTTP 401
+	// with a Bearer challenge); it is not retried until it is restarted.
+	StateNeedsLogin = "needs-login"
 )
 
 // Status is the hub's state as /readyz serves it.
@@ -19,6 +29,10 @@ type Status struct {
 	// RegistryError is the last registry load error, with file:line, when
 	// the running set is an older good registry.
 	RegistryError string `json:"registry_error,omitempty"`
+	// NeedsRestart names the [hub] settings of the registry that the
+	// running hub could not apply (listen, tls_cert, tls_key): it keeps the
+	// ones it started with until it is restarted.
+	NeedsRestart []string `json:"needs_restart,omitempty"`
 	// Sessions counts live client sessions.
 	Sessions int `json:"sessions"`
 }
@@ -31,12 +45,28 @@ type ServerStatus struct {
 	PID       int    `json:"pid,omitempty"`
 	// UptimeSeconds counts since the current connection was established.
 	UptimeSeconds float64 `json:"uptime_seconds,omitempty"`
-	Tools         int     `json:"tools"`
-	Prompts       int     `json:"prompts"`
-	Resources     int     `json:"resources"`
-	LastError     string  `json:"last_error,omitempty"`
-	Restarts      int     `json:"restarts"`
+	// Tools counts the tools clients see: those the server's allow and
+	// deny globs let through. ToolsTotal counts every tool it offers.
+	Tools      int    `json:"tools"`
+	ToolsTotal int    `json:"tools_total"`
+	Prompts    int    `json:"prompts"`
+	Resources  int    `json:"resources"`
+	LastError  string `json:"last_error,omitempty"`
+	Restarts   int    `json:"restarts"`
 	// Conflicts lists names this server offers that the merged catalog
 	// could not expose as they are (collisions, invalid or long names).
 	Conflicts []string `json:"conflicts,omitempty"`
+}
+
+// countTools counts the tools a server offers (total) and those its
+// clients see (exposed): the ones the allow and deny globs of spec let
+// through, by the same test the catalog applies (newPiece). status counts
+// each entry with it.
+func countTools(spec *registry.Server, tools []json.RawMessage) (exposed, total int) {
+	for _, item := range tools {
+		if name, ok := jsonrpc.StringMember(item, "name"); ok && spec.AllowsTool(name) {
+			exposed++
+		}
+	}
+	return exposed, len(tools)
 }

@@ -247,6 +247,16 @@ func (st *stream) commit(seq int) {
 	st.signal()
 }
 
+// disconnect cuts the handler serving the stream, if one does; the stream
+// stays, so its client resumes it with Last-Event-ID (sending what the hub
+// now asks of every request, such as a new token).
+func (st *stream) disconnect() {
+	st.mu.Lock()
+	st.unblockLocked()
+	st.mu.Unlock()
+	st.signal()
+}
+
 func (st *stream) signal() {
 	select {
 	case st.wake <- struct{}{}:
@@ -476,6 +486,9 @@ func (st *stream) serve(w http.ResponseWriter, cursor int, heartbeat time.Durati
 		}
 		select {
 		case <-st.wake:
+			if !extend() {
+				return false, st.abortCause()
+			}
 		case <-ticker.C:
 			if !extend() {
 				return false, st.abortCause()

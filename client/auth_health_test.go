@@ -1,0 +1,242 @@
+package client
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"net/http"
+	"net/http/httptest"
+	"reflect"
+	"strings"
+	"sync/atomic"
+	"testing"
+	"time"
+
+	"github.com/mcphub/mcphub/internal/jsonrpc"
+)
+
+// bearerChallenge is a WWW-Authenticate value as an OAuth-protected MCP
+// server sends it (RFC 9728), after a Basic challenge the client must skip.
+const bearerChallenge = `Basic realm="legacy", Bearer realm="realm-secret-1", error="invalid_token", ` +
+	`resource_metadata="https://auth.example/.well-known/oauth-protected-resource/meta-secret-2", scope="read write"`
+
+// TestAuthRequiredBearer checks that a 401 with a Bearer challenge, on
+// either transport, becomes an AuthRequiredError with the challenge parsed,
+// which errors.As also finds as an HTTPError 401, and whose text holds
+// neither the body nor a value of the challenge.
+func TestAuthRequiredBearer(t *testing.T) {
+	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		w.Header().Add("WWW-Authenticate", bearerChallenge)
+		w.WriteHeader(http.StatusUnauthorized)
+		fmt.Fprint(w, `{"error":"invalid_token","echo":"body-secret-3"}`)
+	}))
+	t.Cleanup(srv.Close)
+	for _, transport := range []string{TransportAuto, TransportStreamableHTTP, TransportSSE} {
+		t.Run(transport, func(t *testing.T) {
+			c := New(Config{Name: "linear", URL: srv.URL + "/mcp", Transport: transport}, nil)
+			t.Cleanup(func() { c.Close() })
+			ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+			defer cancel()
+			err := c.Start(ctx)
+			var ae *AuthRequiredError
+			if !errors.As(err, &ae) {
+				t.Fatalf("Start: %v, want an AuthRequiredError", err)
+			}
+			want := AuthRequiredError{Method: ae.Method, URL: srv.URL + "/mcp", Status: 401, Scheme: "Bearer",
+				Realm: "realm-secret-1", ResourceMetadata: "https://auth.example/.well-known/oauth-protected-resource/meta-secret-2",
+				Scope: "read write", ErrorCode: "invalid_token"}
+			if *ae != want {
+				t.Errorf("AuthRequiredError = %+v, want %+v", *ae, want)
+			}
+			var he *HTTPError
+			if !errors.As(err, &he) || he.Status != http.StatusUnauthorized || he.Body != "" {
+				t.Errorf("errors.As HTTPError: %+v, want status 401 without a body", he)
+			}
+			if !strings.Contains(err.Error(), "HTTP 401") {
+				t.Errorf("error %q does not name the status", err)
+			}
+			noSecrets(t, "the error", err.Error(), "realm-secret-1", "meta-secret-2", "body-secret-3", "invalid_token", "read write")
+		})
+	}
+}
+
+// TestAuthWithoutBearerStaysHTTPError checks that a 401 without a Bearer
+// challenge, and a 403 with one, stay plain HTTPErrors.
+func TestAuthWithoutBearerStaysHTTPError(t *testing.T) {
+	tests := []struct {
+		name      string
+		status    int
+		challenge string
+	}{
+		{"401 without a challenge", 401, ""},
+		{"401 with a Basic challenge", 401, `Basic realm="x"`},
+		{"403 with a Bearer challenge", 403, `Bearer error="insufficient_scope"`},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+				if tt.challenge != "" {
+					w.Header().Set("WWW-Authenticate", tt.challenge)
+				}
+				w.WriteHeader(tt.status)
+			}))
+			t.Cleanup(srv.Close)
+			c := New(Config{Name: "up", URL: srv.URL + "/mcp", Transport: TransportStreamableHTTP}, nil)
+			t.Cleanup(func() { c.Close() })
+			ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+			defer cancel()
+			err := c.Start(ctx)
+			var ae *AuthRequiredError
+			var he *HTTPError
+			if errors.As(err, &ae) || !errors.As(err, &he) || he.Status != tt.status {
+				t.Errorf("Start: %v, want a plain HTTP %d", err, tt.status)
+			}
+		})
+	}
+}
+
+// TestParseChallenges pins the WWW-Authenticate reader on the shapes
+// servers send.
+func TestParseChallenges(t *testing.T) {
+	tests := []struct {
+		in   string
+		want []challenge
+	}{
+		{`Bearer`, []challenge{{"Bearer", map[string]string{}}}},
+		{`Bearer realm="a b", Scope=read`, []challenge{{"Bearer", map[string]string{"realm": "a b", "scope": "read"}}}},
+		{`Basic realm="x", Bearer resource_metadata="https://h/m"`, []challenge{
+			{"Basic", map[string]string{"realm": "x"}},
+			{"Bearer", map[string]string{"resource_metadata": "https://h/m"}}}},
+		{`Bearer realm="q\"uote, comma"`, []challenge{{"Bearer", map[string]string{"realm": `q"uote, comma`}}}},
+		{`Negotiate abc==, Bearer realm=r`, []challenge{
+			{"Negotiate", map[string]string{}},
+			{"Bearer", map[string]string{"realm": "r"}}}},
+		{`Bearer, Basic`, []challenge{{"Bearer", map[string]string{}}, {"Basic", map[string]string{}}}},
+		{`Bearer realm="unterminated`, []challenge{{"Bearer", map[string]string{"realm": "unterminated"}}}},
+		{``, nil},
+		{`"quoted"`, nil},
+		// What cannot be read is skipped to the next comma outside
+		// quotes; the challenge after it is kept.
+		{`Negotiate YII+/abc==, Bearer realm="x"`, []challenge{
+			{"Negotiate", map[string]string{}},
+			{"Bearer", map[string]string{"realm": "x"}}}},
+		{`Foo uri=/path, Bearer realm="y"`, []challenge{
+			{"Foo", map[string]string{"uri": "/path"}},
+			{"Bearer", map[string]string{"realm": "y"}}}},
+		{`=, Bearer realm="zz"`, []challenge{{"Bearer", map[string]string{"realm": "zz"}}}},
+		{`Foo key=abc==, Bearer`, []challenge{{"Foo", map[string]string{"key": "abc=="}}, {"Bearer", map[string]string{}}}},
+		{`Foo a=b c d, Bearer realm=r`, []challenge{{"Foo", map[string]string{"a": "b"}}, {"Bearer", map[string]string{"realm": "r"}}}},
+		{`Foo @@"x, y"@@, Bearer`, []challenge{{"Foo", map[string]string{}}, {"Bearer", map[string]string{}}}},
+		{`Foo a=:b, Bearer`, []challenge{{"Foo", map[string]string{}}, {"Bearer", map[string]string{}}}},
+		{`x=1, Bearer scope=read`, []challenge{{"Bearer", map[string]string{"scope": "read"}}}},
+	}
+	for _, tt := range tests {
+		if got := parseChallenges(tt.in); !reflect.DeepEqual(got, tt.want) {
+			t.Errorf("parseChallenges(%q) = %+v, want %+v", tt.in, got, tt.want)
+		}
+	}
+}
+
+// FuzzParseChallenges checks that no header value makes the reader loop,
+// panic or invent a challenge without a scheme, and that whatever comes
+// before a Bearer challenge, short of an open quote, cannot hide it.
+func FuzzParseChallenges(f *testing.F) {
+	f.Add(bearerChallenge)
+	f.Add(`Negotiate abc==, Bearer realm="x\"`)
+	f.Add(`Negotiate YII+/abc==, Bearer realm="x"`)
+	f.Add(`Foo uri=/path, Bearer realm="y"`)
+	f.Add(`=, Bearer realm="zz"`)
+	f.Add(`Negotiate YII+/abc==`)
+	f.Add(`Foo uri=/path`)
+	f.Add(`=`)
+	f.Add(`Foo a=b c d`)
+	f.Fuzz(func(t *testing.T, s string) {
+		for _, ch := range parseChallenges(s) {
+			if ch.scheme == "" {
+				t.Fatalf("a challenge without a scheme from %q", s)
+			}
+		}
+		if strings.IndexByte(s, '"') >= 0 {
+			return
+		}
+		got := parseChallenges(s + `, Bearer realm="zz"`)
+		if len(got) == 0 || got[len(got)-1].scheme != "Bearer" || got[len(got)-1].params["realm"] != "zz" {
+			t.Fatalf("the Bearer challenge after %q was lost: %+v", s, got)
+		}
+	})
+}
+
+// TestHealthHooks checks what a health check hears from a Streamable HTTP
+// connection: OnActivity for what the server sends and accepts, and
+// OnTransportError once the server is gone (its stream drops, a POST
+// cannot be sent) and for a refusal that asks for sign-in.
+func TestHealthHooks(t *testing.T) {
+	f := newFakeStreamable(t)
+	f.tools["login"] = func(w http.ResponseWriter, r *http.Request, m *jsonrpc.Message, _ *fakeSession) {
+		w.Header().Set("WWW-Authenticate", `Bearer realm="r"`)
+		w.WriteHeader(http.StatusUnauthorized)
+	}
+	var activity atomic.Int64
+	trouble := make(chan error, 64)
+	c, _ := startHTTP(t, Config{URL: f.url, Transport: TransportStreamableHTTP,
+		OnActivity: func() { activity.Add(1) },
+		OnTransportError: func(err error) {
+			select {
+			case trouble <- err:
+			default:
+			}
+		}}, nil)
+	if activity.Load() == 0 {
+		t.Errorf("no activity reported for the handshake")
+	}
+	before := activity.Load()
+	if _, err := c.Call(context.Background(), "ping", nil); err != nil {
+		t.Fatal(err)
+	}
+	if activity.Load() <= before {
+		t.Errorf("no activity reported for an answered ping")
+	}
+	select {
+	case err := <-trouble:
+		t.Fatalf("transport trouble reported while all was well: %v", err)
+	default:
+	}
+
+	_, err := callTool(context.Background(), c, "login", `{}`)
+	var ae *AuthRequiredError
+	if !errors.As(err, &ae) {
+		t.Fatalf("call answered 401 Bearer: %v, want an AuthRequiredError", err)
+	}
+	if got := waitTrouble(t, trouble); !errors.As(got, &ae) {
+		t.Errorf("reported %v for the refusal, want the AuthRequiredError", got)
+	}
+
+	waitFor(t, 5*time.Second, "the standalone stream to open", func() bool { return f.openGETs.Load() > 0 })
+	f.srv.CloseClientConnections()
+	f.srv.Close()
+	waitTrouble(t, trouble) // the stream dropped
+	if _, err := c.Call(context.Background(), "ping", nil); err == nil {
+		t.Fatalf("a ping to a closed server succeeded")
+	}
+	for {
+		// A POST that cannot be sent is reported too; stream reconnects
+		// may be reported before it.
+		got := waitTrouble(t, trouble)
+		if strings.HasPrefix(got.Error(), "POST ") {
+			break
+		}
+	}
+}
+
+// waitTrouble returns the next transport failure reported, failing the
+// test when none comes.
+func waitTrouble(t *testing.T, ch <-chan error) error {
+	t.Helper()
+	select {
+	case err := <-ch:
+		return err
+	case <-time.After(10 * time.Second):
+		t.Fatal("no transport failure was reported")
+		return nil
+	}
+}
