@@ -200,10 +200,14 @@ func matchAny(globs []string, name string, fold bool) bool {
 }
 
 // urlPassword is the password of value when it is a URL that holds one (a
-// proxy with credentials: "http://user:pass@proxy:3128").
+// proxy with credentials: "http://user:pass@proxy:3128", or without a
+// scheme, "user:pass@proxy:3128", which curl accepts too).
 func urlPassword(value string) string {
 	if !strings.Contains(value, "@") {
 		return ""
+	}
+	if !strings.Contains(value, "://") {
+		value = "http://" + value
 	}
 	u, err := url.Parse(value)
 	if err != nil || u.User == nil {
