@@ -33,7 +33,12 @@ server as they were. A running hub applies the change on its own.
 
 A stdio server inherits a safe set of mcphub's environment (PATH, HOME,
 locale, temporary directories, proxy and CA-bundle variables; see README);
---env-passthrough adds names, --inherit-env passes everything but secrets.`
+--env-passthrough adds names, --inherit-env passes everything but secrets.
+
+--json prints what was added, without any env or header value:
+  {"name": "github", "kind": "stdio", "file": "/path/to/hub.toml",
+   "enabled": true, "warnings": ["GITHUB_TOKEN is not set in ..."]}
+kind is "stdio" or "remote"; warnings are the ones printed on stderr.`
 
 type addFlags struct {
 	targetFlags
@@ -43,6 +48,16 @@ type addFlags struct {
 	disabled, noPrefix, force   bool
 	envPassthrough              []string
 	inheritEnv                  bool
+	asJSON                      bool
+}
+
+// addResult is what add did, its --json answer.
+type addResult struct {
+	Name     string   `json:"name"`
+	Kind     string   `json:"kind"` // stdio or remote
+	File     string   `json:"file"`
+	Enabled  bool     `json:"enabled"`
+	Warnings []string `json:"warnings"`
 }
 
 func newAddCmd(a *app) *cobra.Command {
@@ -66,13 +81,20 @@ func newAddCmd(a *app) *cobra.Command {
 				}
 				return a.printRegistryErrors(err)
 			}
-			kind := "stdio"
+			res := addResult{Name: spec.Name, Kind: string(registry.KindStdio), File: a.configPath, Enabled: !spec.Disabled}
 			if spec.URL != "" {
-				kind = "remote"
+				res.Kind = string(registry.KindRemote)
 			}
-			fmt.Fprintf(a.stdout, "added %s server %q to %s\n", kind, spec.Name, a.configPath)
-			if !spec.Disabled {
-				a.warnUnset(cmd.Context(), spec.Name, spec.Vars())
+			if !f.asJSON {
+				fmt.Fprintf(a.stdout, "added %s server %q to %s\n", res.Kind, spec.Name, a.configPath)
+			}
+			res.Warnings = a.captureWarnings(func() {
+				if !spec.Disabled {
+					a.warnUnset(cmd.Context(), spec.Name, spec.Vars())
+				}
+			})
+			if f.asJSON {
+				return a.printJSON(res)
 			}
 			return nil
 		},
@@ -90,6 +112,7 @@ func newAddCmd(a *app) *cobra.Command {
 	fl.BoolVar(&f.force, "force", false, "replace a server of the same name")
 	fl.StringArrayVar(&f.envPassthrough, "env-passthrough", nil, "also pass this variable (glob) of mcphub's environment to the server (repeatable)")
 	fl.BoolVar(&f.inheritEnv, "inherit-env", false, "pass mcphub's whole environment to the server, but the registry's secrets")
+	fl.BoolVar(&f.asJSON, "json", false, "print what was added as one JSON object")
 	return cmd
 }
 

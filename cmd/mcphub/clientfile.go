@@ -23,12 +23,64 @@ var errNotEditable = errors.New("written inline, not as its own table")
 type clientDoc interface {
 	// entries lists the servers the file holds.
 	entries() ([]clientEntry, error)
-	// set adds the entry called name, or replaces it when it differs.
-	set(name string, e entry) error
+	// set adds the entry called name or, when it is there, changes the
+	// members mcphub writes (ownedKeys) to e's and keeps the others.
+	set(name string, e entry) (setAction, error)
 	// remove deletes the entry called name.
 	remove(name string) error
 	// bytes returns the file as edited.
 	bytes() ([]byte, error)
+}
+
+// setAction is what set did to the hub's entry.
+type setAction int
+
+const (
+	setUnchanged setAction = iota
+	setAdded
+	setUpdated
+)
+
+// ownedKeys are the members of the hub's entry that mcphub writes: those
+// that say how to reach the hub. Whatever else the entry holds (a client's
+// alwaysAllow, disabled, timeouts, tool approvals) is the user's and stays.
+var ownedKeys = []string{"type", "url", "serverUrl", "httpUrl", "headers", "http_headers", "command", "args"}
+
+// keysToSet are e's keys in its order, then the owned keys it lacks, which
+// set removes.
+func keysToSet(e entry) []string {
+	var keys []string
+	for _, f := range e {
+		keys = append(keys, f.key)
+	}
+	for _, k := range ownedKeys {
+		if !slices.Contains(keys, k) {
+			keys = append(keys, k)
+		}
+	}
+	return keys
+}
+
+// fieldOf returns the value e gives key k.
+func fieldOf(e entry, k string) (any, bool) {
+	for _, f := range e {
+		if f.key == k {
+			return f.value, true
+		}
+	}
+	return nil, false
+}
+
+// sameValue reports whether two decoded values (from JSON, TOML or an
+// entry) are the same JSON value.
+func sameValue(a, b any) bool {
+	ra, errA := json.Marshal(a)
+	rb, errB := json.Marshal(b)
+	if errA != nil || errB != nil {
+		return false
+	}
+	var va, vb any
+	return json.Unmarshal(ra, &va) == nil && json.Unmarshal(rb, &vb) == nil && reflect.DeepEqual(va, vb)
 }
 
 // parseClientDoc parses a client's file; data is nil for a file that does
@@ -187,9 +239,12 @@ func (d *jsonDoc) add(obj *hujson.Object, indent, ptr string, v any) error {
 	if multi {
 		colon = " "
 	}
-	trailing := false
+	trailing, space := false, hujson.Extra(nil)
 	if n > 0 {
 		last := obj.Members[n-1]
+		if len(bytes.Trim(last.Name.BeforeExtra, " \t")) == 0 {
+			space = bytes.Clone(last.Name.BeforeExtra)
+		}
 		mi = lineIndent(last.Name.BeforeExtra, mi)
 		if len(bytes.Trim(last.Value.BeforeExtra, " \t")) == 0 {
 			colon = string(last.Value.BeforeExtra)
@@ -217,6 +272,10 @@ func (d *jsonDoc) add(obj *hujson.Object, indent, ptr string, v any) error {
 			obj.AfterExtra = hujson.Extra(d.nl + indent)
 		}
 	}
+	if !multi && n > 0 {
+		// The space after the comma, as the siblings have it.
+		m.Name.BeforeExtra = space
+	}
 	m.Value.BeforeExtra = hujson.Extra(colon)
 	if trailing {
 		m.Value.AfterExtra = hujson.Extra{}
@@ -234,7 +293,7 @@ func (d *jsonDoc) entries() ([]clientEntry, error) {
 		name := m.Name.Value.(hujson.Literal).String()
 		var fields map[string]any
 		_ = json.Unmarshal(standard(m.Value), &fields)
-		out = append(out, entryOf(name, fields))
+		out = append(out, entryOf(name, fields, false))
 	}
 	return out, nil
 }
@@ -246,41 +305,177 @@ func standard(v hujson.Value) []byte {
 	return v.Pack()
 }
 
-func (d *jsonDoc) set(name string, e entry) error {
+func (d *jsonDoc) set(name string, e entry) (setAction, error) {
 	obj, indent, err := d.servers(true)
 	if err != nil {
-		return err
+		return setUnchanged, err
 	}
 	i := member(obj, name)
 	if i < 0 {
-		return d.add(obj, indent, pointer(d.key, name), e)
+		return setAdded, d.add(obj, indent, pointer(d.key, name), e)
 	}
-	var have, want any
-	raw, _ := marshalJSON(e)
-	if json.Unmarshal(standard(obj.Members[i].Value), &have) == nil && json.Unmarshal(raw, &want) == nil &&
-		reflect.DeepEqual(have, want) {
-		return nil
+	mi := lineIndent(obj.Members[i].Name.BeforeExtra, indent+d.unit)
+	cur, ok := obj.Members[i].Value.Value.(*hujson.Object)
+	if !ok {
+		// Not an object: nothing of the user's to keep.
+		val, err := d.render(e, mi, d.multiline(obj))
+		if err != nil {
+			return setUnchanged, err
+		}
+		return setUpdated, d.patch("replace", pointer(d.key, name), val)
 	}
-	val, err := d.render(e, lineIndent(obj.Members[i].Name.BeforeExtra, indent+d.unit), d.multiline(obj))
-	if err != nil {
-		return err
+	action := setUnchanged
+	for _, k := range keysToSet(e) {
+		v, want := fieldOf(e, k)
+		j := member(cur, k)
+		switch {
+		case j < 0 && !want:
+			continue
+		case j < 0:
+			err = d.add(cur, mi, pointer(d.key, name, k), v)
+		case !want:
+			removeMember(cur, j)
+		default:
+			var have any
+			if json.Unmarshal(standard(cur.Members[j].Value), &have) == nil && sameValue(have, v) {
+				continue
+			}
+			var val []byte
+			if val, err = d.render(v, lineIndent(cur.Members[j].Name.BeforeExtra, mi+d.unit), d.multiline(cur)); err == nil {
+				err = d.patch("replace", pointer(d.key, name, k), val)
+			}
+		}
+		if err != nil {
+			return setUnchanged, err
+		}
+		action = setUpdated
 	}
-	return d.patch("replace", pointer(d.key, name), val)
+	return action, nil
 }
 
 func (d *jsonDoc) remove(name string) error {
 	obj, _, err := d.servers(false)
-	if obj == nil || err != nil || member(obj, name) < 0 {
+	if obj == nil || err != nil {
 		return err
 	}
-	trailing := obj.Members[len(obj.Members)-1].Value.AfterExtra != nil
-	if err := d.patch("remove", pointer(d.key, name), nil); err != nil {
-		return err
-	}
-	if n := len(obj.Members); trailing && n > 0 && obj.Members[n-1].Value.AfterExtra == nil {
-		obj.Members[n-1].Value.AfterExtra = hujson.Extra{}
+	if i := member(obj, name); i >= 0 {
+		removeMember(obj, i)
 	}
 	return nil
+}
+
+// removeMember deletes obj's member i with what belongs to it: the
+// comment after it on its line, and the comment lines directly above it
+// when a blank line sets them apart from what is above. Comments that run
+// up from the member to the line of the previous member or of the opening
+// brace may describe a group of members or be members commented out, so
+// they stay. When the last member goes, the new last one gets the old
+// one's trailing comma, or none.
+func removeMember(obj *hujson.Object, i int) {
+	n := len(obj.Members)
+	trailing := obj.Members[n-1].Value.AfterExtra != nil
+	next := &obj.AfterExtra
+	if i+1 < n {
+		next = &obj.Members[i+1].Name.BeforeExtra
+	}
+	*next = joinAfterRemoval(obj.Members[i].Name.BeforeExtra, *next, i+1 == n)
+	obj.Members = slices.Delete(obj.Members, i, i+1)
+	if n = len(obj.Members); n == 0 || i < n {
+		return
+	}
+	last := &obj.Members[n-1].Value
+	switch {
+	case trailing && last.AfterExtra == nil:
+		last.AfterExtra = hujson.Extra{}
+	case !trailing && last.AfterExtra != nil:
+		// What stood between the value and the comma now stands before
+		// the closing brace, as hujson moves it when it drops a trailing
+		// comma; only a line break that the brace's own line repeats goes.
+		if len(bytes.TrimSpace(last.AfterExtra)) > 0 || !bytes.ContainsRune(obj.AfterExtra, '\n') {
+			obj.AfterExtra = append(bytes.Clone(last.AfterExtra), obj.AfterExtra...)
+		}
+		last.AfterExtra = nil
+	}
+}
+
+// joinAfterRemoval is what stands between the members around a removed
+// one: before is the removed member's leading whitespace and comments,
+// next the following member's, or the closing brace's when closing.
+func joinAfterRemoval(before, next hujson.Extra, closing bool) hujson.Extra {
+	bl, nl := extraLines(before), extraLines(next)
+	if len(bl) == 1 {
+		// The removed member shared its line with what precedes it.
+		switch {
+		case len(nl) == 1 && closing:
+			return next
+		case len(nl) == 1:
+			return before
+		}
+		// Its trailing comment goes; its line break stays.
+		return slices.Concat(lineEnd(nl[0]), bytes.Join(nl[1:], nil))
+	}
+	// bl[0] ends the line above, bl[1:k-1] are whole lines, blank or
+	// comments, and bl[k-1] indents the member. bl[r:k-1] are the comment
+	// lines right above it: they go with it when a blank line, bl[r-1],
+	// sets them apart from what is above. That blank line goes too when
+	// another one (or the closing brace) follows, so that removing a
+	// paragraph leaves one blank line between its neighbours.
+	k := len(bl)
+	r := k - 1
+	for r > 1 && len(bytes.TrimSpace(bl[r-1])) > 0 {
+		r--
+	}
+	cut := k - 1
+	if r >= 2 {
+		cut = r
+		if closing || len(nl) > 2 && len(bytes.TrimSpace(nl[1])) == 0 {
+			cut = r - 1
+		}
+	}
+	keep := bytes.Join(bl[:cut], nil)
+	if len(nl) == 1 {
+		// The next member was on the removed one's line: it takes its
+		// place.
+		return slices.Concat(keep, bl[k-1], next)
+	}
+	// The rest of the removed member's line (its trailing comment) goes.
+	return slices.Concat(keep, bytes.Join(nl[1:], nil))
+}
+
+// extraLines splits whitespace and comments into lines: each but the last
+// ends with a line break outside a block comment, and the last is what
+// precedes the next token on its line.
+func extraLines(x []byte) [][]byte {
+	var lines [][]byte
+	start := 0
+	for i := 0; i < len(x); i++ {
+		switch {
+		case bytes.HasPrefix(x[i:], []byte("/*")):
+			end := bytes.Index(x[i+2:], []byte("*/"))
+			if end < 0 {
+				return append(lines, x[start:])
+			}
+			i += end + 3
+		case bytes.HasPrefix(x[i:], []byte("//")):
+			end := bytes.IndexByte(x[i:], '\n')
+			if end < 0 {
+				return append(lines, x[start:])
+			}
+			i += end - 1
+		case x[i] == '\n':
+			lines = append(lines, x[start:i+1])
+			start = i + 1
+		}
+	}
+	return append(lines, x[start:])
+}
+
+// lineEnd is the line break that ends line.
+func lineEnd(line []byte) []byte {
+	if bytes.HasSuffix(line, []byte("\r\n")) {
+		return []byte("\r\n")
+	}
+	return []byte("\n")
 }
 
 func (d *jsonDoc) bytes() ([]byte, error) {
@@ -342,7 +537,7 @@ func (d *tomlDoc) entries() ([]clientEntry, error) {
 	var out []clientEntry
 	for _, name := range slices.Sorted(maps.Keys(servers)) {
 		fields, _ := servers[name].(map[string]any)
-		out = append(out, entryOf(name, fields))
+		out = append(out, entryOf(name, fields, true))
 	}
 	return out, nil
 }
@@ -372,27 +567,145 @@ func (d *tomlDoc) own(name string) ([]tomlBlock, error) {
 	return mine, nil
 }
 
-func (d *tomlDoc) set(name string, e entry) error {
+func (d *tomlDoc) set(name string, e entry) (setAction, error) {
 	mine, err := d.own(name)
 	if err != nil {
-		return err
+		return setUnchanged, err
 	}
-	table := tomlTable(name, e, d.nl)
-	text, replaced := d.text, false
-	// Cut from the end so that earlier offsets stay valid; the entry's own
-	// table is replaced where it is, its subtables go.
-	for i := len(mine) - 1; i >= 0; i-- {
-		b := mine[i]
-		if !b.array && len(b.key) == 2 && !replaced {
-			text, replaced = text[:b.start]+table+text[b.end:], true
+	if len(mine) == 0 {
+		return setAdded, d.commit(appendBlock(d.text, tomlTable(name, e, d.nl), d.nl), name, true)
+	}
+	m, err := decodeTOML(d.path, d.text)
+	if err != nil {
+		return setUnchanged, err
+	}
+	have, _ := tomlServers(m)[name].(map[string]any)
+	main := -1
+	for i, b := range mine {
+		if !b.array && len(b.key) == 2 {
+			main = i
+		}
+	}
+	var stmts []tomlStmt
+	if main >= 0 {
+		stmts = tomlStatements(d.text, mine[main].head, mine[main].end)
+	}
+	// Each owned key that differs is rewritten where it is (its first
+	// line in the table) or added; its other lines, and subtables such as
+	// [mcp_servers.NAME.http_headers], go. Everything else stays.
+	var edits []textEdit
+	var missing entry
+	for _, k := range keysToSet(e) {
+		v, want := fieldOf(e, k)
+		old, has := have[k]
+		if want == has && (!want || sameValue(v, old)) {
 			continue
 		}
-		text = cutBlock(text, b.lead, b.end)
+		placed := !want
+		for _, st := range stmts {
+			if st.key != k {
+				continue
+			}
+			line := ""
+			if !placed {
+				line, placed = tomlKey(k)+" = "+tomlValue(v)+d.nl, true
+			}
+			edits = append(edits, textEdit{start: st.start, end: st.end, text: line})
+		}
+		for _, b := range mine {
+			if len(b.key) >= 3 && b.key[2] == k {
+				edits = append(edits, textEdit{start: b.lead, end: b.end, cut: true})
+			}
+		}
+		if !placed {
+			missing = append(missing, entryField{k, v})
+		}
 	}
-	if !replaced {
-		text = appendBlock(text, table, d.nl)
+	if len(edits) == 0 && len(missing) == 0 {
+		return setUnchanged, nil
 	}
-	return d.commit(text, name, true)
+	switch {
+	case len(missing) == 0:
+	case main >= 0:
+		// After the table's last key, or its header.
+		at := mine[main].head
+		for _, st := range stmts {
+			at = max(at, st.end)
+		}
+		var b strings.Builder
+		if at > 0 && d.text[at-1] != '\n' {
+			b.WriteString(d.nl)
+		}
+		for _, f := range missing {
+			b.WriteString(tomlKey(f.key) + " = " + tomlValue(f.value) + d.nl)
+		}
+		edits = append(edits, textEdit{start: at, end: at, text: b.String()})
+	default:
+		// Only subtables ([mcp_servers.NAME.tools.x]) are there: the
+		// table goes before the first of them.
+		edits = append(edits, textEdit{start: mine[0].lead, end: mine[0].lead, text: tomlTable(name, missing, d.nl) + d.nl})
+	}
+	return setUpdated, d.commit(applyEdits(d.text, edits), name, true)
+}
+
+// textEdit replaces text[start:end] with text, or cuts a table block
+// (cutBlock) when cut is set.
+type textEdit struct {
+	start, end int
+	text       string
+	cut        bool
+}
+
+// applyEdits applies edits that do not overlap, from the end of the text
+// so that earlier offsets stay valid; at one offset, the longer edit (a
+// cut) goes first and an insertion lands where it was.
+func applyEdits(text string, edits []textEdit) string {
+	slices.SortFunc(edits, func(a, b textEdit) int {
+		if a.start != b.start {
+			return b.start - a.start
+		}
+		return b.end - a.end
+	})
+	for _, e := range edits {
+		if e.cut {
+			text = cutBlock(text, e.start, e.end)
+			continue
+		}
+		text = text[:e.start] + e.text + text[e.end:]
+	}
+	return text
+}
+
+// tomlStmt is one key = value of a table body, with the lines a
+// multi-line value continues on: text[start:end]. key is its first key
+// ("http_headers" for http_headers.Authorization = ...).
+type tomlStmt struct {
+	key        string
+	start, end int
+}
+
+// tomlStatements lists the key = value statements that start in
+// text[from:to].
+func tomlStatements(text string, from, to int) []tomlStmt {
+	var out []tomlStmt
+	lines := scanTOMLLines(text)
+	for i := 0; i < len(lines); i++ {
+		l := lines[i]
+		if l.start < from || l.start >= to || l.kind != lineContent || l.cont {
+			continue
+		}
+		end := l.end
+		for i+1 < len(lines) && lines[i+1].cont {
+			i++
+			end = lines[i].end
+		}
+		var m map[string]any
+		md, err := toml.Decode(text[l.start:end], &m)
+		if keys := md.Keys(); err == nil && len(keys) > 0 && len(keys[0]) > 0 {
+			out = append(out, tomlStmt{key: keys[0][0], start: l.start, end: end})
+		}
+	}
+	return out
 }
 
 func (d *tomlDoc) remove(name string) error {
@@ -423,20 +736,24 @@ func (d *tomlDoc) commit(text, name string, want bool) error {
 
 func (d *tomlDoc) bytes() ([]byte, error) { return []byte(d.text), nil }
 
-// tomlBlock is one table of a TOML file: its header line and body
-// (text[start:end]), and the comment lines directly above the header,
-// which describe it (text[lead:start]).
+// tomlBlock is one table of a TOML file: its header line (text[start:head])
+// and body (text[start:end] in all), and the comment lines directly above
+// the header that describe it (text[lead:start]).
 type tomlBlock struct {
-	key              []string
-	array            bool
-	lead, start, end int
+	key                    []string
+	array                  bool
+	lead, start, head, end int
 }
 
-// tomlBlocks finds the tables of a TOML file by their header lines. A
-// table's body runs to the next header; comment lines just above that
-// header belong to it, and blank lines at the end of the body stay where
-// they are. Header-like lines inside multi-line strings and arrays are not
-// headers.
+// tomlBlocks finds the tables of a TOML file by their header lines. The
+// comment lines directly above a header are its own only when a blank
+// line sets them apart from what is above (comments at the top of the file
+// describe the file; those right under a key may be the previous table's
+// keys commented out). A table's body runs to the next header; comment
+// lines right after it are the body's when a blank line or the end of the
+// file follows them, and blank lines at its end stay where they are.
+// Comments that belong to neither stay wherever a table is cut. Header-like
+// lines inside multi-line strings and arrays are not headers.
 func tomlBlocks(text string) []tomlBlock {
 	lines := scanTOMLLines(text)
 	var blocks []tomlBlock
@@ -444,8 +761,12 @@ func tomlBlocks(text string) []tomlBlock {
 		if l.kind != lineHeader {
 			continue
 		}
-		b := tomlBlock{key: l.key, array: l.array, lead: l.start, start: l.start}
-		for j := i - 1; j >= 0 && lines[j].kind == lineComment; j-- {
+		b := tomlBlock{key: l.key, array: l.array, lead: l.start, start: l.start, head: l.end}
+		j := i
+		for j > 0 && lines[j-1].kind == lineComment {
+			j--
+		}
+		if j < i && j > 0 && lines[j-1].kind == lineBlank && slices.ContainsFunc(lines[:j-1], func(l tomlLine) bool { return l.kind != lineBlank }) {
 			b.lead = lines[j].start
 		}
 		next := i + 1
@@ -458,9 +779,7 @@ func tomlBlocks(text string) []tomlBlock {
 				last = j
 			}
 		}
-		// Comments right after the body are the body's, unless they run
-		// up to the next header and so describe it.
-		j := last + 1
+		j = last + 1
 		for j < next && lines[j].kind == lineComment {
 			j++
 		}
@@ -489,6 +808,8 @@ type tomlLine struct {
 	kind       lineKind
 	key        []string
 	array      bool
+	// cont is set for a line that continues a multi-line value.
+	cont bool
 }
 
 func scanTOMLLines(text string) []tomlLine {
@@ -500,8 +821,8 @@ func scanTOMLLines(text string) []tomlLine {
 			end = start + i + 1
 		}
 		line := text[start:end]
-		l := tomlLine{start: start, end: end, kind: lineContent}
-		if lx.ml == "" && lx.depth == 0 {
+		l := tomlLine{start: start, end: end, kind: lineContent, cont: lx.ml != "" || lx.depth > 0}
+		if !l.cont {
 			t := strings.Trim(line, " \t\r\n")
 			switch {
 			case t == "":

@@ -12,6 +12,8 @@ import (
 	"slices"
 	"strings"
 
+	"github.com/BurntSushi/toml"
+
 	"github.com/mcphub/mcphub/registry"
 )
 
@@ -323,31 +325,60 @@ func (a *app) hubEntry(c clientKind, stdio bool, url string, headers map[string]
 	return c.remote(url, headers), nil
 }
 
-// clientEntry is what mcphub needs to know of a server entry in a client's
-// file: its name and how it runs (command and args) or where it is (url).
+// clientEntry is a server entry of a client's file: its name and how it
+// runs, read as mcphub import reads it.
 type clientEntry struct {
 	name    string
 	command string
 	args    []string
 	url     string
+	// spec is the entry as mcphub import would add it (variables in
+	// mcphub's ${VAR} form, Zed's older command object flattened, Codex's
+	// header settings merged); readable is false when import skips it.
+	spec     registry.ServerSpec
+	readable bool
+	// prompted is set when the entry uses values the client asks the user
+	// for (VS Code's ${input:...}), which mcphub cannot know.
+	prompted bool
 }
 
-// entryOf reads a decoded entry's command, args and URL, whichever of the
-// clients' names for the URL it uses.
-func entryOf(name string, m map[string]any) clientEntry {
-	str := func(k string) string { s, _ := m[k].(string); return s }
+// entryOf reads a decoded entry through mcphub import's reader, so that
+// connect --move and import agree on what an entry runs. asTOML says the
+// fields come from Codex's config.toml. An entry import cannot read keeps
+// only its plain command, args and URL.
+func entryOf(name string, fields map[string]any, asTOML bool) clientEntry {
+	str := func(k string) string { s, _ := fields[k].(string); return s }
 	e := clientEntry{name: name, command: str("command")}
 	for _, k := range []string{"url", "serverUrl", "httpUrl"} {
 		if e.url == "" {
 			e.url = str(k)
 		}
 	}
-	if list, ok := m["args"].([]any); ok {
+	if list, ok := fields["args"].([]any); ok {
 		for _, a := range list {
 			s, _ := a.(string)
 			e.args = append(e.args, s)
 		}
 	}
+	var data []byte
+	var err error
+	if asTOML {
+		var b bytes.Buffer
+		err = toml.NewEncoder(&b).Encode(map[string]any{"mcp_servers": map[string]any{name: fields}})
+		data = b.Bytes()
+	} else {
+		data, err = json.Marshal(map[string]any{"mcpServers": map[string]any{name: fields}})
+	}
+	if err != nil {
+		return e
+	}
+	e.prompted = bytes.Contains(data, []byte("${input:"))
+	res, err := registry.ImportClientConfigWith(data, registry.ImportOptions{KeepSecrets: true, TOML: asTOML})
+	if err != nil || len(res.Specs) != 1 {
+		return e
+	}
+	e.spec, e.readable = res.Specs[0], true
+	e.command, e.args, e.url = e.spec.Command, e.spec.Args, e.spec.URL
 	return e
 }
 

@@ -7,6 +7,8 @@ import (
 	"fmt"
 	"io/fs"
 	"maps"
+	"net/http"
+	"net/url"
 	"os"
 	"path"
 	"path/filepath"
@@ -35,21 +37,31 @@ Clients and the files --write edits (--file picks another):
   zed             Zed             ~/.config/zed/settings.json (Windows: %AppData%\Zed)
   codex           Codex           $CODEX_HOME/config.toml or ~/.codex/config.toml
 
---write adds or replaces only the hub's entry: comments, trailing commas,
-the order of members and every other entry stay as they were. The old file
-is kept beside it as FILE.mcphub-backup-<UTC time>. Running it again
-changes nothing.
+--write adds the hub's entry, or brings an existing one up to date by
+changing only what mcphub writes there (type, url, serverUrl, httpUrl,
+headers, http_headers, command, args); the client's own settings on it,
+comments, trailing commas, the order of members and every other entry stay
+as they were. The old file is kept beside it as
+FILE.mcphub-backup-<UTC time>. Running it again changes nothing.
 
---move (with --write) also removes the entries the hub now serves (same
-command and args, or same URL, as an enabled server in the registry), so
-no server runs twice, and older entries that point at this hub under
-another name. The others are kept and listed; mcphub import FILE
-adds them to the hub.`
+--move (with --write) also removes the entries the hub now serves, so no
+server runs twice: those that run just what an enabled server of the
+registry runs (the same command, args, env and working directory, or the
+same URL and headers, with no tool filter on either side), and older
+entries for this hub's /mcp endpoint (or mcphub stdio without --server)
+under another name. An entry that only shares the command and args, or the
+URL, is kept with a note saying what differs; so is one that points at a
+single server of this hub. The others are kept and listed; mcphub import
+FILE adds them to the hub.
+
+--json (with --write) prints one JSON object instead: client, file, wrote,
+backup, added or updated (the entry's name), removed [{name, reason}] and
+kept [{name, note}]. It holds no token or other secret value.`
 
 // connectOptions are mcphub connect's flags.
 type connectOptions struct {
-	write, stdio, move bool
-	name, file         string
+	write, stdio, move, json bool
+	name, file               string
 }
 
 func newConnectCmd(a *app) *cobra.Command {
@@ -68,6 +80,7 @@ func newConnectCmd(a *app) *cobra.Command {
 	fl.BoolVar(&o.write, "write", false, "add the entry to the client's config file (keeping a backup)")
 	fl.BoolVar(&o.move, "move", false, "with --write: also remove the client's entries for servers the hub serves")
 	fl.BoolVar(&o.stdio, "stdio", false, "write an entry that runs `mcphub stdio` instead of the HTTP one")
+	fl.BoolVar(&o.json, "json", false, "with --write: print what was done as one JSON object, for scripts")
 	fl.StringVar(&o.name, "name", "mcphub", "the entry's name in the client's config")
 	fl.StringVar(&o.file, "file", "", "the client's config file, when it is not in the usual place")
 	return cmd
@@ -81,6 +94,9 @@ func (a *app) connect(client string, o connectOptions) error {
 	if o.move && !o.write {
 		return errors.New("--move changes the client's file, so it needs --write")
 	}
+	if o.json && !o.write {
+		return errors.New("--json reports what --write did, so it needs --write")
+	}
 	if o.name == "" {
 		return errors.New("--name must not be empty")
 	}
@@ -89,18 +105,18 @@ func (a *app) connect(client string, o connectOptions) error {
 		return a.printRegistryErrors(err)
 	}
 	stdio := o.stdio || c.remote == nil
-	var url, tok string
+	var hubURL, tok string
 	var headers map[string]string
 	if !stdio {
 		if tok, err = hubToken(reg); err != nil {
 			return err
 		}
-		url = targetOf(reg.Hub, tok).url("/mcp")
+		hubURL = a.hubFor(reg, tok).url("/mcp")
 		if tok != "" {
 			headers = map[string]string{"Authorization": "Bearer " + tok}
 		}
 	}
-	e, err := a.hubEntry(c, stdio, url, headers)
+	e, err := a.hubEntry(c, stdio, hubURL, headers)
 	if err != nil {
 		return err
 	}
@@ -117,13 +133,100 @@ func (a *app) connect(client string, o connectOptions) error {
 		}
 		return nil
 	}
-	if err := a.writeEntry(c, file, o.name, e, reg, o.move); err != nil {
+	res, err := a.writeEntry(c, file, o.name, e, reg, o.move)
+	if errors.Is(err, errNotEditable) {
+		// The entry is not where mcphub can edit it; the user replaces it.
+		msg := fmt.Sprintf("the entry %q is %v; replace it by hand", o.name, err)
+		if o.json {
+			res.Error = msg + " (mcphub connect " + c.name + " prints it)"
+			a.printResult(res)
+		} else {
+			fmt.Fprintf(a.stdout, "%s: %s with:\n%s", file, msg, snippet(c, o.name, e))
+		}
+		return exitError{code: 1}
+	}
+	if err != nil {
 		return err
 	}
 	if c.name == "vscode" && tok != "" {
-		fmt.Fprintf(a.stdout, "note: %s now holds the hub's token; keep it out of version control\n", file)
+		res.Notes = append(res.Notes, file+" now holds the hub's token; keep it out of version control")
 	}
+	if res.Wrote && (c.name == "claude-desktop" || c.name == "claude") {
+		res.Notes = append(res.Notes, "restart "+c.title+" to load it")
+	}
+	if o.json {
+		a.printResult(res)
+		return nil
+	}
+	a.printReport(res)
 	return nil
+}
+
+// connectResult is what connect --write did, as --json prints it. It
+// holds names, paths and reasons, never a token or another secret value.
+type connectResult struct {
+	Client string `json:"client"`
+	File   string `json:"file"`
+	// Wrote is false when the file was up to date already.
+	Wrote  bool   `json:"wrote"`
+	Backup string `json:"backup"`
+	// Added or Updated is the hub's entry's name when it was added or
+	// changed.
+	Added   string         `json:"added,omitempty"`
+	Updated string         `json:"updated,omitempty"`
+	Removed []removedEntry `json:"removed"`
+	Kept    []keptEntry    `json:"kept"`
+	// Notes are more things to know, such as a client to restart.
+	Notes []string `json:"notes,omitempty"`
+	// Error says why nothing was written, when the entry cannot be edited.
+	Error string `json:"error,omitempty"`
+	// strict is set when a client that wants standard JSON has a file
+	// with comments or trailing commas.
+	strict bool
+	title  string
+	// entry is the hub's entry's name.
+	entry string
+}
+
+type removedEntry struct {
+	Name   string `json:"name"`
+	Reason string `json:"reason"`
+}
+
+type keptEntry struct {
+	Name string `json:"name"`
+	Note string `json:"note"`
+}
+
+// printResult prints res as one JSON object on a line.
+func (a *app) printResult(res connectResult) {
+	b, _ := marshalJSON(res)
+	fmt.Fprintf(a.stdout, "%s\n", b)
+}
+
+// printReport prints res for a person.
+func (a *app) printReport(res connectResult) {
+	if !res.Wrote {
+		fmt.Fprintf(a.stdout, "%s is already up to date\n", res.File)
+	}
+	if res.Backup != "" {
+		fmt.Fprintf(a.stdout, "backed up %s to %s\n", res.File, res.Backup)
+	}
+	for _, r := range res.Removed {
+		fmt.Fprintf(a.stdout, "removed %q from %s (%s)\n", r.Name, res.File, r.Reason)
+	}
+	if res.Wrote {
+		fmt.Fprintf(a.stdout, "wrote server %q into %s\n", res.entry, res.File)
+	}
+	for _, k := range res.Kept {
+		fmt.Fprintf(a.stdout, "kept %q in %s: %s\n", k.Name, res.File, k.Note)
+	}
+	if res.strict {
+		fmt.Fprintf(a.stdout, "note: %s has comments or trailing commas, which %s may not accept\n", res.File, res.title)
+	}
+	for _, n := range res.Notes {
+		fmt.Fprintf(a.stdout, "note: %s\n", n)
+	}
 }
 
 // snippet is the entry as the client's file would hold it.
@@ -177,19 +280,20 @@ func shellQuote(s string) string {
 
 // movePlan is what --move does with the client's other entries.
 type movePlan struct {
-	// remove are the entries to remove, each with the hub's server that
-	// serves it.
+	// remove are the entries to remove; why[i] says why remove[i] goes.
 	remove []clientEntry
-	served []string
-	// keep are the entries the hub does not serve.
-	keep []clientEntry
+	why    []string
+	// keep are the entries that stay; notes says why, by name, where the
+	// default (the hub does not serve it) is not the reason.
+	keep  []clientEntry
+	notes map[string]string
 }
 
 // planMove sorts the client's entries into those the hub serves (and older
-// entries pointing at the hub itself) and the rest. The hub's own entry,
-// name, is neither.
-func planMove(doc clientDoc, reg *registry.Registry, name string) (movePlan, error) {
-	var p movePlan
+// entries for the whole hub, which the new entry replaces) and the rest.
+// The hub's own entry, name, is neither.
+func planMove(doc clientDoc, reg *registry.Registry, self registry.Self, name string) (movePlan, error) {
+	p := movePlan{notes: map[string]string{}}
 	list, err := doc.entries()
 	if err != nil {
 		return p, err
@@ -198,39 +302,236 @@ func planMove(doc clientDoc, reg *registry.Registry, name string) (movePlan, err
 		if e.name == name {
 			continue
 		}
-		if registry.PointsAtHub(registry.ServerSpec{Command: e.command, Args: e.args, URL: e.url}, registry.Self{Listens: []string{reg.Hub.Listen}, Config: reg.Path}) {
-			// An older entry for this hub under another name: the client
-			// would talk to the hub twice.
-			p.remove, p.served = append(p.remove, e), append(p.served, "")
-		} else if s := servedBy(reg, e); s != "" {
-			p.remove, p.served = append(p.remove, e), append(p.served, s)
-		} else {
-			p.keep = append(p.keep, e)
+		var why, note string
+		switch {
+		case e.readable && registry.PointsAtHub(e.spec, self):
+			if note = hubScope(e); note == "" {
+				// An older entry for this hub under another name: the
+				// client would talk to the hub twice.
+				why = fmt.Sprintf("it points at this hub too; %q replaces it", name)
+			}
+		default:
+			var s string
+			if s, note = servedBy(reg, e); s != "" {
+				why = fmt.Sprintf("the hub serves it as %q", s)
+			}
+		}
+		if why != "" {
+			p.remove, p.why = append(p.remove, e), append(p.why, why)
+			continue
+		}
+		p.keep = append(p.keep, e)
+		if note != "" {
+			p.notes[e.name] = note
 		}
 	}
 	return p, nil
 }
 
-// servedBy returns the name of the enabled registry server that runs the
-// same thing as e: the same command (by base name, without .cmd or .exe)
-// and args, or the same URL (ignoring a trailing slash); "" when none does.
-func servedBy(reg *registry.Registry, e clientEntry) string {
-	for _, s := range reg.Servers {
-		if !s.Enabled || s.Problem != "" {
-			continue
+// hubScope says why an entry that points at this hub is not an older copy
+// of the hub's own entry: it reaches one server's endpoint (/NAME/mcp, or
+// mcphub stdio --server NAME) or another path, which the user chose to
+// scope what the client sees. It returns "" for an entry of the whole hub:
+// its /mcp endpoint, or mcphub stdio without --server.
+func hubScope(e clientEntry) string {
+	if e.spec.URL != "" {
+		return urlScope(e.spec.URL)
+	}
+	for i := 0; i < len(e.spec.Args); i++ {
+		a := e.spec.Args[i]
+		if a == "--" {
+			break
 		}
-		switch {
-		case e.command != "" && s.Command != "":
-			if commandBase(e.command) == commandBase(s.Command) && slices.Equal(e.args, s.Args) {
-				return s.Name
-			}
-		case e.command == "" && e.url != "" && s.URL != "":
-			if strings.TrimSuffix(e.url, "/") == strings.TrimSuffix(s.URL, "/") {
-				return s.Name
+		server, ok := strings.CutPrefix(a, "--server=")
+		if a == "--server" && i+1 < len(e.spec.Args) {
+			server, ok = e.spec.Args[i+1], true
+		}
+		if ok && server != "" {
+			return fmt.Sprintf("it runs mcphub stdio --server %s, which shows only that server of this hub; keep it for that, or remove it by hand", server)
+		}
+	}
+	// An mcp-remote bridge: the URL it is given.
+	for _, a := range e.spec.Args {
+		if u, err := url.Parse(a); err == nil && (u.Scheme == "http" || u.Scheme == "https") && u.Host != "" {
+			if note := urlScope(a); note != "" {
+				return note
 			}
 		}
 	}
 	return ""
+}
+
+// urlScope is hubScope for a URL on the hub.
+func urlScope(raw string) string {
+	u, err := url.Parse(raw)
+	if err != nil {
+		return "it points at this hub, at an address mcphub cannot read; remove it by hand if the hub's entry replaces it"
+	}
+	p := u.Path
+	if p == "/mcp" || p == "/mcp/" {
+		return ""
+	}
+	segs := strings.Split(strings.Trim(p, "/"), "/")
+	if len(segs) == 2 && segs[1] == "mcp" {
+		return fmt.Sprintf("it points at only the hub's server %q (%s), not at every server; keep it for that, or remove it by hand", segs[0], path.Clean("/"+p))
+	}
+	return fmt.Sprintf("it points at %s on this hub, not at its /mcp endpoint; remove it by hand if the hub's entry replaces it", path.Clean("/"+p))
+}
+
+// servedBy returns the name of the enabled registry server that runs just
+// what e runs: the same command (by base name, without .cmd or .exe; the
+// same file when both paths are absolute), args, env and working
+// directory, or the same URL (ignoring a trailing slash) and headers, with
+// neither side filtering tools. When none does but one runs the same
+// command and args, or has the same URL, note says which and what differs,
+// without any value.
+func servedBy(reg *registry.Registry, e clientEntry) (server, note string) {
+	if !e.readable {
+		return "", ""
+	}
+	for _, s := range reg.Servers {
+		if !s.Enabled || s.Problem != "" {
+			continue
+		}
+		what := ""
+		switch {
+		case e.spec.Command != "" && s.Command != "":
+			if commandBase(e.spec.Command) == commandBase(s.Command) && slices.Equal(e.spec.Args, s.Args) {
+				what = "command and args"
+			}
+		case e.spec.Command == "" && e.spec.URL != "" && s.URL != "":
+			if strings.TrimSuffix(e.spec.URL, "/") == strings.TrimSuffix(s.URL, "/") {
+				what = "URL"
+			}
+		}
+		if what == "" {
+			continue
+		}
+		diff := differs(s, e)
+		if diff == "" {
+			return s.Name, ""
+		}
+		if note == "" {
+			note = fmt.Sprintf("it has the same %s as the hub's %q, but %s; remove it by hand if the hub's server does the same", what, s.Name, diff)
+		}
+	}
+	return "", note
+}
+
+// differs says how e, whose command and args or URL are s's, runs
+// otherwise than s: "" when it does not. It names keys, never values.
+func differs(s *registry.Server, e clientEntry) string {
+	switch {
+	case len(s.Allow) > 0 || len(s.Deny) > 0:
+		return "the hub's server exposes only some of its tools (allow/deny)"
+	case len(e.spec.Allow) > 0 || len(e.spec.Deny) > 0:
+		return "it exposes only some of the server's tools"
+	case e.spec.Disabled:
+		return "it is disabled in this file"
+	}
+	if s.URL != "" {
+		return mapDiffers("header", canonicalHeaders(e.spec.Headers), canonicalHeaders(s.Headers), e.prompted)
+	}
+	if filepath.IsAbs(e.spec.Command) && filepath.IsAbs(s.Command) && !sameFile(e.spec.Command, s.Command) {
+		return "its command is another file than the hub's"
+	}
+	if d := mapDiffers("env", e.spec.Env, s.Env, e.prompted); d != "" {
+		return d
+	}
+	if e.spec.Cwd == "" && s.Cwd == "" {
+		return ""
+	}
+	cwd, ok := expandClientValue(e.spec.Cwd, e.prompted)
+	cwd = expandTilde(cwd)
+	switch {
+	case !ok || (cwd != "" && !filepath.IsAbs(cwd)):
+		return "its working directory cannot be checked"
+	case cwd == "" || s.Cwd == "" || !sameFile(cwd, s.Cwd):
+		return "its working directory differs"
+	}
+	return ""
+}
+
+// mapDiffers compares an entry's env or headers (mcphub's ${VAR} form,
+// expanded here with this process's environment) with a registry server's
+// expanded ones. It names the first key that differs, never a value.
+func mapDiffers(what string, entry, hub map[string]string, prompted bool) string {
+	for _, k := range slices.Sorted(maps.Keys(entry)) {
+		if _, ok := hub[k]; !ok {
+			return fmt.Sprintf("it sets the %s %s, which the hub's server does not", what, k)
+		}
+	}
+	for _, k := range slices.Sorted(maps.Keys(hub)) {
+		v, ok := entry[k]
+		if !ok {
+			return fmt.Sprintf("the hub's server sets the %s %s, which it does not", what, k)
+		}
+		got, ok := expandClientValue(v, prompted)
+		if !ok {
+			return fmt.Sprintf("its %s %s cannot be checked (it refers to a variable mcphub does not have, or asks the user)", what, k)
+		}
+		if got != hub[k] {
+			return fmt.Sprintf("its %s %s has another value", what, k)
+		}
+	}
+	return ""
+}
+
+// canonicalHeaders keys headers by their canonical names, as HTTP compares
+// them.
+func canonicalHeaders(h map[string]string) map[string]string {
+	out := make(map[string]string, len(h))
+	for k, v := range h {
+		out[http.CanonicalHeaderKey(k)] = v
+	}
+	return out
+}
+
+// expandClientValue expands a value in mcphub's form, as import writes a
+// client's value: ${NAME} from this process's environment, $$ as $. ok is
+// false when the value cannot be known here: a variable that is not set, a
+// malformed reference, a $NAME the client expands but mcphub keeps as text,
+// or any reference in an entry whose values the client asks the user for.
+func expandClientValue(v string, prompted bool) (string, bool) {
+	var b strings.Builder
+	for i := 0; i < len(v); i++ {
+		if v[i] != '$' || i+1 >= len(v) {
+			b.WriteByte(v[i])
+			continue
+		}
+		switch v[i+1] {
+		case '$':
+			if i+2 < len(v) && strings.IndexByte("{_abcdefghijklmnopqrstuvwxyzABCDEFGHIJKLMNOPQRSTUVWXYZ", v[i+2]) >= 0 {
+				return "", false
+			}
+			b.WriteByte('$')
+			i++
+		case '{':
+			end := strings.IndexByte(v[i:], '}')
+			if prompted || end < 0 {
+				return "", false
+			}
+			val, ok := os.LookupEnv(v[i+2 : i+end])
+			if !ok {
+				return "", false
+			}
+			b.WriteString(val)
+			i += end
+		default:
+			b.WriteByte('$')
+		}
+	}
+	return b.String(), true
+}
+
+// expandTilde turns a leading ~/ into the home directory.
+func expandTilde(p string) string {
+	if rest, ok := strings.CutPrefix(p, "~/"); ok {
+		if home, err := os.UserHomeDir(); err == nil {
+			return filepath.Join(home, rest)
+		}
+	}
+	return p
 }
 
 // commandBase is a command's file name without .cmd or .exe, so that npx,
@@ -245,96 +546,109 @@ func commandBase(cmd string) string {
 	return base
 }
 
-// writeEntry adds or replaces the hub's entry in the client's file and,
+// hubSelf is what tells this hub apart from an upstream in the client's
+// file: the registry's listen address, the one a running hub recorded
+// (serve --listen may differ), and the registry file.
+func (a *app) hubSelf(reg *registry.Registry) registry.Self {
+	self := registry.Self{Listens: []string{reg.Hub.Listen}, Config: reg.Path}
+	// A stale record errs on the side of never importing a hub.
+	if info, err := readRunInfo(a.dataDir); err == nil && info.Listen != "" && !slices.Contains(self.Listens, info.Listen) {
+		self.Listens = append(self.Listens, info.Listen)
+	}
+	return self
+}
+
+// writeEntry adds or updates the hub's entry in the client's file and,
 // with move, removes the entries the hub serves. The file is read, edited,
 // checked and replaced in one go; if it changes meanwhile (a client that
 // rewrites its own file), the whole edit starts over.
-func (a *app) writeEntry(c clientKind, file, name string, e entry, reg *registry.Registry, move bool) error {
+func (a *app) writeEntry(c clientKind, file, name string, e entry, reg *registry.Registry, move bool) (connectResult, error) {
+	res := connectResult{Client: c.name, File: file, title: c.title, entry: name, Removed: []removedEntry{}, Kept: []keptEntry{}}
 	for attempt := 1; ; attempt++ {
 		f, err := readClientFile(file)
 		if err != nil {
-			return err
+			return res, err
 		}
-		doc, err := parseClientDoc(file, f.data, c)
+		doc, err := parseClientDoc(file, f.content(), c)
 		if err != nil {
-			return err
+			return res, err
 		}
-		var plan movePlan
+		plan := movePlan{notes: map[string]string{}}
 		if move {
-			if plan, err = planMove(doc, reg, name); err != nil {
-				return err
+			if plan, err = planMove(doc, reg, a.hubSelf(reg), name); err != nil {
+				return res, err
 			}
 		}
-		out, notes, err := editClientDoc(doc, name, e, &plan)
+		out, action, err := editClientDoc(doc, name, e, &plan)
 		if errors.Is(err, errNotEditable) {
-			fmt.Fprintf(a.stdout, "%s: the entry %q is %v; replace it by hand with:\n%s", file, name, err, snippet(c, name, e))
-			return exitError{code: 1}
+			return res, err
 		}
 		if err != nil {
-			return fmt.Errorf("%s: %w", file, err)
+			return res, fmt.Errorf("%s: %w", file, err)
 		}
 		if err := verifyEdit(file, out, c, name, e, plan.remove); err != nil {
-			return err
+			return res, err
 		}
-		if f.exists && bytes.Equal(out, f.data) {
-			fmt.Fprintf(a.stdout, "%s is already up to date\n", file)
-			a.printKept(file, plan.keep, notes)
-			return nil
+		res.Removed, res.Kept = res.Removed[:0], res.Kept[:0]
+		for _, k := range plan.keep {
+			note := plan.notes[k.name]
+			if note == "" {
+				note = "the hub does not serve it (mcphub import " + file + " adds it)"
+			}
+			res.Kept = append(res.Kept, keptEntry{Name: k.name, Note: note})
 		}
-		backup, err := f.replace(out, time.Now())
+		if f.exists && bytes.Equal(out, f.content()) {
+			return res, nil
+		}
+		backup, err := f.replace(f.withBOM(out), time.Now())
 		if errors.Is(err, errChanged) && attempt < 3 {
 			continue
 		}
 		if err != nil {
-			return fmt.Errorf("%s: %w", file, err)
+			return res, fmt.Errorf("%s: %w", file, err)
 		}
-		if backup != "" {
-			fmt.Fprintf(a.stdout, "backed up %s to %s\n", file, backup)
+		res.Wrote, res.Backup = true, backup
+		switch action {
+		case setAdded:
+			res.Added = name
+		case setUpdated:
+			res.Updated = name
 		}
 		for i, r := range plan.remove {
-			if plan.served[i] == "" {
-				fmt.Fprintf(a.stdout, "removed %q from %s (it points at this hub too; %q replaces it)\n", r.name, file, name)
-				continue
-			}
-			fmt.Fprintf(a.stdout, "removed %q from %s (the hub serves it as %q)\n", r.name, file, plan.served[i])
+			res.Removed = append(res.Removed, removedEntry{Name: r.name, Reason: plan.why[i]})
 		}
-		fmt.Fprintf(a.stdout, "wrote server %q into %s\n", name, file)
-		a.printKept(file, plan.keep, notes)
 		if d, ok := doc.(*jsonDoc); ok && c.format == formatJSON && !d.strict {
-			fmt.Fprintf(a.stdout, "note: %s has comments or trailing commas, which %s may not accept\n", file, c.title)
+			res.strict = true
 		}
-		if c.name == "claude-desktop" || c.name == "claude" {
-			fmt.Fprintf(a.stdout, "restart %s to load it\n", c.title)
-		}
-		return nil
+		return res, nil
 	}
 }
 
 // editClientDoc sets the hub's entry and removes the planned entries. An
 // entry that cannot be removed is moved from plan.remove to plan.keep,
 // with a note saying why.
-func editClientDoc(doc clientDoc, name string, e entry, plan *movePlan) ([]byte, map[string]string, error) {
-	if err := doc.set(name, e); err != nil {
-		return nil, nil, err
+func editClientDoc(doc clientDoc, name string, e entry, plan *movePlan) ([]byte, setAction, error) {
+	action, err := doc.set(name, e)
+	if err != nil {
+		return nil, action, err
 	}
-	notes := map[string]string{}
 	var removed []clientEntry
-	var served []string
+	var why []string
 	for i, r := range plan.remove {
 		err := doc.remove(r.name)
 		switch {
 		case errors.Is(err, errNotEditable):
-			notes[r.name] = fmt.Sprintf("the hub serves it as %q, but it is %v; remove it by hand", plan.served[i], err)
+			plan.notes[r.name] = fmt.Sprintf("%s, but it is %v; remove it by hand", plan.why[i], err)
 			plan.keep = append(plan.keep, r)
 		case err != nil:
-			return nil, nil, err
+			return nil, action, err
 		default:
-			removed, served = append(removed, r), append(served, plan.served[i])
+			removed, why = append(removed, r), append(why, plan.why[i])
 		}
 	}
-	plan.remove, plan.served = removed, served
+	plan.remove, plan.why = removed, why
 	out, err := doc.bytes()
-	return out, notes, err
+	return out, action, err
 }
 
 // verifyEdit parses the edited file again and checks that it holds the
@@ -352,7 +666,7 @@ func verifyEdit(file string, out []byte, c clientKind, name string, want entry, 
 	var fields map[string]any
 	raw, _ := marshalJSON(want)
 	_ = json.Unmarshal(raw, &fields)
-	w := entryOf(name, fields)
+	w := entryOf(name, fields, false)
 	ok := false
 	for _, got := range list {
 		if got.name == name {
@@ -368,31 +682,33 @@ func verifyEdit(file string, out []byte, c clientKind, name string, want entry, 
 	return nil
 }
 
-// printKept lists the entries --move left in the file, and why.
-func (a *app) printKept(file string, keep []clientEntry, notes map[string]string) {
-	for _, k := range keep {
-		why := notes[k.name]
-		if why == "" {
-			why = "the hub does not serve it (mcphub import " + file + " adds it)"
-		}
-		fmt.Fprintf(a.stdout, "kept %q in %s: %s\n", k.name, file, why)
-	}
-}
-
 // clientFile is a client's config file as read from disk.
 type clientFile struct {
 	// path is the file edited: the given path, or the file a symlink
-	// there points to, so that the link stays a link.
+	// there points to (also when that file does not exist yet), so that
+	// the link stays a link.
 	path   string
 	data   []byte
 	exists bool
 	mode   fs.FileMode
+	// bom is set when the file starts with a UTF-8 byte order mark, which
+	// is kept out of parsing and written back.
+	bom bool
 }
+
+// utf8BOM is the byte order mark some Windows editors write at the start
+// of a UTF-8 file.
+var utf8BOM = []byte("\xef\xbb\xbf")
+
+// maxLinks bounds a chain of symlinks followed by hand.
+const maxLinks = 40
 
 func readClientFile(path string) (*clientFile, error) {
 	f := &clientFile{path: path, mode: 0o600}
 	if real, err := filepath.EvalSymlinks(path); err == nil {
 		f.path = real
+	} else if target, ok := danglingTarget(path); ok {
+		f.path = target
 	}
 	info, err := os.Stat(f.path)
 	switch {
@@ -407,8 +723,42 @@ func readClientFile(path string) (*clientFile, error) {
 	if err != nil {
 		return nil, err
 	}
-	f.exists, f.mode = true, info.Mode().Perm()
+	f.exists, f.mode, f.bom = true, info.Mode().Perm(), bytes.HasPrefix(f.data, utf8BOM)
 	return f, nil
+}
+
+// danglingTarget follows a symlink (or a chain of them) whose final target
+// does not exist yet, such as ~/.cursor/mcp.json pointing into a dotfiles
+// directory, and returns that target, so that writing creates it instead
+// of replacing the link.
+func danglingTarget(path string) (string, bool) {
+	p, linked := path, false
+	for range maxLinks {
+		info, err := os.Lstat(p)
+		if err != nil || info.Mode()&fs.ModeSymlink == 0 {
+			return p, linked && errors.Is(err, fs.ErrNotExist)
+		}
+		target, err := os.Readlink(p)
+		if err != nil {
+			return "", false
+		}
+		if !filepath.IsAbs(target) {
+			target = filepath.Join(filepath.Dir(p), target)
+		}
+		p, linked = target, true
+	}
+	return "", false
+}
+
+// content is the file's text without its byte order mark.
+func (f *clientFile) content() []byte { return bytes.TrimPrefix(f.data, utf8BOM) }
+
+// withBOM puts the file's byte order mark, if it had one, back on out.
+func (f *clientFile) withBOM(out []byte) []byte {
+	if !f.bom {
+		return out
+	}
+	return append(bytes.Clone(utf8BOM), out...)
 }
 
 // errChanged means the file changed while mcphub was editing it.

@@ -84,7 +84,9 @@ func TestConnectPrintsAndMergesClientConfigs(t *testing.T) {
 }
 
 // connectRegistry serves two stdio servers and a remote one; notes is
-// listed but disabled, so a client's notes entry is not served.
+// listed but disabled, so a client's notes entry is not served. github's
+// token comes from $GITHUB_TOKEN, which connectHome sets to the token the
+// client files in testdata/clients hold.
 const connectRegistry = `[hub]
 listen = "127.0.0.1:7733"
 auth = "none"
@@ -92,6 +94,7 @@ auth = "none"
 [servers.github]
 command = "npx"
 args = ["-y", "@modelcontextprotocol/server-github"]
+env = { GITHUB_PERSONAL_ACCESS_TOKEN = "${GITHUB_TOKEN}" }
 
 [servers.fetch]
 command = "uvx"
@@ -111,6 +114,7 @@ func connectHome(t *testing.T) string {
 	t.Helper()
 	home := freshHome(t)
 	t.Setenv("CODEX_HOME", "")
+	t.Setenv("GITHUB_TOKEN", "ghp_example")
 	cfg := filepath.Join(home, ".config", "mcphub", "hub.toml")
 	if err := os.MkdirAll(filepath.Dir(cfg), 0o700); err != nil {
 		t.Fatal(err)
@@ -198,7 +202,11 @@ func TestConnectWriteMoveRoundTrips(t *testing.T) {
 		client, file string
 		moved        map[string]string // client entry -> the hub's server
 		kept         []string
-		hub          map[string]any
+		// noted are kept entries that run a server of the hub with
+		// something else (an env value the client asks for, a $VAR
+		// mcphub does not read): entry -> part of the note.
+		noted map[string]string
+		hub   map[string]any
 		// verbatim are texts of the original that must be in the result
 		// as they are (for TOML; JSON members are checked by parsing).
 		verbatim []string
@@ -210,11 +218,13 @@ func TestConnectWriteMoveRoundTrips(t *testing.T) {
 			moved: map[string]string{"deepwiki": "deepwiki", "github": "github"}, kept: []string{"linear"},
 			hub: map[string]any{"url": url}},
 		{client: "vscode", file: "vscode-mcp.json",
-			moved: map[string]string{"github": "github", "deepwiki": "deepwiki"}, kept: []string{"playwright"},
-			hub: map[string]any{"type": "http", "url": url}},
+			moved: map[string]string{"deepwiki": "deepwiki"}, kept: []string{"playwright"},
+			noted: map[string]string{"github": `the hub's "github", but its env GITHUB_PERSONAL_ACCESS_TOKEN cannot be checked`},
+			hub:   map[string]any{"type": "http", "url": url}},
 		{client: "gemini", file: "gemini-settings.json",
-			moved: map[string]string{"github": "github", "deepwiki": "deepwiki"}, kept: []string{"filteredServer"},
-			hub: map[string]any{"httpUrl": url}},
+			moved: map[string]string{"deepwiki": "deepwiki"}, kept: []string{"filteredServer"},
+			noted: map[string]string{"github": `the hub's "github", but its env GITHUB_PERSONAL_ACCESS_TOKEN cannot be checked`},
+			hub:   map[string]any{"httpUrl": url}},
 		{client: "codex", file: "codex-config.toml",
 			moved: map[string]string{"github": "github", "deepwiki": "deepwiki"}, kept: []string{"notes"},
 			hub: map[string]any{"url": url},
@@ -258,6 +268,15 @@ func TestConnectWriteMoveRoundTrips(t *testing.T) {
 				if want := fmt.Sprintf("kept %q in %s: the hub does not serve it (", name, path); !strings.Contains(out, want) {
 					t.Errorf("output lacks %q:\n%s", want, out)
 				}
+			}
+			for name, note := range tc.noted {
+				if want := fmt.Sprintf("kept %q in %s: it has the same command and args as %s", name, path, note); !strings.Contains(out, want) {
+					t.Errorf("output lacks %q:\n%s", want, out)
+				}
+				tc.kept = append(tc.kept, name)
+			}
+			if strings.Contains(out, "ghp_example") {
+				t.Errorf("the output shows a token:\n%s", out)
 			}
 
 			backups, _ := filepath.Glob(path + ".mcphub-backup-*")
@@ -505,7 +524,7 @@ func TestConnectRefusesWhatItCannotEditSafely(t *testing.T) {
 func TestConnectMoveKeepsWhatItCannotRemove(t *testing.T) {
 	connectHome(t)
 	path := filepath.Join(t.TempDir(), "config.toml")
-	text := "[mcp_servers]\ngithub = { command = \"npx\", args = [\"-y\", \"@modelcontextprotocol/server-github\"] }\n"
+	text := "[mcp_servers]\ngithub = { command = \"npx\", args = [\"-y\", \"@modelcontextprotocol/server-github\"], env = { GITHUB_PERSONAL_ACCESS_TOKEN = \"ghp_example\" } }\n"
 	os.WriteFile(path, []byte(text), 0o600)
 	code, out, errOut := runCLI(t, "connect", "codex", "--write", "--move", "--file", path)
 	if code != 0 || !strings.Contains(out, `kept "github" in `+path+`: the hub serves it as "github", but it is written inline`) ||
@@ -519,8 +538,10 @@ func TestConnectMoveKeepsWhatItCannotRemove(t *testing.T) {
 }
 
 // An older entry for this same hub under another name (an HTTP entry at
-// its address, a `mcphub stdio` entry, an mcp-remote bridge to it) would
-// make the client talk to the hub twice: --move removes it and says why.
+// its /mcp endpoint, a `mcphub stdio` entry, an mcp-remote bridge to it)
+// would make the client talk to the hub twice: --move removes it and says
+// why. One that reaches a single server of the hub (/NAME/mcp, or mcphub
+// stdio --server NAME) is the user's way to scope it, and stays.
 func TestConnectMoveRemovesOlderHubEntries(t *testing.T) {
 	connectHome(t)
 	path := filepath.Join(t.TempDir(), "mcp.json")
@@ -528,6 +549,11 @@ func TestConnectMoveRemovesOlderHubEntries(t *testing.T) {
   "old-hub": {"url": "http://localhost:7733/mcp/"},
   "hub-stdio": {"command": "/usr/local/bin/mcphub", "args": ["stdio"]},
   "bridge": {"command": "npx", "args": ["mcp-remote", "http://127.0.0.1:7733/mcp"]},
+  "gh-only": {"url": "http://127.0.0.1:7733/github/mcp"},
+  "gh-stdio": {"command": "mcphub", "args": ["stdio", "--server", "github"]},
+  "gh-stdio-eq": {"command": "mcphub", "args": ["--data-dir", "/d", "stdio", "--server=github"]},
+  "gh-bridge": {"command": "npx", "args": ["-y", "mcp-remote@latest", "http://127.0.0.1:7733/github/mcp"]},
+  "health": {"url": "http://127.0.0.1:7733/healthz"},
   "elsewhere": {"url": "http://127.0.0.1:9999/mcp"}
 }}`
 	os.WriteFile(path, []byte(text), 0o600)
@@ -540,8 +566,343 @@ func TestConnectMoveRemovesOlderHubEntries(t *testing.T) {
 			t.Errorf("output lacks %q:\n%s", want, out)
 		}
 	}
-	data, _ := os.ReadFile(path)
-	if !strings.Contains(string(data), `"elsewhere"`) || strings.Contains(string(data), "old-hub") || !strings.Contains(string(data), `"mcphub"`) {
-		t.Errorf("file now:\n%s", data)
+	for name, note := range map[string]string{
+		"gh-only":     `it points at only the hub's server "github" (/github/mcp), not at every server`,
+		"gh-stdio":    `it runs mcphub stdio --server github, which shows only that server of this hub`,
+		"gh-stdio-eq": `it runs mcphub stdio --server github, which shows only that server of this hub`,
+		"gh-bridge":   `it points at only the hub's server "github" (/github/mcp)`,
+		"health":      `it points at /healthz on this hub, not at its /mcp endpoint`,
+		"elsewhere":   `the hub does not serve it`,
+	} {
+		if want := fmt.Sprintf("kept %q in %s: %s", name, path, note); !strings.Contains(out, want) {
+			t.Errorf("output lacks %q:\n%s", want, out)
+		}
+	}
+	servers := decodeServers(t, mustRead(t, path), "mcpServers")
+	for _, name := range []string{"gh-only", "gh-stdio", "gh-stdio-eq", "gh-bridge", "health", "elsewhere", "mcphub"} {
+		if servers[name] == nil {
+			t.Errorf("%q is gone", name)
+		}
+	}
+	if servers["old-hub"] != nil || len(servers) != 7 {
+		t.Errorf("file now: %v", servers)
+	}
+}
+
+// writeRegistry replaces the registry of a fresh connectHome.
+func writeRegistry(t *testing.T, home, text string) {
+	t.Helper()
+	if err := os.WriteFile(filepath.Join(home, ".config", "mcphub", "hub.toml"), []byte(text), 0o600); err != nil {
+		t.Fatal(err)
+	}
+}
+
+// TestConnectMoveRemovesOnlyWhatTheHubRuns: --move removes an entry only
+// when the hub's server runs just what it runs: env keys and values (the
+// registry's ${VAR} expanded), cwd, the command's file when both paths are
+// absolute, headers of a URL, and no tool filter. An entry that shares
+// only the command and args, or the URL, stays with a note naming what
+// differs and no value.
+func TestConnectMoveRemovesOnlyWhatTheHubRuns(t *testing.T) {
+	home := connectHome(t)
+	t.Setenv("GITHUB_TOKEN", "ghp_hubtoken")
+	t.Setenv("API_TOKEN", "api_secret_value")
+	dir := t.TempDir()
+	q := func(s string) string { b, _ := json.Marshal(s); return string(b) }
+	fsCmd, otherCmd := filepath.Join(dir, "bin", "mcp-fs"), filepath.Join(dir, "other", "mcp-fs")
+	root, tmp := filepath.Join(dir, "srv"), filepath.Join(dir, "tmp")
+	writeRegistry(t, home, `[hub]
+listen = "127.0.0.1:7733"
+auth = "none"
+
+[servers.github]
+command = "npx"
+args = ["-y", "@modelcontextprotocol/server-github"]
+env = { GITHUB_PERSONAL_ACCESS_TOKEN = "${GITHUB_TOKEN}" }
+
+[servers.fs]
+command = `+q(fsCmd)+`
+args = ["--root", "/srv"]
+cwd = `+q(root)+`
+
+[servers.search]
+command = "search-mcp"
+args = ["--fast"]
+allow = ["search_*"]
+
+[servers.api]
+url = "https://api.example.com/mcp"
+headers = { Authorization = "Bearer ${API_TOKEN}" }
+`)
+	path := filepath.Join(t.TempDir(), "mcp.json")
+	gh := `"command": "npx", "args": ["-y", "@modelcontextprotocol/server-github"]`
+	text := `{"mcpServers": {
+  "github": {` + gh + `, "env": {"GITHUB_PERSONAL_ACCESS_TOKEN": "ghp_hubtoken"}},
+  "github-ref": {` + gh + `, "env": {"GITHUB_PERSONAL_ACCESS_TOKEN": "${env:GITHUB_TOKEN}"}},
+  "github-personal": {` + gh + `, "env": {"GITHUB_PERSONAL_ACCESS_TOKEN": "ghp_personal"}},
+  "github-noenv": {` + gh + `},
+  "github-extra": {` + gh + `, "env": {"GITHUB_PERSONAL_ACCESS_TOKEN": "ghp_hubtoken", "GITHUB_HOST": "ghe.example.com"}},
+  "github-unset": {` + gh + `, "env": {"GITHUB_PERSONAL_ACCESS_TOKEN": "${env:MCPHUB_TEST_UNSET_VAR}"}},
+  "fs": {"command": ` + q(fsCmd) + `, "args": ["--root", "/srv"], "cwd": ` + q(root) + `},
+  "fs-other": {"command": ` + q(otherCmd) + `, "args": ["--root", "/srv"], "cwd": ` + q(root) + `},
+  "fs-cwd": {"command": "mcp-fs", "args": ["--root", "/srv"], "cwd": ` + q(tmp) + `},
+  "search": {"command": "search-mcp", "args": ["--fast"]},
+  "api": {"url": "https://api.example.com/mcp/", "headers": {"authorization": "Bearer api_secret_value"}},
+  "api-other": {"url": "https://api.example.com/mcp", "headers": {"Authorization": "Bearer someone_elses"}}
+}}`
+	os.WriteFile(path, []byte(text), 0o600)
+	code, out, errOut := runCLI(t, "connect", "cursor", "--write", "--move", "--file", path)
+	if code != 0 {
+		t.Fatalf("exit %d\n%s%s", code, out, errOut)
+	}
+	for name, served := range map[string]string{"github": "github", "github-ref": "github", "fs": "fs", "api": "api"} {
+		if want := fmt.Sprintf("removed %q from %s (the hub serves it as %q)", name, path, served); !strings.Contains(out, want) {
+			t.Errorf("output lacks %q:\n%s", want, out)
+		}
+	}
+	for name, why := range map[string]string{
+		"github-personal": `it has the same command and args as the hub's "github", but its env GITHUB_PERSONAL_ACCESS_TOKEN has another value`,
+		"github-noenv":    `the hub's server sets the env GITHUB_PERSONAL_ACCESS_TOKEN, which it does not`,
+		"github-extra":    `it sets the env GITHUB_HOST, which the hub's server does not`,
+		"github-unset":    `its env GITHUB_PERSONAL_ACCESS_TOKEN cannot be checked`,
+		"fs-other":        `the hub's "fs", but its command is another file than the hub's`,
+		"fs-cwd":          `its working directory differs`,
+		"search":          `the hub's "search", but the hub's server exposes only some of its tools`,
+		"api-other":       `it has the same URL as the hub's "api", but its header Authorization has another value`,
+	} {
+		if want := fmt.Sprintf("kept %q in %s: ", name, path); !strings.Contains(out, want) || !strings.Contains(out, why) {
+			t.Errorf("output lacks %q ... %q:\n%s", want, why, out)
+		}
+	}
+	for _, secret := range []string{"ghp_hubtoken", "ghp_personal", "api_secret_value", "someone_elses", "ghe.example.com"} {
+		if strings.Contains(out+errOut, secret) {
+			t.Errorf("the output shows the value %q:\n%s%s", secret, out, errOut)
+		}
+	}
+	servers := decodeServers(t, mustRead(t, path), "mcpServers")
+	for _, name := range []string{"github-personal", "github-noenv", "github-extra", "github-unset", "fs-other", "fs-cwd", "search", "api-other"} {
+		if servers[name] == nil {
+			t.Errorf("%q was removed", name)
+		}
+	}
+	if len(servers) != 9 {
+		t.Errorf("%d entries left, want 8 and the hub's: %v", len(servers), servers)
+	}
+}
+
+func mustRead(t *testing.T, path string) []byte {
+	t.Helper()
+	data, err := os.ReadFile(path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return data
+}
+
+// TestConnectWriteKeepsTheUsersSettings: --write over an existing hub
+// entry changes only what mcphub writes there; the client's own settings
+// on the entry (Cursor's alwaysAllow, Codex's timeouts, enabled flag and
+// tool approvals) stay, and running it again changes nothing.
+func TestConnectWriteKeepsTheUsersSettings(t *testing.T) {
+	home := connectHome(t)
+	dir := t.TempDir()
+	for _, tc := range []struct {
+		client, file, in, want string
+	}{
+		{"cursor", "mcp.json",
+			"{\n  \"mcpServers\": {\n    \"mcphub\": {\n      \"url\": \"http://127.0.0.1:9999/mcp\",\n      \"alwaysAllow\": [\"t\"],\n      \"disabled\": false\n    }\n  }\n}\n",
+			"{\n  \"mcpServers\": {\n    \"mcphub\": {\n      \"url\": \"http://127.0.0.1:7733/mcp\",\n      \"alwaysAllow\": [\"t\"],\n      \"disabled\": false\n    }\n  }\n}\n"},
+		{"codex", "config.toml",
+			"[mcp_servers.mcphub]\ncommand = \"/old/mcphub\"\nargs = [\"stdio\"]\nstartup_timeout_sec = 30\nenabled = false\n\n[mcp_servers.mcphub.tools.search]\napproval_mode = \"approve\"\n",
+			"[mcp_servers.mcphub]\nstartup_timeout_sec = 30\nenabled = false\nurl = \"http://127.0.0.1:7733/mcp\"\n\n[mcp_servers.mcphub.tools.search]\napproval_mode = \"approve\"\n"},
+	} {
+		path := filepath.Join(dir, tc.file)
+		os.WriteFile(path, []byte(tc.in), 0o600)
+		code, out, errOut := runCLI(t, "connect", tc.client, "--write", "--file", path)
+		if got := string(mustRead(t, path)); code != 0 || got != tc.want {
+			t.Errorf("%s: exit %d\n%s%s\nfile now\n%s\nwant\n%s", tc.client, code, out, errOut, got, tc.want)
+		}
+		code, out, _ = runCLI(t, "connect", tc.client, "--write", "--file", path)
+		backups, _ := filepath.Glob(path + ".mcphub-backup-*")
+		if code != 0 || !strings.Contains(out, path+" is already up to date") || len(backups) != 1 || string(mustRead(t, path)) != tc.want {
+			t.Errorf("%s: running it again changed something (%d backups):\n%s", tc.client, len(backups), out)
+		}
+	}
+
+	// With auth on, the header joins the entry; the user's members stay.
+	tok := turnAuthOn(t, home)
+	path := filepath.Join(dir, "mcp.json")
+	if code, out, errOut := runCLI(t, "connect", "cursor", "--write", "--file", path); code != 0 {
+		t.Fatalf("exit %d %s%s", code, out, errOut)
+	}
+	hub, _ := decodeServers(t, mustRead(t, path), "mcpServers")["mcphub"].(map[string]any)
+	want := map[string]any{"url": "http://127.0.0.1:7733/mcp", "alwaysAllow": []any{"t"}, "disabled": false,
+		"headers": map[string]any{"Authorization": "Bearer " + tok}}
+	if !reflect.DeepEqual(hub, want) {
+		t.Errorf("entry %v, want %v", hub, want)
+	}
+}
+
+// TestConnectMoveReadsZedsOlderShape: Zed's older entries hold the command
+// as an object ({"source": "custom", "command": {"path", "args", "env"}}),
+// which --move reads as import does.
+func TestConnectMoveReadsZedsOlderShape(t *testing.T) {
+	connectHome(t)
+	path := filepath.Join(t.TempDir(), "settings.json")
+	text := `{
+  // Zed settings
+  "context_servers": {
+    "github": {
+      "source": "custom",
+      "command": {
+        "path": "npx",
+        "args": ["-y", "@modelcontextprotocol/server-github"],
+        "env": {"GITHUB_PERSONAL_ACCESS_TOKEN": "ghp_example"}
+      }
+    },
+    "github-personal": {
+      "source": "custom",
+      "command": {
+        "path": "npx",
+        "args": ["-y", "@modelcontextprotocol/server-github"],
+        "env": {"GITHUB_PERSONAL_ACCESS_TOKEN": "ghp_personal"}
+      }
+    }
+  },
+}`
+	os.WriteFile(path, []byte(text), 0o600)
+	code, out, errOut := runCLI(t, "connect", "zed", "--write", "--move", "--file", path)
+	if code != 0 || !strings.Contains(out, `removed "github" from `+path+` (the hub serves it as "github")`) ||
+		!strings.Contains(out, `kept "github-personal" in `+path+`: it has the same command and args as the hub's "github"`) {
+		t.Fatalf("exit %d\n%s%s", code, out, errOut)
+	}
+	servers := decodeServers(t, mustRead(t, path), "context_servers")
+	if servers["github"] != nil || servers["github-personal"] == nil || servers["mcphub"] == nil {
+		t.Errorf("servers now %v", servers)
+	}
+}
+
+// TestConnectMoveKeepsStrictJSONStrict: a strict file whose commas have
+// space or a line break before them stays standard JSON when the member
+// before the closing brace goes.
+func TestConnectMoveKeepsStrictJSONStrict(t *testing.T) {
+	connectHome(t)
+	dir := t.TempDir()
+	for i, text := range []string{
+		`{"mcpServers":{"mcphub":{"url":"http://127.0.0.1:7733/mcp"} ,"deepwiki":{"url":"https://mcp.deepwiki.com/mcp"}}}`,
+		"{ \"mcpServers\":\n  { \"mcphub\": { \"url\": \"http://127.0.0.1:7733/mcp\" }\n  , \"deepwiki\": { \"url\": \"https://mcp.deepwiki.com/mcp\" }\n  }\n}\n",
+	} {
+		path := filepath.Join(dir, fmt.Sprintf("mcp%d.json", i))
+		os.WriteFile(path, []byte(text), 0o600)
+		code, out, errOut := runCLI(t, "connect", "cursor", "--write", "--move", "--file", path)
+		got := mustRead(t, path)
+		if code != 0 || !json.Valid(got) || !strings.Contains(out, `removed "deepwiki"`) {
+			t.Errorf("%q: exit %d\n%s%s\nfile now\n%s", text, code, out, errOut, got)
+		}
+	}
+}
+
+// TestConnectWritesThroughADanglingSymlink: a client file that is a link
+// to a file not created yet (dotfiles) stays a link; the target is
+// written. A UTF-8 byte order mark is read past and kept.
+func TestConnectWritesThroughADanglingSymlink(t *testing.T) {
+	connectHome(t)
+	dir := t.TempDir()
+	target := filepath.Join(dir, "dotfiles", "mcp.json")
+	os.MkdirAll(filepath.Dir(target), 0o700)
+	link := filepath.Join(dir, "cursor", "mcp.json")
+	os.MkdirAll(filepath.Dir(link), 0o700)
+	if err := os.Symlink("../dotfiles/mcp.json", link); err != nil {
+		t.Skipf("no symlinks here: %v", err)
+	}
+	if code, out, errOut := runCLI(t, "connect", "cursor", "--write", "--file", link); code != 0 {
+		t.Fatalf("exit %d\n%s%s", code, out, errOut)
+	}
+	if info, err := os.Lstat(link); err != nil || info.Mode()&os.ModeSymlink == 0 {
+		t.Fatalf("the link was replaced: %v", err)
+	}
+	if servers := decodeServers(t, mustRead(t, target), "mcpServers"); servers["mcphub"] == nil {
+		t.Errorf("the target holds no hub entry:\n%s", mustRead(t, target))
+	}
+
+	bom := "\xef\xbb\xbf"
+	path := filepath.Join(dir, "bom.json")
+	os.WriteFile(path, []byte(bom+"{\n  \"mcpServers\": {\n    \"x\": {\"url\": \"http://x\"}\n  }\n}\n"), 0o600)
+	code, out, errOut := runCLI(t, "connect", "cursor", "--write", "--file", path)
+	want := bom + "{\n  \"mcpServers\": {\n    \"x\": {\"url\": \"http://x\"},\n    \"mcphub\": {\n      \"url\": \"http://127.0.0.1:7733/mcp\"\n    }\n  }\n}\n"
+	if got := string(mustRead(t, path)); code != 0 || got != want {
+		t.Errorf("exit %d\n%s%s\nfile now %q\nwant %q", code, out, errOut, got, want)
+	}
+	if _, out, _ := runCLI(t, "connect", "cursor", "--write", "--file", path); !strings.Contains(out, "already up to date") {
+		t.Errorf("a second run changed the file:\n%s", out)
+	}
+	codex := filepath.Join(dir, "config.toml")
+	os.WriteFile(codex, []byte(bom+"model = \"m\"\n"), 0o600)
+	if code, out, errOut := runCLI(t, "connect", "codex", "--write", "--file", codex); code != 0 ||
+		string(mustRead(t, codex)) != bom+"model = \"m\"\n\n[mcp_servers.mcphub]\nurl = \"http://127.0.0.1:7733/mcp\"\n" {
+		t.Errorf("exit %d\n%s%s\nfile now %q", code, out, errOut, mustRead(t, codex))
+	}
+}
+
+// TestConnectJSONReport: --json prints one object saying what was done,
+// with no secret value in it.
+func TestConnectJSONReport(t *testing.T) {
+	home := connectHome(t)
+	tok := turnAuthOn(t, home)
+	path := filepath.Join(t.TempDir(), "mcp.json")
+	os.WriteFile(path, []byte(`{"mcpServers": {
+  "github": {"command": "npx", "args": ["-y", "@modelcontextprotocol/server-github"], "env": {"GITHUB_PERSONAL_ACCESS_TOKEN": "ghp_example"}},
+  "github-personal": {"command": "npx", "args": ["-y", "@modelcontextprotocol/server-github"], "env": {"GITHUB_PERSONAL_ACCESS_TOKEN": "ghp_personal"}},
+  "linear": {"url": "https://mcp.linear.app/sse"}
+}}`), 0o600)
+	type report struct {
+		Client, File, Backup, Added, Updated string
+		Wrote                                bool
+		Removed                              []struct{ Name, Reason string }
+		Kept                                 []struct{ Name, Note string }
+	}
+	run := func() report {
+		t.Helper()
+		code, out, errOut := runCLI(t, "connect", "cursor", "--write", "--move", "--json", "--file", path)
+		if code != 0 || strings.Count(out, "\n") != 1 {
+			t.Fatalf("exit %d\n%s%s", code, out, errOut)
+		}
+		for _, secret := range []string{tok, "ghp_example", "ghp_personal"} {
+			if strings.Contains(out+errOut, secret) {
+				t.Errorf("the report shows a secret:\n%s", out)
+			}
+		}
+		var r report
+		if err := json.Unmarshal([]byte(out), &r); err != nil {
+			t.Fatalf("not one JSON object: %v\n%s", err, out)
+		}
+		return r
+	}
+	r := run()
+	backups, _ := filepath.Glob(path + ".mcphub-backup-*")
+	if r.Client != "cursor" || r.File != path || !r.Wrote || len(backups) != 1 || r.Backup != backups[0] || r.Added != "mcphub" || r.Updated != "" ||
+		len(r.Removed) != 1 || r.Removed[0].Name != "github" || r.Removed[0].Reason != `the hub serves it as "github"` ||
+		len(r.Kept) != 2 || r.Kept[0].Name != "github-personal" || !strings.Contains(r.Kept[0].Note, "GITHUB_PERSONAL_ACCESS_TOKEN has another value") ||
+		r.Kept[1].Name != "linear" {
+		t.Errorf("first report %+v", r)
+	}
+	r = run()
+	if r.Wrote || r.Backup != "" || r.Added != "" || r.Updated != "" || len(r.Removed) != 0 || len(r.Kept) != 2 {
+		t.Errorf("second report %+v", r)
+	}
+	if code, _, errOut := runCLI(t, "connect", "cursor", "--json"); code == 0 || !strings.Contains(errOut, "needs --write") {
+		t.Errorf("--json without --write: %d %s", code, errOut)
+	}
+
+	codex := filepath.Join(t.TempDir(), "config.toml")
+	text := "[mcp_servers]\nmcphub = { url = \"http://old\" }\n"
+	os.WriteFile(codex, []byte(text), 0o600)
+	code, out, _ := runCLI(t, "connect", "codex", "--write", "--json", "--file", codex)
+	var failed struct {
+		Wrote bool
+		Error string
+	}
+	if err := json.Unmarshal([]byte(out), &failed); code != 1 || err != nil || failed.Wrote || !strings.Contains(failed.Error, "replace it by hand") || strings.Contains(out, tok) {
+		t.Errorf("an entry it cannot edit: exit %d %v\n%s", code, err, out)
 	}
 }

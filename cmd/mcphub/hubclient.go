@@ -12,6 +12,7 @@ import (
 	"net"
 	"net/http"
 	"os"
+	"path/filepath"
 	"strings"
 
 	"github.com/mcphub/mcphub/hub"
@@ -23,6 +24,12 @@ type hubTarget struct {
 	listen  string
 	token   string
 	tlsCert string // the certificate file of a hub that serves HTTPS
+	// served is the registry the live hub holding the data directory
+	// serves, as its run file records it, and servedAt where that hub
+	// listens; both "" when no run file was read. When served is another
+	// registry than the command's, the target is the command's own
+	// registry's listen address, and that hub never gets its token.
+	served, servedAt string
 }
 
 // targetOf is the hub a [hub] table describes.
@@ -115,23 +122,122 @@ func leafCertificate(path string) ([]byte, error) {
 	}
 }
 
-// target finds the running hub: at the registry's listen address, or, when
-// the registry does not load (the hub keeps its last good one), at the
-// address the hub recorded in the data directory. Registry problems are
-// printed, not fatal: status must work precisely when the file is broken.
+// target finds the running hub: where the live hub holding the data
+// directory recorded it listens when it serves this registry (see hubFor),
+// else at the registry's listen address; when the registry does not load
+// (the hub keeps its last good one), at the address the hub recorded in the
+// data directory, sent no token. Registry
+// problems are printed, not fatal: status must work precisely when the file
+// is broken.
 func (a *app) target() (hubTarget, *registry.Registry, error) {
 	reg, err := a.loadRegistry()
 	if err == nil {
 		tok, _ := hubToken(reg)
-		return targetOf(reg.Hub, tok), reg, nil
+		return a.hubFor(reg, tok), reg, nil
 	}
 	fmt.Fprintf(a.stderr, "the registry does not load:\n")
 	a.printRegistryErrors(err)
-	info, ierr := readRunInfo(a.dataDir)
-	if ierr != nil {
-		return hubTarget{}, nil, exitError{code: 1}
+	info := liveRunInfo(a.dataDir)
+	if info == nil {
+		if info, err = readRunInfo(a.dataDir); err != nil {
+			return hubTarget{}, nil, exitError{code: 1, why: fmt.Sprintf("the registry %s does not load, and no hub is recorded in %s: fix the problems printed on stderr, then start one with: mcphub serve", a.configPath, a.dataDir)}
+		}
 	}
-	return hubTarget{listen: info.Listen, tlsCert: info.TLSCert}, nil, nil
+	return runTarget(info, ""), nil, nil
+}
+
+// hubFor is where the hub for reg answers, with tok, the registry's token.
+// A live hub holding the data directory and serving this registry is asked
+// where it recorded it listens, whatever the registry's listen says: serve
+// --listen, or port 0, puts it elsewhere. Without one, the registry's listen
+// address. A live hub serving another registry never gets this registry's
+// token: the registry's own address is asked, without the token when that
+// hub listens there too, and noteServed says which registry that hub
+// serves.
+func (a *app) hubFor(reg *registry.Registry, tok string) hubTarget {
+	info := liveRunInfo(a.dataDir)
+	switch {
+	case info == nil:
+		return targetOf(reg.Hub, tok)
+	case a.servesConfig(info):
+		return runTarget(info, tok)
+	}
+	return ownTarget(reg.Hub, tok, info)
+}
+
+// ownTarget is the hub h describes, with tok, when the live hub other holds
+// the data directory for another registry: it gets no token of this
+// registry, even when it listens at h's address.
+func ownTarget(h registry.Hub, tok string, other *runInfo) hubTarget {
+	t := targetOf(h, tok)
+	if other == nil || other.Config == "" {
+		return t
+	}
+	t.served, t.servedAt = other.Config, other.Listen
+	if sameAddress(t.listen, other.Listen) {
+		t.token = ""
+	}
+	return t
+}
+
+// servesConfig reports whether the hub that recorded info serves --config.
+// A record without a registry (written by an older mcphub) is taken for
+// this registry's: nothing says otherwise.
+func (a *app) servesConfig(info *runInfo) bool {
+	return info.Config == "" || a.isConfig(info.Config)
+}
+
+// isConfig reports whether path names --config: the same absolute path,
+// or the same file reached another way (a symlink, say).
+func (a *app) isConfig(path string) bool {
+	served, err1 := filepath.Abs(path)
+	config, err2 := filepath.Abs(a.configPath)
+	return err1 == nil && err2 == nil && sameFile(served, config)
+}
+
+// sameAddress reports whether two listen addresses reach the same
+// listener on this machine: the same port, and the same host, or a host
+// that listens on every interface, or two loopback hosts.
+func sameAddress(a, b string) bool {
+	ha, pa, errA := net.SplitHostPort(a)
+	hb, pb, errB := net.SplitHostPort(b)
+	if errA != nil || errB != nil {
+		return a == b
+	}
+	if pa != pb {
+		return false
+	}
+	wildcard := func(h string) bool {
+		ip := net.ParseIP(h)
+		return h == "" || ip != nil && ip.IsUnspecified()
+	}
+	loopback := func(h string) bool {
+		ip := net.ParseIP(h)
+		return strings.EqualFold(h, "localhost") || ip != nil && ip.IsLoopback()
+	}
+	return strings.EqualFold(ha, hb) || wildcard(ha) || wildcard(hb) || loopback(ha) && loopback(hb)
+}
+
+// runTarget is the hub a run file records, with tok.
+func runTarget(info *runInfo, tok string) hubTarget {
+	return hubTarget{listen: info.Listen, token: tok, tlsCert: info.TLSCert, served: info.Config, servedAt: info.Listen}
+}
+
+// noteServed says on stderr when the live hub holding the data directory
+// serves another registry than --config: either the hub t found is that
+// one, and what the command shows is that registry's, or the command asked
+// its own registry's address instead.
+func (a *app) noteServed(t hubTarget) {
+	if t.served == "" || a.isConfig(t.served) {
+		return
+	}
+	if t.servedAt == "" || sameAddress(t.servedAt, t.listen) {
+		fmt.Fprintf(a.stderr, "note: the hub running at %s serves another registry, %s, not %s; stop it, or pass --config %s\n",
+			t.listen, t.served, a.configPath, t.served)
+		return
+	}
+	fmt.Fprintf(a.stderr, "note: the hub holding %s, at %s, serves another registry, %s, not %s, so this command asked %s, the listen address of %s; to reach that hub, pass --config %s\n",
+		a.dataDir, t.servedAt, t.served, a.configPath, t.listen, a.configPath, t.served)
 }
 
 // fetchStatus asks the hub at t for its state.
@@ -148,26 +254,44 @@ func fetchStatus(ctx context.Context, t hubTarget) (*hub.Status, error) {
 	}
 	defer resp.Body.Close()
 	switch resp.StatusCode {
-	case http.StatusOK, http.StatusServiceUnavailable:
-	case http.StatusUnauthorized:
-		return nil, fmt.Errorf("the hub at %s requires a bearer token: set $MCPHUB_TOKEN or [hub] token_file to the hub's token", t.listen)
-	default:
-		return nil, fmt.Errorf("the hub at %s answered HTTP %d", t.listen, resp.StatusCode)
+	case http.StatusOK:
+		var st hub.Status
+		if err := json.NewDecoder(resp.Body).Decode(&st); err != nil {
+			return nil, fmt.Errorf("%s answered, but not with mcphub's status (HTTP %d): %w", t.listen, resp.StatusCode, err)
+		}
+		return &st, nil
+	case http.StatusServiceUnavailable:
+		// A hub not ready yet answers its status with 503; a hub that
+		// cannot check tokens (auth on, no token) answers 503 with an
+		// error, which is no status.
+		body, _ := io.ReadAll(io.LimitReader(resp.Body, statusBodyMax))
+		var st hub.Status
+		if json.Unmarshal(body, &st) == nil && st.Version != "" {
+			return &st, nil
+		}
+		return nil, hubAnswerError(t, resp.StatusCode, body)
 	}
-	var st hub.Status
-	if err := json.NewDecoder(resp.Body).Decode(&st); err != nil {
-		return nil, fmt.Errorf("%s answered, but not with mcphub's status (HTTP %d): %w", t.listen, resp.StatusCode, err)
-	}
-	return &st, nil
+	body, _ := io.ReadAll(io.LimitReader(resp.Body, 4096))
+	return nil, hubAnswerError(t, resp.StatusCode, body)
 }
 
+// statusBodyMax bounds a status answer read whole: a hub's status with
+// hundreds of servers and their last errors stays far below it.
+const statusBodyMax = 16 << 20
+
 // control calls a control endpoint of the running hub and decodes its
-// answer into out (when set).
+// answer into out (when set). An answer with another status than want is
+// a *hubError: a sentence, never the body as it came.
 func (a *app) control(ctx context.Context, method, path string, want int, out any) error {
 	t, _, err := a.statusTarget()
 	if err != nil {
 		return err
 	}
+	return controlAt(ctx, t, method, path, want, out)
+}
+
+// controlAt is control, at the hub t.
+func controlAt(ctx context.Context, t hubTarget, method, path string, want int, out any) error {
 	if ctx == nil {
 		ctx = context.Background()
 	}
@@ -184,10 +308,73 @@ func (a *app) control(ctx context.Context, method, path string, want int, out an
 	defer resp.Body.Close()
 	if resp.StatusCode != want {
 		body, _ := io.ReadAll(io.LimitReader(resp.Body, 4096))
-		return fmt.Errorf("the hub answered HTTP %d: %s", resp.StatusCode, strings.TrimSpace(string(body)))
+		return hubAnswerError(t, resp.StatusCode, body)
 	}
 	if out != nil {
-		return json.NewDecoder(resp.Body).Decode(out)
+		if err := json.NewDecoder(resp.Body).Decode(out); err != nil {
+			return fmt.Errorf("the hub at %s answered %s with something other than mcphub's JSON: %w", t.listen, path, err)
+		}
 	}
 	return nil
+}
+
+// hubError is the hub's refusal of a request, as a sentence with the fix.
+type hubError struct {
+	status int    // the HTTP status the hub answered
+	reason string // the hub's own reason, "" when it gave none mcphub reads
+	msg    string
+}
+
+func (e *hubError) Error() string { return e.msg }
+
+// hubAnswerError turns an answer of the hub with an unexpected status into
+// a sentence. The hub's errors are JSON-RPC error objects (httpError in
+// hub/edge.go), whose message is meant for the user; any other body is
+// kept out but for the first line of plain text, which a proxy in front
+// of the hub may have written.
+func hubAnswerError(t hubTarget, status int, body []byte) error {
+	if status == http.StatusUnauthorized {
+		return tokenRefused(t)
+	}
+	if reason := hubReason(body); reason != "" {
+		return &hubError{status: status, reason: reason, msg: "the hub refused: " + reason}
+	}
+	msg := fmt.Sprintf("the hub at %s answered HTTP %d", t.listen, status)
+	if line, _, _ := strings.Cut(strings.TrimSpace(string(body)), "\n"); line != "" && !strings.ContainsAny(line, "{}[]") {
+		msg += ": " + oneLine(line, 120)
+	}
+	return &hubError{status: status, msg: msg}
+}
+
+// tokenRefused is the sentence for a hub that answered 401 to t: every
+// command that asks the hub says it this way. The hub takes a new token,
+// or auth turned on or off in hub.toml, without a restart, and reads its
+// token file again when it is replaced.
+func tokenRefused(t hubTarget) *hubError {
+	if t.token == "" {
+		return &hubError{status: http.StatusUnauthorized, msg: fmt.Sprintf("the hub at %s wants a token, and the registry gives none: set auth = \"token\" under [hub], with the hub's token in token_file or $MCPHUB_TOKEN (see mcphub token)", t.listen)}
+	}
+	return &hubError{status: http.StatusUnauthorized, msg: fmt.Sprintf("the hub at %s wants a token, and refused the registry's: the hub holds another one (see mcphub token, which shows where the registry's token is; if the token file was just replaced, the hub reads it again within a moment: run the command again)", t.listen)}
+}
+
+// hubReason is the message of a JSON error body: a JSON-RPC error object
+// ({"error": {"code", "message"}}), or {"error": "..."}; "" for anything
+// else.
+func hubReason(body []byte) string {
+	var v struct {
+		Error json.RawMessage `json:"error"`
+	}
+	if json.Unmarshal(body, &v) != nil || len(v.Error) == 0 {
+		return ""
+	}
+	var obj struct {
+		Message string `json:"message"`
+	}
+	var str string
+	switch {
+	case json.Unmarshal(v.Error, &obj) == nil && obj.Message != "":
+		str = obj.Message
+	case json.Unmarshal(v.Error, &str) == nil:
+	}
+	return oneLine(str, 300)
 }

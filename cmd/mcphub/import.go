@@ -58,10 +58,21 @@ sees there. --keep-secrets writes the literals as they are.
 
 A server that refers to a variable the hub's environment lacks (asked of
 the running hub, or of this shell when none runs) is added disabled, with
-the variables to set and the command that enables it.`
+the variables to set and the command that enables it.
+
+--json prints one object, without any env or header value:
+  {"file": "claude_desktop_config.json", "registry": "/path/to/hub.toml",
+   "added": ["github"], "disabled": [{"name": "github", "reason": "..."}],
+   "skipped": [{"name": "notes", "reason": "..."}], "failed": [],
+   "secrets": [{"var": "GITHUB_TOKEN", "where": "servers.github.env..."}],
+   "notes": ["..."]}
+disabled lists the added servers that were added disabled; secrets, the
+variables that now stand for a literal secret (their names, never values);
+notes, what was printed on stderr. When a server could not be added, the
+object also has "error" and the exit status is 1.`
 
 func newImportCmd(a *app) *cobra.Command {
-	var force, keepSecrets bool
+	var force, keepSecrets, asJSON bool
 	cmd := &cobra.Command{
 		Use:   "import FILE",
 		Short: "Add the servers of another MCP client's config (Claude, Cursor, VS Code, Windsurf, Gemini, Zed, Codex)",
@@ -84,26 +95,50 @@ func newImportCmd(a *app) *cobra.Command {
 			if err != nil {
 				return err
 			}
-			for _, n := range res.Notes {
-				fmt.Fprintf(a.stderr, "note: %s\n", n)
-			}
-			for _, s := range res.Secrets {
-				fmt.Fprintf(a.stderr, "note: %s: the literal secret now reads ${%s}; set %s where mcphub runs (its value is in %s)\n",
-					s.Where, s.Var, s.Var, file)
-			}
-			if err := a.ensureRegistry(); err != nil {
+			var disabled map[string]string
+			notes := a.captureWarnings(func() {
+				for _, n := range res.Notes {
+					fmt.Fprintf(a.stderr, "note: %s\n", n)
+				}
+				for _, s := range res.Secrets {
+					fmt.Fprintf(a.stderr, "note: %s: the literal secret now reads ${%s}; set %s where mcphub runs (its value is in %s)\n",
+						s.Where, s.Var, s.Var, file)
+				}
+				if err = a.ensureRegistry(); err != nil {
+					return
+				}
+				ctx := cmd.Context()
+				if ctx == nil {
+					ctx = context.Background()
+				}
+				disabled = a.disableUnset(ctx, res, file)
+			})
+			if err != nil {
 				return err
 			}
-			ctx := cmd.Context()
-			if ctx == nil {
-				ctx = context.Background()
+			rep := a.addImported(res, disabled, force, !asJSON)
+			if !asJSON {
+				if rep.Error != "" {
+					return exitError{code: 1}
+				}
+				return nil
 			}
-			disabled := a.disableUnset(ctx, res, file)
-			return a.addImported(res, disabled, force)
+			rep.File, rep.Notes = file, notes
+			for _, s := range res.Secrets {
+				rep.Secrets = append(rep.Secrets, importSecret{Var: s.Var, Where: s.Where})
+			}
+			if err := a.printJSON(rep); err != nil {
+				return err
+			}
+			if rep.Error != "" {
+				return exitError{code: 1}
+			}
+			return nil
 		},
 	}
 	cmd.Flags().BoolVar(&force, "force", false, "replace servers whose names exist already")
 	cmd.Flags().BoolVar(&keepSecrets, "keep-secrets", false, "write literal secrets into hub.toml as they are, instead of ${VAR} references")
+	cmd.Flags().BoolVar(&asJSON, "json", false, "print what was imported as one JSON object")
 	return cmd
 }
 
@@ -127,6 +162,7 @@ func (a *app) importHub() (registry.Self, []string) {
 			self.Listens = append(self.Listens, t.listen)
 		}
 	}
+	// A stale record errs on the side of never importing a hub.
 	if info, err := readRunInfo(a.dataDir); err == nil && info.Listen != "" && !slices.Contains(self.Listens, info.Listen) {
 		self.Listens = append(self.Listens, info.Listen)
 	}
@@ -201,32 +237,71 @@ func disabledNote(server string, missing, moved []string, where, file string) st
 		server, strings.Join(why, ", and "), plural(n, "it", "them"), server)
 }
 
+// importReport is what import did, its --json answer. It holds names,
+// never a value of the imported entries.
+type importReport struct {
+	File     string         `json:"file"`
+	Registry string         `json:"registry"`
+	Added    []string       `json:"added"`
+	Disabled []importReason `json:"disabled"`
+	Skipped  []importReason `json:"skipped"`
+	Failed   []importReason `json:"failed"`
+	Secrets  []importSecret `json:"secrets"`
+	Notes    []string       `json:"notes"`
+	// Error says that some servers could not be added; the exit status
+	// is 1 then.
+	Error string `json:"error,omitempty"`
+}
+
+// importReason is a server import did something to, and why.
+type importReason struct {
+	Name   string `json:"name"`
+	Reason string `json:"reason"`
+}
+
+// importSecret is a variable that now stands for a literal secret.
+type importSecret struct {
+	Var   string `json:"var"`
+	Where string `json:"where"`
+}
+
 // addImported writes the imported servers into the registry and reports
-// each; notes are the disableUnset notes by server name.
-func (a *app) addImported(res registry.ImportResult, notes map[string]string, force bool) error {
-	added, disabled, skipped, failed := 0, 0, len(res.HubEntries), 0
+// what it did; notes are the disableUnset notes by server name. With
+// print, it tells each as it goes: on stdout, and the notes on stderr.
+func (a *app) addImported(res registry.ImportResult, notes map[string]string, force, print bool) importReport {
+	rep := importReport{Registry: a.configPath, Added: []string{}, Disabled: []importReason{}, Skipped: []importReason{},
+		Failed: []importReason{}, Secrets: []importSecret{}}
+	for _, name := range res.HubEntries {
+		rep.Skipped = append(rep.Skipped, importReason{Name: name, Reason: "it points at this hub, which cannot be its own upstream"})
+	}
 	for _, s := range res.Specs {
 		err := registry.AddServer(a.configPath, s, force)
 		switch {
 		case err == nil:
-			added++
-			fmt.Fprintf(a.stdout, "added %s\n", s.Name)
+			rep.Added = append(rep.Added, s.Name)
+			if print {
+				fmt.Fprintf(a.stdout, "added %s\n", s.Name)
+			}
 			if n, ok := notes[s.Name]; ok {
-				disabled++
+				rep.Disabled = append(rep.Disabled, importReason{Name: s.Name, Reason: n})
 				fmt.Fprintf(a.stderr, "note: %s\n", n)
 			}
 		case errors.Is(err, registry.ErrServerExists):
-			skipped++
-			fmt.Fprintf(a.stdout, "skipped %s: it exists already (use --force to replace it)\n", s.Name)
+			rep.Skipped = append(rep.Skipped, importReason{Name: s.Name, Reason: "it exists already (use --force to replace it)"})
+			if print {
+				fmt.Fprintf(a.stdout, "skipped %s: it exists already (use --force to replace it)\n", s.Name)
+			}
 		default:
-			failed++
+			rep.Failed = append(rep.Failed, importReason{Name: s.Name, Reason: err.Error()})
 			fmt.Fprintf(a.stderr, "could not add %s: %v\n", s.Name, err)
 		}
 	}
-	fmt.Fprintf(a.stdout, "imported %d servers into %s (%d disabled, %d skipped, %d failed)\n",
-		added, a.configPath, disabled, skipped, failed)
-	if failed > 0 {
-		return exitError{code: 1}
+	if print {
+		fmt.Fprintf(a.stdout, "imported %d servers into %s (%d disabled, %d skipped, %d failed)\n",
+			len(rep.Added), a.configPath, len(rep.Disabled), len(rep.Skipped), len(rep.Failed))
 	}
-	return nil
+	if n := len(rep.Failed); n > 0 {
+		rep.Error = fmt.Sprintf("%d %s could not be added to %s: %s", n, plural(n, "server", "servers"), a.configPath, rep.Failed[0].Reason)
+	}
+	return rep
 }

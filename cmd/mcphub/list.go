@@ -2,7 +2,6 @@ package main
 
 import (
 	"context"
-	"encoding/json"
 	"errors"
 	"fmt"
 	"strconv"
@@ -34,6 +33,11 @@ type listEntry struct {
 	Problem string `json:"problem,omitempty"`
 	// Live is the running hub's view, absent when no hub runs.
 	Live *hub.ServerStatus `json:"live,omitempty"`
+	// HubError says why the hub could not be asked (it refused the
+	// token, a TLS mismatch, not mcphub's answer); absent when it answered
+	// or none runs. It is the same sentence for every entry, and holds no
+	// secret.
+	HubError string `json:"hub_error,omitempty"`
 }
 
 func newListCmd(a *app) *cobra.Command {
@@ -42,11 +46,18 @@ func newListCmd(a *app) *cobra.Command {
 		Use:   "list",
 		Short: "List the registry's servers, with their live state when a hub is running",
 		Long: `List the servers in the registry: name, kind, command or URL, whether it is
-enabled, and its prefix. When a hub is running at the registry's listen
-address, each server's live state is shown too (connected, starting,
-restarting, failed with the last error) with its tool count. Env and header
-values are never shown. Without a registry file, list says so and creates
-none.`,
+enabled, and its prefix. When a hub is running (found as status finds it),
+each server's live state is shown too (connected, starting, restarting,
+failed with the last error) with its tool count; a note on stderr says when
+the hub holding the data directory serves another registry than --config.
+When a hub runs but cannot be asked (it refuses the token, say), the
+reason is printed on stderr. Env and header values are never shown. Without
+a registry file, list says so and creates none.
+
+--json prints an array with one object per server: name, kind, command,
+args, env_keys (names only), url (its secrets masked), transport, enabled,
+prefix, share, problem, live (the hub's view, when a hub runs) and
+hub_error (why the hub could not be asked, when it could not).`,
 		Args: cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {
 			reg, err := a.loadExistingRegistry()
@@ -66,12 +77,20 @@ none.`,
 				ctx = context.Background()
 			}
 			tok, _ := hubToken(reg)
-			st, serr := fetchStatus(ctx, targetOf(reg.Hub, tok))
+			t := a.hubFor(reg, tok)
+			st, serr := fetchStatus(ctx, t)
+			a.noteServed(t)
 			entries := listEntries(reg, st)
+			hubErr := ""
+			if serr != nil && !errors.Is(serr, errNoHub) {
+				hubErr = fmt.Sprintf("could not ask the hub at %s: %v", t.listen, serr)
+				fmt.Fprintln(a.stderr, hubErr)
+				for i := range entries {
+					entries[i].HubError = hubErr
+				}
+			}
 			if asJSON {
-				enc := json.NewEncoder(a.stdout)
-				enc.SetIndent("", "  ")
-				return enc.Encode(entries)
+				return a.printJSON(entries)
 			}
 			printList(a, entries, st != nil)
 			switch {
@@ -80,10 +99,10 @@ none.`,
 				if st.RegistryError != "" {
 					fmt.Fprintf(a.stdout, "the hub keeps its last good registry; the file has errors:\n%s\n", st.RegistryError)
 				}
-			case errors.Is(serr, errNoHub):
-				fmt.Fprintf(a.stdout, "\nno hub running at %s (start one with: mcphub serve)\n", reg.Hub.Listen)
+			case hubErr == "":
+				fmt.Fprintf(a.stdout, "\nno hub running at %s (start one with: mcphub serve)\n", t.listen)
 			default:
-				fmt.Fprintf(a.stdout, "\ncould not ask the hub at %s: %v\n", reg.Hub.Listen, serr)
+				fmt.Fprintf(a.stdout, "\nthe hub at %s could not be asked (the reason is on stderr)\n", t.listen)
 			}
 			return nil
 		},

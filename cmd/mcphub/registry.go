@@ -1,10 +1,15 @@
 package main
 
 import (
+	"bytes"
 	"errors"
 	"fmt"
+	"io"
 	"io/fs"
+	"strings"
 	"time"
+
+	"github.com/spf13/cobra"
 
 	"github.com/mcphub/mcphub/registry"
 )
@@ -56,12 +61,46 @@ func (a *app) noRegistryHint() string {
 func (a *app) printRegistryErrors(err error) error {
 	var errs registry.Errors
 	if errors.As(err, &errs) {
-		for _, e := range errs {
+		lines := make([]string, len(errs))
+		for i, e := range errs {
 			fmt.Fprintln(a.stderr, e)
+			lines[i] = e.Error()
 		}
-		return exitError{code: 1}
+		n := len(errs)
+		return exitError{code: 1, why: fmt.Sprintf("the registry has %d %s; fix %s and run the command again: %s",
+			n, plural(n, "problem", "problems"), plural(n, "it", "them"), strings.Join(lines, "; "))}
 	}
 	return err
+}
+
+// captureWarnings runs f, which prints its warnings and notes on stderr, and
+// returns them as well, one sentence each, for a --json answer; stderr
+// still gets them as they were.
+func (a *app) captureWarnings(f func()) []string {
+	var buf bytes.Buffer
+	saved := a.stderr
+	a.stderr = io.MultiWriter(saved, &buf)
+	defer func() { a.stderr = saved }()
+	f()
+	return warningSentences(buf.String())
+}
+
+// warningSentences splits printed warnings into one sentence each: a
+// line that starts with a space continues the one above, and the
+// "warning: " and "note: " marks go.
+func warningSentences(text string) []string {
+	out := []string{}
+	for _, line := range strings.Split(text, "\n") {
+		switch {
+		case strings.TrimSpace(line) == "":
+		case strings.HasPrefix(line, " ") && len(out) > 0:
+			out[len(out)-1] += " " + strings.TrimSpace(line)
+		default:
+			line = strings.TrimPrefix(line, "warning: ")
+			out = append(out, strings.TrimPrefix(line, "note: "))
+		}
+	}
+	return out
 }
 
 // statusTimeout bounds asking a hub that may not be running.
@@ -69,3 +108,51 @@ const statusTimeout = 2 * time.Second
 
 // errNoHub means no hub answers at the registry's listen address.
 var errNoHub = errors.New("no mcphub is running")
+
+// completeServers completes a command's server NAME argument, for shell
+// completion: the registry's servers that keep accepts (every one when keep
+// is nil), each described by its kind and state. It reads the registry
+// without creating it and completes nothing, silently, when the registry
+// does not load. Only the first argument is a server name.
+func (a *app) completeServers(keep func(*registry.Server) bool) cobra.CompletionFunc {
+	return func(_ *cobra.Command, args []string, toComplete string) ([]cobra.Completion, cobra.ShellCompDirective) {
+		if len(args) > 0 {
+			return nil, cobra.ShellCompDirectiveNoFileComp
+		}
+		return a.serverCompletions(keep, toComplete), cobra.ShellCompDirectiveNoFileComp
+	}
+}
+
+// completeServerFlag completes the value of a --server flag, as
+// completeServers completes an argument; commands register it with
+// cmd.RegisterFlagCompletionFunc("server", a.completeServerFlag(nil)).
+func (a *app) completeServerFlag(keep func(*registry.Server) bool) cobra.CompletionFunc {
+	return func(_ *cobra.Command, _ []string, toComplete string) ([]cobra.Completion, cobra.ShellCompDirective) {
+		return a.serverCompletions(keep, toComplete), cobra.ShellCompDirectiveNoFileComp
+	}
+}
+
+// serverCompletions are the names of the registry's servers that start with
+// prefix and that keep accepts.
+func (a *app) serverCompletions(keep func(*registry.Server) bool, prefix string) []cobra.Completion {
+	reg, err := registry.LoadServing(a.configPath)
+	if err != nil {
+		return nil
+	}
+	var out []cobra.Completion
+	for _, s := range reg.Servers {
+		if !strings.HasPrefix(s.Name, prefix) || keep != nil && !keep(s) {
+			continue
+		}
+		desc := string(s.Kind())
+		if !s.Enabled {
+			desc += ", disabled"
+		}
+		out = append(out, cobra.CompletionWithDesc(s.Name, desc))
+	}
+	return out
+}
+
+// enabledServer and disabledServer select servers for completion.
+func enabledServer(s *registry.Server) bool  { return s.Enabled }
+func disabledServer(s *registry.Server) bool { return !s.Enabled }

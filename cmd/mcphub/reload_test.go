@@ -504,8 +504,8 @@ func TestRestartAndEnableDisable(t *testing.T) {
 		name: "restart", do: command("restarting a", "restart", "a"),
 		replaced: []string{"a"}, kept: []string{"b"}, echo: []string{"a__echo", "b__echo"},
 		check: func(t *testing.T, w *reloadWorld) {
-			if code, out, errOut := w.h.cli(t, nil, "restart", "nope"); code != 1 || !strings.Contains(errOut, "404") {
-				t.Errorf("mcphub restart nope: exit %d, want 1 with the hub's 404\n%s%s", code, out, errOut)
+			if code, out, errOut := w.h.cli(t, nil, "restart", "nope"); code != 1 || !strings.Contains(errOut, `the hub refused: unknown server: "nope"`) {
+				t.Errorf("mcphub restart nope: exit %d, want 1 with the hub's refusal as a sentence\n%s%s", code, out, errOut)
 			}
 		},
 	}, {

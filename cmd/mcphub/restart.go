@@ -1,28 +1,85 @@
 package main
 
 import (
+	"context"
+	"errors"
 	"fmt"
 	"net/http"
 	"net/url"
+	"strings"
 
 	"github.com/spf13/cobra"
+
+	"github.com/mcphub/mcphub/hub"
 )
 
+// restartResult is what restart asked for, its --json answer: the hub's
+// own answer.
+type restartResult struct {
+	Server string `json:"server"`
+	Status string `json:"status"` // "restarting"
+}
+
 func newRestartCmd(a *app) *cobra.Command {
-	return &cobra.Command{
+	var asJSON bool
+	cmd := &cobra.Command{
 		Use:   "restart NAME",
 		Short: "Restart one server of the running hub",
 		Long: `Ask the running hub to restart one server: a fresh connection (a new process
 for a stdio server) is started and swapped in once it has connected, then
 the old one stops. Calls in flight on the old connection fail; none is
-replayed.`,
-		Args: cobra.ExactArgs(1),
+replayed.
+
+--json prints the hub's answer: {"server": "NAME", "status": "restarting"}.`,
+		Args:              cobra.ExactArgs(1),
+		ValidArgsFunction: a.completeServers(enabledServer),
 		RunE: func(cmd *cobra.Command, args []string) error {
-			if err := a.control(cmd.Context(), http.MethodPost, "/control/restart?server="+url.QueryEscape(args[0]), http.StatusAccepted, nil); err != nil {
+			ctx := cmd.Context()
+			if ctx == nil {
+				ctx = context.Background()
+			}
+			t, _, err := a.statusTarget()
+			if err != nil {
 				return err
+			}
+			res := restartResult{Server: args[0], Status: "restarting"}
+			err = controlAt(ctx, t, http.MethodPost, "/control/restart?server="+url.QueryEscape(args[0]), http.StatusAccepted, &res)
+			if he := (*hubError)(nil); errors.As(err, &he) && he.status == http.StatusNotFound && he.reason != "" {
+				return unknownServerError(ctx, t, args[0], he)
+			}
+			if err != nil {
+				return err
+			}
+			if asJSON {
+				return a.printJSON(res)
 			}
 			fmt.Fprintf(a.stdout, "restarting %s; see mcphub status\n", args[0])
 			return nil
 		},
 	}
+	cmd.Flags().BoolVar(&asJSON, "json", false, "print the hub's answer as one JSON object")
+	return cmd
+}
+
+// unknownServerError is the hub's refusal to restart name, with what the
+// hub does serve: its enabled servers, or how to enable name when the hub
+// has it disabled.
+func unknownServerError(ctx context.Context, t hubTarget, name string, refused *hubError) error {
+	st, err := fetchStatus(ctx, t)
+	if err != nil {
+		return refused
+	}
+	var enabled []string
+	for _, s := range st.Servers {
+		switch {
+		case s.Name == name && s.State == hub.StateDisabled:
+			return fmt.Errorf("%w; %s is disabled: enable it with mcphub enable %s", refused, name, name)
+		case s.State != hub.StateDisabled:
+			enabled = append(enabled, s.Name)
+		}
+	}
+	if len(enabled) == 0 {
+		return fmt.Errorf("%w; it serves no enabled server (add one with: mcphub add NAME -- COMMAND [ARGS...])", refused)
+	}
+	return fmt.Errorf("%w; its enabled servers: %s (see mcphub status)", refused, strings.Join(enabled, ", "))
 }

@@ -1,6 +1,7 @@
 package main
 
 import (
+	"encoding/json"
 	"errors"
 	"fmt"
 	"io"
@@ -23,10 +24,20 @@ type app struct {
 }
 
 // exitError carries a process exit code through cobra without printing
-// anything more; the command already said what went wrong.
-type exitError struct{ code int }
+// anything more; the command already said what went wrong. why is the
+// sentence a --json run prints as its error object; it is empty when the
+// command printed its own JSON answer, or printed no JSON at all.
+type exitError struct {
+	code int
+	why  string
+}
 
-func (e exitError) Error() string { return fmt.Sprintf("exit status %d", e.code) }
+func (e exitError) Error() string {
+	if e.why != "" {
+		return e.why
+	}
+	return fmt.Sprintf("exit status %d", e.code)
+}
 
 const rootLong = `mcphub is a local hub for Model Context Protocol (MCP) servers.
 
@@ -50,7 +61,16 @@ Files (the --config and --data-dir defaults below are this machine's):
   data       --data-dir, $MCPHUB_DATA, default
                Linux    ~/.local/share/mcphub ($XDG_DATA_HOME/mcphub)
                macOS    ~/Library/Application Support/mcphub
-               Windows  %LocalAppData%\mcphub`
+               Windows  %LocalAppData%\mcphub
+
+Scripts: every command that reports a result takes --json, and then prints
+JSON on stdout instead of text: one object, unless its help says otherwise.
+Notes and warnings stay on stderr. A command that fails with --json still
+exits non-zero, and prints {"error": "<what went wrong and the fix>"} on
+stdout. No JSON output holds a secret value.
+
+Shell completion, server names included: mcphub completion SHELL, for bash,
+zsh, fish or powershell (see mcphub completion --help).`
 
 func newRootCmd(a *app) *cobra.Command {
 	root := &cobra.Command{
@@ -73,24 +93,55 @@ func newRootCmd(a *app) *cobra.Command {
 		newRestartCmd(a), newEnableCmd(a, true), newEnableCmd(a, false), newSessionsCmd(a),
 		newTokenCmd(a), newConnectCmd(a))
 	root.AddCommand(newStdioCmd(a))
+	for _, c := range commands {
+		root.AddCommand(c(a))
+	}
 	return root
 }
+
+// commands are the commands whose files add them in an init (tools.go,
+// logs.go, service.go ...), so that a new command touches only its file.
+var commands []func(*app) *cobra.Command
 
 // run executes the command line and returns the process exit code.
 func run(args []string, stdout, stderr io.Writer) int {
 	a := &app{stdout: stdout, stderr: stderr}
 	root := newRootCmd(a)
 	root.SetArgs(args)
-	err := root.Execute()
+	cmd, err := root.ExecuteC()
 	if err == nil {
 		return 0
 	}
+	code, why := 1, err.Error()
 	var ee exitError
 	if errors.As(err, &ee) {
-		return ee.code
+		code, why = ee.code, ee.why
+	} else {
+		fmt.Fprintf(stderr, "mcphub: %v\n", err)
 	}
-	fmt.Fprintf(stderr, "mcphub: %v\n", err)
-	return 1
+	if why != "" && jsonMode(cmd) {
+		a.printJSON(struct {
+			Error string `json:"error"`
+		}{why})
+	}
+	return code
+}
+
+// jsonMode reports whether cmd runs with --json.
+func jsonMode(cmd *cobra.Command) bool {
+	if cmd == nil {
+		return false
+	}
+	f := cmd.Flag("json")
+	return f != nil && f.Value.String() == "true"
+}
+
+// printJSON prints v on stdout as the one JSON answer of a --json run.
+func (a *app) printJSON(v any) error {
+	enc := json.NewEncoder(a.stdout)
+	enc.SetIndent("", "  ")
+	enc.SetEscapeHTML(false) // a sentence may say <token>; scripts are no HTML page
+	return enc.Encode(v)
 }
 
 // defaultDataDir is the data directory to use when none is given: dir, the

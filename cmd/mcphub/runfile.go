@@ -1,6 +1,7 @@
 package main
 
 import (
+	"context"
 	"encoding/json"
 	"errors"
 	"fmt"
@@ -12,25 +13,36 @@ import (
 )
 
 // runInfo is what a running `mcphub serve` records in its data directory:
-// other commands find the hub through it when the registry does not load.
+// other commands find the hub through it, at the address it really listens
+// on (serve --listen, or port 0, may differ from the registry's), and when
+// the registry does not load.
 type runInfo struct {
 	PID     int       `json:"pid"`
 	Listen  string    `json:"listen"`
 	TLSCert string    `json:"tls_cert,omitempty"` // set when the hub serves HTTPS
-	Config  string    `json:"config"`
+	Config  string    `json:"config"`             // the registry the hub serves, an absolute path
+	Version string    `json:"version"`            // the hub's mcphub version
 	Started time.Time `json:"started"`
 }
 
 const runFileName = "serve.lock"
 
+// lockDataDirWait bounds how long a starting hub waits for the data
+// directory's lock before it takes it for another hub's.
+const lockDataDirWait = 250 * time.Millisecond
+
 // errDataDirBusy means another hub holds the data directory.
 var errDataDirBusy = errors.New("the data directory is in use")
 
 // lockDataDir takes the data directory for this hub: an exclusive lock on
-// serve.lock, which also records where the hub listens. A second hub on the
-// same directory is refused; the system drops the lock when a hub dies, even
-// by SIGKILL, so a stale file never blocks a new start. The lock is
-// filelock's, the one registry edits take too.
+// serve.lock, which also records where the hub listens, the registry it
+// serves (made absolute, so that commands run from another directory can
+// compare it) and mcphub's version. A second hub on the same directory is
+// refused; the system drops the lock when a hub dies, even by SIGKILL, so a
+// stale file never blocks a new start. A lock held for an instant, by
+// liveRunInfo checking for a live hub, is waited for, up to
+// lockDataDirWait. The lock is filelock's, the one registry edits take
+// too.
 func lockDataDir(dir string, info runInfo) (release func(), err error) {
 	if err := os.MkdirAll(dir, 0o700); err != nil {
 		return nil, fmt.Errorf("data directory: %w", err)
@@ -40,7 +52,13 @@ func lockDataDir(dir string, info runInfo) (release func(), err error) {
 	if err != nil {
 		return nil, fmt.Errorf("data directory: %w", err)
 	}
-	if err := filelock.TryLock(f); err != nil {
+	// liveRunInfo, in any process, holds the lock for an instant to tell
+	// a live hub from a dead one's record; a hub starting in that instant
+	// waits it out instead of taking the check for another hub.
+	ctx, cancel := context.WithTimeout(context.Background(), lockDataDirWait)
+	err = filelock.Lock(ctx, f)
+	cancel()
+	if err != nil {
 		f.Close()
 		if !errors.Is(err, filelock.ErrLocked) {
 			return nil, fmt.Errorf("data directory: %w", err)
@@ -50,6 +68,14 @@ func lockDataDir(dir string, info runInfo) (release func(), err error) {
 			other = fmt.Sprintf(" by mcphub pid %d listening on %s", prev.PID, prev.Listen)
 		}
 		return nil, fmt.Errorf("%w%s: %s (use another --data-dir to run a second hub)", errDataDirBusy, other, dir)
+	}
+	if info.Config != "" {
+		if abs, err := filepath.Abs(info.Config); err == nil {
+			info.Config = abs
+		}
+	}
+	if info.Version == "" {
+		info.Version = mcphubVersion()
 	}
 	data, _ := json.Marshal(info)
 	if err := f.Truncate(0); err == nil {
@@ -64,7 +90,7 @@ func lockDataDir(dir string, info runInfo) (release func(), err error) {
 }
 
 // readRunInfo reads what the hub holding dir recorded; it fails when no hub
-// holds it.
+// holds it, or one that died left the file.
 func readRunInfo(dir string) (*runInfo, error) {
 	data, err := os.ReadFile(filepath.Join(dir, runFileName))
 	if err != nil {
@@ -75,4 +101,46 @@ func readRunInfo(dir string) (*runInfo, error) {
 		return nil, errors.New("no hub recorded")
 	}
 	return &info, nil
+}
+
+// liveRunInfo is what the hub holding dir recorded, when a live hub holds
+// it; nil when none does.
+//
+// A hub is live when serve.lock is locked: the check opens the file apart
+// from any other open and tries the lock without waiting. filelock's locks
+// belong to the open file (flock on Linux and macOS, LockFileEx on the
+// handle on Windows), so this works in the hub's own process as well as in
+// any other, and the system drops the lock the moment a hub dies, even by
+// SIGKILL. A pid check would not do: the pid of a dead hub may be another
+// process's by now, a process of another user cannot be signalled on Unix,
+// and os.FindProcess tells nothing there.
+//
+// The lock is tried only when the file holds a record: a hub that stopped
+// cleanly leaves it empty. When the lock is free (a hub killed with SIGKILL
+// left its record), the check holds it for the two system calls that take
+// and drop it; a hub starting in that instant waits for it (lockDataDir
+// waits up to lockDataDirWait).
+func liveRunInfo(dir string) *runInfo {
+	info, err := readRunInfo(dir)
+	if err != nil {
+		return nil
+	}
+	f, err := os.Open(filepath.Join(dir, runFileName))
+	if err != nil {
+		return nil
+	}
+	defer f.Close()
+	switch err := filelock.TryLock(f); {
+	case err == nil:
+		filelock.Unlock(f)
+		return nil
+	case !errors.Is(err, filelock.ErrLocked):
+		return nil
+	}
+	// Read again: the hub that holds the lock may have written its record
+	// since, or be stopping and have cleared it.
+	if info, err = readRunInfo(dir); err != nil {
+		return nil
+	}
+	return info
 }

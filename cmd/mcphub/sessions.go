@@ -1,10 +1,12 @@
 package main
 
 import (
-	"encoding/json"
+	"context"
+	"errors"
 	"fmt"
 	"net/http"
 	"net/url"
+	"strings"
 	"text/tabwriter"
 	"time"
 
@@ -13,8 +15,14 @@ import (
 	"github.com/mcphub/mcphub/hub"
 )
 
+// sessionEnded is what sessions rm did, its --json answer.
+type sessionEnded struct {
+	ID    string `json:"id"`
+	Ended bool   `json:"ended"`
+}
+
 func newSessionsCmd(a *app) *cobra.Command {
-	var asJSON bool
+	var asJSON, rmJSON bool
 	cmd := &cobra.Command{
 		Use:   "sessions",
 		Short: "List the running hub's client sessions; sessions rm ID ends one",
@@ -23,7 +31,9 @@ version, the protocol version, age, idle time, open streams and the events
 kept for resumption. Sessions survive hub restarts until they have been idle
 for [hub] session_ttl.
 
-  mcphub sessions rm ID   ends a session, as a DELETE from its client would`,
+  mcphub sessions rm ID   ends a session, as a DELETE from its client would
+
+--json prints the hub's array of sessions, as GET /control/sessions answers.`,
 		Args: cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {
 			var list []hub.SessionInfo
@@ -31,9 +41,10 @@ for [hub] session_ttl.
 				return err
 			}
 			if asJSON {
-				enc := json.NewEncoder(a.stdout)
-				enc.SetIndent("", "  ")
-				return enc.Encode(list)
+				if list == nil {
+					list = []hub.SessionInfo{}
+				}
+				return a.printJSON(list)
 			}
 			if len(list) == 0 {
 				fmt.Fprintln(a.stdout, "no sessions")
@@ -49,17 +60,60 @@ for [hub] session_ttl.
 		},
 	}
 	cmd.Flags().BoolVar(&asJSON, "json", false, "print JSON")
-	cmd.AddCommand(&cobra.Command{
+	rm := &cobra.Command{
 		Use:   "rm ID",
 		Short: "End one session of the running hub",
-		Args:  cobra.ExactArgs(1),
+		Long: `End one session of the running hub, as a DELETE from its client would; its
+client must initialize a new one. mcphub sessions lists the IDs.
+
+--json prints {"id": "ID", "ended": true}.`,
+		Args:              cobra.ExactArgs(1),
+		ValidArgsFunction: a.completeSessions,
 		RunE: func(cmd *cobra.Command, args []string) error {
-			if err := a.control(cmd.Context(), http.MethodDelete, "/control/sessions?id="+url.QueryEscape(args[0]), http.StatusNoContent, nil); err != nil {
+			err := a.control(cmd.Context(), http.MethodDelete, "/control/sessions?id="+url.QueryEscape(args[0]), http.StatusNoContent, nil)
+			if he := (*hubError)(nil); errors.As(err, &he) && he.status == http.StatusNotFound && he.reason != "" {
+				return fmt.Errorf("%w (see mcphub sessions for the live ones)", he)
+			}
+			if err != nil {
 				return err
+			}
+			if rmJSON {
+				return a.printJSON(sessionEnded{ID: args[0], Ended: true})
 			}
 			fmt.Fprintf(a.stdout, "ended session %s\n", args[0])
 			return nil
 		},
-	})
+	}
+	rm.Flags().BoolVar(&rmJSON, "json", false, "print what was ended as one JSON object")
+	cmd.AddCommand(rm)
 	return cmd
+}
+
+// completeSessions completes the ID of sessions rm with the running hub's
+// sessions, each described by its client. It asks the hub only when the
+// registry loads, and completes nothing, silently, when no hub answers.
+func (a *app) completeSessions(cmd *cobra.Command, args []string, toComplete string) ([]cobra.Completion, cobra.ShellCompDirective) {
+	if len(args) > 0 {
+		return nil, cobra.ShellCompDirectiveNoFileComp
+	}
+	reg, err := a.loadExistingRegistry()
+	if err != nil || reg == nil {
+		return nil, cobra.ShellCompDirectiveNoFileComp
+	}
+	tok, _ := hubToken(reg)
+	ctx := cmd.Context()
+	if ctx == nil {
+		ctx = context.Background()
+	}
+	var list []hub.SessionInfo
+	if controlAt(ctx, a.hubFor(reg, tok), http.MethodGet, "/control/sessions", http.StatusOK, &list) != nil {
+		return nil, cobra.ShellCompDirectiveNoFileComp
+	}
+	var out []cobra.Completion
+	for _, s := range list {
+		if strings.HasPrefix(s.ID, toComplete) {
+			out = append(out, cobra.CompletionWithDesc(s.ID, strings.TrimSpace(s.Client+" "+s.ClientVersion)))
+		}
+	}
+	return out, cobra.ShellCompDirectiveNoFileComp
 }

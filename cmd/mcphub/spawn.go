@@ -12,6 +12,7 @@ import (
 	"os/exec"
 	"path/filepath"
 	"strings"
+	"sync"
 	"time"
 
 	"github.com/mcphub/mcphub/registry"
@@ -30,24 +31,57 @@ const serveLogName = "serve.log"
 const hubStartWait = 20 * time.Second
 
 // hubFinder knows where a hub serving this registry and data directory may
-// answer.
+// answer, and the token it wants. The registry is read again each time the
+// hub is looked for, so that a face that reconnects sends the token in force
+// now: auth turned on in hub.toml, or a token file replaced, reaches the hub
+// without a restart, and must reach the face too.
 type hubFinder struct {
-	a   *app
-	reg *registry.Registry // nil when the registry does not load
-	tok string             // the bearer token the hub wants, "" for none
+	a *app
+
+	mu  sync.Mutex
+	reg *registry.Registry // the last registry that loaded; nil when none has
+	tok string             // its bearer token, "" for none
+}
+
+// newHubFinder is the finder for a's registry, reg (nil when it does not
+// load), whose token is tok.
+func newHubFinder(a *app, reg *registry.Registry, tok string) *hubFinder {
+	return &hubFinder{a: a, reg: reg, tok: tok}
+}
+
+// current reads the registry and its token again. A registry that does not
+// load now, or whose token cannot be read (a token file being replaced), leaves
+// the last good one in force.
+func (h *hubFinder) current() (*registry.Registry, string) {
+	h.mu.Lock()
+	defer h.mu.Unlock()
+	if reg, err := registry.LoadServing(h.a.configPath); err == nil {
+		if tok, err := hubToken(reg); err == nil {
+			h.reg, h.tok = reg, tok
+		}
+	}
+	return h.reg, h.tok
 }
 
 // candidates are the addresses to try, in order: the registry's listen
-// address (unless it asks for any free port), then the one the running hub
-// recorded in the data directory, which differs when it was started with
-// --listen or port 0.
-func (h hubFinder) candidates() []hubTarget {
+// address (unless it asks for any free port), then the one the live hub
+// holding the data directory recorded, which differs when it was started
+// with --listen or port 0. A live hub that serves another registry is not a
+// candidate, and gets no token of this registry's even when it listens at
+// the registry's address.
+func (h *hubFinder) candidates() []hubTarget {
+	reg, tok := h.current()
+	info := liveRunInfo(h.a.dataDir)
 	var out []hubTarget
-	if h.reg != nil && !strings.HasSuffix(h.reg.Hub.Listen, ":0") {
-		out = append(out, targetOf(h.reg.Hub, h.tok))
+	if reg != nil && !strings.HasSuffix(reg.Hub.Listen, ":0") {
+		own := targetOf(reg.Hub, tok)
+		if info != nil && !h.a.servesConfig(info) {
+			own = ownTarget(reg.Hub, tok, info)
+		}
+		out = append(out, own)
 	}
-	if info, err := readRunInfo(h.a.dataDir); err == nil {
-		t := hubTarget{listen: info.Listen, token: h.tok, tlsCert: info.TLSCert}
+	if info != nil && h.a.servesConfig(info) {
+		t := runTarget(info, tok)
 		if len(out) == 0 || out[0].listen != t.listen {
 			out = append(out, t)
 		}
@@ -58,7 +92,7 @@ func (h hubFinder) candidates() []hubTarget {
 // find returns the first candidate at which a hub answers /healthz. It is
 // errNoHub when none does; a hub that answers but refuses the token, or
 // something else on the port, is reported as it is.
-func (h hubFinder) find(ctx context.Context) (hubTarget, error) {
+func (h *hubFinder) find(ctx context.Context) (hubTarget, error) {
 	var firstErr error
 	for _, t := range h.candidates() {
 		err := probeHub(ctx, t)
@@ -88,12 +122,15 @@ func probeHub(ctx context.Context, t hubTarget) error {
 		return err
 	}
 	defer resp.Body.Close()
-	io.Copy(io.Discard, io.LimitReader(resp.Body, 4096))
+	body, _ := io.ReadAll(io.LimitReader(resp.Body, 4096))
 	switch resp.StatusCode {
 	case http.StatusOK:
 		return nil
 	case http.StatusUnauthorized:
-		return &wrongAnswerError{fmt.Sprintf("the hub at %s requires a bearer token: set $MCPHUB_TOKEN or [hub] token_file to the hub's token", t.listen)}
+		return &wrongAnswerError{tokenRefused(t).Error()}
+	}
+	if reason := hubReason(body); reason != "" {
+		return &wrongAnswerError{fmt.Sprintf("the hub at %s refused: %s", t.listen, reason)}
 	}
 	return &wrongAnswerError{fmt.Sprintf("something other than mcphub answers at %s (HTTP %d to /healthz)", t.listen, resp.StatusCode)}
 }
@@ -106,12 +143,15 @@ func (e *wrongAnswerError) Error() string { return e.msg }
 
 // ensure finds the running hub or, when none answers, starts one in the
 // background and waits for it. started reports that this call started it.
-func (h hubFinder) ensure(ctx context.Context) (t hubTarget, started bool, err error) {
+func (h *hubFinder) ensure(ctx context.Context) (t hubTarget, started bool, err error) {
 	t, err = h.find(ctx)
 	if !errors.Is(err, errNoHub) {
 		return t, false, err
 	}
-	if h.reg == nil {
+	h.mu.Lock()
+	loaded := h.reg != nil
+	h.mu.Unlock()
+	if !loaded {
 		return hubTarget{}, false, fmt.Errorf("no hub is running and the registry %s does not load, so none can be started", h.a.configPath)
 	}
 	bg, err := startHubProcess(h.a.configPath, h.a.dataDir)
@@ -122,7 +162,7 @@ func (h hubFinder) ensure(ctx context.Context) (t hubTarget, started bool, err e
 	if err != nil {
 		return hubTarget{}, false, err
 	}
-	if info, err := readRunInfo(h.a.dataDir); err != nil || info.PID != bg.pid {
+	if info := liveRunInfo(h.a.dataDir); info == nil || info.PID != bg.pid {
 		// Another face or a user started one at the same time, and the
 		// one started here gives way (it cannot have the data directory).
 		return t, false, nil
@@ -136,7 +176,13 @@ func (h hubFinder) ensure(ctx context.Context) (t hubTarget, started bool, err e
 // when some other hub answers instead (two faces raced to start one, and the
 // second `serve` refused the data directory); otherwise the error shows the
 // end of what it wrote.
-func (h hubFinder) awaitStarted(ctx context.Context, bg *bgHub) (hubTarget, error) {
+//
+// Only an answer that is not a hub's ends the wait early. serve binds its
+// address before it takes the data directory and long before it answers:
+// until then a connection is accepted and left unanswered, and reset when
+// a serve that cannot have the directory exits. That is a hub not ready
+// yet, and its exit says why.
+func (h *hubFinder) awaitStarted(ctx context.Context, bg *bgHub) (hubTarget, error) {
 	ctx, cancel := context.WithTimeout(ctx, hubStartWait)
 	defer cancel()
 	b := newRetryDelay(50*time.Millisecond, time.Second)
@@ -145,7 +191,8 @@ func (h hubFinder) awaitStarted(ctx context.Context, bg *bgHub) (hubTarget, erro
 		if err == nil {
 			return t, nil
 		}
-		if !errors.Is(err, errNoHub) {
+		var wrong *wrongAnswerError
+		if errors.As(err, &wrong) {
 			return hubTarget{}, err
 		}
 		select {

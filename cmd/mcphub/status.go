@@ -2,7 +2,6 @@ package main
 
 import (
 	"context"
-	"encoding/json"
 	"errors"
 	"fmt"
 	"io/fs"
@@ -22,12 +21,20 @@ func newStatusCmd(a *app) *cobra.Command {
 	cmd := &cobra.Command{
 		Use:   "status",
 		Short: "Show the running hub's servers and their state",
-		Long: `Ask the hub running at the registry's listen address for its state: each
-server's state (connected, starting, restarting, crash-loop, failed,
-disabled), pid, uptime, tool count, restarts and last error, plus the
-registry error when the file on disk does not load. Exits 1 when no hub is
-running there. Without a registry file, status asks the hub recorded in the
-data directory, else the default address, and creates no registry.`,
+		Long: `Ask the running hub for its state: each server's state (connected,
+starting, restarting, crash-loop, failed, needs-login, disabled), pid,
+uptime, the tools clients see (after allow/deny), restarts and last error,
+plus the registry error when the file on disk does not load and the [hub]
+settings that need a restart to take effect (listen, tls_cert, tls_key). The hub is found where the hub holding the data
+directory recorded it listens (serve --listen, or port 0, may differ from
+the registry), else at the registry's listen address. A hub holding the
+data directory that serves another registry than --config is never sent
+its token: the registry's listen address is asked, and a note on stderr
+says which registry that hub serves. Exits 1 when no hub is
+running. Without a registry file, status asks the hub recorded in the data
+directory, else the default address, and creates no registry.
+
+--json prints the hub's status object, as GET /readyz answers it.`,
 		Args: cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {
 			t, noRegistry, err := a.statusTarget()
@@ -39,8 +46,13 @@ data directory, else the default address, and creates no registry.`,
 				ctx = context.Background()
 			}
 			st, err := fetchStatus(ctx, t)
+			a.noteServed(t)
 			if errors.Is(err, errNoHub) {
-				fmt.Fprintf(a.stdout, "no mcphub is running at %s (start one with: mcphub serve)\n", t.listen)
+				why := fmt.Sprintf("no mcphub is running at %s (start one with: mcphub serve)", t.listen)
+				if asJSON {
+					return exitError{code: 1, why: why}
+				}
+				fmt.Fprintln(a.stdout, why)
 				if noRegistry {
 					fmt.Fprintln(a.stdout, a.noRegistryHint())
 				}
@@ -50,9 +62,7 @@ data directory, else the default address, and creates no registry.`,
 				return err
 			}
 			if asJSON {
-				enc := json.NewEncoder(a.stdout)
-				enc.SetIndent("", "  ")
-				return enc.Encode(st)
+				return a.printJSON(st)
 			}
 			printStatus(a, st)
 			return nil
@@ -63,23 +73,20 @@ data directory, else the default address, and creates no registry.`,
 }
 
 // statusTarget is the hub status asks, found as target finds it but without
-// creating the registry: when there is no registry file, the hub recorded
-// in the data directory (a hub serving another registry), else the address
-// of the built-in default registry. noRegistry reports that case.
+// creating the registry: when there is no registry file, the live hub
+// recorded in the data directory (a hub serving another registry), else the
+// address of the built-in default registry. noRegistry reports that case.
 func (a *app) statusTarget() (t hubTarget, noRegistry bool, err error) {
 	if _, err := os.Stat(a.configPath); !errors.Is(err, fs.ErrNotExist) {
 		t, _, err := a.target()
 		return t, false, err
-	}
-	if info, err := readRunInfo(a.dataDir); err == nil {
-		return hubTarget{listen: info.Listen, tlsCert: info.TLSCert}, true, nil
 	}
 	reg, err := registry.Parse(a.configPath, registry.DefaultRegistry(), os.LookupEnv)
 	if err != nil {
 		return hubTarget{}, true, fmt.Errorf("the built-in default registry: %w", err)
 	}
 	tok, _ := hubToken(reg)
-	return targetOf(reg.Hub, tok), true, nil
+	return a.hubFor(reg, tok), true, nil
 }
 
 func printStatus(a *app, st *hub.Status) {
@@ -103,6 +110,10 @@ func printStatus(a *app, st *hub.Status) {
 		if s.State != hub.StateConnected && oneLine(s.LastError, 80) != oneLine(s.LastError, len(s.LastError)+1) {
 			fmt.Fprintf(a.stdout, "\n%s: %s\n", s.Name, strings.ReplaceAll(strings.TrimSpace(s.LastError), "\n", "\n  "))
 		}
+	}
+	if len(st.NeedsRestart) > 0 {
+		fmt.Fprintf(a.stdout, "\nhub.toml changed %s, which needs a restart to take effect; the hub keeps the one it started with (restart it: stop mcphub serve and start it again, or mcphub service stop && mcphub service start)\n",
+			strings.Join(st.NeedsRestart, ", "))
 	}
 	if st.RegistryError != "" {
 		fmt.Fprintf(a.stdout, "\nthe registry on disk does not load; the hub keeps running its last good registry:\n%s\n", st.RegistryError)

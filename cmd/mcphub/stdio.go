@@ -67,6 +67,10 @@ func runStdio(a *app, cmd *cobra.Command, server, logLevel string) error {
 	}
 	ctx, stop := signal.NotifyContext(ctx, os.Interrupt, syscall.SIGTERM)
 	defer stop()
+	// A client that dies closes our stdout; writing to it must fail with
+	// EPIPE, which ends the relay through its normal shutdown (the hub
+	// session deleted), instead of killing the face by SIGPIPE.
+	signal.Ignore(syscall.SIGPIPE)
 
 	reg, err := a.loadRegistry()
 	if err != nil {
@@ -86,12 +90,15 @@ func runStdio(a *app, cmd *cobra.Command, server, logLevel string) error {
 		}
 		path = "/" + url.PathEscape(server) + "/mcp"
 	}
-	finder := hubFinder{a: a, reg: reg}
+	tok := ""
 	if reg != nil {
-		if finder.tok, err = hubToken(reg); err != nil {
+		if tok, err = hubToken(reg); err != nil {
 			return err
 		}
 	}
+	// The finder reads the registry's token again whenever the face looks
+	// for the hub, so a reconnect sends the token in force now.
+	finder := newHubFinder(a, reg, tok)
 	t, started, err := finder.ensure(ctx)
 	if err != nil {
 		return err

@@ -37,6 +37,11 @@ const (
 	faceDrain = 5 * time.Second
 	// faceConnectTimeout bounds one connection attempt to the hub.
 	faceConnectTimeout = 30 * time.Second
+	// faceEarlyCancelKeep is how long a cancellation of the hub's that came
+	// before the request it names is remembered, and faceEarlyCancelMax
+	// how many are.
+	faceEarlyCancelKeep = time.Minute
+	faceEarlyCancelMax  = 256
 )
 
 // faceConfig is what a face needs; the command fills it in, the tests too.
@@ -71,6 +76,12 @@ type face struct {
 
 	notes chan *jsonrpc.Message // the client's notifications, sent in order
 
+	// What the hub sends on its own before the client has the initialize
+	// response is held until then: a server may not speak first.
+	greetMu sync.Mutex
+	greeted bool
+	held    [][]byte
+
 	hub faceHub // the connection to the hub
 
 	callsMu sync.Mutex
@@ -81,6 +92,16 @@ type face struct {
 	srvNext atomic.Int64
 	srvWait map[string]chan *jsonrpc.Message       // face id → where the client's answer goes
 	srvHub  map[hubRequest]context.CancelCauseFunc // the hub's request → its forwarding
+	// srvEarly holds the hub's cancellations that came before the request
+	// they name was being forwarded: a connection hands over a request on
+	// a goroutine of its own, but a notification at once.
+	srvEarly map[hubRequest]earlyCancel
+}
+
+// earlyCancel is a cancellation of the hub's waiting for its request.
+type earlyCancel struct {
+	reason string
+	at     time.Time
 }
 
 // hubRequest names a request the hub sent on one connection.
@@ -104,7 +125,7 @@ func newFace(cfg faceConfig) *face {
 		out: make(chan []byte, 256), writerStop: make(chan struct{}), writerDone: make(chan struct{}),
 		notes: make(chan *jsonrpc.Message, 256),
 		calls: map[string]context.CancelFunc{}, srvWait: map[string]chan *jsonrpc.Message{},
-		srvHub: map[hubRequest]context.CancelCauseFunc{},
+		srvHub: map[hubRequest]context.CancelCauseFunc{}, srvEarly: map[hubRequest]earlyCancel{},
 	}
 	f.hub.init(f)
 	return f
@@ -117,33 +138,33 @@ func (f *face) run(ctx context.Context) error {
 	msgs := make(chan *jsonrpc.Message)
 	go f.reader(msgs)
 	if err := f.handshake(ctx, msgs); err != nil {
-		f.shutdown(false)
+		f.shutdown(ctx, false)
 		if errors.Is(err, io.EOF) || ctx.Err() != nil {
 			return nil
 		}
 		return err
 	}
-	go f.hub.supervise()
+	f.hub.startSupervising()
 	go f.sendNotes()
 	for {
 		select {
 		case m, ok := <-msgs:
 			if !ok {
 				f.log.Debug("stdin ended; closing the hub session")
-				f.shutdown(true)
+				f.shutdown(ctx, true)
 				return nil
 			}
 			f.dispatch(m)
 		case <-ctx.Done():
 			f.log.Debug("stopping on a signal; closing the hub session")
-			f.shutdown(false)
+			f.shutdown(ctx, false)
 			return nil
 		case <-f.hub.failed:
-			f.shutdown(false)
+			f.shutdown(ctx, false)
 			return f.hub.fatalErr()
 		case <-f.writerDone:
 			// The client no longer reads its stdout: it is gone.
-			f.shutdown(false)
+			f.shutdown(ctx, false)
 			return nil
 		}
 	}
@@ -177,6 +198,7 @@ func (f *face) handshake(ctx context.Context, msgs <-chan *jsonrpc.Message) erro
 				return err
 			}
 			f.send(jsonrpc.NewResponse(m.ID, res))
+			f.greet()
 			return nil
 		case m.Method == "ping" && m.IsRequest():
 			f.send(jsonrpc.NewResponse(m.ID, nil))
@@ -306,6 +328,12 @@ func (f *face) askClient(ctx context.Context, gen int, m *jsonrpc.Message) (json
 	answer := make(chan *jsonrpc.Message, 1)
 	key := hubRequest{gen: gen, id: string(m.ID)}
 	f.srvMu.Lock()
+	if early, ok := f.srvEarly[key]; ok {
+		// Cancelled before it got here: the client is not asked.
+		delete(f.srvEarly, key)
+		f.srvMu.Unlock()
+		return nil, errors.New(early.reason)
+	}
 	f.srvWait[string(id)] = answer
 	f.srvHub[key] = cancel
 	f.srvMu.Unlock()
@@ -315,7 +343,7 @@ func (f *face) askClient(ctx context.Context, gen int, m *jsonrpc.Message) (json
 		delete(f.srvHub, key)
 		f.srvMu.Unlock()
 	}()
-	f.send(jsonrpc.NewRequest(id, m.Method, m.Params))
+	f.sendHub(jsonrpc.NewRequest(id, m.Method, m.Params))
 	select {
 	case a := <-answer:
 		if a.Error != nil {
@@ -324,7 +352,7 @@ func (f *face) askClient(ctx context.Context, gen int, m *jsonrpc.Message) (json
 		return a.Result, nil
 	case <-ctx.Done():
 		why := context.Cause(ctx)
-		f.send(jsonrpc.NewNotification("notifications/cancelled",
+		f.sendHub(jsonrpc.NewNotification("notifications/cancelled",
 			append(append(append([]byte(`{"requestId":`), id...), `,"reason":`...), jsonrpc.Quote(why.Error())...)))
 		return nil, why
 	}
@@ -332,24 +360,45 @@ func (f *face) askClient(ctx context.Context, gen int, m *jsonrpc.Message) (json
 
 // hubCancelled handles the hub's notifications/cancelled for a request it
 // sent on connection gen: the forwarding stops and the client is told under
-// the face's id. It reports whether the request was one being forwarded.
+// the face's id. A request not being forwarded yet may still be on its way
+// to askClient: the cancellation is remembered for it a while. It reports
+// whether the request was one being forwarded.
 func (f *face) hubCancelled(gen int, params json.RawMessage) bool {
 	id, ok := jsonrpc.Member(params, "requestId")
 	if !ok {
-		return false
-	}
-	f.srvMu.Lock()
-	cancel := f.srvHub[hubRequest{gen: gen, id: string(id)}]
-	f.srvMu.Unlock()
-	if cancel == nil {
 		return false
 	}
 	reason, _ := jsonrpc.StringMember(params, "reason")
 	if reason == "" {
 		reason = "cancelled by the server"
 	}
+	key := hubRequest{gen: gen, id: string(id)}
+	f.srvMu.Lock()
+	cancel := f.srvHub[key]
+	if cancel == nil {
+		f.rememberCancel(key, reason)
+	}
+	f.srvMu.Unlock()
+	if cancel == nil {
+		return false
+	}
 	cancel(errors.New(reason))
 	return true
+}
+
+// rememberCancel keeps the cancellation of a request not yet forwarded,
+// forgetting those kept longer than faceEarlyCancelKeep (their request was
+// answered before they came) and, past faceEarlyCancelMax, any. The hub's
+// ids are unique on one connection, so one kept for long harms nothing.
+// f.srvMu is held.
+func (f *face) rememberCancel(key hubRequest, reason string) {
+	now := time.Now()
+	for k, e := range f.srvEarly {
+		if now.Sub(e.at) > faceEarlyCancelKeep || len(f.srvEarly) >= faceEarlyCancelMax {
+			delete(f.srvEarly, k)
+		}
+	}
+	f.srvEarly[key] = earlyCancel{reason: reason, at: now}
 }
 
 // answered delivers the client's response to a request of the hub's.
@@ -367,10 +416,41 @@ func (f *face) answered(m *jsonrpc.Message) {
 
 // send queues one message for the client. Each is written as one line.
 func (f *face) send(m *jsonrpc.Message) {
+	f.queue(frameLine(m))
+}
+
+func (f *face) queue(line []byte) {
 	select {
-	case f.out <- frameLine(m):
+	case f.out <- line:
 	case <-f.writerDone:
 	}
+}
+
+// sendHub queues a message the hub sent on its own (a notification, a
+// request of its, the cancellation of one). Until the client has the
+// initialize response it is held, in order, and queued right after it.
+func (f *face) sendHub(m *jsonrpc.Message) {
+	line := frameLine(m)
+	f.greetMu.Lock()
+	if !f.greeted {
+		f.held = append(f.held, line)
+		f.greetMu.Unlock()
+		return
+	}
+	f.greetMu.Unlock()
+	f.queue(line)
+}
+
+// greet lets the hub's own messages through once the initialize response
+// is queued, those held first. Queueing them under greetMu keeps a message
+// that comes meanwhile behind them.
+func (f *face) greet() {
+	f.greetMu.Lock()
+	defer f.greetMu.Unlock()
+	for _, line := range f.held {
+		f.queue(line)
+	}
+	f.held, f.greeted = nil, true
 }
 
 // writer is the one goroutine that writes to stdout. When told to stop it
@@ -446,9 +526,11 @@ func (f *face) reader(msgs chan<- *jsonrpc.Message) {
 }
 
 // shutdown ends the session: with drain, the calls in flight get a while
-// to finish first. The hub session is deleted (unless the connection is
+// to finish first, cut short when ctx ends (a signal: the client that
+// closed stdin is about to kill the face, and the hub session must be
+// deleted first). The hub session is deleted (unless the connection is
 // down), and what is queued for the client is written.
-func (f *face) shutdown(drain bool) {
+func (f *face) shutdown(ctx context.Context, drain bool) {
 	if drain {
 		done := make(chan struct{})
 		go func() {
@@ -459,6 +541,8 @@ func (f *face) shutdown(drain bool) {
 		case <-done:
 		case <-time.After(f.cfg.drain):
 			f.log.Warn("stdin ended with requests in flight; they are abandoned", "waited", f.cfg.drain)
+		case <-ctx.Done():
+			f.log.Debug("stopped while requests were in flight; they are abandoned")
 		}
 	}
 	f.cancel()

@@ -5,6 +5,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"io"
 	"net"
 	"net/http"
 	"sync"
@@ -109,6 +110,14 @@ func (h *faceHub) connectFirst(ctx context.Context, raw json.RawMessage) (json.R
 	t := h.target
 	h.mu.Unlock()
 	conn, tr, err := h.dial(ctx, 1, t, nil)
+	if err != nil && unauthorized(err) {
+		// The token may have changed since the hub was found: auth
+		// turned on, or the token file replaced.
+		if fresh, ferr := h.f.cfg.find(ctx); ferr == nil && fresh.token != t.token {
+			t = fresh
+			conn, tr, err = h.dial(ctx, 1, t, nil)
+		}
+	}
 	if err != nil {
 		return nil, err
 	}
@@ -131,18 +140,25 @@ func (h *faceHub) dial(ctx context.Context, gen int, t hubTarget, st *client.Sta
 	h.mu.Lock()
 	p := h.params
 	h.mu.Unlock()
+	// Set before Start, which is the first to call OnState.
+	var conn *client.Conn
+	current := func() client.State { return conn.State() }
 	cfg := client.Config{
 		Name: "hub", URL: t.url(h.f.cfg.path), Transport: client.TransportStreamableHTTP,
 		HTTPClient: &http.Client{Transport: tr},
 		ClientInfo: p.ClientInfo, Capabilities: p.Capabilities, ProtocolVersion: p.ProtocolVersion,
-		Resume:  st,
-		OnState: func(s client.State) { h.stateChanged(gen, s) },
-		Logger:  h.f.log,
+		Resume: st,
+		// Ids the face mints start far above the small ones its client
+		// uses, which it passes through as they are, so a
+		// re-initialization never takes an id a relayed request is using.
+		MintAbove: time.Now().UnixMilli() * 1000,
+		OnState:   h.onState(gen, current),
+		Logger:    h.f.log,
 	}
 	if t.token != "" {
 		cfg.Headers = map[string]string{"Authorization": "Bearer " + t.token}
 	}
-	conn := client.New(cfg, faceHandler{f: h.f, gen: gen})
+	conn = client.New(cfg, faceHandler{f: h.f, gen: gen})
 	ctx, cancel := context.WithTimeout(ctx, faceConnectTimeout)
 	defer cancel()
 	if err := conn.Start(ctx); err != nil {
@@ -154,27 +170,54 @@ func (h *faceHub) dial(ctx context.Context, gen int, t hubTarget, st *client.Sta
 }
 
 // install makes conn the current connection and wakes whoever waits for it.
+// Its state is kept as it is now, once started: the state it reported as it
+// opened the session lacks the initialize result, without which a
+// replacement could not resume the session, and the next report waits for
+// an event on one of its streams.
 func (h *faceHub) install(conn *client.Conn, tr *hubTransport, gen int, t hubTarget) {
 	h.mu.Lock()
 	defer h.mu.Unlock()
+	if gen >= h.stateGen {
+		h.state, h.stateGen = conn.State(), gen
+	}
 	h.conn, h.tr, h.gen, h.target = conn, tr, gen, t
 	h.swapping = false
 	close(h.up)
 	h.up = make(chan struct{})
 }
 
-// stateChanged keeps the latest state of the newest connection, which a
-// replacement resumes.
-func (h *faceHub) stateChanged(gen int, st client.State) {
-	h.mu.Lock()
-	defer h.mu.Unlock()
-	if gen < h.stateGen {
-		return
-	}
-	prev := h.state.SessionID
-	h.state, h.stateGen = st, gen
-	if prev != "" && st.SessionID != "" && st.SessionID != prev {
-		h.f.log.Warn("the hub no longer knew this session; a new one was started (requests in flight on the old one fail)")
+// onState is the OnState of connection gen, whose state current reads: it
+// keeps the latest state of the newest connection, which a replacement
+// resumes.
+//
+// The State a connection hands OnState is not used: the connection takes
+// it and calls OnState without a lock, from each of its stream readers, so
+// a snapshot taken before another reader's event can arrive after that
+// reader's, and keeping it would make a replacement resume from an older
+// Last-Event-ID (the client would get those events twice). Comparing event
+// ids per stream cannot order them: the hub names an event
+// "<stream>_<decimal seq>" (hub/stream.go), which does not sort as a
+// string, and a stream key (the GET stream after the session is renewed, a
+// request id the client uses again) moves to a new stream with a random
+// name. Instead the state is read from the connection here, under h.mu:
+// the snapshots kept are then taken in the order they are kept, each
+// stream's last event id only moves forward in the connection, and so the
+// last one kept is the newest (and a stream the connection has let go of
+// is gone from it too). The connection holds none of its locks when it
+// calls OnState or the transport, so taking them under h.mu is safe.
+func (h *faceHub) onState(gen int, current func() client.State) func(client.State) {
+	return func(client.State) {
+		h.mu.Lock()
+		defer h.mu.Unlock()
+		if gen < h.stateGen {
+			return
+		}
+		st := current()
+		prev := h.state.SessionID
+		h.state, h.stateGen = st, gen
+		if prev != "" && st.SessionID != "" && st.SessionID != prev {
+			h.f.log.Warn("the hub no longer knew this session; a new one was started (requests in flight on the old one fail)")
+		}
 	}
 }
 
@@ -261,6 +304,15 @@ func (h *faceHub) call(ctx context.Context, m *jsonrpc.Message) (json.RawMessage
 		if err == nil || isRPCError(err) || ctx.Err() != nil {
 			return res, err
 		}
+		if h.tokenReplaced(ctx, gen, err) {
+			// Refused before the hub read it: it goes again, with the
+			// token in force now.
+			if resends++; resends > faceMaxResends {
+				return nil, err
+			}
+			after = gen
+			continue
+		}
 		if !sent {
 			if resends++; resends > faceMaxResends {
 				return nil, err
@@ -276,6 +328,38 @@ func (h *faceHub) call(ctx context.Context, m *jsonrpc.Message) (json.RawMessage
 		h.reportOutage(gen)
 		lost, after = err, gen
 	}
+}
+
+// unauthorized reports whether err is the hub's 401.
+func unauthorized(err error) bool {
+	var he *client.HTTPError
+	return errors.As(err, &he) && he.Status == http.StatusUnauthorized
+}
+
+// tokenReplaced handles the hub's 401 to connection gen: when the registry
+// now gives another token than the connection sends (auth turned on, or the
+// token file replaced, which the hub applies at once), the connection is
+// replaced by one that sends it, resuming the session, and tokenReplaced
+// reports true: the request may go again on the next connection. A 401 to
+// the token in force is the hub's answer, and any other error is left to
+// the caller.
+func (h *faceHub) tokenReplaced(ctx context.Context, gen int, err error) bool {
+	if !unauthorized(err) {
+		return false
+	}
+	fresh, ferr := h.f.cfg.find(ctx)
+	h.mu.Lock()
+	sent, current := h.target.token, gen == h.gen
+	h.mu.Unlock()
+	if !current {
+		return true // replaced already; the next connection is newer
+	}
+	if ferr != nil || fresh.token == sent {
+		return false
+	}
+	h.f.log.Info("the hub's token changed; reconnecting with the registry's token in force now")
+	h.reportOutage(gen)
+	return true
 }
 
 // resumes reports whether conn resumed the stream of request id.
@@ -319,13 +403,29 @@ func (h *faceHub) notify(m *jsonrpc.Message) {
 		if err == nil || h.f.ctx.Err() != nil {
 			return
 		}
-		if !isDialError(err) && !errors.Is(err, client.ErrClosed) {
-			h.f.log.Debug("could not pass a notification to the hub", "method", m.Method, "err", err)
+		if h.tokenReplaced(h.f.ctx, gen, err) {
+			after = gen
+			continue
+		}
+		if refused(err) {
+			h.f.log.Debug("the hub refused a notification", "method", m.Method, "err", err)
 			return
 		}
+		// Any other failure (a connection reset while the hub restarts,
+		// a hub that does not answer) may have lost it on the way: it goes
+		// again on the next connection.
+		h.f.log.Debug("could not pass a notification to the hub; sending it again on the next connection", "method", m.Method, "err", err)
 		h.reportOutage(gen)
 		after = gen
 	}
+}
+
+// refused reports whether err is the hub's answer to a notification, which
+// sending it again would not change: an HTTP status (a session the hub no
+// longer knows is one), or a message too large.
+func refused(err error) bool {
+	var he *client.HTTPError
+	return errors.As(err, &he) || errors.Is(err, client.ErrSessionExpired) || errors.Is(err, client.ErrMessageTooLarge)
 }
 
 // reportOutage says that connection gen cannot reach the hub. The first
@@ -346,12 +446,19 @@ func (h *faceHub) reportOutage(gen int) {
 	}
 }
 
-// supervise replaces the connection whenever it ends or is reported unable
-// to reach the hub, until the face shuts down or gives up.
-func (h *faceHub) supervise() {
+// startSupervising starts supervise. close waits for it from now on: the
+// flag is set before the goroutine exists, so a shutdown right after the
+// handshake cannot miss it.
+func (h *faceHub) startSupervising() {
 	h.mu.Lock()
 	h.supervises = true
 	h.mu.Unlock()
+	go h.supervise()
+}
+
+// supervise replaces the connection whenever it ends or is reported unable
+// to reach the hub, until the face shuts down or gives up.
+func (h *faceHub) supervise() {
 	defer close(h.supervised)
 	for {
 		h.mu.Lock()
@@ -462,7 +569,8 @@ func (h *faceHub) reachHub(deadline time.Time) (hubTarget, error) {
 
 // close ends the hub session at shutdown: the current connection is closed,
 // which deletes the session. A connection being replaced was closed already,
-// without deleting it.
+// without deleting it: then the session it had is deleted once the hub
+// answers, unless the hub was given up on.
 func (h *faceHub) close() {
 	h.mu.Lock()
 	supervises := h.supervises
@@ -471,12 +579,75 @@ func (h *faceHub) close() {
 		<-h.supervised
 	}
 	h.mu.Lock()
-	conn, swapping := h.conn, h.swapping
+	conn, swapping, st := h.conn, h.swapping, h.state
 	h.mu.Unlock()
-	if conn != nil && !swapping {
+	gaveUp := false
+	select {
+	case <-h.failed:
+		gaveUp = true
+	default:
+	}
+	switch {
+	case conn != nil && !swapping:
 		conn.Close()
+	case conn != nil && st.SessionID != "" && !gaveUp:
+		h.deleteSession(st)
 	}
 	h.plain.CloseIdleConnections()
+}
+
+// deleteSession ends the hub session of st with a DELETE, waiting for the
+// hub to answer for as long as calls in flight may take at stdin's end
+// (the drain time). A hub that no longer knows the session, or does not
+// let sessions be deleted, has nothing left to end; one that refuses the
+// DELETE otherwise is not asked again.
+func (h *faceHub) deleteSession(st client.State) {
+	ctx, cancel := context.WithTimeout(context.Background(), h.f.cfg.drain)
+	defer cancel()
+	delay := newRetryDelay(100*time.Millisecond, 2*time.Second)
+	for {
+		t, err := h.f.cfg.find(ctx)
+		if err == nil {
+			err = h.sendDelete(ctx, t, st)
+			if err == nil {
+				h.f.log.Debug("ended the hub session the connection being replaced had")
+				return
+			}
+			var he *client.HTTPError
+			if errors.As(err, &he) {
+				h.f.log.Warn("could not end the hub session", "err", err)
+				return
+			}
+		}
+		if !sleepFor(ctx, delay.next()) {
+			h.f.log.Warn("the hub did not answer in time to end the session; it ends when the hub expires it", "waited", h.f.cfg.drain)
+			return
+		}
+	}
+}
+
+// sendDelete sends the DELETE that ends session st to the hub at t.
+func (h *faceHub) sendDelete(ctx context.Context, t hubTarget, st client.State) error {
+	req, err := http.NewRequestWithContext(ctx, http.MethodDelete, t.url(h.f.cfg.path), nil)
+	if err != nil {
+		return fmt.Errorf("the DELETE of the hub session: %w", err)
+	}
+	req.Header.Set("Mcp-Session-Id", st.SessionID)
+	if st.ProtocolVersion != "" {
+		req.Header.Set("MCP-Protocol-Version", st.ProtocolVersion)
+	}
+	resp, err := t.do(req)
+	if err != nil {
+		return fmt.Errorf("the DELETE of the hub session: %w", err)
+	}
+	defer resp.Body.Close()
+	io.Copy(io.Discard, io.LimitReader(resp.Body, 4<<10))
+	switch {
+	case resp.StatusCode >= 200 && resp.StatusCode <= 299,
+		resp.StatusCode == http.StatusNotFound, resp.StatusCode == http.StatusMethodNotAllowed:
+		return nil
+	}
+	return &client.HTTPError{Method: http.MethodDelete, URL: t.url(h.f.cfg.path), Status: resp.StatusCode}
 }
 
 func sleepFor(ctx context.Context, d time.Duration) bool {

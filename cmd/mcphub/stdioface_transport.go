@@ -27,15 +27,16 @@ type faceHandler struct {
 
 // HandleNotification writes the hub's notification to the client as it
 // came. A cancellation names a request of the hub's, which the client knows
-// under the face's id: it is translated, or dropped when nothing waits.
+// under the face's id: it is translated, or kept for a request that has not
+// reached the client yet, which then never does.
 func (h faceHandler) HandleNotification(m *jsonrpc.Message, _ json.RawMessage) {
 	if m.Method == "notifications/cancelled" {
 		if !h.f.hubCancelled(h.gen, m.Params) {
-			h.f.log.Debug("dropped the hub's cancellation of a request that is not waiting")
+			h.f.log.Debug("kept the hub's cancellation of a request not being forwarded, in case it has yet to come")
 		}
 		return
 	}
-	h.f.send(m)
+	h.f.sendHub(m)
 }
 
 // HandleRequest forwards the hub's request to the client.

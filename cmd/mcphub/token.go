@@ -37,8 +37,15 @@ func hubToken(reg *registry.Registry) (string, error) {
 	return "", fmt.Errorf("auth is on but neither $%s nor token_file holds a token (create one with: mcphub token)", reg.Hub.TokenEnv)
 }
 
+// tokenResult is what token did, its --json answer. It never holds the
+// token: the file does.
+type tokenResult struct {
+	TokenFile string `json:"token_file"`
+	Auth      string `json:"auth"` // the registry's [hub] auth: "token", or "none" while it is off
+}
+
 func newTokenCmd(a *app) *cobra.Command {
-	var force bool
+	var force, asJSON bool
 	cmd := &cobra.Command{
 		Use:   "token",
 		Short: "Create the bearer token clients must send when auth is on",
@@ -49,7 +56,10 @@ beside hub.toml), readable only by you (mode 0600). Turn it on with
 in hub.toml (or put the token in $MCPHUB_TOKEN instead of a file). Every
 request to the hub must then carry "Authorization: Bearer <token>";
 mcphub connect CLIENT prints a client configuration that includes it. The
-token is never printed here.`,
+token is never printed here.
+
+--json prints {"token_file": "/path/to/token", "auth": "token"} ("none"
+while auth is off), and never the token.`,
 		Args: cobra.NoArgs,
 		RunE: func(*cobra.Command, []string) error {
 			reg, err := a.loadRegistry()
@@ -76,6 +86,9 @@ token is never printed here.`,
 				os.Remove(tmp)
 				return err
 			}
+			if asJSON {
+				return a.printJSON(tokenResult{TokenFile: path, Auth: reg.Hub.Auth})
+			}
 			fmt.Fprintf(a.stdout, "created a token in %s (mode 0600)\n", path)
 			if reg.Hub.Auth != registry.AuthToken {
 				fmt.Fprintf(a.stdout, "auth is off: set auth = \"token\" under [hub] in %s to require it\n", a.configPath)
@@ -85,5 +98,6 @@ token is never printed here.`,
 		},
 	}
 	cmd.Flags().BoolVar(&force, "force", false, "replace an existing token")
+	cmd.Flags().BoolVar(&asJSON, "json", false, "print where the token is as one JSON object (never the token)")
 	return cmd
 }

@@ -26,15 +26,36 @@ func mcphubVersion() string {
 	return "dev"
 }
 
+// versionResult is the --json answer of version.
+type versionResult struct {
+	Version          string   `json:"version"`
+	Go               string   `json:"go"`
+	OS               string   `json:"os"`
+	Arch             string   `json:"arch"`
+	ProtocolVersions []string `json:"protocol_versions"`
+}
+
 func newVersionCmd(a *app) *cobra.Command {
-	return &cobra.Command{
+	var asJSON bool
+	cmd := &cobra.Command{
 		Use:   "version",
 		Short: "Print mcphub's version and the MCP protocol versions it speaks",
-		Args:  cobra.NoArgs,
+		Long: `Print mcphub's version, the Go release and platform it was built for, and
+the MCP protocol versions it speaks.
+
+--json prints {"version", "go", "os", "arch", "protocol_versions": [...]}.`,
+		Args: cobra.NoArgs,
 		RunE: func(*cobra.Command, []string) error {
-			fmt.Fprintf(a.stdout, "mcphub %s (%s, %s/%s)\n", mcphubVersion(), runtime.Version(), runtime.GOOS, runtime.GOARCH)
-			fmt.Fprintf(a.stdout, "MCP protocol versions: %s\n", strings.Join(jsonrpc.SessionVersions, ", "))
+			res := versionResult{Version: mcphubVersion(), Go: runtime.Version(), OS: runtime.GOOS, Arch: runtime.GOARCH,
+				ProtocolVersions: jsonrpc.SessionVersions}
+			if asJSON {
+				return a.printJSON(res)
+			}
+			fmt.Fprintf(a.stdout, "mcphub %s (%s, %s/%s)\n", res.Version, res.Go, res.OS, res.Arch)
+			fmt.Fprintf(a.stdout, "MCP protocol versions: %s\n", strings.Join(res.ProtocolVersions, ", "))
 			return nil
 		},
 	}
+	cmd.Flags().BoolVar(&asJSON, "json", false, "print the versions as one JSON object")
+	return cmd
 }
