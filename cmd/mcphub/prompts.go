@@ -1,0 +1,228 @@
+package main
+
+import (
+	"context"
+	"encoding/json"
+	"fmt"
+	"slices"
+	"strings"
+
+	sdkjsonrpc "github.com/modelcontextprotocol/go-sdk/jsonrpc"
+	"github.com/modelcontextprotocol/go-sdk/mcp"
+	"github.com/spf13/cobra"
+)
+
+func init() { commands = append(commands, newPromptsCmd) }
+
+func newPromptsCmd(a *app) *cobra.Command {
+	var asJSON bool
+	cmd := &cobra.Command{
+		Use:   "prompts [ls [SERVER]]",
+		Short: "List the running hub's prompts (prompts ls [SERVER]) or get one (prompts get NAME)",
+		Long: `List the prompts of the running hub, or get one, as an MCP client of the hub
+(found as "mcphub status" finds it, with its bearer token when auth is on).
+
+Without SERVER, the list comes from the merged endpoint /mcp, under the
+namespaced names (github__summarize_pr) that "prompts get" takes; with
+SERVER, from that server's own endpoint /SERVER/mcp, under its own names.`,
+		Example: `  mcphub prompts ls
+  mcphub prompts ls github
+  mcphub prompts get github__summarize_pr owner=me repo=hub number=42`,
+		Args: cobra.NoArgs,
+		RunE: func(cmd *cobra.Command, _ []string) error {
+			return a.promptsList(cmd.Context(), "", asJSON)
+		},
+	}
+	cmd.Flags().BoolVar(&asJSON, "json", false, "the same as prompts ls --json")
+	cmd.AddCommand(newPromptsLsCmd(a), newPromptsGetCmd(a))
+	return cmd
+}
+
+func newPromptsLsCmd(a *app) *cobra.Command {
+	var asJSON bool
+	cmd := &cobra.Command{
+		Use:   "ls [SERVER]",
+		Short: "List the running hub's prompts, or one server's under its own names",
+		Long: `List the running hub's prompts: name, arguments (optional ones in
+brackets) and the first line of the description, sorted by name. Without
+SERVER these are the merged endpoint's namespaced names (/mcp), the ones
+"mcphub prompts get" takes; with SERVER, the prompts of that server's own
+endpoint (/SERVER/mcp) under the server's own names.
+
+--json prints the prompts array as the hub sent it.`,
+		Example: `  mcphub prompts ls
+  mcphub prompts ls github --json`,
+		Args: cobra.MaximumNArgs(1),
+		RunE: func(cmd *cobra.Command, args []string) error {
+			server := ""
+			if len(args) == 1 {
+				server = args[0]
+			}
+			return a.promptsList(cmd.Context(), server, asJSON)
+		},
+	}
+	cmd.Flags().BoolVar(&asJSON, "json", false, "print the prompts array as the hub sent it")
+	return cmd
+}
+
+// promptsList is prompts ls.
+func (a *app) promptsList(ctx context.Context, server string, asJSON bool) error {
+	ctx, interrupted, stop := withInterrupt(ctx)
+	defer stop()
+	s, err := a.openHub(ctx, server, nil)
+	if err != nil {
+		if interrupted() {
+			return a.interruptedErr(nil)
+		}
+		return err
+	}
+	defer s.Close()
+	lctx, cancel := context.WithTimeout(ctx, cliListTimeout)
+	defer cancel()
+	prompts, pages, err := s.listPrompts(lctx)
+	if err != nil {
+		if interrupted() {
+			return a.interruptedErr(s)
+		}
+		return s.fail("prompts/list", "list the prompts of "+s.where(), err)
+	}
+	a.noteMissing(ctx, s, "prompts")
+	if asJSON {
+		if items, ok := s.rawItems("prompts/list", "prompts", pages); ok {
+			return printRaw(a.stdout, rawArray(items))
+		}
+		raw, err := json.Marshal(append([]*mcp.Prompt{}, prompts...))
+		if err != nil {
+			return err
+		}
+		return printRaw(a.stdout, raw)
+	}
+	slices.SortFunc(prompts, func(x, y *mcp.Prompt) int { return strings.Compare(x.Name, y.Name) })
+	if len(prompts) > 0 {
+		rows := make([][]string, len(prompts))
+		for i, p := range prompts {
+			rows[i] = []string{p.Name, promptArgs(p.Arguments), p.Description}
+		}
+		printTable(a.stdout, []string{"NAME", "ARGUMENTS", "DESCRIPTION"}, rows)
+	}
+	fmt.Fprintln(a.stdout, howMany(len(prompts), "prompt"))
+	return nil
+}
+
+// promptArgs lists a prompt's arguments, the optional ones in brackets:
+// "owner repo [branch]"; "-" for none.
+func promptArgs(args []*mcp.PromptArgument) string {
+	var parts []string
+	for _, arg := range args {
+		if arg == nil {
+			continue
+		}
+		if arg.Required {
+			parts = append(parts, arg.Name)
+		} else {
+			parts = append(parts, "["+arg.Name+"]")
+		}
+	}
+	if len(parts) == 0 {
+		return "-"
+	}
+	return strings.Join(parts, " ")
+}
+
+func newPromptsGetCmd(a *app) *cobra.Command {
+	var asJSON bool
+	cmd := &cobra.Command{
+		Use:   "get NAME [key=value ...]",
+		Short: "Get a prompt of the running hub and print its messages",
+		Long: `Get the prompt NAME of the running hub's merged endpoint (/mcp), by its
+namespaced name as "mcphub prompts ls" lists it, with its arguments as
+key=value pairs (prompt arguments are strings: every value is taken as it
+is), and print its messages, each under its role. --json prints the whole
+result as the hub sent it.`,
+		Example: `  mcphub prompts get github__summarize_pr owner=me repo=hub number=42
+  mcphub prompts get notes__daily --json`,
+		Args: cobra.MinimumNArgs(1),
+		RunE: func(cmd *cobra.Command, args []string) error {
+			return a.promptsGet(cmd.Context(), args[0], args[1:], asJSON)
+		},
+	}
+	cmd.Flags().BoolVar(&asJSON, "json", false, "print the result as the hub sent it")
+	return cmd
+}
+
+// promptsGet is prompts get NAME.
+func (a *app) promptsGet(ctx context.Context, name string, pairs []string, asJSON bool) error {
+	arguments, err := promptArguments(pairs)
+	if err != nil {
+		return err
+	}
+	ctx, interrupted, stop := withInterrupt(ctx)
+	defer stop()
+	s, err := a.openHub(ctx, "", nil)
+	if err != nil {
+		if interrupted() {
+			return a.interruptedErr(nil)
+		}
+		return err
+	}
+	defer s.Close()
+	res, err := s.GetPrompt(ctx, &mcp.GetPromptParams{Name: name, Arguments: arguments})
+	if err != nil {
+		if interrupted() {
+			return a.interruptedErr(s)
+		}
+		if rpcCode(err) == sdkjsonrpc.CodeInvalidParams {
+			if uerr := s.unknownPrompt(ctx, name); uerr != nil {
+				return uerr
+			}
+		}
+		return s.fail("prompts/get", "get prompt "+name, err)
+	}
+	if asJSON {
+		return printJSONResult(a.stdout, s.rawResult("prompts/get"), res)
+	}
+	for _, m := range res.Messages {
+		if m == nil {
+			continue
+		}
+		fmt.Fprintf(a.stdout, "[%s]\n", m.Role)
+		if m.Content != nil {
+			printContent(a.stdout, []mcp.Content{m.Content})
+		}
+	}
+	return nil
+}
+
+// promptArguments are the arguments of prompts get: MCP prompt arguments
+// are strings, so every value is sent exactly as typed.
+func promptArguments(pairs []string) (map[string]string, error) {
+	kv, err := keyValues(pairs)
+	if err != nil {
+		return nil, err
+	}
+	arguments := make(map[string]string, len(kv))
+	for _, p := range kv {
+		arguments[p.key] = p.value
+	}
+	return arguments, nil
+}
+
+// unknownPrompt is the error for a get the hub refused with invalid params
+// when name is none of its prompts; nil when it is one, or the list cannot
+// be had.
+func (s *hubSession) unknownPrompt(ctx context.Context, name string) error {
+	lctx, cancel := context.WithTimeout(ctx, cliListTimeout)
+	defer cancel()
+	prompts, _, err := s.listPrompts(lctx)
+	if err != nil {
+		return nil
+	}
+	names := make([]string, len(prompts))
+	for i, p := range prompts {
+		names[i] = p.Name
+	}
+	if slices.Contains(names, name) {
+		return nil
+	}
+	return s.unknownNameErr("prompt", name, names, "mcphub prompts ls")
+}

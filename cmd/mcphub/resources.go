@@ -1,0 +1,264 @@
+package main
+
+import (
+	"context"
+	"encoding/json"
+	"fmt"
+	"slices"
+	"strings"
+
+	sdkjsonrpc "github.com/modelcontextprotocol/go-sdk/jsonrpc"
+	"github.com/modelcontextprotocol/go-sdk/mcp"
+	"github.com/spf13/cobra"
+	"github.com/yosida95/uritemplate/v3"
+)
+
+func init() { commands = append(commands, newResourcesCmd) }
+
+// codeResourceNotFound is the JSON-RPC code of resources/read for a URI no
+// server has.
+const codeResourceNotFound = -32002
+
+func newResourcesCmd(a *app) *cobra.Command {
+	var asJSON bool
+	cmd := &cobra.Command{
+		Use:   "resources [ls [SERVER]]",
+		Short: "List the running hub's resources (resources ls [SERVER]) or read one (resources read URI)",
+		Long: `List the resources of the running hub, or read one, as an MCP client of the
+hub (found as "mcphub status" finds it, with its bearer token when auth is on).
+
+The hub serves every server's resources under their own URIs on its merged
+endpoint /mcp; with SERVER, "resources ls" asks that server's own endpoint
+/SERVER/mcp instead, which lists only that server's.`,
+		Example: `  mcphub resources ls                 # every resource and resource template
+  mcphub resources ls notes           # the notes server's
+  mcphub resources read file:///notes/today.md`,
+		Args: cobra.NoArgs,
+		RunE: func(cmd *cobra.Command, _ []string) error {
+			return a.resourcesList(cmd.Context(), "", asJSON)
+		},
+	}
+	cmd.Flags().BoolVar(&asJSON, "json", false, "the same as resources ls --json")
+	cmd.AddCommand(newResourcesLsCmd(a), newResourcesReadCmd(a))
+	return cmd
+}
+
+func newResourcesLsCmd(a *app) *cobra.Command {
+	var asJSON bool
+	cmd := &cobra.Command{
+		Use:   "ls [SERVER]",
+		Short: "List the running hub's resources and resource templates",
+		Long: `List the running hub's resources and resource templates: URI (or URI
+template), name and the first line of the description, sorted by URI.
+Without SERVER they come from the merged endpoint /mcp; with SERVER from
+that server's own endpoint /SERVER/mcp, which lists only its own.
+
+--json prints {"resources": [...], "resourceTemplates": [...]}, each item as
+the hub sent it.`,
+		Example: `  mcphub resources ls
+  mcphub resources ls notes --json`,
+		Args: cobra.MaximumNArgs(1),
+		RunE: func(cmd *cobra.Command, args []string) error {
+			server := ""
+			if len(args) == 1 {
+				server = args[0]
+			}
+			return a.resourcesList(cmd.Context(), server, asJSON)
+		},
+	}
+	cmd.Flags().BoolVar(&asJSON, "json", false, "print the resources and templates as the hub sent them")
+	return cmd
+}
+
+// resourcesList is resources ls.
+func (a *app) resourcesList(ctx context.Context, server string, asJSON bool) error {
+	ctx, interrupted, stop := withInterrupt(ctx)
+	defer stop()
+	s, err := a.openHub(ctx, server, nil)
+	if err != nil {
+		if interrupted() {
+			return a.interruptedErr(nil)
+		}
+		return err
+	}
+	defer s.Close()
+	lctx, cancel := context.WithTimeout(ctx, cliListTimeout)
+	defer cancel()
+	resources, rpages, err := s.listResources(lctx)
+	method := "resources/list"
+	if err == nil {
+		var templates []*mcp.ResourceTemplate
+		var tpages int
+		templates, tpages, err = s.listTemplates(lctx)
+		method = "resources/templates/list"
+		if err == nil {
+			a.noteMissing(ctx, s, "resources")
+			if asJSON {
+				return s.printResourcesJSON(a, resources, rpages, templates, tpages)
+			}
+			printResources(a, resources, templates)
+			return nil
+		}
+	}
+	if interrupted() {
+		return a.interruptedErr(s)
+	}
+	return s.fail(method, "list the resources of "+s.where(), err)
+}
+
+// printResourcesJSON prints both lists, their items as the hub sent them.
+func (s *hubSession) printResourcesJSON(a *app, resources []*mcp.Resource, rpages int, templates []*mcp.ResourceTemplate, tpages int) error {
+	rs, rok := s.rawItems("resources/list", "resources", rpages)
+	ts, tok := s.rawItems("resources/templates/list", "resourceTemplates", tpages)
+	if rok && tok {
+		out := []byte(`{"resources":`)
+		out = append(out, rawArray(rs)...)
+		out = append(out, `,"resourceTemplates":`...)
+		out = append(out, rawArray(ts)...)
+		return printRaw(a.stdout, append(out, '}'))
+	}
+	raw, err := json.Marshal(map[string]any{
+		"resources":         append([]*mcp.Resource{}, resources...),
+		"resourceTemplates": append([]*mcp.ResourceTemplate{}, templates...),
+	})
+	if err != nil {
+		return err
+	}
+	return printRaw(a.stdout, raw)
+}
+
+// printResources prints the resources and templates as one table.
+func printResources(a *app, resources []*mcp.Resource, templates []*mcp.ResourceTemplate) {
+	rows := make([][]string, 0, len(resources)+len(templates))
+	for _, r := range resources {
+		rows = append(rows, []string{r.URI, r.Name, r.Description})
+	}
+	for _, t := range templates {
+		rows = append(rows, []string{t.URITemplate, t.Name, t.Description})
+	}
+	slices.SortStableFunc(rows, func(x, y []string) int { return strings.Compare(x[0], y[0]) })
+	if len(rows) > 0 {
+		printTable(a.stdout, []string{"URI", "NAME", "DESCRIPTION"}, rows)
+	}
+	line := howMany(len(resources), "resource")
+	if len(templates) > 0 {
+		line += ", " + howMany(len(templates), "resource template")
+	}
+	fmt.Fprintln(a.stdout, line)
+}
+
+func newResourcesReadCmd(a *app) *cobra.Command {
+	var asJSON bool
+	cmd := &cobra.Command{
+		Use:   "read URI",
+		Short: "Read one resource of the running hub and print its contents",
+		Long: `Read the resource URI through the running hub's merged endpoint /mcp, which
+sends it to the server that has it, and print its contents: text as it is,
+binary contents as a note with their type and size. --json prints the whole
+result as the hub sent it, binary contents (base64) included.`,
+		Example: `  mcphub resources read file:///notes/today.md
+  mcphub resources read 'db://tables/users' --json`,
+		Args: cobra.ExactArgs(1),
+		RunE: func(cmd *cobra.Command, args []string) error {
+			return a.resourcesRead(cmd.Context(), args[0], asJSON)
+		},
+	}
+	cmd.Flags().BoolVar(&asJSON, "json", false, "print the result as the hub sent it")
+	return cmd
+}
+
+// resourcesRead is resources read URI.
+func (a *app) resourcesRead(ctx context.Context, uri string, asJSON bool) error {
+	ctx, interrupted, stop := withInterrupt(ctx)
+	defer stop()
+	s, err := a.openHub(ctx, "", nil)
+	if err != nil {
+		if interrupted() {
+			return a.interruptedErr(nil)
+		}
+		return err
+	}
+	defer s.Close()
+	res, err := s.ReadResource(ctx, &mcp.ReadResourceParams{URI: uri})
+	if err != nil {
+		if interrupted() {
+			return a.interruptedErr(s)
+		}
+		if code := rpcCode(err); code == codeResourceNotFound || code == sdkjsonrpc.CodeInvalidParams {
+			return s.unknownResource(ctx, uri, err)
+		}
+		return s.fail("resources/read", "read "+uri, err)
+	}
+	if asJSON {
+		return printJSONResult(a.stdout, s.rawResult("resources/read"), res)
+	}
+	for _, c := range res.Contents {
+		if c != nil {
+			printResourceContents(a.stdout, c)
+		}
+	}
+	return nil
+}
+
+// unknownResource is the error for a read the hub refused as not found
+// (err): its message, with the resources closest to uri when uri is none of
+// the hub's resources and no template's (a URI a template covers, or one
+// with a template's scheme, may well exist: the server said why it does not
+// serve it).
+func (s *hubSession) unknownResource(ctx context.Context, uri string, err error) error {
+	refused := s.fail("resources/read", "read "+uri, err)
+	if s.tap.problem() != nil || s.tap.failure("resources/read") != nil {
+		return refused
+	}
+	lctx, cancel := context.WithTimeout(ctx, cliListTimeout)
+	defer cancel()
+	resources, _, rerr := s.listResources(lctx)
+	templates, _, terr := s.listTemplates(lctx)
+	if rerr != nil || terr != nil || coveredByTemplate(uri, templates) {
+		return refused
+	}
+	uris := make([]string, len(resources))
+	for i, r := range resources {
+		uris[i] = r.URI
+	}
+	if slices.Contains(uris, uri) {
+		return refused
+	}
+	return fmt.Errorf("%w%s", refused, suggestNames("resource", uri, uris, "mcphub resources ls", s.where()))
+}
+
+// coveredByTemplate reports whether uri is one a resource template can
+// expand to (RFC 6570), or has the scheme of one.
+func coveredByTemplate(uri string, templates []*mcp.ResourceTemplate) bool {
+	scheme := uriScheme(uri)
+	for _, t := range templates {
+		if t == nil {
+			continue
+		}
+		if tpl, err := uritemplate.New(t.URITemplate); err == nil && tpl.Regexp().MatchString(uri) {
+			return true
+		}
+		if ts := uriScheme(t.URITemplate); scheme != "" && strings.EqualFold(ts, scheme) {
+			return true
+		}
+	}
+	return false
+}
+
+// uriScheme is the scheme a URI (or URI template) starts with, "" when it
+// starts with none.
+func uriScheme(uri string) string {
+	scheme, _, ok := strings.Cut(uri, ":")
+	if !ok || scheme == "" {
+		return ""
+	}
+	for i, r := range scheme {
+		switch {
+		case r >= 'a' && r <= 'z', r >= 'A' && r <= 'Z':
+		case i > 0 && (r >= '0' && r <= '9' || r == '+' || r == '-' || r == '.'):
+		default:
+			return ""
+		}
+	}
+	return scheme
+}

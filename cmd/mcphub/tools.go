@@ -1,0 +1,360 @@
+package main
+
+import (
+	"context"
+	"encoding/json"
+	"fmt"
+	"io"
+	"os"
+	"slices"
+	"strings"
+
+	sdkjsonrpc "github.com/modelcontextprotocol/go-sdk/jsonrpc"
+	"github.com/modelcontextprotocol/go-sdk/mcp"
+	"github.com/spf13/cobra"
+	"golang.org/x/term"
+)
+
+func init() { commands = append(commands, newToolsCmd) }
+
+const toolsLong = `List the tools of the running hub, or call one, as an MCP client of the
+hub (found as "mcphub status" finds it, with its bearer token when auth is on).
+
+Without SERVER, the list comes from the merged endpoint /mcp: every server's
+tools under their namespaced names (github__create_issue), the names every
+client of the hub calls them by, and the names "tools call" takes. With
+SERVER it comes from that server's own endpoint /SERVER/mcp, under the
+server's own names (create_issue): that endpoint is what the hub has from
+the server itself, whatever its prefix and even for a tool whose name clashes
+in the merged view, and what a client pointed at /SERVER/mcp sees.
+
+--json prints the tools array (name, title, description, inputSchema,
+annotations ...) as the hub sent it.`
+
+const toolsExample = `  mcphub tools                   # every tool the hub serves, by namespaced name
+  mcphub tools ls github         # github's tools, under their own names
+  mcphub tools ls --json         # the tools with their input schemas
+  mcphub tools call github__create_issue owner=me repo=hub title="It broke"`
+
+func newToolsCmd(a *app) *cobra.Command {
+	var asJSON bool
+	cmd := &cobra.Command{
+		Use:     "tools [ls [SERVER]]",
+		Short:   "List the running hub's tools (tools ls [SERVER]) or call one (tools call NAME)",
+		Long:    toolsLong,
+		Example: toolsExample,
+		Args:    cobra.NoArgs,
+		RunE: func(cmd *cobra.Command, _ []string) error {
+			return a.toolsList(cmd.Context(), "", asJSON)
+		},
+	}
+	cmd.Flags().BoolVar(&asJSON, "json", false, "print the tools array as the hub sent it")
+	cmd.AddCommand(newToolsLsCmd(a), newToolsCallCmd(a))
+	return cmd
+}
+
+func newToolsLsCmd(a *app) *cobra.Command {
+	var asJSON bool
+	cmd := &cobra.Command{
+		Use:   "ls [SERVER]",
+		Short: "List the running hub's tools, or one server's under its own names",
+		Long: `List the running hub's tools: name and the first line of the description,
+sorted by name. Without SERVER these are the merged endpoint's namespaced
+names (/mcp), the ones "mcphub tools call" takes; with SERVER, the tools of
+that server's own endpoint (/SERVER/mcp) under the server's own names.`,
+		Example: `  mcphub tools ls                # github__create_issue, fs__read_file, ...
+  mcphub tools ls github         # create_issue, ... as /github/mcp lists them
+  mcphub tools ls --json         # the tools array as the hub sent it`,
+		Args: cobra.MaximumNArgs(1),
+		RunE: func(cmd *cobra.Command, args []string) error {
+			server := ""
+			if len(args) == 1 {
+				server = args[0]
+			}
+			return a.toolsList(cmd.Context(), server, asJSON)
+		},
+	}
+	cmd.Flags().BoolVar(&asJSON, "json", false, "print the tools array as the hub sent it")
+	return cmd
+}
+
+// toolsList is tools ls: the tools of the merged endpoint, or of server's.
+func (a *app) toolsList(ctx context.Context, server string, asJSON bool) error {
+	ctx, interrupted, stop := withInterrupt(ctx)
+	defer stop()
+	s, err := a.openHub(ctx, server, nil)
+	if err != nil {
+		if interrupted() {
+			return a.interruptedErr(nil)
+		}
+		return err
+	}
+	defer s.Close()
+	lctx, cancel := context.WithTimeout(ctx, cliListTimeout)
+	defer cancel()
+	tools, pages, err := s.listTools(lctx)
+	if err != nil {
+		if interrupted() {
+			return a.interruptedErr(s)
+		}
+		return s.fail("tools/list", "list the tools of "+s.where(), err)
+	}
+	a.noteMissing(ctx, s, "tools")
+	if asJSON {
+		if items, ok := s.rawItems("tools/list", "tools", pages); ok {
+			return printRaw(a.stdout, rawArray(items))
+		}
+		raw, err := json.Marshal(append([]*mcp.Tool{}, tools...))
+		if err != nil {
+			return err
+		}
+		return printRaw(a.stdout, raw)
+	}
+	slices.SortFunc(tools, func(x, y *mcp.Tool) int { return strings.Compare(x.Name, y.Name) })
+	if len(tools) > 0 {
+		rows := make([][]string, len(tools))
+		for i, t := range tools {
+			rows[i] = []string{t.Name, t.Description}
+		}
+		printTable(a.stdout, []string{"NAME", "DESCRIPTION"}, rows)
+	}
+	fmt.Fprintln(a.stdout, howMany(len(tools), "tool"))
+	return nil
+}
+
+// toolCallOptions are the flags of tools call.
+type toolCallOptions struct {
+	args   string
+	asJSON bool
+}
+
+func newToolsCallCmd(a *app) *cobra.Command {
+	var o toolCallOptions
+	cmd := &cobra.Command{
+		Use:   "call NAME [key=value ...]",
+		Short: "Call a tool of the running hub and print its result",
+		Long: `Call the tool NAME of the running hub's merged endpoint (/mcp), by its
+namespaced name as "mcphub tools ls" lists it, and print the result: text as
+it is, images and audio as a note with their type and size, resource links
+by their URI, embedded resources as their text; a result with only
+structured content prints that as JSON. A result that is an error (isError)
+is printed on stderr and exits 1. Ctrl-C (or SIGTERM) cancels the call on
+the hub and the server, and exits 130.
+
+Arguments come as key=value pairs, each key given once, and each value is
+read as the tool's input schema types that argument: a string argument
+takes it exactly as typed (zip=01234 and sha=1234567 stay text); a number,
+integer, boolean, object or array argument takes it as JSON (count=3,
+force=true, tags='["a","b"]'), and a value that is not one is refused, such
+as "count must be an integer, got abc", unless it is in JSON quotes, which
+sends that string (count='"3"' sends "3"). An argument the schema does not
+declare is taken as JSON when it is a JSON number, string, true, false,
+null, object or array, and as a string otherwise. Or give the arguments as
+one JSON object with --args, sent as it is; pairs add to it.
+
+On a terminal, the progress the tool reports is shown on stderr as one line
+that updates in place. --json prints the whole result as the hub sent it,
+structuredContent included.`,
+		Example: `  mcphub tools call github__create_issue owner=me repo=hub title="It broke"
+  mcphub tools call fs__read_file --args '{"path": "/etc/hosts"}'
+  mcphub tools call search__query q=mcp limit=5 filters='{"lang": "go"}'
+  mcphub tools call weather__forecast city=Paris --json`,
+		Args: cobra.MinimumNArgs(1),
+		RunE: func(cmd *cobra.Command, args []string) error {
+			return a.toolsCall(cmd.Context(), args[0], args[1:], o)
+		},
+	}
+	cmd.Flags().StringVar(&o.args, "args", "", `the arguments as one JSON object, such as '{"path": "/tmp"}'`)
+	cmd.Flags().BoolVar(&o.asJSON, "json", false, "print the result as the hub sent it, structuredContent included")
+	return cmd
+}
+
+// cliProgressToken is the progress token of the CLI's one call per session.
+const cliProgressToken = "mcphub-cli"
+
+// virtualTerminal turns on, where that is needed (Windows), the terminal's
+// processing of the escape sequences the progress line uses, and reports
+// whether it has it. It is a variable so that a test can stand in for a
+// terminal without it.
+var virtualTerminal = enableVirtualTerminal
+
+// toolsCall is tools call NAME.
+func (a *app) toolsCall(ctx context.Context, name string, pairs []string, o toolCallOptions) error {
+	// Refuse malformed arguments before going to the hub.
+	if _, err := toolArguments(o.args, pairs, nil); err != nil {
+		return err
+	}
+	ctx, interrupted, stop := withInterrupt(ctx)
+	defer stop()
+	prog := &progressLine{w: a.stderr, width: terminalWidth(a.stderr)}
+	prog.on = isTerminal(a.stderr) && virtualTerminal(a.stderr)
+	opts := &mcp.ClientOptions{
+		ProgressNotificationHandler: func(_ context.Context, req *mcp.ProgressNotificationClientRequest) {
+			if req.Params != nil && req.Params.ProgressToken == cliProgressToken {
+				prog.show(req.Params)
+			}
+		},
+	}
+	s, err := a.openHub(ctx, "", opts)
+	if err != nil {
+		if interrupted() {
+			return a.interruptedErr(nil)
+		}
+		return err
+	}
+	defer s.Close()
+	var schema json.RawMessage
+	if len(pairs) > 0 {
+		// The pairs' values are read as the tool's input schema types them.
+		tool, err := s.findTool(ctx, name)
+		if err != nil {
+			if interrupted() {
+				return a.interruptedErr(s)
+			}
+			return err
+		}
+		if schema, err = json.Marshal(tool.InputSchema); err != nil {
+			schema = nil
+		}
+	}
+	arguments, err := toolArguments(o.args, pairs, schema)
+	if err != nil {
+		return err
+	}
+	params := &mcp.CallToolParams{Name: name}
+	if arguments != nil {
+		params.Arguments = arguments
+	}
+	params.SetProgressToken(cliProgressToken)
+	res, err := s.CallTool(ctx, params)
+	prog.clear()
+	if err != nil {
+		if interrupted() {
+			return a.interruptedErr(s)
+		}
+		if rpcCode(err) == sdkjsonrpc.CodeInvalidParams {
+			if uerr := s.unknownTool(ctx, name); uerr != nil {
+				return uerr
+			}
+		}
+		return s.fail("tools/call", "call "+name, err)
+	}
+	raw := s.rawResult("tools/call")
+	if o.asJSON {
+		if err := printJSONResult(a.stdout, raw, res); err != nil {
+			return err
+		}
+		if res.IsError {
+			return exitError{code: 1}
+		}
+		return nil
+	}
+	out := a.stdout
+	if res.IsError {
+		out = a.stderr
+	}
+	switch {
+	case len(res.Content) > 0:
+		printContent(out, res.Content)
+	case rawMember(raw, "structuredContent") != nil:
+		if err := printRaw(out, rawMember(raw, "structuredContent")); err != nil {
+			return err
+		}
+	case res.StructuredContent != nil:
+		if err := printJSONResult(out, nil, res.StructuredContent); err != nil {
+			return err
+		}
+	case res.IsError:
+		return fmt.Errorf("%s reported an error without a message", name)
+	}
+	if res.IsError {
+		return exitError{code: 1}
+	}
+	return nil
+}
+
+// findTool is the tool name of the merged view, or the error saying there
+// is none.
+func (s *hubSession) findTool(ctx context.Context, name string) (*mcp.Tool, error) {
+	lctx, cancel := context.WithTimeout(ctx, cliListTimeout)
+	defer cancel()
+	tools, _, err := s.listTools(lctx)
+	if err != nil {
+		return nil, s.fail("tools/list", "list the tools of "+s.where(), err)
+	}
+	names := make([]string, len(tools))
+	for i, t := range tools {
+		if t.Name == name {
+			return t, nil
+		}
+		names[i] = t.Name
+	}
+	return nil, s.unknownNameErr("tool", name, names, "mcphub tools ls")
+}
+
+// unknownTool is the error for a call the hub refused with invalid params
+// when name is none of its tools; nil when it is one, or the list cannot be
+// had.
+func (s *hubSession) unknownTool(ctx context.Context, name string) error {
+	lctx, cancel := context.WithTimeout(ctx, cliListTimeout)
+	defer cancel()
+	tools, _, err := s.listTools(lctx)
+	if err != nil {
+		return nil
+	}
+	names := make([]string, len(tools))
+	for i, t := range tools {
+		names[i] = t.Name
+	}
+	if slices.Contains(names, name) {
+		return nil
+	}
+	return s.unknownNameErr("tool", name, names, "mcphub tools ls")
+}
+
+// toolArguments are the arguments of tools call: --args's object, with the
+// key=value pairs added, each value read as schema, the tool's input
+// schema, types its key (see argumentValue); nil when there are neither.
+func toolArguments(argsJSON string, pairs []string, schema json.RawMessage) (json.RawMessage, error) {
+	kv, err := keyValues(pairs)
+	if err != nil {
+		return nil, err
+	}
+	obj := map[string]json.RawMessage{}
+	if t := strings.TrimSpace(argsJSON); t != "" {
+		if t[0] != '{' || json.Unmarshal([]byte(t), &obj) != nil {
+			return nil, fmt.Errorf(`--args must be one JSON object, such as --args '{"path": "/tmp"}'`)
+		}
+		if len(kv) == 0 {
+			return json.RawMessage(t), nil
+		}
+	} else if len(kv) == 0 {
+		return nil, nil
+	}
+	types := schemaTypes(schema)
+	for _, p := range kv {
+		v, err := argumentValue(p.key, p.value, types[p.key])
+		if err != nil {
+			return nil, err
+		}
+		obj[p.key] = v
+	}
+	return json.Marshal(obj)
+}
+
+// isTerminal reports whether w is a terminal. It is a variable so that a
+// test can stand in for one.
+var isTerminal = func(w io.Writer) bool {
+	f, ok := w.(*os.File)
+	return ok && term.IsTerminal(int(f.Fd()))
+}
+
+// terminalWidth is w's width in columns when it is a terminal, else 80.
+func terminalWidth(w io.Writer) int {
+	if f, ok := w.(*os.File); ok {
+		if width, _, err := term.GetSize(int(f.Fd())); err == nil && width > 0 {
+			return width
+		}
+	}
+	return 80
+}
