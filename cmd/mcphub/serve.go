@@ -52,7 +52,12 @@ func newServeCmd(a *app) *cobra.Command {
 		Long:  serveLong,
 		Args:  cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {
-			return runServe(a, f)
+			// Started by a service manager (mcphub service install), the hub
+			// answers it and stops when it asks; from a shell, on signals.
+			if handled, err := runServeAsService(func(ctx context.Context) error { return runServe(ctx, a, f) }); handled {
+				return err
+			}
+			return runServe(context.Background(), a, f)
 		},
 	}
 	fl := cmd.Flags()
@@ -65,9 +70,9 @@ func newServeCmd(a *app) *cobra.Command {
 }
 
 func newLogger(a *app, format, level string) (*slog.Logger, error) {
-	var lv slog.Level
-	if err := lv.UnmarshalText([]byte(level)); err != nil {
-		return nil, fmt.Errorf("--log-level %q: want debug, info, warn or error", level)
+	lv, err := parseLogLevel(level)
+	if err != nil {
+		return nil, err
 	}
 	opts := &slog.HandlerOptions{Level: lv}
 	switch format {
@@ -79,9 +84,19 @@ func newLogger(a *app, format, level string) (*slog.Logger, error) {
 	return nil, fmt.Errorf("--log-format %q: want text or json", format)
 }
 
+// parseLogLevel reads --log-level, which the console and the log file
+// share.
+func parseLogLevel(level string) (slog.Level, error) {
+	var lv slog.Level
+	if err := lv.UnmarshalText([]byte(level)); err != nil {
+		return 0, fmt.Errorf("--log-level %q: want debug, info, warn or error", level)
+	}
+	return lv, nil
+}
+
 // runServe runs the hub until SIGINT or SIGTERM: each step below is one
 // function, in the order a reader needs them.
-func runServe(a *app, f serveFlags) error {
+func runServe(ctx context.Context, a *app, f serveFlags) error {
 	log, err := newLogger(a, f.logFormat, f.logLevel)
 	if err != nil {
 		return err
@@ -101,6 +116,14 @@ func runServe(a *app, f serveFlags) error {
 		return err
 	}
 	defer release()
+	// The log file is the data directory's, so it is opened once the
+	// directory is this hub's: a second hub never rotates it too. Under a
+	// service manager, which keeps the console in a file or journal of its
+	// own, the console then gets warnings and errors only.
+	level, _ := parseLogLevel(f.logLevel)
+	log, closeLog := withLogFile(log, a.dataDir, level, underServiceManager())
+	defer closeLog()
+	slog.SetDefault(log)
 	reapLeftovers(a.dataDir, log)
 	db, err := store.Open(a.dataDir)
 	if err != nil {
@@ -117,7 +140,7 @@ func runServe(a *app, f serveFlags) error {
 	defer reportServers(a, h)()
 	stopWatch := watchRegistry(a.configPath, f, h, log)
 	defer stopWatch()
-	return waitAndStop(a, h, srv, serveErr, stopWatch, log)
+	return waitAndStop(ctx, a, h, srv, serveErr, stopWatch, log)
 }
 
 // serveSettings loads the registry with the command line's overrides and
@@ -169,6 +192,9 @@ func openHub(reg *registry.Registry, token string, db *store.Store, persist bool
 		Version:     mcphubVersion(),
 		Logger:      log,
 		Token:       token,
+		// Auth turned on or off in hub.toml, or another token, applies
+		// to the next request without a restart.
+		ResolveToken: func(h registry.Hub) (string, error) { return hubToken(&registry.Registry{Hub: h}) },
 	}
 	if persist {
 		opts.Store = hubStore{db}
@@ -226,13 +252,15 @@ func watchRegistry(path string, f serveFlags, h *hub.Hub, log *slog.Logger) (sto
 // stops: registry changes stop applying, sessions end first so their
 // streams let go of their connections, then the server drains and the
 // upstreams stop.
-func waitAndStop(a *app, h *hub.Hub, srv *http.Server, serveErr <-chan error, stopWatch func(), log *slog.Logger) error {
+func waitAndStop(ctx context.Context, a *app, h *hub.Hub, srv *http.Server, serveErr <-chan error, stopWatch func(), log *slog.Logger) error {
 	sig := make(chan os.Signal, 1)
 	signal.Notify(sig, os.Interrupt, syscall.SIGTERM)
 	defer signal.Stop(sig)
 	select {
 	case s := <-sig:
 		log.Info("stopping", "signal", s.String())
+	case <-ctx.Done():
+		log.Info("stopping", "reason", "the service manager asked")
 	case err := <-serveErr:
 		stopWatch()
 		h.Close()
@@ -300,6 +328,8 @@ func reportServers(a *app, h *hub.Hub) (stop func()) {
 					fmt.Fprintf(a.stdout, "%s: connected, %d tools\n", s.Name, s.Tools)
 				case hub.StateFailed, hub.StateCrashLoop, hub.StateRestarting:
 					fmt.Fprintf(a.stdout, "%s: failed: %s\n", s.Name, s.LastError)
+				case hub.StateNeedsLogin:
+					fmt.Fprintf(a.stdout, "%s: %s\n", s.Name, s.LastError)
 				case hub.StateDisabled:
 					fmt.Fprintf(a.stdout, "%s: disabled\n", s.Name)
 				default:
