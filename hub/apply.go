@@ -49,7 +49,7 @@ func (h *Hub) applyAuth(hub registry.Hub) {
 		problem = err.Error()
 	}
 	prev := h.edge.auth.Load()
-	if token == "" && problem == "" && !h.edge.loopback && prev.token != "" {
+	if token == "" && problem == "" && !h.edge.loopback {
 		// The registry check that refuses auth off beyond loopback only
 		// sees a listen address written in the file; serve --listen may
 		// have put the hub on every interface.

@@ -1,6 +1,8 @@
 package hub
 
 import (
+	"context"
+	"encoding/json"
 	"errors"
 	"net/http"
 	"slices"
@@ -106,6 +108,17 @@ func TestNeedsRestart(t *testing.T) {
 			t.Errorf("needsRestart(%+v) = %q, want %q", tc.next, got, tc.want)
 		}
 	}
+	// Every interface is one host in any spelling: a hub started with
+	// listen ":0" reports "[::]:port" back.
+	every := registry.Hub{Listen: "[::]:40001"}
+	for _, next := range []string{":0", "0.0.0.0:0", ":40001", "[::]:0"} {
+		if got := needsRestart(every, registry.Hub{Listen: next}); got != nil {
+			t.Errorf("needsRestart(%s running, %s in the file) = %q, want nothing", every.Listen, next, got)
+		}
+	}
+	if got := needsRestart(every, registry.Hub{Listen: "127.0.0.1:0"}); !slices.Equal(got, []string{"listen"}) {
+		t.Errorf("every interface to loopback: %q, want [listen]", got)
+	}
 }
 
 // A changed listen address shows in the status as needing a restart, and
@@ -127,9 +140,13 @@ func TestStatusNeedsRestart(t *testing.T) {
 // says: serve --listen may have put it on every interface although the
 // file's own listen is loopback.
 func TestAuthStaysOnBeyondLoopback(t *testing.T) {
+	var tokenErr error
 	resolve := func(h registry.Hub) (string, error) {
 		if h.Auth != registry.AuthToken {
 			return "", nil
+		}
+		if tokenErr != nil {
+			return "", tokenErr
 		}
 		return "the-token", nil
 	}
@@ -137,13 +154,25 @@ func TestAuthStaysOnBeyondLoopback(t *testing.T) {
 		o.ResolveToken = resolve
 		o.Token = "the-token"
 	})
-	reg, err := registry.ParseServing("hub.toml", []byte("[servers.a]\ncommand = \"x\"\n"), func(string) (string, bool) { return "", false })
-	if err != nil {
-		t.Fatal(err)
+	apply := func(src string) {
+		t.Helper()
+		reg, err := registry.ParseServing("hub.toml", []byte(src), func(string) (string, bool) { return "", false })
+		if err != nil {
+			t.Fatal(err)
+		}
+		th.h.Apply(reg)
 	}
-	th.h.Apply(reg)
+	apply("[servers.a]\ncommand = \"x\"\n")
 	if got := th.send(http.MethodPost, "/mcp", initReq("2025-11-25", `{}`), "Host", "example.com").status; got != http.StatusUnauthorized {
 		t.Errorf("a request without a token after auth was removed from the file: %d, want 401", got)
+	}
+	// Nor from the state where its token could not be read.
+	tokenErr = errors.New("no token")
+	apply("[hub]\nauth = \"token\"\n[servers.a]\ncommand = \"x\"\n")
+	tokenErr = nil
+	apply("[servers.a]\ncommand = \"x\"\n")
+	if got := th.send(http.MethodPost, "/mcp", initReq("2025-11-25", `{}`), "Host", "example.com").status; got == http.StatusOK {
+		t.Errorf("auth off after a token that could not be read: %d, want a refusal", got)
 	}
 }
 
@@ -183,5 +212,70 @@ func TestUpstreamLimitsApplyLive(t *testing.T) {
 		case <-deadline:
 			t.Fatalf("upstreams made with max_response_bytes %v; want one with the new 12345", got)
 		}
+	}
+}
+
+// A new token cuts the standalone streams opened with the old one, but not
+// a call's POST stream: it carries only its own call, and a client that
+// holds no event id of it could not resume it, so cutting it would cancel
+// the call.
+func TestTokenChangeCutsStreamsNotCalls(t *testing.T) {
+	token := "first-token"
+	resolve := func(h registry.Hub) (string, error) { return token, nil }
+	fakes := map[string]*fakeUpstream{"alpha": newFake("alpha").setList("tools/list", toolItems("slow"))}
+	th := startHub(t, "[hub]\nauth = \"token\"\n[servers.alpha]\ncommand = \"x\"\n", fakes, func(o *Options) {
+		o.ResolveToken = resolve
+		o.Token = token
+	})
+	release := make(chan struct{})
+	cancelled := make(chan error, 1)
+	fakes["alpha"].setHandler(func(ctx context.Context, fc *fakeCall) (json.RawMessage, error) {
+		select {
+		case <-release:
+			return json.RawMessage(`{"content":[{"type":"text","text":"done"}]}`), nil
+		case <-ctx.Done():
+			cancelled <- context.Cause(ctx)
+			return nil, ctx.Err()
+		}
+	})
+	auth := []string{"Authorization", "Bearer first-token"}
+	r := th.send(http.MethodPost, "/mcp", initReq("2025-06-18", `{}`), auth...)
+	if r.status != http.StatusOK {
+		t.Fatalf("initialize: %d %s", r.status, r.body)
+	}
+	c := &client{th: th, path: "/mcp", sid: r.header.Get("Mcp-Session-Id")}
+	if r := c.post(`{"jsonrpc":"2.0","method":"notifications/initialized"}`, auth...); r.status != http.StatusAccepted {
+		t.Fatalf("notifications/initialized: %d %s", r.status, r.body)
+	}
+	get := c.get(auth...)
+	call := c.postStream(rpc(7, "tools/call", `{"name":"alpha__slow"}`), auth...)
+	fakes["alpha"].nextCall(t)
+
+	token = "second-token"
+	reg, err := registry.ParseServing("hub.toml", []byte("[hub]\nauth = \"token\"\ntoken_file = \"other\"\n[servers.alpha]\ncommand = \"x\"\n"), func(string) (string, bool) { return "", false })
+	if err != nil {
+		t.Fatal(err)
+	}
+	th.h.Apply(reg)
+	deadline := time.After(waitFor)
+drain:
+	for {
+		select {
+		case <-get.events:
+		case <-get.end:
+			break drain
+		case <-deadline:
+			t.Fatal("the GET stream opened with the old token was still served after the token changed")
+		}
+	}
+	select {
+	case err := <-cancelled:
+		t.Fatalf("the call in flight was cancelled by the token change: %v", err)
+	default:
+	}
+	close(release)
+	m, _ := call.nextMsg()
+	if string(m.ID) != "7" || !strings.Contains(string(m.Result), "done") {
+		t.Fatalf("the call's stream gave %s %s, want its result", m.ID, m.Result)
 	}
 }

@@ -329,14 +329,18 @@ func (s *session) close() {
 	}
 }
 
-// disconnectStreams cuts the handlers serving the session's streams; the
-// streams stay, for the client to resume.
+// disconnectStreams cuts the handlers serving the session's standalone
+// (GET) streams; the streams stay, for the client to resume. A POST
+// stream carries only its own call and ends with it: cutting one its
+// client cannot resume would cancel the call.
 func (s *session) disconnectStreams() {
 	s.mu.Lock()
 	streams := slices.Collect(maps.Values(s.streams))
 	s.mu.Unlock()
 	for _, st := range streams {
-		st.disconnect()
+		if !st.post {
+			st.disconnect()
+		}
 	}
 }
 

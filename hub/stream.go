@@ -252,6 +252,11 @@ func (st *stream) commit(seq int) {
 // now asks of every request, such as a new token).
 func (st *stream) disconnect() {
 	st.mu.Lock()
+	if st.attached {
+		// A handler that attached but has not set its abort yet sees
+		// this as soon as it does.
+		st.aborted = true
+	}
 	st.unblockLocked()
 	st.mu.Unlock()
 	st.signal()
