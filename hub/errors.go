@@ -5,7 +5,6 @@ import (
 	"errors"
 	"fmt"
 	"net/http"
-	"slices"
 	"sort"
 	"strings"
 	"time"
@@ -69,7 +68,7 @@ func rpcError(err error, endpoint string) (*jsonrpc.Error, int) {
 // naming the closest ones it does.
 func unknownName(kind, name string, names []string) *jsonrpc.Error {
 	msg := fmt.Sprintf("unknown %s %q", kind, name)
-	if close := closeMatches(name, names); len(close) > 0 {
+	if close := textdist.Suggest(name, names, 3); len(close) > 0 {
 		msg += "; did you mean " + strings.Join(close, ", ") + "?"
 	}
 	return jsonrpc.NewError(jsonrpc.CodeInvalidParams, msg)
@@ -81,34 +80,6 @@ func mapKeys(m map[string]int) []string {
 		out = append(out, k)
 	}
 	sort.Strings(out)
-	return out
-}
-
-// closeMatches suggests up to three names close to an unknown one: those
-// containing it or contained in it, then those within a small edit distance.
-func closeMatches(name string, names []string) []string {
-	type scored struct {
-		name string
-		d    int
-	}
-	var cands []scored
-	lname := strings.ToLower(name)
-	for _, n := range names {
-		ln := strings.ToLower(n)
-		switch {
-		case strings.HasSuffix(ln, lname) || strings.Contains(ln, lname) || strings.Contains(lname, ln):
-			cands = append(cands, scored{n, 0})
-		default:
-			if d := textdist.Distance(lname, ln); d <= max(2, len(name)/4) {
-				cands = append(cands, scored{n, d})
-			}
-		}
-	}
-	slices.SortStableFunc(cands, func(a, b scored) int { return a.d - b.d })
-	var out []string
-	for i := 0; i < len(cands) && i < 3; i++ {
-		out = append(out, cands[i].name)
-	}
 	return out
 }
 

@@ -23,6 +23,7 @@ import (
 
 	sdkjsonrpc "github.com/modelcontextprotocol/go-sdk/jsonrpc"
 	"github.com/modelcontextprotocol/go-sdk/mcp"
+	"github.com/spf13/cobra"
 
 	"github.com/mcphub/mcphub/hub"
 	"github.com/mcphub/mcphub/internal/jsonrpc"
@@ -534,6 +535,103 @@ func (s *hubSession) listTemplates(ctx context.Context) ([]*mcp.ResourceTemplate
 }
 
 // ---------------------------------------------------------------------------
+// The ls commands.
+
+// listCmd completes cmd, which has its texts and Args, as a command that
+// lists with run: tools, prompts and resources themselves, which take no
+// argument and list the merged endpoint, and their ls [SERVER], which lists
+// server's own endpoint when given one. jsonUsage is what its --json does.
+func (a *app) listCmd(cmd *cobra.Command, jsonUsage string, run func(ctx context.Context, server string, asJSON bool) error) *cobra.Command {
+	var asJSON bool
+	if strings.HasPrefix(cmd.Use, "ls ") {
+		cmd.ValidArgsFunction = a.completeServers(enabledServer)
+	}
+	cmd.RunE = func(cmd *cobra.Command, args []string) error {
+		server := ""
+		if len(args) == 1 {
+			server = args[0]
+		}
+		return run(cmd.Context(), server, asJSON)
+	}
+	cmd.Flags().BoolVar(&asJSON, "json", false, jsonUsage)
+	return cmd
+}
+
+// listView opens a session with the hub on server's endpoint (the merged
+// one when server is "") and lists kind ("tools") on it with fetch, within
+// cliListTimeout; fetch returns the list method it called last, which an
+// error is reported for. Then it notes the servers whose kind the merged
+// view lacks and has show print the lists. Ctrl-C ends it as an interrupt.
+func (a *app) listView(ctx context.Context, server, kind string, fetch func(ctx context.Context, s *hubSession) (method string, err error), show func(s *hubSession) error) error {
+	ctx, interrupted, stop := withInterrupt(ctx)
+	defer stop()
+	s, err := a.openHub(ctx, server, nil)
+	if err != nil {
+		if interrupted() {
+			return a.interruptedErr(nil)
+		}
+		return err
+	}
+	defer s.Close()
+	lctx, cancel := context.WithTimeout(ctx, cliListTimeout)
+	defer cancel()
+	if method, err := fetch(lctx, s); err != nil {
+		if interrupted() {
+			return a.interruptedErr(s)
+		}
+		return s.fail(method, "list the "+kind+" of "+s.where(), err)
+	}
+	a.noteMissing(ctx, s, kind)
+	return show(s)
+}
+
+// lister describes one kind of item an ls command lists with listOf.
+type lister[T any] struct {
+	method string                                                     // the list method: "tools/list"
+	member string                                                     // the array of its result: "tools"
+	noun   string                                                     // one item, for the count line: "tool"
+	list   func(s *hubSession, ctx context.Context) ([]T, int, error) // the items and pages: (*hubSession).listTools
+	name   func(T) string                                             // what the table is sorted by
+	header []string                                                   // the table's header
+	row    func(T) []string                                           // one item's cells
+}
+
+// listOf is an ls command for one kind of item: the items of server's
+// endpoint (the merged one when server is ""), as a table sorted by name
+// with a count line, or with asJSON the array as the hub sent it.
+func listOf[T any](ctx context.Context, a *app, server string, asJSON bool, l lister[T]) error {
+	var items []T
+	var pages int
+	fetch := func(ctx context.Context, s *hubSession) (string, error) {
+		var err error
+		items, pages, err = l.list(s, ctx)
+		return l.method, err
+	}
+	return a.listView(ctx, server, l.member, fetch, func(s *hubSession) error {
+		if asJSON {
+			if raws, ok := s.rawItems(l.method, l.member, pages); ok {
+				return printRaw(a.stdout, rawArray(raws))
+			}
+			raw, err := json.Marshal(append([]T{}, items...))
+			if err != nil {
+				return err
+			}
+			return printRaw(a.stdout, raw)
+		}
+		slices.SortFunc(items, func(x, y T) int { return strings.Compare(l.name(x), l.name(y)) })
+		if len(items) > 0 {
+			rows := make([][]string, len(items))
+			for i, it := range items {
+				rows[i] = l.row(it)
+			}
+			printTable(a.stdout, l.header, rows)
+		}
+		fmt.Fprintln(a.stdout, howMany(len(items), l.noun))
+		return nil
+	})
+}
+
+// ---------------------------------------------------------------------------
 // Unknown names.
 
 // unknownNameErr says that the view has no kind named name, how many it has
@@ -550,41 +648,10 @@ func suggestNames(kind, name string, names []string, lsCmd, subject string) stri
 		return fmt.Sprintf("; %s serves no %ss (run \"mcphub status\" to see its servers)", subject, kind)
 	}
 	msg := ""
-	if close := closeNames(name, names); len(close) > 0 {
+	if close := textdist.Suggest(name, names, 3); len(close) > 0 {
 		msg = " (did you mean " + strings.Join(close, ", ") + "?)"
 	}
 	return fmt.Sprintf("%s; run %q to see the %s %s serves", msg, lsCmd, howMany(len(names), kind), subject)
-}
-
-// closeNames are up to three names close to an unknown one: those that end
-// with it (the same name under a server's prefix) or contain it, then those
-// within a small edit distance.
-func closeNames(name string, names []string) []string {
-	type scored struct {
-		name string
-		d    int
-	}
-	var cands []scored
-	lname := strings.ToLower(name)
-	for _, n := range names {
-		ln := strings.ToLower(n)
-		switch {
-		case strings.HasSuffix(ln, "__"+lname), strings.HasSuffix(ln, "."+lname):
-			cands = append(cands, scored{n, -1})
-		case strings.Contains(ln, lname), strings.Contains(lname, ln):
-			cands = append(cands, scored{n, 0})
-		default:
-			if d := textdist.Distance(lname, ln); d <= max(2, len(name)/4) {
-				cands = append(cands, scored{n, d})
-			}
-		}
-	}
-	slices.SortStableFunc(cands, func(a, b scored) int { return a.d - b.d })
-	var out []string
-	for i := 0; i < len(cands) && i < 3; i++ {
-		out = append(out, cands[i].name)
-	}
-	return out
 }
 
 // howMany is "1 tool", "2 tools".

@@ -2,7 +2,6 @@ package main
 
 import (
 	"context"
-	"encoding/json"
 	"fmt"
 	"slices"
 	"strings"
@@ -15,8 +14,7 @@ import (
 func init() { commands = append(commands, newPromptsCmd) }
 
 func newPromptsCmd(a *app) *cobra.Command {
-	var asJSON bool
-	cmd := &cobra.Command{
+	cmd := a.listCmd(&cobra.Command{
 		Use:   "prompts [ls [SERVER]]",
 		Short: "List the running hub's prompts (prompts ls [SERVER]) or get one (prompts get NAME)",
 		Long: `List the prompts of the running hub, or get one, as an MCP client of the hub
@@ -29,18 +27,13 @@ SERVER, from that server's own endpoint /SERVER/mcp, under its own names.`,
   mcphub prompts ls github
   mcphub prompts get github__summarize_pr owner=me repo=hub number=42`,
 		Args: cobra.NoArgs,
-		RunE: func(cmd *cobra.Command, _ []string) error {
-			return a.promptsList(cmd.Context(), "", asJSON)
-		},
-	}
-	cmd.Flags().BoolVar(&asJSON, "json", false, "the same as prompts ls --json")
+	}, "the same as prompts ls --json", a.promptsList)
 	cmd.AddCommand(newPromptsLsCmd(a), newPromptsGetCmd(a))
 	return cmd
 }
 
 func newPromptsLsCmd(a *app) *cobra.Command {
-	var asJSON bool
-	cmd := &cobra.Command{
+	return a.listCmd(&cobra.Command{
 		Use:   "ls [SERVER]",
 		Short: "List the running hub's prompts, or one server's under its own names",
 		Long: `List the running hub's prompts: name, arguments (optional ones in
@@ -53,60 +46,20 @@ endpoint (/SERVER/mcp) under the server's own names.
 		Example: `  mcphub prompts ls
   mcphub prompts ls github --json`,
 		Args: cobra.MaximumNArgs(1),
-		RunE: func(cmd *cobra.Command, args []string) error {
-			server := ""
-			if len(args) == 1 {
-				server = args[0]
-			}
-			return a.promptsList(cmd.Context(), server, asJSON)
-		},
-	}
-	cmd.Flags().BoolVar(&asJSON, "json", false, "print the prompts array as the hub sent it")
-	return cmd
+	}, "print the prompts array as the hub sent it", a.promptsList)
 }
 
 // promptsList is prompts ls.
 func (a *app) promptsList(ctx context.Context, server string, asJSON bool) error {
-	ctx, interrupted, stop := withInterrupt(ctx)
-	defer stop()
-	s, err := a.openHub(ctx, server, nil)
-	if err != nil {
-		if interrupted() {
-			return a.interruptedErr(nil)
-		}
-		return err
-	}
-	defer s.Close()
-	lctx, cancel := context.WithTimeout(ctx, cliListTimeout)
-	defer cancel()
-	prompts, pages, err := s.listPrompts(lctx)
-	if err != nil {
-		if interrupted() {
-			return a.interruptedErr(s)
-		}
-		return s.fail("prompts/list", "list the prompts of "+s.where(), err)
-	}
-	a.noteMissing(ctx, s, "prompts")
-	if asJSON {
-		if items, ok := s.rawItems("prompts/list", "prompts", pages); ok {
-			return printRaw(a.stdout, rawArray(items))
-		}
-		raw, err := json.Marshal(append([]*mcp.Prompt{}, prompts...))
-		if err != nil {
-			return err
-		}
-		return printRaw(a.stdout, raw)
-	}
-	slices.SortFunc(prompts, func(x, y *mcp.Prompt) int { return strings.Compare(x.Name, y.Name) })
-	if len(prompts) > 0 {
-		rows := make([][]string, len(prompts))
-		for i, p := range prompts {
-			rows[i] = []string{p.Name, promptArgs(p.Arguments), p.Description}
-		}
-		printTable(a.stdout, []string{"NAME", "ARGUMENTS", "DESCRIPTION"}, rows)
-	}
-	fmt.Fprintln(a.stdout, howMany(len(prompts), "prompt"))
-	return nil
+	return listOf(ctx, a, server, asJSON, lister[*mcp.Prompt]{
+		method: "prompts/list",
+		member: "prompts",
+		noun:   "prompt",
+		list:   (*hubSession).listPrompts,
+		name:   func(p *mcp.Prompt) string { return p.Name },
+		header: []string{"NAME", "ARGUMENTS", "DESCRIPTION"},
+		row:    func(p *mcp.Prompt) []string { return []string{p.Name, promptArgs(p.Arguments), p.Description} },
+	})
 }
 
 // promptArgs lists a prompt's arguments, the optional ones in brackets:

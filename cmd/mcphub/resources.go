@@ -20,8 +20,7 @@ func init() { commands = append(commands, newResourcesCmd) }
 const codeResourceNotFound = -32002
 
 func newResourcesCmd(a *app) *cobra.Command {
-	var asJSON bool
-	cmd := &cobra.Command{
+	cmd := a.listCmd(&cobra.Command{
 		Use:   "resources [ls [SERVER]]",
 		Short: "List the running hub's resources (resources ls [SERVER]) or read one (resources read URI)",
 		Long: `List the resources of the running hub, or read one, as an MCP client of the
@@ -34,18 +33,13 @@ endpoint /mcp; with SERVER, "resources ls" asks that server's own endpoint
   mcphub resources ls notes           # the notes server's
   mcphub resources read file:///notes/today.md`,
 		Args: cobra.NoArgs,
-		RunE: func(cmd *cobra.Command, _ []string) error {
-			return a.resourcesList(cmd.Context(), "", asJSON)
-		},
-	}
-	cmd.Flags().BoolVar(&asJSON, "json", false, "the same as resources ls --json")
+	}, "the same as resources ls --json", a.resourcesList)
 	cmd.AddCommand(newResourcesLsCmd(a), newResourcesReadCmd(a))
 	return cmd
 }
 
 func newResourcesLsCmd(a *app) *cobra.Command {
-	var asJSON bool
-	cmd := &cobra.Command{
+	return a.listCmd(&cobra.Command{
 		Use:   "ls [SERVER]",
 		Short: "List the running hub's resources and resource templates",
 		Long: `List the running hub's resources and resource templates: URI (or URI
@@ -58,52 +52,29 @@ the hub sent it.`,
 		Example: `  mcphub resources ls
   mcphub resources ls notes --json`,
 		Args: cobra.MaximumNArgs(1),
-		RunE: func(cmd *cobra.Command, args []string) error {
-			server := ""
-			if len(args) == 1 {
-				server = args[0]
-			}
-			return a.resourcesList(cmd.Context(), server, asJSON)
-		},
-	}
-	cmd.Flags().BoolVar(&asJSON, "json", false, "print the resources and templates as the hub sent them")
-	return cmd
+	}, "print the resources and templates as the hub sent them", a.resourcesList)
 }
 
-// resourcesList is resources ls.
+// resourcesList is resources ls: the resources and the resource templates.
 func (a *app) resourcesList(ctx context.Context, server string, asJSON bool) error {
-	ctx, interrupted, stop := withInterrupt(ctx)
-	defer stop()
-	s, err := a.openHub(ctx, server, nil)
-	if err != nil {
-		if interrupted() {
-			return a.interruptedErr(nil)
+	var resources []*mcp.Resource
+	var templates []*mcp.ResourceTemplate
+	var rpages, tpages int
+	fetch := func(ctx context.Context, s *hubSession) (string, error) {
+		var err error
+		if resources, rpages, err = s.listResources(ctx); err != nil {
+			return "resources/list", err
 		}
-		return err
+		templates, tpages, err = s.listTemplates(ctx)
+		return "resources/templates/list", err
 	}
-	defer s.Close()
-	lctx, cancel := context.WithTimeout(ctx, cliListTimeout)
-	defer cancel()
-	resources, rpages, err := s.listResources(lctx)
-	method := "resources/list"
-	if err == nil {
-		var templates []*mcp.ResourceTemplate
-		var tpages int
-		templates, tpages, err = s.listTemplates(lctx)
-		method = "resources/templates/list"
-		if err == nil {
-			a.noteMissing(ctx, s, "resources")
-			if asJSON {
-				return s.printResourcesJSON(a, resources, rpages, templates, tpages)
-			}
-			printResources(a, resources, templates)
-			return nil
+	return a.listView(ctx, server, "resources", fetch, func(s *hubSession) error {
+		if asJSON {
+			return s.printResourcesJSON(a, resources, rpages, templates, tpages)
 		}
-	}
-	if interrupted() {
-		return a.interruptedErr(s)
-	}
-	return s.fail(method, "list the resources of "+s.where(), err)
+		printResources(a, resources, templates)
+		return nil
+	})
 }
 
 // printResourcesJSON prints both lists, their items as the hub sent them.

@@ -37,25 +37,19 @@ const toolsExample = `  mcphub tools                   # every tool the hub serv
   mcphub tools call github__create_issue owner=me repo=hub title="It broke"`
 
 func newToolsCmd(a *app) *cobra.Command {
-	var asJSON bool
-	cmd := &cobra.Command{
+	cmd := a.listCmd(&cobra.Command{
 		Use:     "tools [ls [SERVER]]",
 		Short:   "List the running hub's tools (tools ls [SERVER]) or call one (tools call NAME)",
 		Long:    toolsLong,
 		Example: toolsExample,
 		Args:    cobra.NoArgs,
-		RunE: func(cmd *cobra.Command, _ []string) error {
-			return a.toolsList(cmd.Context(), "", asJSON)
-		},
-	}
-	cmd.Flags().BoolVar(&asJSON, "json", false, "print the tools array as the hub sent it")
+	}, "print the tools array as the hub sent it", a.toolsList)
 	cmd.AddCommand(newToolsLsCmd(a), newToolsCallCmd(a))
 	return cmd
 }
 
 func newToolsLsCmd(a *app) *cobra.Command {
-	var asJSON bool
-	cmd := &cobra.Command{
+	return a.listCmd(&cobra.Command{
 		Use:   "ls [SERVER]",
 		Short: "List the running hub's tools, or one server's under its own names",
 		Long: `List the running hub's tools: name and the first line of the description,
@@ -66,60 +60,20 @@ that server's own endpoint (/SERVER/mcp) under the server's own names.`,
   mcphub tools ls github         # create_issue, ... as /github/mcp lists them
   mcphub tools ls --json         # the tools array as the hub sent it`,
 		Args: cobra.MaximumNArgs(1),
-		RunE: func(cmd *cobra.Command, args []string) error {
-			server := ""
-			if len(args) == 1 {
-				server = args[0]
-			}
-			return a.toolsList(cmd.Context(), server, asJSON)
-		},
-	}
-	cmd.Flags().BoolVar(&asJSON, "json", false, "print the tools array as the hub sent it")
-	return cmd
+	}, "print the tools array as the hub sent it", a.toolsList)
 }
 
 // toolsList is tools ls: the tools of the merged endpoint, or of server's.
 func (a *app) toolsList(ctx context.Context, server string, asJSON bool) error {
-	ctx, interrupted, stop := withInterrupt(ctx)
-	defer stop()
-	s, err := a.openHub(ctx, server, nil)
-	if err != nil {
-		if interrupted() {
-			return a.interruptedErr(nil)
-		}
-		return err
-	}
-	defer s.Close()
-	lctx, cancel := context.WithTimeout(ctx, cliListTimeout)
-	defer cancel()
-	tools, pages, err := s.listTools(lctx)
-	if err != nil {
-		if interrupted() {
-			return a.interruptedErr(s)
-		}
-		return s.fail("tools/list", "list the tools of "+s.where(), err)
-	}
-	a.noteMissing(ctx, s, "tools")
-	if asJSON {
-		if items, ok := s.rawItems("tools/list", "tools", pages); ok {
-			return printRaw(a.stdout, rawArray(items))
-		}
-		raw, err := json.Marshal(append([]*mcp.Tool{}, tools...))
-		if err != nil {
-			return err
-		}
-		return printRaw(a.stdout, raw)
-	}
-	slices.SortFunc(tools, func(x, y *mcp.Tool) int { return strings.Compare(x.Name, y.Name) })
-	if len(tools) > 0 {
-		rows := make([][]string, len(tools))
-		for i, t := range tools {
-			rows[i] = []string{t.Name, t.Description}
-		}
-		printTable(a.stdout, []string{"NAME", "DESCRIPTION"}, rows)
-	}
-	fmt.Fprintln(a.stdout, howMany(len(tools), "tool"))
-	return nil
+	return listOf(ctx, a, server, asJSON, lister[*mcp.Tool]{
+		method: "tools/list",
+		member: "tools",
+		noun:   "tool",
+		list:   (*hubSession).listTools,
+		name:   func(t *mcp.Tool) string { return t.Name },
+		header: []string{"NAME", "DESCRIPTION"},
+		row:    func(t *mcp.Tool) []string { return []string{t.Name, t.Description} },
+	})
 }
 
 // toolCallOptions are the flags of tools call.

@@ -2,6 +2,11 @@
 // mean" suggestions mcphub makes: a mistyped registry key, an unknown tool.
 package textdist
 
+import (
+	"slices"
+	"strings"
+)
+
 // Distance is the Levenshtein edit distance between a and b, in bytes.
 func Distance(a, b string) int {
 	prev := make([]int, len(b)+1)
@@ -21,4 +26,39 @@ func Distance(a, b string) int {
 		prev, cur = cur, prev
 	}
 	return prev[len(b)]
+}
+
+// Suggest returns at most limit of names that are close to name, for a "did
+// you mean" suggestion; nil when none is. Names are compared without regard
+// to case and ranked: first those that are name under a namespace prefix
+// (ending in "__name" or ".name", the same name on another server), then
+// those that contain name or that name contains, then those within an edit
+// distance of max(2, len(name)/4), the nearest first. Names of the same rank
+// keep their order in names.
+func Suggest(name string, names []string, limit int) []string {
+	type scored struct {
+		name string
+		rank int
+	}
+	var cands []scored
+	lname := strings.ToLower(name)
+	for _, n := range names {
+		ln := strings.ToLower(n)
+		switch {
+		case strings.HasSuffix(ln, "__"+lname), strings.HasSuffix(ln, "."+lname):
+			cands = append(cands, scored{n, -1})
+		case strings.Contains(ln, lname), strings.Contains(lname, ln):
+			cands = append(cands, scored{n, 0})
+		default:
+			if d := Distance(lname, ln); d <= max(2, len(name)/4) {
+				cands = append(cands, scored{n, d})
+			}
+		}
+	}
+	slices.SortStableFunc(cands, func(a, b scored) int { return a.rank - b.rank })
+	var out []string
+	for i := 0; i < len(cands) && i < limit; i++ {
+		out = append(out, cands[i].name)
+	}
+	return out
 }
