@@ -59,6 +59,12 @@ func TestCompletionServerNames(t *testing.T) {
 		{[]string{"disable", ""}, enabled},
 		{[]string{"restart", ""}, enabled},
 		{[]string{"restart", "f"}, []string{"flaky"}},
+		{[]string{"logs", ""}, all},
+		{[]string{"tools", "ls", ""}, enabled},
+		{[]string{"prompts", "ls", "g"}, []string{"github"}},
+		{[]string{"tools", "l"}, []string{"ls"}},
+		{[]string{"stdio", "--server", ""}, enabled},
+		{[]string{"stdio", "--server", "i"}, []string{"internal"}},
 	} {
 		if got := completions(t, e, tc.args...); !slices.Equal(got, tc.want) {
 			t.Errorf("mcphub __complete %q = %q, want %q", tc.args, got, tc.want)

@@ -90,7 +90,7 @@ func TestGoldenCLIErrors(t *testing.T) {
 					t.Errorf("the output shows the value of $%s", k)
 				}
 			}
-			soakEditsGolden(t, tc.name, got)
+			goldenCheck(t, tc.name, got)
 		})
 	}
 }

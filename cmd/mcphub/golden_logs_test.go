@@ -1,10 +1,6 @@
 package main
 
 import (
-	"os"
-	"path/filepath"
-	"runtime"
-	"strings"
 	"testing"
 	"time"
 )
@@ -52,28 +48,11 @@ func TestGoldenLogs(t *testing.T) {
 	}
 	for _, tc := range cases {
 		t.Run(tc.name, func(t *testing.T) {
-			file := filepath.Join(goldenDir, tc.name+".txt")
-			want, readErr := os.ReadFile(file)
-			if runtime.GOOS == "windows" && strings.Contains(string(want), "$TMP") {
-				t.Skip("the output names paths, which the golden file holds with / separators")
-			}
 			e := goldenNewEnv(t)
 			if tc.setup != nil {
 				tc.setup(t, e)
 			}
-			got := goldenRun(e, tc.args)
-			if *goldenUpdate {
-				if err := os.WriteFile(file, []byte(got), 0o644); err != nil {
-					t.Fatal(err)
-				}
-				return
-			}
-			if readErr != nil {
-				t.Fatalf("%v (run the test with -update to create it)", readErr)
-			}
-			if got != string(want) {
-				t.Errorf("output differs from %s (run with -update to accept it):\n%s", file, goldenDiff(string(want), got))
-			}
+			goldenCheck(t, tc.name, goldenRun(e, tc.args))
 		})
 	}
 }

@@ -283,11 +283,6 @@ func TestGoldenCLI(t *testing.T) {
 	}
 	for _, tc := range cases {
 		t.Run(tc.name, func(t *testing.T) {
-			file := filepath.Join(goldenDir, tc.name+".txt")
-			want, readErr := os.ReadFile(file)
-			if runtime.GOOS == "windows" && bytes.Contains(want, []byte("$TMP")) {
-				t.Skip("the output names paths, which the golden file holds with / separators")
-			}
 			e := goldenNewEnv(t)
 			if tc.setup != nil {
 				tc.setup(t, e)
@@ -303,22 +298,35 @@ func TestGoldenCLI(t *testing.T) {
 					t.Errorf("the output shows the secret %q written in the registry", v)
 				}
 			}
-			if *goldenUpdate {
-				if err := os.MkdirAll(goldenDir, 0o755); err != nil {
-					t.Fatal(err)
-				}
-				if err := os.WriteFile(file, []byte(got), 0o644); err != nil {
-					t.Fatal(err)
-				}
-				return
-			}
-			if readErr != nil {
-				t.Fatalf("%v (run the test with -update to create it)", readErr)
-			}
-			if got != string(want) {
-				t.Errorf("output differs from %s (run with -update to accept it):\n%s", file, goldenDiff(string(want), got))
-			}
+			goldenCheck(t, tc.name, got)
 		})
+	}
+}
+
+// goldenCheck compares got with the golden file name.txt, or rewrites it
+// under -update. On Windows a golden file that names temporary paths (held
+// with / separators) is skipped.
+func goldenCheck(t *testing.T, name, got string) {
+	t.Helper()
+	file := filepath.Join(goldenDir, name+".txt")
+	if *goldenUpdate {
+		if err := os.MkdirAll(goldenDir, 0o755); err != nil {
+			t.Fatal(err)
+		}
+		if err := os.WriteFile(file, []byte(got), 0o644); err != nil {
+			t.Fatal(err)
+		}
+		return
+	}
+	want, err := os.ReadFile(file)
+	if err != nil {
+		t.Fatalf("%v (run the test with -update to create it)", err)
+	}
+	if runtime.GOOS == "windows" && bytes.Contains(want, []byte("$TMP")) {
+		t.Skip("the output names paths, which the golden file holds with / separators")
+	}
+	if got != string(want) {
+		t.Errorf("output differs from %s (run with -update to accept it):\n%s", file, goldenDiff(string(want), got))
 	}
 }
 

@@ -149,7 +149,7 @@ func TestGoldenToolsResourcesPrompts(t *testing.T) {
 			if tc.setup != nil {
 				tc.setup(t, e)
 			}
-			soakEditsGolden(t, tc.name, goldenRun(e, tc.args))
+			goldenCheck(t, tc.name, goldenRun(e, tc.args))
 		})
 	}
 }

@@ -74,10 +74,11 @@ Examples:
 func newLogsCmd(a *app) *cobra.Command {
 	var f logsFlags
 	cmd := &cobra.Command{
-		Use:   "logs [SERVER]",
-		Short: "Show the hub's log, or one server's records (its stderr included); -f follows it",
-		Long:  logsLong,
-		Args:  cobra.MaximumNArgs(1),
+		Use:               "logs [SERVER]",
+		Short:             "Show the hub's log, or one server's records (its stderr included); -f follows it",
+		Long:              logsLong,
+		Args:              cobra.MaximumNArgs(1),
+		ValidArgsFunction: a.completeServers(nil),
 		RunE: func(cmd *cobra.Command, args []string) error {
 			if f.n < 0 {
 				return fmt.Errorf("-n %d: want 0 or more records", f.n)

@@ -50,6 +50,7 @@ func newStdioCmd(a *app) *cobra.Command {
 	}
 	fl := cmd.Flags()
 	fl.StringVar(&server, "server", "", "relay to one server's own endpoint (/NAME/mcp) instead of the merged /mcp")
+	cmd.RegisterFlagCompletionFunc("server", a.completeServerFlag(enabledServer))
 	fl.StringVar(&logLevel, "log-level", "info", "log level on standard error: debug, info, warn or error")
 	return cmd
 }
