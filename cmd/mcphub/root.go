@@ -96,7 +96,28 @@ func newRootCmd(a *app) *cobra.Command {
 	for _, c := range commands {
 		root.AddCommand(c(a))
 	}
+	explainUsage(root)
 	return root
+}
+
+// explainUsage makes cobra's own errors (a wrong number of arguments, an
+// unknown flag) sentences that say how the command is used and where its
+// help is, for every command under c.
+func explainUsage(c *cobra.Command) {
+	if inner := c.Args; inner != nil {
+		c.Args = func(cmd *cobra.Command, args []string) error {
+			if err := inner(cmd, args); err != nil {
+				return fmt.Errorf("%w; usage: %s (see %s --help)", err, cmd.UseLine(), cmd.CommandPath())
+			}
+			return nil
+		}
+	}
+	c.SetFlagErrorFunc(func(cmd *cobra.Command, err error) error {
+		return fmt.Errorf("%w (see %s --help)", err, cmd.CommandPath())
+	})
+	for _, sub := range c.Commands() {
+		explainUsage(sub)
+	}
 }
 
 // commands are the commands whose files add them in an init (tools.go,

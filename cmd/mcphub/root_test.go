@@ -118,3 +118,20 @@ func TestDefaultDataDirKeepsAnEarlierStore(t *testing.T) {
 		t.Errorf("with a store in both: %q, want the new %q", got, now)
 	}
 }
+
+// Cobra's own errors say how the command is used and where its help is.
+func TestUsageErrorsExplain(t *testing.T) {
+	for _, tc := range []struct {
+		args []string
+		want string
+	}{
+		{[]string{"restart"}, "usage: mcphub restart NAME [flags] (see mcphub restart --help)"},
+		{[]string{"tools", "ls", "a", "b"}, "(see mcphub tools ls --help)"},
+		{[]string{"list", "--bogus"}, "unknown flag: --bogus (see mcphub list --help)"},
+	} {
+		code, _, errOut := runCLI(t, tc.args...)
+		if code == 0 || !strings.Contains(errOut, tc.want) {
+			t.Errorf("mcphub %q: exit %d, stderr %q; want %q", tc.args, code, errOut, tc.want)
+		}
+	}
+}
