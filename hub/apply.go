@@ -135,7 +135,7 @@ func (ss *serverSet) applyEntries(reg *registry.Registry) (ch registry.Changes, 
 	// max_response_bytes and request_timeout are built into each
 	// upstream's connection: a change reconnects every running server,
 	// as a change of its own entry would.
-	if old.Hub.MaxResponseBytes != reg.Hub.MaxResponseBytes || old.Hub.RequestTimeout != reg.Hub.RequestTimeout {
+	if limitsOf(old.Hub) != limitsOf(reg.Hub) {
 		for _, spec := range reg.Servers {
 			if spec.Enabled && ss.entries[spec.Name] != nil && !slices.Contains(ch.Changed, spec.Name) {
 				ch.Changed = append(ch.Changed, spec.Name)
@@ -206,6 +206,17 @@ func needsRestart(cur, next registry.Hub) []string {
 	return names
 }
 
+// upstreamLimits are the [hub] settings built into each upstream's
+// connection when it is made; a change of them reconnects the servers.
+type upstreamLimits struct {
+	maxResponseBytes int64
+	requestTimeout   time.Duration
+}
+
+func limitsOf(h registry.Hub) upstreamLimits {
+	return upstreamLimits{int64(h.MaxResponseBytes), h.RequestTimeout}
+}
+
 // sameHost reports whether two listen hosts are the same address: ""
 // listens on every interface, as 0.0.0.0 and :: do, and a kernel-chosen
 // address is reported back in any of those spellings.
@@ -240,6 +251,7 @@ func (ss *serverSet) replace(spec *registry.Server) {
 		return
 	}
 	fresh := ss.newEntryLocked(spec)
+	built := limitsOf(ss.reg.Hub)
 	ss.mu.Unlock()
 	fresh.up.Start(ss.ctx)
 
@@ -258,8 +270,10 @@ func (ss *serverSet) replace(spec *registry.Server) {
 	ss.mu.Lock()
 	old := ss.entries[spec.Name]
 	want := ss.reg.Server(spec.Name)
-	if old == nil || want == nil || !want.Enabled || want.Hash() != spec.Hash() {
-		// Removed, disabled or changed again while this one connected.
+	if old == nil || want == nil || !want.Enabled || want.Hash() != spec.Hash() || limitsOf(ss.reg.Hub) != built {
+		// Removed, disabled or changed again while this one connected
+		// (its entry, or the [hub] limits built into it: the replacement
+		// the newer change asked for is on its way).
 		ss.mu.Unlock()
 		fresh.up.Close()
 		return

@@ -4,6 +4,7 @@ import (
 	"context"
 	"encoding/json"
 	"errors"
+	"fmt"
 	"net/http"
 	"slices"
 	"strings"
@@ -277,5 +278,81 @@ drain:
 	m, _ := call.nextMsg()
 	if string(m.ID) != "7" || !strings.Contains(string(m.Result), "done") {
 		t.Fatalf("the call's stream gave %s %s, want its result", m.ID, m.Result)
+	}
+}
+
+// Two quick edits of a [hub] limit: a replacement built with the older
+// value that connects last is dropped, not swapped in over the newer one.
+func TestUpstreamLimitsLastEditWins(t *testing.T) {
+	var mu sync.Mutex
+	made := map[int64]*fakeUpstream{}
+	th := startHub(t, "[servers.a]\ncommand = \"x\"\n", nil, func(o *Options) {
+		o.NewUpstream = func(spec *registry.Server, h registry.Hub, ev UpstreamEvents) Upstream {
+			f := newFake(spec.Name).setList("tools/list", toolItems("echo"))
+			if h.MaxResponseBytes != registry.DefaultMaxResponseBytes {
+				f.setStatus(UpstreamStatus{State: StateStarting})
+			}
+			f.events = ev
+			mu.Lock()
+			made[int64(h.MaxResponseBytes)] = f
+			mu.Unlock()
+			return f
+		}
+	})
+	made1 := func(n int64) *fakeUpstream {
+		t.Helper()
+		deadline := time.After(waitFor)
+		tick := time.NewTicker(5 * time.Millisecond)
+		defer tick.Stop()
+		for {
+			mu.Lock()
+			f := made[n]
+			mu.Unlock()
+			if f != nil {
+				return f
+			}
+			select {
+			case <-tick.C:
+			case <-deadline:
+				t.Fatalf("no upstream made with max_response_bytes %d", n)
+			}
+		}
+	}
+	for _, n := range []int{11111, 22222} {
+		reg, err := registry.ParseServing("hub.toml", fmt.Appendf(nil, "[hub]\nmax_response_bytes = %d\n[servers.a]\ncommand = \"x\"\n", n), func(string) (string, bool) { return "", false })
+		if err != nil {
+			t.Fatal(err)
+		}
+		th.h.Apply(reg)
+		made1(int64(n))
+	}
+	newer, older := made1(22222), made1(11111)
+	newer.setStatus(UpstreamStatus{State: StateConnected, Transport: "fake"})
+	deadline := time.After(waitFor)
+	tick := time.NewTicker(5 * time.Millisecond)
+	defer tick.Stop()
+	for th.h.servers.get("a").up != Upstream(newer) {
+		select {
+		case <-tick.C:
+		case <-deadline:
+			t.Fatal("the replacement with the newer limit was not swapped in")
+		}
+	}
+	older.setStatus(UpstreamStatus{State: StateConnected, Transport: "fake"})
+	for {
+		older.mu.Lock()
+		closed := older.closed
+		older.mu.Unlock()
+		if closed {
+			break
+		}
+		select {
+		case <-tick.C:
+		case <-deadline:
+			t.Fatal("the replacement with the older limit was never dropped")
+		}
+	}
+	if th.h.servers.get("a").up != Upstream(newer) {
+		t.Error("the replacement with the older limit was swapped in over the newer one")
 	}
 }
