@@ -145,19 +145,9 @@ func (l *link) clientConfig(resume bool, h *health) client.Config {
 		cfg.Resume = nil
 	}
 	if h != nil {
-		ownActive, ownTrouble := cfg.OnActivity, cfg.OnTransportError
-		cfg.OnActivity = func() {
-			if ownActive != nil {
-				ownActive()
-			}
-			h.alive()
-		}
-		cfg.OnTransportError = func(err error) {
-			if ownTrouble != nil {
-				ownTrouble(err)
-			}
-			h.troubled(err)
-		}
+		// The health check owns these hooks: nothing else sets them on an
+		// upstream's config.
+		cfg.OnActivity, cfg.OnTransportError = h.alive, h.troubled
 	}
 	if p := l.srv.persist; p != nil && l.session == "" && l.srv.remote() {
 		own := cfg.OnState

@@ -7,7 +7,6 @@ import (
 	"fmt"
 	"log/slog"
 	"maps"
-	"path"
 	"slices"
 	"strings"
 	"time"
@@ -342,20 +341,7 @@ func (s *Server) Hash() string {
 // matches it, and either there are no allow globs or one of them matches.
 // The globs were checked when the registry was parsed.
 func (s *Server) AllowsTool(name string) bool {
-	for _, p := range s.Deny {
-		if ok, _ := path.Match(p, name); ok {
-			return false
-		}
-	}
-	if len(s.Allow) == 0 {
-		return true
-	}
-	for _, p := range s.Allow {
-		if ok, _ := path.Match(p, name); ok {
-			return true
-		}
-	}
-	return false
+	return !matchesAny(s.Deny, name) && (len(s.Allow) == 0 || matchesAny(s.Allow, name))
 }
 
 // String describes the server on one line with env and header values

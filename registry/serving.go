@@ -85,7 +85,10 @@ func inheritance(reg *Registry, lookup func(string) (string, bool)) {
 				deny = append(deny, n)
 			case slices.Contains(s.EnvAllow, n):
 				// named exactly: the user asked for this one
-			case s.InheritEnv || matchesAny(s.EnvAllow, n):
+			// In any case: Windows compares variable names without it
+			// (the child's side does too), and a deny list errs on the
+			// side of holding back.
+			case s.InheritEnv || matchesAnyFold(s.EnvAllow, n):
 				deny = append(deny, n)
 			}
 		}
@@ -98,6 +101,17 @@ func inheritance(reg *Registry, lookup func(string) (string, bool)) {
 func matchesAny(globs []string, name string) bool {
 	for _, g := range globs {
 		if ok, _ := path.Match(g, name); ok {
+			return true
+		}
+	}
+	return false
+}
+
+// matchesAnyFold is matchesAny without regard to case.
+func matchesAnyFold(globs []string, name string) bool {
+	name = strings.ToUpper(name)
+	for _, g := range globs {
+		if ok, _ := path.Match(strings.ToUpper(g), name); ok {
 			return true
 		}
 	}

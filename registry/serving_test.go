@@ -125,6 +125,10 @@ headers = { "X-Key" = "${AWS_SECRET_ACCESS_KEY}" }
 command = "c"
 env_passthrough = ["AWS_SECRET_ACCESS_KEY"]
 
+[servers.lower]
+command = "e"
+env_passthrough = ["aws_*"]
+
 [servers.parked]
 command = "d"
 enabled = false
@@ -141,6 +145,10 @@ env = { K = "${NOT_SET_ANYWHERE}" }
 	// AWS_* would pass another server's secret: it is held back.
 	if want := []string{"AWS_SECRET_ACCESS_KEY", "HUB_TOKEN"}; !slices.Equal(plain.EnvDeny, want) {
 		t.Errorf("plain EnvDeny = %q, want %q", plain.EnvDeny, want)
+	}
+	// A glob in another case matches as Windows would: still held back.
+	if want := []string{"AWS_SECRET_ACCESS_KEY", "HUB_TOKEN"}; !slices.Equal(reg.Server("lower").EnvDeny, want) {
+		t.Errorf("lower EnvDeny = %q, want %q", reg.Server("lower").EnvDeny, want)
 	}
 	// Named exactly, it passes: the user asked for that one.
 	if want := []string{"HUB_TOKEN"}; !slices.Equal(reg.Server("named").EnvDeny, want) {
