@@ -85,8 +85,8 @@ func Watch(ctx context.Context, path string, fn func(*Registry, error)) error {
 			watched[d] = true
 		}
 	}
+	st.follow = followToken
 	st.reload()
-	followToken()
 	debounce := WatchDebounce
 	timer := time.NewTimer(debounce)
 	timer.Stop()
@@ -121,7 +121,6 @@ func Watch(ctx context.Context, path string, fn func(*Registry, error)) error {
 				st.retoken()
 			}
 			tokenChanged = false
-			followToken()
 		}
 	}
 }
@@ -138,6 +137,9 @@ type watchState struct {
 	seen    bool   // last holds the content of the file as last read
 	missing bool   // the file's absence was already reported
 	token   string // the token_file of the last good registry, absolute
+	// follow watches the token file's directory; reload calls it before
+	// it reports, so a change made right after the report is seen.
+	follow func()
 }
 
 // reload reads the file and reports it when it changed; it returns whether
@@ -167,6 +169,9 @@ func (st *watchState) reload() bool {
 				st.token = filepath.Clean(abs)
 			}
 		}
+	}
+	if err == nil && st.follow != nil {
+		st.follow()
 	}
 	st.report(reg, err)
 	return true
