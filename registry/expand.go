@@ -7,6 +7,26 @@ import (
 	"strings"
 )
 
+// Expand expands a value written in the registry's form, as the registry
+// does for env, headers, args and paths: each ${NAME} becomes the value
+// lookup gives for NAME and each $$ a single $; any other $ is kept as it
+// is. unset lists, in order, the names lookup did not know (they expand to
+// ""). err reports a reference the registry refuses: an unclosed "${", a
+// name that is not letters, digits and _ (not starting with a digit), and
+// the VS Code forms ${env:NAME} and ${input:...}. Neither unset nor err
+// contains any part of the value.
+func Expand(s string, lookup func(string) (string, bool)) (out string, unset []string, err error) {
+	return expand(s, lookup)
+}
+
+// ExpandHome turns a leading "~" or "~/" in p into the home directory, as
+// the registry does for paths: HOME through lookup first, else the
+// system's home directory. p is returned unchanged when it has another
+// form (such as ~user) or no home directory is known.
+func ExpandHome(p string, lookup func(string) (string, bool)) string {
+	return expandHome(p, lookup)
+}
+
 // expand replaces each ${NAME} in s with the value lookup gives for NAME and
 // each $$ with a single $. Any other $ is kept as it is, so a password such
 // as "pa$word" needs no escaping. unset lists the names lookup did not know,

@@ -442,7 +442,7 @@ func differs(s *registry.Server, e clientEntry) string {
 		return ""
 	}
 	cwd, ok := expandClientValue(e.spec.Cwd, e.prompted)
-	cwd = expandTilde(cwd)
+	cwd = registry.ExpandHome(cwd, os.LookupEnv)
 	switch {
 	case !ok || (cwd != "" && !filepath.IsAbs(cwd)):
 		return "its working directory cannot be checked"
@@ -488,50 +488,30 @@ func canonicalHeaders(h map[string]string) map[string]string {
 }
 
 // expandClientValue expands a value in mcphub's form, as import writes a
-// client's value: ${NAME} from this process's environment, $$ as $. ok is
+// client's value, by registry.Expand with this process's environment. ok is
 // false when the value cannot be known here: a variable that is not set, a
-// malformed reference, a $NAME the client expands but mcphub keeps as text,
-// or any reference in an entry whose values the client asks the user for.
+// reference registry.Expand refuses, a $NAME the client expands but mcphub
+// keeps as text (import writes it as $$NAME), or any reference in an entry
+// whose values the client asks the user for.
 func expandClientValue(v string, prompted bool) (string, bool) {
-	var b strings.Builder
-	for i := 0; i < len(v); i++ {
-		if v[i] != '$' || i+1 >= len(v) {
-			b.WriteByte(v[i])
-			continue
-		}
-		switch v[i+1] {
-		case '$':
+	for i := 0; i+1 < len(v); i++ {
+		if v[i] == '$' && v[i+1] == '$' {
 			if i+2 < len(v) && strings.IndexByte("{_abcdefghijklmnopqrstuvwxyzABCDEFGHIJKLMNOPQRSTUVWXYZ", v[i+2]) >= 0 {
 				return "", false
 			}
-			b.WriteByte('$')
 			i++
-		case '{':
-			end := strings.IndexByte(v[i:], '}')
-			if prompted || end < 0 {
-				return "", false
-			}
-			val, ok := os.LookupEnv(v[i+2 : i+end])
-			if !ok {
-				return "", false
-			}
-			b.WriteString(val)
-			i += end
-		default:
-			b.WriteByte('$')
 		}
 	}
-	return b.String(), true
-}
-
-// expandTilde turns a leading ~/ into the home directory.
-func expandTilde(p string) string {
-	if rest, ok := strings.CutPrefix(p, "~/"); ok {
-		if home, err := os.UserHomeDir(); err == nil {
-			return filepath.Join(home, rest)
-		}
+	lookup := os.LookupEnv
+	if prompted {
+		// The value the user gives is unknown: every reference is unset.
+		lookup = func(string) (string, bool) { return "", false }
 	}
-	return p
+	out, unset, err := registry.Expand(v, lookup)
+	if err != nil || len(unset) > 0 {
+		return "", false
+	}
+	return out, true
 }
 
 // commandBase is a command's file name without .cmd or .exe, so that npx,
