@@ -7,6 +7,7 @@ import (
 	"fmt"
 	"maps"
 	"os"
+	"os/exec"
 	"path/filepath"
 	"runtime"
 	"slices"
@@ -253,20 +254,41 @@ func lookupClient(name string) (clientKind, error) {
 	return c, nil
 }
 
+// installedExecutable is the absolute path of the running mcphub, to write
+// where another program (a client, a service manager) will start it, and
+// whether go run or go test built it in a temporary directory
+// ($GOTMPDIR/go-build..., either separator), which is gone once it exits.
+// os.Executable resolves symlinks on Linux (it reads /proc/self/exe), and
+// may elsewhere, while a package manager's symlink (Homebrew's
+// /opt/homebrew/bin/mcphub, a Nix profile's) outlives an upgrade and the
+// versioned file it points to does not: so the path the user ran, args0
+// as lookPath finds it, is taken when it is absolute and the same file.
+func installedExecutable(executable func() (string, error), lookPath func(string) (string, error), args0 string) (exe string, goRun bool, err error) {
+	if exe, err = executable(); err != nil {
+		return "", false, err
+	}
+	if strings.Contains(strings.ReplaceAll(exe, `\`, "/"), "/go-build") {
+		return exe, true, nil
+	}
+	if exe, err = filepath.Abs(exe); err != nil {
+		return "", false, err
+	}
+	if ran, err := lookPath(args0); err == nil && filepath.IsAbs(ran) && ran != exe && sameFile(ran, exe) {
+		return filepath.Clean(ran), false, nil
+	}
+	return exe, false, nil
+}
+
 // hubCommand returns the absolute path of the running mcphub and the
 // arguments that run `mcphub stdio` against
 // this registry: GUI clients do not see the shell's PATH or $MCPHUB_CONFIG,
 // so both are spelled out.
 func (a *app) hubCommand() (string, []string, error) {
-	exe, err := os.Executable()
+	exe, goRun, err := installedExecutable(os.Executable, exec.LookPath, os.Args[0])
 	if err != nil {
 		return "", nil, fmt.Errorf("cannot find the mcphub binary for a stdio entry: %w", err)
 	}
-	// The path as it was run, not resolved through symlinks: a package
-	// manager's link (Homebrew's /opt/homebrew/bin/mcphub) outlives an
-	// upgrade; the version directory it points into does not. A binary
-	// `go run` built in a temporary directory vanishes: say so.
-	if strings.Contains(filepath.ToSlash(exe), "/go-build") {
+	if goRun {
 		fmt.Fprintf(a.stderr, "warning: this mcphub runs from go run's temporary build directory, which is gone once it exits; install it (go install ./cmd/mcphub) and run connect with the installed binary, or the client will not find %s\n", exe)
 	}
 	args := []string{"stdio"}

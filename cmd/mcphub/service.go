@@ -543,33 +543,15 @@ func (c *serviceCtl) remove(m serviceManager, st serviceState) error {
 	return explainServiceError(c.h.goos, "uninstall", err)
 }
 
-// builtByGoRun reports whether exe is a binary that go run or go test
-// built in a temporary directory ($GOTMPDIR/go-build...), which is gone
-// once it exits. Either separator counts, whatever the OS.
-func builtByGoRun(exe string) bool {
-	return strings.Contains(strings.ReplaceAll(exe, `\`, "/"), "/go-build")
-}
-
-// serviceExecutable is the absolute path of the running mcphub for the
-// service to run. os.Executable resolves symlinks on Linux (it reads
-// /proc/self/exe), and may on other systems, while a package manager's
-// symlink (Homebrew's /opt/homebrew/bin/mcphub, a Nix profile's) outlives
-// an upgrade and the versioned file it points to does not. So the path the
-// user ran, os.Args[0] as the shell found it, is taken when it is absolute
-// and the same file; otherwise the resolved one.
+// serviceExecutable is the mcphub binary for the service to run (see
+// installedExecutable); one that go run built is refused.
 func (c *serviceCtl) serviceExecutable() (string, error) {
-	exe, err := c.h.executable()
+	exe, goRun, err := installedExecutable(c.h.executable, c.h.lookPath, c.h.args0)
 	if err != nil {
 		return "", fmt.Errorf("cannot find the mcphub binary for the service: %w", err)
 	}
-	if builtByGoRun(exe) {
+	if goRun {
 		return "", fmt.Errorf("this mcphub was built by go run or go test in a temporary directory (%s), which is gone once it exits, so a service cannot run it: install it with go install ./cmd/mcphub, then run mcphub service install with the installed binary", exe)
-	}
-	if exe, err = filepath.Abs(exe); err != nil {
-		return "", fmt.Errorf("cannot find the mcphub binary for the service: %w", err)
-	}
-	if ran, err := c.h.lookPath(c.h.args0); err == nil && filepath.IsAbs(ran) && ran != exe && sameFile(ran, exe) {
-		return filepath.Clean(ran), nil
 	}
 	return exe, nil
 }

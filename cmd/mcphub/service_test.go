@@ -254,8 +254,11 @@ func TestServiceInstallRefusesGoBuild(t *testing.T) {
 			t.Errorf("%s: refused install still did %v (or created the registry)", exe, f.calls)
 		}
 	}
-	if builtByGoRun("/home/u/go/bin/mcphub") || builtByGoRun("/opt/homebrew/bin/mcphub") {
-		t.Error("an installed binary taken for a go run build")
+	for _, exe := range []string{"/home/u/go/bin/mcphub", "/opt/homebrew/bin/mcphub"} {
+		noLook := func(string) (string, error) { return "", errors.New("not found") }
+		if _, goRun, _ := installedExecutable(func() (string, error) { return exe, nil }, noLook, "mcphub"); goRun {
+			t.Errorf("%s: an installed binary taken for a go run build", exe)
+		}
 	}
 }
 
