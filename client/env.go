@@ -135,8 +135,8 @@ func (p envPolicy) build(hub []string, extra map[string]string) (env, secrets []
 		if secret {
 			secrets = append(secrets, value)
 		}
-		if pw := urlPassword(value); pw != "" {
-			secrets = append(secrets, pw)
+		if c := URLCredential(value); c != "" {
+			secrets = append(secrets, c)
 		}
 	}
 	for _, k := range slices.Sorted(maps.Keys(extra)) {
@@ -199,20 +199,28 @@ func matchAny(globs []string, name string, fold bool) bool {
 	return false
 }
 
-// urlPassword is the password of value when it is a URL that holds one (a
-// proxy with credentials: "http://user:pass@proxy:3128", or without a
-// scheme, "user:pass@proxy:3128", which curl accepts too).
-func urlPassword(value string) string {
+// URLCredential is the credential a URL value holds, to keep out of what
+// others see: its password ("http://user:pass@proxy:3128", or without a
+// scheme, "user:pass@proxy:3128", which curl accepts too), else its user
+// name, which some proxies take a token as ("http://token@proxy:8080");
+// the whole value when it has an "@" but does not parse; "" for none.
+func URLCredential(value string) string {
 	if !strings.Contains(value, "@") {
 		return ""
 	}
-	if !strings.Contains(value, "://") {
-		value = "http://" + value
+	raw := value
+	if !strings.Contains(raw, "://") {
+		raw = "http://" + raw
 	}
-	u, err := url.Parse(value)
-	if err != nil || u.User == nil {
+	u, err := url.Parse(raw)
+	switch {
+	case err != nil:
+		return value
+	case u.User == nil:
 		return ""
 	}
-	pw, _ := u.User.Password()
-	return pw
+	if pw, ok := u.User.Password(); ok && pw != "" {
+		return pw
+	}
+	return u.User.Username()
 }

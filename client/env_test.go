@@ -303,16 +303,18 @@ func FuzzChildEnv(f *testing.F) {
 
 // A proxy's password is found with or without a scheme: curl takes
 // "user:pass@proxy:3128" as well.
-func TestURLPassword(t *testing.T) {
+func TestURLCredential(t *testing.T) {
 	for in, want := range map[string]string{
 		"http://alice:pr0xy@proxy:3128": "pr0xy",
 		"alice:s3cret@proxy:3128":       "s3cret",
 		"http://proxy:3128":             "",
-		"alice@proxy:3128":              "",
+		"alice@proxy:3128":              "alice",
+		"http://tok3n@proxy:8080":       "tok3n",
+		"http://%zz@proxy":              "http://%zz@proxy",
 		"no-at-sign":                    "",
 	} {
-		if got := urlPassword(in); got != want {
-			t.Errorf("urlPassword(%q) = %q, want %q", in, got, want)
+		if got := URLCredential(in); got != want {
+			t.Errorf("URLCredential(%q) = %q, want %q", in, got, want)
 		}
 	}
 }

@@ -8,7 +8,6 @@ import (
 	"fmt"
 	"io"
 	"io/fs"
-	"net/url"
 	"os"
 	"os/exec"
 	"os/user"
@@ -24,6 +23,7 @@ import (
 	"github.com/spf13/cobra"
 	"golang.org/x/term"
 
+	"github.com/mcphub/mcphub/client"
 	"github.com/mcphub/mcphub/registry"
 )
 
@@ -694,7 +694,7 @@ func serviceEnv(goos string, environ []string) (env map[string]string, held []st
 		if !proxy && !known {
 			continue
 		}
-		if proxy && urlHasUserinfo(value) {
+		if proxy && client.URLCredential(value) != "" {
 			held = append(held, name)
 			continue
 		}
@@ -705,26 +705,6 @@ func serviceEnv(goos string, environ []string) (env map[string]string, held []st
 	}
 	slices.Sort(held)
 	return env, held
-}
-
-// urlHasUserinfo reports whether value is a URL with credentials in it: a
-// user and password (http://user:secret@proxy:3128), or a user name alone,
-// which some proxies take a token as (http://token@proxy:8080).
-func urlHasUserinfo(value string) bool {
-	if !strings.Contains(value, "@") {
-		return false
-	}
-	u, err := url.Parse(value)
-	if err != nil {
-		return true // unparsable: hold it back rather than leak it
-	}
-	if u.User != nil {
-		return true
-	}
-	// A URL without a scheme (proxy settings often omit it) parses with
-	// the user in its path or opaque part.
-	u, err = url.Parse("http://" + value)
-	return err != nil || u.User != nil
 }
 
 func (c *serviceCtl) install() error {

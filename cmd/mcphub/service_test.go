@@ -17,6 +17,8 @@ import (
 	"time"
 
 	"github.com/kardianos/service"
+
+	"github.com/mcphub/mcphub/client"
 )
 
 // fakeServiceManager stands for systemd, launchd or the Windows service
@@ -753,12 +755,12 @@ func TestServiceSystemdUnit(t *testing.T) {
 		t.Errorf("Environment= value %q: systemd does not expand $ there", env["PATH"])
 	}
 	for _, v := range []string{"http://tok@proxy:8080", "tok@proxy:8080", "http://u:p@proxy", "http://%zz@proxy"} {
-		if !urlHasUserinfo(v) {
+		if client.URLCredential(v) == "" {
 			t.Errorf("%s taken for a URL without credentials", v)
 		}
 	}
 	for _, v := range []string{"http://proxy.corp:3128", "proxy.corp:3128", "localhost,127.0.0.1"} {
-		if urlHasUserinfo(v) {
+		if client.URLCredential(v) != "" {
 			t.Errorf("%s taken for a URL with credentials", v)
 		}
 	}
