@@ -63,50 +63,24 @@ func openLogFile(dataDir string) (*lumberjack.Logger, error) {
 }
 
 // withLogFile returns console with its records also written, as JSON at
-// level, to the rotating log file under dataDir; close closes the file.
-// With quietConsole (a service manager runs the hub, and keeps what it
-// prints in a file of its own or its journal), the console gets only
-// warnings and errors once the log file is open: the log file has every
-// record, and a second full copy would grow without a bound. When the file
-// cannot be set up, the hub logs to the console alone, at level, and says
-// why.
-func withLogFile(console *slog.Logger, dataDir string, level slog.Leveler, quietConsole bool) (log *slog.Logger, close func()) {
+// the console's level, to the rotating log file under dataDir; close closes
+// the file. level is the console's level. With quietConsole (a service
+// manager runs the hub, and keeps what it prints in a file of its own or
+// its journal), the console is raised to warnings and errors once the log
+// file is open: the log file has every record, and a second full copy
+// would grow without a bound. When the file cannot be set up, the hub logs
+// to the console alone, as it was, and says why.
+func withLogFile(console *slog.Logger, level *slog.LevelVar, dataDir string, quietConsole bool) (log *slog.Logger, close func()) {
 	w, err := openLogFile(dataDir)
 	if err != nil {
 		console.Warn("not writing the log file; mcphub logs will not show this run", "err", err)
 		return console, func() {}
 	}
-	consoleHandler := console.Handler()
+	file := slog.NewJSONHandler(w, &slog.HandlerOptions{Level: level.Level()})
 	if quietConsole {
-		consoleHandler = minLevelHandler{Handler: consoleHandler, min: slog.LevelWarn}
+		level.Set(max(level.Level(), slog.LevelWarn))
 	}
-	file := slog.NewJSONHandler(w, &slog.HandlerOptions{Level: level})
-	return slog.New(slog.NewMultiHandler(consoleHandler, file)), func() { w.Close() }
-}
-
-// minLevelHandler passes to its Handler only the records at min or above.
-type minLevelHandler struct {
-	slog.Handler
-	min slog.Level
-}
-
-func (h minLevelHandler) Enabled(ctx context.Context, l slog.Level) bool {
-	return l >= h.min && h.Handler.Enabled(ctx, l)
-}
-
-func (h minLevelHandler) Handle(ctx context.Context, r slog.Record) error {
-	if r.Level < h.min {
-		return nil
-	}
-	return h.Handler.Handle(ctx, r)
-}
-
-func (h minLevelHandler) WithAttrs(attrs []slog.Attr) slog.Handler {
-	return minLevelHandler{Handler: h.Handler.WithAttrs(attrs), min: h.min}
-}
-
-func (h minLevelHandler) WithGroup(name string) slog.Handler {
-	return minLevelHandler{Handler: h.Handler.WithGroup(name), min: h.min}
+	return slog.New(slog.NewMultiHandler(console.Handler(), file)), func() { w.Close() }
 }
 
 // logFile is one file of the log, current or rotated.

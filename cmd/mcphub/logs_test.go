@@ -259,7 +259,8 @@ func TestLogsNoLogDir(t *testing.T) {
 func TestLogsFileTeesConsole(t *testing.T) {
 	data := t.TempDir()
 	var console bytes.Buffer
-	log, closeLog := withLogFile(slog.New(slog.NewTextHandler(&console, &slog.HandlerOptions{Level: slog.LevelInfo})), data, slog.LevelInfo, false)
+	lv := new(slog.LevelVar)
+	log, closeLog := withLogFile(slog.New(slog.NewTextHandler(&console, &slog.HandlerOptions{Level: lv})), lv, data, false)
 	log.With("server", "github").Warn("npm warn exec", "stream", "stderr")
 	log.Debug("not at this level")
 	log.WithGroup("req").Info("done", "id", 7)
@@ -497,7 +498,8 @@ func TestServeWritesLogFileWithServerStderr(t *testing.T) {
 func TestLogsFileQuietConsoleUnderManager(t *testing.T) {
 	data := t.TempDir()
 	var console bytes.Buffer
-	log, closeLog := withLogFile(slog.New(slog.NewTextHandler(&console, nil)), data, slog.LevelInfo, true)
+	lv := new(slog.LevelVar)
+	log, closeLog := withLogFile(slog.New(slog.NewTextHandler(&console, &slog.HandlerOptions{Level: lv})), lv, data, true)
 	log.Info("connected", "server", "github")
 	log.With("server", "flaky").WithGroup("g").Warn("server exited", "code", 1)
 	closeLog()
@@ -516,7 +518,8 @@ func TestLogsFileQuietConsoleUnderManager(t *testing.T) {
 		t.Fatal(err)
 	}
 	console.Reset()
-	log, closeLog = withLogFile(slog.New(slog.NewTextHandler(&console, nil)), data, slog.LevelInfo, true)
+	lv = new(slog.LevelVar)
+	log, closeLog = withLogFile(slog.New(slog.NewTextHandler(&console, &slog.HandlerOptions{Level: lv})), lv, data, true)
 	log.Info("connected")
 	closeLog()
 	if !strings.Contains(console.String(), "not writing the log file") || !strings.Contains(console.String(), "msg=connected") {

@@ -69,19 +69,21 @@ func newServeCmd(a *app) *cobra.Command {
 	return cmd
 }
 
-func newLogger(a *app, format, level string) (*slog.Logger, error) {
+func newLogger(a *app, format, level string) (*slog.Logger, *slog.LevelVar, error) {
 	lv, err := parseLogLevel(level)
 	if err != nil {
-		return nil, err
+		return nil, nil, err
 	}
-	opts := &slog.HandlerOptions{Level: lv}
+	v := new(slog.LevelVar)
+	v.Set(lv)
+	opts := &slog.HandlerOptions{Level: v}
 	switch format {
 	case "text":
-		return slog.New(slog.NewTextHandler(a.stderr, opts)), nil
+		return slog.New(slog.NewTextHandler(a.stderr, opts)), v, nil
 	case "json":
-		return slog.New(slog.NewJSONHandler(a.stderr, opts)), nil
+		return slog.New(slog.NewJSONHandler(a.stderr, opts)), v, nil
 	}
-	return nil, fmt.Errorf("--log-format %q: want text or json", format)
+	return nil, nil, fmt.Errorf("--log-format %q: want text or json", format)
 }
 
 // parseLogLevel reads --log-level, which the console and the log file
@@ -97,7 +99,7 @@ func parseLogLevel(level string) (slog.Level, error) {
 // runServe runs the hub until SIGINT or SIGTERM: each step below is one
 // function, in the order a reader needs them.
 func runServe(ctx context.Context, a *app, f serveFlags) error {
-	log, err := newLogger(a, f.logFormat, f.logLevel)
+	log, level, err := newLogger(a, f.logFormat, f.logLevel)
 	if err != nil {
 		return err
 	}
@@ -120,8 +122,7 @@ func runServe(ctx context.Context, a *app, f serveFlags) error {
 	// directory is this hub's: a second hub never rotates it too. Under a
 	// service manager, which keeps the console in a file or journal of its
 	// own, the console then gets warnings and errors only.
-	level, _ := parseLogLevel(f.logLevel)
-	log, closeLog := withLogFile(log, a.dataDir, level, underServiceManager())
+	log, closeLog := withLogFile(log, level, a.dataDir, underServiceManager())
 	defer closeLog()
 	slog.SetDefault(log)
 	reapLeftovers(a.dataDir, log)

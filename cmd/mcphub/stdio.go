@@ -58,7 +58,7 @@ func newStdioCmd(a *app) *cobra.Command {
 // runStdio finds or starts the hub, then relays until stdin ends or a
 // signal comes.
 func runStdio(a *app, cmd *cobra.Command, server, logLevel string) error {
-	log, err := newLogger(a, "text", logLevel)
+	log, _, err := newLogger(a, "text", logLevel)
 	if err != nil {
 		return err
 	}
