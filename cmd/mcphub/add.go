@@ -89,8 +89,12 @@ func newAddCmd(a *app) *cobra.Command {
 				fmt.Fprintf(a.stdout, "added %s server %q to %s\n", res.Kind, spec.Name, a.configPath)
 			}
 			res.Warnings = a.captureWarnings(func() {
-				if !spec.Disabled {
-					a.warnUnset(cmd.Context(), spec.Name, spec.Vars())
+				vars := spec.Vars()
+				if spec.Disabled || len(vars) == 0 {
+					return
+				}
+				if t, ok := a.envTarget(vars); ok {
+					a.warnUnset(cmd.Context(), t, spec.Name, vars)
 				}
 			})
 			if f.asJSON {

@@ -55,7 +55,8 @@ the hub lacks, say).`,
 					return
 				}
 				if reg, err := a.loadExistingRegistry(); err == nil && reg != nil && reg.Server(args[0]) != nil {
-					a.warnUnset(cmd.Context(), args[0], reg.Server(args[0]).Vars())
+					tok, _ := hubToken(reg)
+					a.warnUnset(cmd.Context(), a.hubFor(reg, tok), args[0], reg.Server(args[0]).Vars())
 				}
 			})
 			if asJSON {

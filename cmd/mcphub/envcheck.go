@@ -10,11 +10,11 @@ import (
 )
 
 // unsetVars tells which of names the environment that will expand the
-// registry lacks: the running hub's, when one answers, since that is where
-// ${NAME} is resolved; otherwise this process's, the one a hub started from
-// this shell would have. where names the environment that was asked, for
-// messages.
-func (a *app) unsetVars(ctx context.Context, names []string) (unset []string, where string) {
+// registry lacks: that of the hub at t, when one answers there, since that
+// is where ${NAME} is resolved; otherwise this process's, the one a hub
+// started from this shell would have. where names the environment that was
+// asked, for messages.
+func (a *app) unsetVars(ctx context.Context, t hubTarget, names []string) (unset []string, where string) {
 	if len(names) == 0 {
 		return nil, ""
 	}
@@ -23,15 +23,14 @@ func (a *app) unsetVars(ctx context.Context, names []string) (unset []string, wh
 		Unset []string `json:"unset"`
 		PID   int      `json:"pid"`
 	}
-	err := a.control(ctx, "GET", "/control/env?"+q.Encode(), 200, &ans)
+	err := controlAt(ctx, t, "GET", "/control/env?"+q.Encode(), 200, &ans)
 	if err == nil {
 		return ans.Unset, fmt.Sprintf("the running hub (pid %d)", ans.PID)
 	}
 	if !errors.Is(err, errNoHub) {
 		// A hub runs but did not say (an older one, a refused token): this
 		// shell's environment says nothing about that hub's.
-		fmt.Fprintf(a.stderr, "note: could not ask the running hub whether it has %s set (%v); if the server shows failed, check `mcphub status`\n",
-			strings.Join(names, ", "), err)
+		a.noteUnasked(names, err)
 		return nil, ""
 	}
 	for _, n := range names {
@@ -42,11 +41,32 @@ func (a *app) unsetVars(ctx context.Context, names []string) (unset []string, wh
 	return unset, "this shell (no hub is running; a hub started from here would lack it too)"
 }
 
+// envTarget is the hub to ask whether it has names set, found as status
+// finds it, for a command that has not loaded the registry itself. When it
+// cannot be found, envTarget says so on stderr and returns false: nothing
+// is then known to be unset.
+func (a *app) envTarget(names []string) (hubTarget, bool) {
+	t, _, err := a.statusTarget()
+	if err != nil {
+		a.noteUnasked(names, err)
+		return hubTarget{}, false
+	}
+	return t, true
+}
+
+// noteUnasked says that the hub could not be asked whether it has names
+// set, and why.
+func (a *app) noteUnasked(names []string, err error) {
+	fmt.Fprintf(a.stderr, "note: could not ask the running hub whether it has %s set (%v); if the server shows failed, check `mcphub status`\n",
+		strings.Join(names, ", "), err)
+}
+
 // warnUnset tells the user, before a frozen server does, that the
 // environment expanding the registry lacks variables server refers to: the
 // hub will show it failed, naming them, until they are set where it starts.
-func (a *app) warnUnset(ctx context.Context, server string, vars []string) {
-	unset, where := a.unsetVars(ctx, vars)
+// t is the hub to ask.
+func (a *app) warnUnset(ctx context.Context, t hubTarget, server string, vars []string) {
+	unset, where := a.unsetVars(ctx, t, vars)
 	if len(unset) == 0 {
 		return
 	}

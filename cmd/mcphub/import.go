@@ -84,7 +84,7 @@ func newImportCmd(a *app) *cobra.Command {
 			if err != nil {
 				return err
 			}
-			self, taken := a.importHub()
+			self, taken, hubAt := a.importHub()
 			res, err := registry.ImportClientConfigWith(data, registry.ImportOptions{
 				Hub:         self,
 				KeepSecrets: keepSecrets,
@@ -111,7 +111,7 @@ func newImportCmd(a *app) *cobra.Command {
 				if ctx == nil {
 					ctx = context.Background()
 				}
-				disabled = a.disableUnset(ctx, res, file)
+				disabled = a.disableUnset(ctx, hubAt, res, file)
 			})
 			if err != nil {
 				return err
@@ -148,18 +148,24 @@ func newImportCmd(a *app) *cobra.Command {
 // address (or, when there is no registry yet, the one status would ask)
 // and on the one a running hub recorded in the data directory, which
 // serve --listen may have changed; the default registry's address when
-// neither is known. Its registry is --config.
-func (a *app) importHub() (registry.Self, []string) {
-	self := registry.Self{Config: a.configPath}
-	var taken []string
+// neither is known. Its registry is --config. The hubTarget is where that
+// hub answers, nil when the registry does not load (finding it then prints
+// the registry's problems, which only matters when it is asked).
+func (a *app) importHub() (registry.Self, []string, *hubTarget) {
 	reg, err := a.loadExistingRegistry()
-	switch {
-	case reg != nil:
-		self.Listens = append(self.Listens, reg.Hub.Listen)
-		taken = reg.SecretEnvNames()
-	case err == nil:
-		if t, _, err := a.statusTarget(); err == nil && t.listen != "" {
-			self.Listens = append(self.Listens, t.listen)
+	if reg != nil {
+		tok, _ := hubToken(reg)
+		t := a.hubFor(reg, tok)
+		return a.hubSelf(reg), reg.SecretEnvNames(), &t
+	}
+	self := registry.Self{Config: a.configPath}
+	var at *hubTarget
+	if err == nil {
+		if t, _, err := a.statusTarget(); err == nil {
+			at = &t
+			if t.listen != "" {
+				self.Listens = append(self.Listens, t.listen)
+			}
 		}
 	}
 	// A stale record errs on the side of never importing a hub.
@@ -169,7 +175,7 @@ func (a *app) importHub() (registry.Self, []string) {
 	if len(self.Listens) == 0 {
 		self.Listens = []string{registry.DefaultListen}
 	}
-	return self, taken
+	return self, nil, at
 }
 
 // disableUnset marks disabled, in res.Specs, every enabled server that
@@ -177,8 +183,9 @@ func (a *app) importHub() (registry.Self, []string) {
 // now stands for a literal secret of file which this process does not hold
 // with that value; it returns the note for each, by server name. The
 // running hub (or this process, when none runs) is asked once for the
-// whole import.
-func (a *app) disableUnset(ctx context.Context, res registry.ImportResult, file string) map[string]string {
+// whole import: the one at at, or, when at is nil, the one status would
+// ask.
+func (a *app) disableUnset(ctx context.Context, at *hubTarget, res registry.ImportResult, file string) map[string]string {
 	secrets := map[string]registry.ImportedSecret{}
 	for _, s := range res.Secrets {
 		secrets[s.Var] = s
@@ -190,7 +197,19 @@ func (a *app) disableUnset(ctx context.Context, res registry.ImportResult, file 
 		}
 	}
 	slices.Sort(names)
-	unset, where := a.unsetVars(ctx, slices.Compact(names))
+	names = slices.Compact(names)
+	var unset []string
+	var where string
+	if len(names) > 0 {
+		if at == nil {
+			if t, ok := a.envTarget(names); ok {
+				at = &t
+			}
+		}
+		if at != nil {
+			unset, where = a.unsetVars(ctx, *at, names)
+		}
+	}
 	notes := map[string]string{}
 	for i := range res.Specs {
 		s := &res.Specs[i]
