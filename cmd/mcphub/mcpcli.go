@@ -7,6 +7,7 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"log/slog"
 	"math/big"
 	"mime"
 	"net"
@@ -21,20 +22,21 @@ import (
 	"time"
 	"unicode/utf8"
 
-	sdkjsonrpc "github.com/modelcontextprotocol/go-sdk/jsonrpc"
 	"github.com/modelcontextprotocol/go-sdk/mcp"
 	"github.com/spf13/cobra"
 
+	"github.com/mcphub/mcphub/client"
 	"github.com/mcphub/mcphub/hub"
 	"github.com/mcphub/mcphub/internal/jsonrpc"
 	"github.com/mcphub/mcphub/internal/textdist"
 )
 
 // The tools, resources and prompts commands are MCP clients of the running
-// hub (the Go SDK's client over Streamable HTTP): on /mcp, the merged view
-// with namespaced names, or on /{server}/mcp, one server with its own names.
-// This file holds what they share: opening the session, keeping each result
-// as the hub sent it (for --json), and turning failures into sentences.
+// hub (client.Conn over Streamable HTTP, as mcphub stdio reaches it): on
+// /mcp, the merged view with namespaced names, or on /{server}/mcp, one
+// server with its own names. The connection hands back every result as the
+// hub sent it, which --json prints. This file holds what the commands
+// share: opening the session and turning failures into sentences.
 
 const (
 	// cliConnectTimeout bounds opening the session with the hub.
@@ -47,16 +49,9 @@ const (
 	cliStartPoll = 250 * time.Millisecond
 	// tableWidth is the width the list tables fit in.
 	tableWidth = 100
-	// refusalBodyLimit bounds what the tap reads of a refused request's
-	// body to word the refusal.
-	refusalBodyLimit = 64 << 10
-	// codeRejected is the SDK's own "rejected by transport" error, which
-	// wraps every failure of an HTTP request and says nothing of its own.
-	codeRejected = -32005
-	// recordLimit bounds one message the tap keeps as the hub sent it; a
-	// larger one is not kept, and the commands print the SDK's decoding of
-	// it instead.
-	recordLimit = 16 << 20
+	// cliMessageLimit bounds one message of the hub (a JSON body or an SSE
+	// event); a larger one fails its request.
+	cliMessageLimit = 16 << 20
 )
 
 // cliCancelNotifyWait is how long an interrupted command waits for its
@@ -66,13 +61,16 @@ var cliCancelNotifyWait = 2 * time.Second
 
 // hubSession is one MCP session of the CLI with the running hub.
 type hubSession struct {
-	*mcp.ClientSession
-	tap    *wireTap
+	conn   *client.Conn
 	target hubTarget
 	server string // the server whose own endpoint this is; "" for /mcp
+	wire   *hubWire
+
+	mu       sync.Mutex
+	inFlight json.RawMessage // the id of the request an interrupt ended, for its cancellation
 
 	closeOnce sync.Once
-	closed    chan struct{} // closed once the SDK's Close returned
+	closed    chan struct{} // closed once the connection's Close returned
 	abandoned atomic.Bool   // an interrupted command no longer waits for Close
 }
 
@@ -90,7 +88,7 @@ func (s *hubSession) startClose() <-chan struct{} {
 	s.closeOnce.Do(func() {
 		s.closed = make(chan struct{})
 		go func() {
-			s.ClientSession.Close()
+			s.conn.Close()
 			close(s.closed)
 		}()
 	})
@@ -107,10 +105,50 @@ func (s *hubSession) Close() error {
 	return nil
 }
 
+// hubWire is the HTTP side of a session, which the connection's errors do
+// not tell: where a redirect pointed, and the failure of a request that got
+// no answer at all.
+type hubWire struct {
+	base http.RoundTripper
+
+	mu       sync.Mutex
+	redirect *url.URL // where the last redirect pointed
+	netErr   error    // the first failure to reach the hub
+}
+
+func (w *hubWire) RoundTrip(req *http.Request) (*http.Response, error) {
+	resp, err := w.base.RoundTrip(req)
+	if err != nil && req.Context().Err() == nil && !errors.Is(err, context.Canceled) && !errors.Is(err, context.DeadlineExceeded) {
+		w.mu.Lock()
+		if w.netErr == nil {
+			w.netErr = err
+		}
+		w.mu.Unlock()
+	}
+	return resp, err
+}
+
+// checkRedirect refuses every redirect, noting where it pointed: the hub
+// never redirects, so one comes from something else at its address, and is
+// reported rather than followed (the token never goes there).
+func (w *hubWire) checkRedirect(req *http.Request, _ []*http.Request) error {
+	w.mu.Lock()
+	w.redirect = req.URL
+	w.mu.Unlock()
+	return http.ErrUseLastResponse
+}
+
+func (w *hubWire) seen() (redirect *url.URL, netErr error) {
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	return w.redirect, w.netErr
+}
+
 // openHub opens an MCP session with the running hub, found as status finds
 // it: on /mcp when server is "", else on /{server}/mcp once the hub says it
-// serves that server and has it connected. opts may be nil.
-func (a *app) openHub(ctx context.Context, server string, opts *mcp.ClientOptions) (*hubSession, error) {
+// serves that server and has it connected. h receives what the hub sends
+// on its own; it may be nil.
+func (a *app) openHub(ctx context.Context, server string, h client.Handler) (*hubSession, error) {
 	t, _, err := a.statusTarget()
 	if err != nil {
 		return nil, err
@@ -122,7 +160,7 @@ func (a *app) openHub(ctx context.Context, server string, opts *mcp.ClientOption
 		}
 		path = "/" + url.PathEscape(server) + "/mcp"
 	}
-	var base http.RoundTripper = http.DefaultTransport
+	base := http.DefaultTransport
 	if t.tlsCert != "" {
 		hc, err := t.pinnedClient()
 		if err != nil {
@@ -130,45 +168,33 @@ func (a *app) openHub(ctx context.Context, server string, opts *mcp.ClientOption
 		}
 		base = hc.Transport
 	}
-	endpoint := t.url(path)
-	tap := newWireTap(base, t, endpoint)
-	var o mcp.ClientOptions
-	if opts != nil {
-		o = *opts
-	}
-	if o.Capabilities == nil {
+	wire := &hubWire{base: base}
+	cfg := client.Config{
+		Name: "hub", URL: t.url(path), Transport: client.TransportStreamableHTTP,
+		HTTPClient: &http.Client{Transport: wire, CheckRedirect: wire.checkRedirect},
+		ClientInfo: client.Implementation{Name: "mcphub-cli", Version: mcphubVersion()},
 		// No roots, sampling or elicitation: the CLI answers none of them.
-		o.Capabilities = &mcp.ClientCapabilities{}
+		Capabilities:    json.RawMessage(`{}`),
+		MaxMessageBytes: cliMessageLimit,
+		Logger:          slog.New(slog.DiscardHandler),
 	}
-	client := mcp.NewClient(&mcp.Implementation{Name: "mcphub-cli", Version: mcphubVersion()}, &o)
-	transport := &mcp.StreamableClientTransport{
-		Endpoint: endpoint,
-		HTTPClient: &http.Client{
-			Transport: tap,
-			// The hub never redirects: a redirect comes from something
-			// else at its address, and is reported rather than followed.
-			CheckRedirect: func(*http.Request, []*http.Request) error { return http.ErrUseLastResponse },
-		},
-		DisableStandaloneSSE: true, // what the CLI waits for comes on its requests' streams
+	if t.token != "" {
+		cfg.Headers = map[string]string{"Authorization": "Bearer " + t.token}
 	}
+	s := &hubSession{conn: client.New(cfg, h), target: t, server: server, wire: wire}
 	cctx, cancel := context.WithTimeout(ctx, cliConnectTimeout)
 	defer cancel()
-	cs, err := client.Connect(cctx, transport, &mcp.ClientSessionOptions{ProtocolVersion: jsonrpc.LatestSessionVersion})
-	if err != nil {
-		if p := tap.problem(); p != nil {
+	if err := s.conn.Start(cctx); err != nil {
+		s.conn.Close()
+		if p := s.hubErr(err); p != nil {
 			return nil, p
-		}
-		for _, method := range []string{"initialize", "notifications/initialized"} {
-			if f := tap.failure(method); f != nil {
-				return nil, f
-			}
 		}
 		if errors.Is(err, context.DeadlineExceeded) && ctx.Err() == nil {
 			return nil, fmt.Errorf("the hub at %s did not open an MCP session within %s", t.listen, cliConnectTimeout)
 		}
 		return nil, fmt.Errorf("open an MCP session with the hub at %s: %w", t.listen, cleanErr(err))
 	}
-	return &hubSession{ClientSession: cs, tap: tap, target: t, server: server}, nil
+	return s, nil
 }
 
 // checkServer makes sure the hub serves server's own endpoint with the
@@ -277,58 +303,77 @@ func (a *app) noteMissing(ctx context.Context, s *hubSession, kind string) {
 	}
 }
 
-// fail turns an error of a request for method on the session into what the
-// command reports: the transport's sentence when the hub could not be
-// reached, the hub's reason when it refused the request, its message for a
-// JSON-RPC error; never a body.
-func (s *hubSession) fail(method, what string, err error) error {
-	if p := s.tap.problem(); p != nil {
+// fail turns an error of a request on the session into what the command
+// reports: the transport's sentence when the hub could not be reached, the
+// hub's reason when it refused the request, its message for a JSON-RPC
+// error; never a body. what says what the request was for.
+func (s *hubSession) fail(what string, err error) error {
+	if p := s.hubErr(err); p != nil {
+		var he *hubError
+		if errors.As(p, &he) && he.status != http.StatusUnauthorized && !isRedirect(he.status) {
+			return fmt.Errorf("%s: %w", what, p)
+		}
 		return p
-	}
-	if f := s.tap.failure(method); f != nil {
-		return fmt.Errorf("%s: %w", what, f)
 	}
 	return fmt.Errorf("%s: %w", what, cleanErr(err))
 }
 
+// isRedirect reports whether an HTTP status is a redirect.
+func isRedirect(status int) bool { return status >= 300 && status < 400 }
+
+// hubErr is the sentence for a failure below JSON-RPC: a hub that could not
+// be reached (errNoHub), a failed connection (a TLS mismatch), a refused
+// token, a redirect, or another refusal with the hub's reason. nil for any
+// other error.
+func (s *hubSession) hubErr(err error) error {
+	t := s.target
+	redirect, netErr := s.wire.seen()
+	var he *client.HTTPError
+	var op *net.OpError
+	switch {
+	case errors.As(err, new(*jsonrpc.Error)):
+		return nil // the hub's answer, not a failure to reach it
+	case errors.As(err, new(*client.AuthRequiredError)):
+		return tokenRefused(t)
+	case errors.As(err, &he) && he.Status == http.StatusUnauthorized:
+		return tokenRefused(t)
+	case he != nil && isRedirect(he.Status):
+		msg := fmt.Sprintf("the hub at %s answered HTTP %d", t.listen, he.Status)
+		if redirect != nil && redirect.Host != "" {
+			msg += fmt.Sprintf(", a redirect to %s://%s", redirect.Scheme, redirect.Host)
+		}
+		return &hubError{status: he.Status, msg: msg + "; mcphub never redirects, so something else answers there: check [hub] listen (see mcphub status)"}
+	case he != nil:
+		// The connection keeps the start of the body, which holds the
+		// hub's reason.
+		return hubAnswerError(t, he.Status, []byte(he.Body))
+	case netErr == nil:
+		return nil
+	case errors.As(netErr, &op) && op.Op == "dial":
+		return fmt.Errorf("%w at %s (start one with: mcphub serve)", errNoHub, t.listen)
+	case t.tlsCert != "":
+		return fmt.Errorf("no HTTPS connection with the hub at %s: %w; [hub] tls_cert must be the certificate the running hub serves (see mcphub status)", t.listen, netErr)
+	}
+	return fmt.Errorf("the hub at %s did not answer: %w; see whether it still runs with: mcphub status", t.listen, netErr)
+}
+
 // cleanErr is err as a user reads it: a JSON-RPC error is its message (the
-// hub's sentence), without the SDK's "calling ...: sending ..." prefixes.
+// hub's sentence), without the method and code around it.
 func cleanErr(err error) error {
-	if we := rpcError(err); we != nil {
-		return we
+	var we *jsonrpc.Error
+	if errors.As(err, &we) {
+		return errors.New(we.Message)
 	}
 	return err
 }
 
 // rpcCode is the JSON-RPC error code of err, 0 when it carries none.
-func rpcCode(err error) int64 {
-	if we := rpcError(err); we != nil {
-		return we.Code
+func rpcCode(err error) int {
+	var we *jsonrpc.Error
+	if errors.As(err, &we) {
+		return int(we.Code)
 	}
 	return 0
-}
-
-// rpcError is the first JSON-RPC error in err's tree other than the SDK's
-// "rejected by transport", which only marks a failed HTTP request; nil when
-// there is none.
-func rpcError(err error) *sdkjsonrpc.Error {
-	if err == nil {
-		return nil
-	}
-	if we, ok := err.(*sdkjsonrpc.Error); ok && we.Code != codeRejected {
-		return we
-	}
-	switch u := err.(type) {
-	case interface{ Unwrap() error }:
-		return rpcError(u.Unwrap())
-	case interface{ Unwrap() []error }:
-		for _, e := range u.Unwrap() {
-			if we := rpcError(e); we != nil {
-				return we
-			}
-		}
-	}
-	return nil
 }
 
 // withInterrupt is ctx cancelled by the first Ctrl-C (or SIGTERM, or SIGHUP
@@ -361,26 +406,67 @@ func withInterrupt(ctx context.Context) (_ context.Context, interrupted func() b
 	return ictx, got.Load, stop
 }
 
-// interruptedErr is the exit of a command the user interrupted: it waits,
-// at most cliCancelNotifyWait in all, for the SDK's notifications/cancelled
-// to reach the hub (so the upstream call is cancelled too) and for the
-// session to close, and exits 130 as a shell does. A hub that does not
-// answer in time is left to time out on its own.
+// request sends method to the hub and waits for its result, as the hub
+// sent it, or for ctx to end. The request itself is not bound to ctx: when
+// ctx ends first (Ctrl-C), the request stays in flight, and interruptedErr
+// sends its cancellation and closes the session, which ends it here.
+func (s *hubSession) request(ctx context.Context, method string, params json.RawMessage) (json.RawMessage, error) {
+	id := s.conn.NextID()
+	type answer struct {
+		raw json.RawMessage
+		err error
+	}
+	done := make(chan answer, 1)
+	go func() {
+		raw, err := s.conn.CallWithID(context.WithoutCancel(ctx), id, method, params)
+		done <- answer{raw, err}
+	}()
+	select {
+	case a := <-done:
+		return a.raw, a.err
+	case <-ctx.Done():
+		s.mu.Lock()
+		s.inFlight = id
+		s.mu.Unlock()
+		return nil, ctx.Err()
+	}
+}
+
+// interruptedErr is the exit of a command the user interrupted: it sends
+// the hub notifications/cancelled for the request in flight (so the
+// upstream call is cancelled too) and closes the session, waiting at most
+// cliCancelNotifyWait in all, and exits 130 as a shell does. A list the
+// connection was paging through is cancelled by closing the session,
+// which ends its requests on the hub. A hub that does not answer in time is
+// left to time out on its own.
 func (a *app) interruptedErr(s *hubSession) error {
 	msg := "interrupted"
 	if s != nil {
 		deadline := time.Now().Add(cliCancelNotifyWait)
-		msg = "interrupted; the request was cancelled"
-		if !s.tap.awaitCancelSent(deadline) {
-			msg = "interrupted; the hub did not confirm the cancellation"
+		s.mu.Lock()
+		id := s.inFlight
+		s.mu.Unlock()
+		confirmed := true
+		if id != nil {
+			ctx, cancel := context.WithDeadline(context.Background(), deadline)
+			params := fmt.Appendf(nil, `{"requestId":%s,"reason":"interrupted by the user"}`, id)
+			confirmed = s.conn.Notify(ctx, "notifications/cancelled", params) == nil
+			cancel()
 		}
 		s.abandoned.Store(true)
 		timer := time.NewTimer(max(time.Until(deadline), 0))
 		select {
 		case <-s.startClose():
 		case <-timer.C:
+			if id == nil {
+				confirmed = false
+			}
 		}
 		timer.Stop()
+		msg = "interrupted; the request was cancelled"
+		if !confirmed {
+			msg = "interrupted; the hub did not confirm the cancellation"
+		}
 	}
 	fmt.Fprintln(a.stderr, "mcphub: "+msg)
 	return exitError{code: 130, why: msg}
@@ -398,64 +484,6 @@ func printRaw(w io.Writer, raw []byte) error {
 	return err
 }
 
-// rawResult is the result of the session's last request of method as the
-// hub sent it; nil when it was not seen (or was too large to keep).
-func (s *hubSession) rawResult(method string) json.RawMessage {
-	if raws := s.tap.take(method); len(raws) > 0 {
-		return raws[len(raws)-1]
-	}
-	return nil
-}
-
-// printJSONResult prints raw, a result as the hub sent it; v, the SDK's
-// decoding of it, is encoded instead only when raw is nil.
-func printJSONResult(w io.Writer, raw json.RawMessage, v any) error {
-	if raw != nil {
-		return printRaw(w, raw)
-	}
-	enc, err := json.Marshal(v)
-	if err != nil {
-		return err
-	}
-	return printRaw(w, enc)
-}
-
-// rawMember is one member of a raw JSON object, nil when it has none.
-func rawMember(raw json.RawMessage, name string) json.RawMessage {
-	var obj map[string]json.RawMessage
-	if raw == nil || json.Unmarshal(raw, &obj) != nil {
-		return nil
-	}
-	if m := obj[name]; len(m) > 0 && string(m) != "null" {
-		return m
-	}
-	return nil
-}
-
-// rawItems gathers the member array of every page of a list method the
-// session received, items as the hub sent them. ok is false when a page was
-// not seen raw.
-func (s *hubSession) rawItems(method, member string, pages int) (items []json.RawMessage, ok bool) {
-	raws := s.tap.take(method)
-	if len(raws) != pages {
-		return nil, false
-	}
-	for _, raw := range raws {
-		var page map[string]json.RawMessage
-		if err := json.Unmarshal(raw, &page); err != nil {
-			return nil, false
-		}
-		var list []json.RawMessage
-		if m := page[member]; len(m) > 0 && string(m) != "null" {
-			if err := json.Unmarshal(m, &list); err != nil {
-				return nil, false
-			}
-		}
-		items = append(items, list...)
-	}
-	return items, true
-}
-
 // rawArray is items as one JSON array.
 func rawArray(items []json.RawMessage) []byte {
 	out := []byte{'['}
@@ -468,70 +496,68 @@ func rawArray(items []json.RawMessage) []byte {
 	return append(out, ']')
 }
 
+// decodeItems decodes raw items into T, for the text tables.
+func decodeItems[T any](method string, raws []json.RawMessage) ([]T, error) {
+	items := make([]T, len(raws))
+	for i, raw := range raws {
+		if err := json.Unmarshal(raw, &items[i]); err != nil {
+			return nil, fmt.Errorf("%s: the hub's item %d is malformed: %w", method, i+1, err)
+		}
+	}
+	return items, nil
+}
+
 // ---------------------------------------------------------------------------
 // Listing with every page.
 
-// listAll calls list page by page until the hub gives no next cursor, and
-// returns the items and how many pages it took. A hub (or server) without
-// the feature answers "method not found": that is an empty list.
-func listAll[T any](ctx context.Context, list func(ctx context.Context, cursor string) ([]T, string, error)) ([]T, int, error) {
-	var all []T
-	cursor, pages := "", 0
-	for {
-		items, next, err := list(ctx, cursor)
-		if err != nil {
-			if rpcCode(err) == sdkjsonrpc.CodeMethodNotFound {
-				return nil, 0, nil
-			}
-			return nil, pages, err
-		}
-		pages++
-		all = append(all, items...)
-		if next == "" || next == cursor {
-			return all, pages, nil
-		}
-		cursor = next
+// listAll is every item of a list method, as the hub sent them, across its
+// pages. A hub (or server) without the feature answers "method not found":
+// that is an empty list.
+func (s *hubSession) listAll(ctx context.Context, method string) ([]json.RawMessage, error) {
+	items, err := s.conn.ListAll(ctx, method)
+	if rpcCode(err) == jsonrpc.CodeMethodNotFound {
+		return nil, nil
 	}
+	return items, err
 }
 
-func (s *hubSession) listTools(ctx context.Context) ([]*mcp.Tool, int, error) {
-	return listAll(ctx, func(ctx context.Context, cursor string) ([]*mcp.Tool, string, error) {
-		r, err := s.ListTools(ctx, &mcp.ListToolsParams{Cursor: cursor})
-		if err != nil {
-			return nil, "", err
-		}
-		return r.Tools, r.NextCursor, nil
-	})
+// toolEntry, promptEntry, resourceEntry and templateEntry are what the
+// text tables show of an item.
+type toolEntry struct {
+	Name        string          `json:"name"`
+	Description string          `json:"description"`
+	InputSchema json.RawMessage `json:"inputSchema"`
 }
 
-func (s *hubSession) listPrompts(ctx context.Context) ([]*mcp.Prompt, int, error) {
-	return listAll(ctx, func(ctx context.Context, cursor string) ([]*mcp.Prompt, string, error) {
-		r, err := s.ListPrompts(ctx, &mcp.ListPromptsParams{Cursor: cursor})
-		if err != nil {
-			return nil, "", err
-		}
-		return r.Prompts, r.NextCursor, nil
-	})
+type promptEntry struct {
+	Name        string `json:"name"`
+	Description string `json:"description"`
+	Arguments   []*struct {
+		Name     string `json:"name"`
+		Required bool   `json:"required"`
+	} `json:"arguments"`
 }
 
-func (s *hubSession) listResources(ctx context.Context) ([]*mcp.Resource, int, error) {
-	return listAll(ctx, func(ctx context.Context, cursor string) ([]*mcp.Resource, string, error) {
-		r, err := s.ListResources(ctx, &mcp.ListResourcesParams{Cursor: cursor})
-		if err != nil {
-			return nil, "", err
-		}
-		return r.Resources, r.NextCursor, nil
-	})
+type resourceEntry struct {
+	URI         string `json:"uri"`
+	Name        string `json:"name"`
+	Description string `json:"description"`
 }
 
-func (s *hubSession) listTemplates(ctx context.Context) ([]*mcp.ResourceTemplate, int, error) {
-	return listAll(ctx, func(ctx context.Context, cursor string) ([]*mcp.ResourceTemplate, string, error) {
-		r, err := s.ListResourceTemplates(ctx, &mcp.ListResourceTemplatesParams{Cursor: cursor})
-		if err != nil {
-			return nil, "", err
-		}
-		return r.ResourceTemplates, r.NextCursor, nil
-	})
+type templateEntry struct {
+	URITemplate string `json:"uriTemplate"`
+	Name        string `json:"name"`
+	Description string `json:"description"`
+}
+
+// itemNames are the names of raw items (tools, prompts), "" for one
+// without.
+func itemNames(tools []json.RawMessage) []string {
+	names := make([]string, len(tools))
+	for i, t := range tools {
+		names[i], _ = jsonrpc.StringMember(t, "name")
+	}
+	return names
 }
 
 // ---------------------------------------------------------------------------
@@ -560,9 +586,11 @@ func (a *app) listCmd(cmd *cobra.Command, jsonUsage string, run func(ctx context
 // listView opens a session with the hub on server's endpoint (the merged
 // one when server is "") and lists kind ("tools") on it with fetch, within
 // cliListTimeout; fetch returns the list method it called last, which an
-// error is reported for. Then it notes the servers whose kind the merged
-// view lacks and has show print the lists. Ctrl-C ends it as an interrupt.
-func (a *app) listView(ctx context.Context, server, kind string, fetch func(ctx context.Context, s *hubSession) (method string, err error), show func(s *hubSession) error) error {
+// listView opens a session with the hub on server's endpoint (the merged
+// one when server is "") and lists kind ("tools") on it with fetch, within
+// cliListTimeout. Then it notes the servers whose kind the merged view
+// lacks and has show print the lists. Ctrl-C ends it as an interrupt.
+func (a *app) listView(ctx context.Context, server, kind string, fetch func(ctx context.Context, s *hubSession) error, show func() error) error {
 	ctx, interrupted, stop := withInterrupt(ctx)
 	defer stop()
 	s, err := a.openHub(ctx, server, nil)
@@ -575,48 +603,43 @@ func (a *app) listView(ctx context.Context, server, kind string, fetch func(ctx 
 	defer s.Close()
 	lctx, cancel := context.WithTimeout(ctx, cliListTimeout)
 	defer cancel()
-	if method, err := fetch(lctx, s); err != nil {
+	if err := fetch(lctx, s); err != nil {
 		if interrupted() {
 			return a.interruptedErr(s)
 		}
-		return s.fail(method, "list the "+kind+" of "+s.where(), err)
+		return s.fail("list the "+kind+" of "+s.where(), err)
 	}
 	a.noteMissing(ctx, s, kind)
-	return show(s)
+	return show()
 }
 
 // lister describes one kind of item an ls command lists with listOf.
 type lister[T any] struct {
-	method string                                                     // the list method: "tools/list"
-	member string                                                     // the array of its result: "tools"
-	noun   string                                                     // one item, for the count line: "tool"
-	list   func(s *hubSession, ctx context.Context) ([]T, int, error) // the items and pages: (*hubSession).listTools
-	name   func(T) string                                             // what the table is sorted by
-	header []string                                                   // the table's header
-	row    func(T) []string                                           // one item's cells
+	method string           // the list method: "tools/list"
+	member string           // the array of its result: "tools"
+	noun   string           // one item, for the count line: "tool"
+	name   func(T) string   // what the table is sorted by
+	header []string         // the table's header
+	row    func(T) []string // one item's cells
 }
 
 // listOf is an ls command for one kind of item: the items of server's
 // endpoint (the merged one when server is ""), as a table sorted by name
 // with a count line, or with asJSON the array as the hub sent it.
 func listOf[T any](ctx context.Context, a *app, server string, asJSON bool, l lister[T]) error {
-	var items []T
-	var pages int
-	fetch := func(ctx context.Context, s *hubSession) (string, error) {
+	var raws []json.RawMessage
+	fetch := func(ctx context.Context, s *hubSession) error {
 		var err error
-		items, pages, err = l.list(s, ctx)
-		return l.method, err
+		raws, err = s.listAll(ctx, l.method)
+		return err
 	}
-	return a.listView(ctx, server, l.member, fetch, func(s *hubSession) error {
+	return a.listView(ctx, server, l.member, fetch, func() error {
 		if asJSON {
-			if raws, ok := s.rawItems(l.method, l.member, pages); ok {
-				return printRaw(a.stdout, rawArray(raws))
-			}
-			raw, err := json.Marshal(append([]T{}, items...))
-			if err != nil {
-				return err
-			}
-			return printRaw(a.stdout, raw)
+			return printRaw(a.stdout, rawArray(raws))
+		}
+		items, err := decodeItems[T](l.method, raws)
+		if err != nil {
+			return err
 		}
 		slices.SortFunc(items, func(x, y T) int { return strings.Compare(l.name(x), l.name(y)) })
 		if len(items) > 0 {
@@ -910,358 +933,6 @@ func typeWording(t string) string {
 		return "null"
 	}
 	return "of type " + t
-}
-
-// ---------------------------------------------------------------------------
-// The wire tap.
-
-// watchedMethods are the requests whose results the commands print.
-var watchedMethods = []string{"tools/list", "tools/call", "prompts/list", "prompts/get",
-	"resources/list", "resources/templates/list", "resources/read"}
-
-// wireTap is the HTTP transport of a CLI session: it sends the hub's token
-// (to the hub's endpoint only), turns a hub that cannot be reached, refuses
-// the token or refuses a request into the sentence the other commands give,
-// and keeps the result of each watched request as the hub sent it, from the
-// JSON or SSE bodies the SDK reads.
-type wireTap struct {
-	base     http.RoundTripper
-	target   hubTarget
-	endpoint *url.URL // the session's endpoint; nil when it does not parse
-	limit    int      // the largest message kept: recordLimit
-
-	mu       sync.Mutex
-	pending  map[string]string            // request id → method, for watched requests in flight
-	results  map[string][]json.RawMessage // method → raw results, in the order they came
-	lost     bool                         // a message too large to keep went by
-	firstErr error                        // why the hub could not be used at all
-	failures map[string]error             // method → why the hub refused its last request
-
-	cancelOnce sync.Once
-	cancelSent chan struct{} // closed once a notifications/cancelled was delivered
-}
-
-func newWireTap(base http.RoundTripper, t hubTarget, endpoint string) *wireTap {
-	w := &wireTap{base: base, target: t, limit: recordLimit, pending: map[string]string{},
-		results: map[string][]json.RawMessage{}, failures: map[string]error{}, cancelSent: make(chan struct{})}
-	if u, err := url.Parse(endpoint); err == nil && u.Host != "" {
-		w.endpoint = u
-	}
-	return w
-}
-
-// problem is the first failure that kept the CLI from using the hub.
-func (w *wireTap) problem() error {
-	w.mu.Lock()
-	defer w.mu.Unlock()
-	return w.firstErr
-}
-
-func (w *wireTap) setProblem(err error) error {
-	w.mu.Lock()
-	defer w.mu.Unlock()
-	if w.firstErr == nil {
-		w.firstErr = err
-	}
-	return w.firstErr
-}
-
-// failure is why the hub refused the last request for method, as a
-// sentence; nil when it did not.
-func (w *wireTap) failure(method string) error {
-	w.mu.Lock()
-	defer w.mu.Unlock()
-	return w.failures[method]
-}
-
-func (w *wireTap) setFailure(method string, err error) {
-	w.mu.Lock()
-	defer w.mu.Unlock()
-	if err == nil {
-		delete(w.failures, method)
-	} else {
-		w.failures[method] = err
-	}
-}
-
-// take returns and forgets the raw results of method; none once a message
-// too large to keep went by, which may have been one of them.
-func (w *wireTap) take(method string) []json.RawMessage {
-	w.mu.Lock()
-	defer w.mu.Unlock()
-	r := w.results[method]
-	delete(w.results, method)
-	if w.lost {
-		return nil
-	}
-	return r
-}
-
-// markLost notes that a message was too large to keep.
-func (w *wireTap) markLost() {
-	w.mu.Lock()
-	defer w.mu.Unlock()
-	w.lost = true
-}
-
-// awaitCancelSent waits, until deadline at most, for a notifications/
-// cancelled to reach the hub, and reports whether one did.
-func (w *wireTap) awaitCancelSent(deadline time.Time) bool {
-	t := time.NewTimer(max(time.Until(deadline), 0))
-	defer t.Stop()
-	select {
-	case <-w.cancelSent:
-		return true
-	case <-t.C:
-		select {
-		case <-w.cancelSent:
-			return true
-		default:
-			return false
-		}
-	}
-}
-
-// toHub reports whether u is on the session's endpoint's scheme and host,
-// the only place the token may go.
-func (w *wireTap) toHub(u *url.URL) bool {
-	return w.endpoint != nil && u != nil && strings.EqualFold(u.Scheme, w.endpoint.Scheme) && strings.EqualFold(u.Host, w.endpoint.Host)
-}
-
-// wireMessage is the part of a JSON-RPC message the tap reads.
-type wireMessage struct {
-	ID     json.RawMessage `json:"id"`
-	Method string          `json:"method"`
-	Result json.RawMessage `json:"result"`
-}
-
-func (w *wireTap) RoundTrip(req *http.Request) (*http.Response, error) {
-	req = req.Clone(req.Context())
-	if w.target.token != "" && w.toHub(req.URL) {
-		req.Header.Set("Authorization", "Bearer "+w.target.token)
-	}
-	var sent wireMessage
-	if req.Method == http.MethodPost && req.Body != nil {
-		body, err := io.ReadAll(req.Body)
-		req.Body.Close()
-		if err != nil {
-			return nil, err
-		}
-		req.Body = io.NopCloser(bytes.NewReader(body))
-		req.GetBody = func() (io.ReadCloser, error) { return io.NopCloser(bytes.NewReader(body)), nil }
-		req.ContentLength = int64(len(body))
-		if json.Unmarshal(body, &sent) == nil && len(sent.ID) > 0 && slices.Contains(watchedMethods, sent.Method) {
-			w.mu.Lock()
-			w.pending[string(bytes.TrimSpace(sent.ID))] = sent.Method
-			w.mu.Unlock()
-		}
-	}
-	resp, err := w.base.RoundTrip(req)
-	if err != nil {
-		return nil, w.transportErr(req, err)
-	}
-	code := resp.StatusCode
-	switch {
-	case code >= 200 && code < 300:
-		if req.Method == http.MethodPost {
-			w.setFailure(sent.Method, nil)
-		}
-		if sent.Method == "notifications/cancelled" {
-			w.cancelOnce.Do(func() { close(w.cancelSent) })
-		}
-		if resp.Body != nil {
-			switch ct, _, _ := mime.ParseMediaType(resp.Header.Get("Content-Type")); ct {
-			case "application/json":
-				resp.Body = &jsonTee{rc: resp.Body, tap: w}
-			case "text/event-stream":
-				resp.Body = &sseTee{rc: resp.Body, tap: w}
-			}
-		}
-	case code == http.StatusUnauthorized:
-		w.setProblem(tokenRefused(w.target))
-	case code >= 300 && code < 400:
-		w.setProblem(w.redirectErr(req, resp))
-	default:
-		// Read the start of the body to word the refusal, and give the
-		// SDK the whole body as it came.
-		head, _ := io.ReadAll(io.LimitReader(resp.Body, refusalBodyLimit))
-		resp.Body = readCloser{io.MultiReader(bytes.NewReader(head), resp.Body), resp.Body}
-		if req.Method == http.MethodPost {
-			w.setFailure(sent.Method, hubAnswerError(w.target, code, head))
-		}
-	}
-	return resp, nil
-}
-
-// readCloser reads from one reader and closes another.
-type readCloser struct {
-	io.Reader
-	io.Closer
-}
-
-// transportErr is the error of a request that got no answer: nothing
-// listening is errNoHub; a failure to talk to what listens (a TLS mismatch,
-// a connection cut) a sentence with what to check. Either keeps the CLI
-// from using the hub. A request the CLI itself gave up is not the hub's
-// fault, and keeps its own error.
-func (w *wireTap) transportErr(req *http.Request, err error) error {
-	var op *net.OpError
-	switch {
-	case req.Context().Err() != nil, errors.Is(err, context.Canceled), errors.Is(err, context.DeadlineExceeded):
-		return err
-	case errors.As(err, &op) && op.Op == "dial":
-		return w.setProblem(fmt.Errorf("%w at %s (start one with: mcphub serve)", errNoHub, w.target.listen))
-	case w.target.tlsCert != "":
-		return w.setProblem(fmt.Errorf("no HTTPS connection with the hub at %s: %w; [hub] tls_cert must be the certificate the running hub serves (see mcphub status)", w.target.listen, err))
-	}
-	return w.setProblem(fmt.Errorf("the hub at %s did not answer: %w; see whether it still runs with: mcphub status", w.target.listen, err))
-}
-
-// redirectErr is the sentence for a redirect, which the hub never sends:
-// something else answers at its address. It names where the redirect
-// points by scheme and host only.
-func (w *wireTap) redirectErr(req *http.Request, resp *http.Response) error {
-	msg := fmt.Sprintf("the hub at %s answered HTTP %d", w.target.listen, resp.StatusCode)
-	if loc, err := req.URL.Parse(resp.Header.Get("Location")); err == nil && resp.Header.Get("Location") != "" && loc.Host != "" {
-		msg += fmt.Sprintf(", a redirect to %s://%s", loc.Scheme, loc.Host)
-	}
-	return fmt.Errorf("%s; mcphub never redirects, so something else answers there: check [hub] listen (see mcphub status)", msg)
-}
-
-// saw records a message of the hub: the result of a watched request.
-func (w *wireTap) saw(data []byte) {
-	var m wireMessage
-	if json.Unmarshal(data, &m) != nil || m.Method != "" || len(m.ID) == 0 || len(m.Result) == 0 {
-		return
-	}
-	id := string(bytes.TrimSpace(m.ID))
-	w.mu.Lock()
-	defer w.mu.Unlock()
-	if method, ok := w.pending[id]; ok {
-		delete(w.pending, id)
-		w.results[method] = append(w.results[method], slices.Clone(m.Result))
-	}
-}
-
-// jsonTee reads a JSON response body for the SDK and records its message
-// once the SDK has read all of it (before the SDK can act on it); a body
-// over the tap's limit is not kept.
-type jsonTee struct {
-	rc   io.ReadCloser
-	tap  *wireTap
-	buf  bytes.Buffer
-	over bool
-	done bool
-}
-
-func (t *jsonTee) Read(p []byte) (int, error) {
-	n, err := t.rc.Read(p)
-	if !t.over {
-		if t.buf.Len()+n > t.tap.limit {
-			t.over, t.buf = true, bytes.Buffer{}
-			t.tap.markLost()
-		} else {
-			t.buf.Write(p[:n])
-		}
-	}
-	if err == io.EOF && !t.done {
-		t.done = true
-		if !t.over {
-			t.tap.saw(t.buf.Bytes())
-		}
-		t.buf = bytes.Buffer{}
-	}
-	return n, err
-}
-
-func (t *jsonTee) Close() error { return t.rc.Close() }
-
-// sseTee reads an SSE response body for the SDK and records each event's
-// message as soon as the bytes that end it have been read, so before the
-// SDK, which needs those bytes too, can act on it. An event whose lines
-// pass the tap's limit is not kept: the tee only follows where it ends.
-type sseTee struct {
-	rc      io.ReadCloser
-	tap     *wireTap
-	line    []byte // the unfinished line, as far as it is kept
-	lineLen int    // the unfinished line's length
-	data    []byte // the event's data lines so far
-	has     bool   // the event has a data line
-	skip    bool   // the event is too large to keep
-}
-
-func (t *sseTee) Read(p []byte) (int, error) {
-	n, err := t.rc.Read(p)
-	t.feed(p[:n])
-	if err == io.EOF {
-		if t.lineLen > 0 {
-			t.endLine()
-		}
-		t.endEvent()
-	}
-	return n, err
-}
-
-func (t *sseTee) Close() error { return t.rc.Close() }
-
-func (t *sseTee) feed(b []byte) {
-	for len(b) > 0 {
-		i := bytes.IndexByte(b, '\n')
-		part := b
-		if i >= 0 {
-			part = b[:i]
-		}
-		switch {
-		case !t.skip && len(t.data)+len(t.line)+len(part) > t.tap.limit:
-			t.skip, t.data, t.line = true, nil, nil
-			t.tap.markLost()
-		case !t.skip:
-			t.line = append(t.line, part...)
-		}
-		if t.skip && t.lineLen+len(part) <= 1 {
-			// Enough of a skipped event's line to tell a blank one ("" or
-			// "\r"), which ends the event.
-			t.line = append(t.line, part...)
-		}
-		t.lineLen += len(part)
-		if i < 0 {
-			return
-		}
-		t.endLine()
-		b = b[i+1:]
-	}
-}
-
-// endLine handles the line read so far, which a newline (or the body's end)
-// ended.
-func (t *sseTee) endLine() {
-	line := bytes.TrimSuffix(t.line, []byte("\r"))
-	blank := t.lineLen == 0 || t.lineLen == 1 && len(line) == 0
-	t.line, t.lineLen = t.line[:0], 0
-	if blank {
-		t.endEvent()
-		return
-	}
-	if t.skip {
-		return
-	}
-	field, value, _ := bytes.Cut(line, []byte(":"))
-	if string(field) != "data" {
-		return
-	}
-	value = bytes.TrimPrefix(value, []byte(" "))
-	if t.has {
-		t.data = append(t.data, '\n')
-	}
-	t.data = append(t.data, value...)
-	t.has = true
-}
-
-func (t *sseTee) endEvent() {
-	if t.has && !t.skip {
-		t.tap.saw(t.data)
-	}
-	t.data, t.has, t.skip = t.data[:0], false, false
 }
 
 // ---------------------------------------------------------------------------

@@ -2,13 +2,15 @@ package main
 
 import (
 	"context"
+	"encoding/json"
 	"fmt"
 	"slices"
 	"strings"
 
-	sdkjsonrpc "github.com/modelcontextprotocol/go-sdk/jsonrpc"
 	"github.com/modelcontextprotocol/go-sdk/mcp"
 	"github.com/spf13/cobra"
+
+	"github.com/mcphub/mcphub/internal/jsonrpc"
 )
 
 func init() { commands = append(commands, newPromptsCmd) }
@@ -51,22 +53,21 @@ endpoint (/SERVER/mcp) under the server's own names.
 
 // promptsList is prompts ls.
 func (a *app) promptsList(ctx context.Context, server string, asJSON bool) error {
-	return listOf(ctx, a, server, asJSON, lister[*mcp.Prompt]{
+	return listOf(ctx, a, server, asJSON, lister[promptEntry]{
 		method: "prompts/list",
 		member: "prompts",
 		noun:   "prompt",
-		list:   (*hubSession).listPrompts,
-		name:   func(p *mcp.Prompt) string { return p.Name },
+		name:   func(p promptEntry) string { return p.Name },
 		header: []string{"NAME", "ARGUMENTS", "DESCRIPTION"},
-		row:    func(p *mcp.Prompt) []string { return []string{p.Name, promptArgs(p.Arguments), p.Description} },
+		row:    func(p promptEntry) []string { return []string{p.Name, promptArgs(p), p.Description} },
 	})
 }
 
 // promptArgs lists a prompt's arguments, the optional ones in brackets:
 // "owner repo [branch]"; "-" for none.
-func promptArgs(args []*mcp.PromptArgument) string {
+func promptArgs(p promptEntry) string {
 	var parts []string
-	for _, arg := range args {
+	for _, arg := range p.Arguments {
 		if arg == nil {
 			continue
 		}
@@ -119,20 +120,31 @@ func (a *app) promptsGet(ctx context.Context, name string, pairs []string, asJSO
 		return err
 	}
 	defer s.Close()
-	res, err := s.GetPrompt(ctx, &mcp.GetPromptParams{Name: name, Arguments: arguments})
+	params, err := json.Marshal(struct {
+		Name      string            `json:"name"`
+		Arguments map[string]string `json:"arguments,omitempty"`
+	}{name, arguments})
+	if err != nil {
+		return err
+	}
+	raw, err := s.request(ctx, "prompts/get", params)
 	if err != nil {
 		if interrupted() {
 			return a.interruptedErr(s)
 		}
-		if rpcCode(err) == sdkjsonrpc.CodeInvalidParams {
+		if rpcCode(err) == jsonrpc.CodeInvalidParams {
 			if uerr := s.unknownPrompt(ctx, name); uerr != nil {
 				return uerr
 			}
 		}
-		return s.fail("prompts/get", "get prompt "+name, err)
+		return s.fail("get prompt "+name, err)
 	}
 	if asJSON {
-		return printJSONResult(a.stdout, s.rawResult("prompts/get"), res)
+		return printRaw(a.stdout, raw)
+	}
+	var res mcp.GetPromptResult
+	if err := json.Unmarshal(raw, &res); err != nil {
+		return fmt.Errorf("get prompt %s: the hub's result is malformed: %w", name, err)
 	}
 	for _, m := range res.Messages {
 		if m == nil {
@@ -166,14 +178,11 @@ func promptArguments(pairs []string) (map[string]string, error) {
 func (s *hubSession) unknownPrompt(ctx context.Context, name string) error {
 	lctx, cancel := context.WithTimeout(ctx, cliListTimeout)
 	defer cancel()
-	prompts, _, err := s.listPrompts(lctx)
+	prompts, err := s.listAll(lctx, "prompts/list")
 	if err != nil {
 		return nil
 	}
-	names := make([]string, len(prompts))
-	for i, p := range prompts {
-		names[i] = p.Name
-	}
+	names := itemNames(prompts)
 	if slices.Contains(names, name) {
 		return nil
 	}

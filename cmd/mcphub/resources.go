@@ -7,10 +7,11 @@ import (
 	"slices"
 	"strings"
 
-	sdkjsonrpc "github.com/modelcontextprotocol/go-sdk/jsonrpc"
 	"github.com/modelcontextprotocol/go-sdk/mcp"
 	"github.com/spf13/cobra"
 	"github.com/yosida95/uritemplate/v3"
+
+	"github.com/mcphub/mcphub/internal/jsonrpc"
 )
 
 func init() { commands = append(commands, newResourcesCmd) }
@@ -57,49 +58,38 @@ the hub sent it.`,
 
 // resourcesList is resources ls: the resources and the resource templates.
 func (a *app) resourcesList(ctx context.Context, server string, asJSON bool) error {
-	var resources []*mcp.Resource
-	var templates []*mcp.ResourceTemplate
-	var rpages, tpages int
-	fetch := func(ctx context.Context, s *hubSession) (string, error) {
+	var resources, templates []json.RawMessage
+	fetch := func(ctx context.Context, s *hubSession) error {
 		var err error
-		if resources, rpages, err = s.listResources(ctx); err != nil {
-			return "resources/list", err
+		if resources, err = s.listAll(ctx, "resources/list"); err != nil {
+			return err
 		}
-		templates, tpages, err = s.listTemplates(ctx)
-		return "resources/templates/list", err
+		templates, err = s.listAll(ctx, "resources/templates/list")
+		return err
 	}
-	return a.listView(ctx, server, "resources", fetch, func(s *hubSession) error {
+	return a.listView(ctx, server, "resources", fetch, func() error {
 		if asJSON {
-			return s.printResourcesJSON(a, resources, rpages, templates, tpages)
+			out := []byte(`{"resources":`)
+			out = append(out, rawArray(resources)...)
+			out = append(out, `,"resourceTemplates":`...)
+			out = append(out, rawArray(templates)...)
+			return printRaw(a.stdout, append(out, '}'))
 		}
-		printResources(a, resources, templates)
+		rs, err := decodeItems[resourceEntry]("resources/list", resources)
+		if err != nil {
+			return err
+		}
+		ts, err := decodeItems[templateEntry]("resources/templates/list", templates)
+		if err != nil {
+			return err
+		}
+		printResources(a, rs, ts)
 		return nil
 	})
 }
 
-// printResourcesJSON prints both lists, their items as the hub sent them.
-func (s *hubSession) printResourcesJSON(a *app, resources []*mcp.Resource, rpages int, templates []*mcp.ResourceTemplate, tpages int) error {
-	rs, rok := s.rawItems("resources/list", "resources", rpages)
-	ts, tok := s.rawItems("resources/templates/list", "resourceTemplates", tpages)
-	if rok && tok {
-		out := []byte(`{"resources":`)
-		out = append(out, rawArray(rs)...)
-		out = append(out, `,"resourceTemplates":`...)
-		out = append(out, rawArray(ts)...)
-		return printRaw(a.stdout, append(out, '}'))
-	}
-	raw, err := json.Marshal(map[string]any{
-		"resources":         append([]*mcp.Resource{}, resources...),
-		"resourceTemplates": append([]*mcp.ResourceTemplate{}, templates...),
-	})
-	if err != nil {
-		return err
-	}
-	return printRaw(a.stdout, raw)
-}
-
 // printResources prints the resources and templates as one table.
-func printResources(a *app, resources []*mcp.Resource, templates []*mcp.ResourceTemplate) {
+func printResources(a *app, resources []resourceEntry, templates []templateEntry) {
 	rows := make([][]string, 0, len(resources)+len(templates))
 	for _, r := range resources {
 		rows = append(rows, []string{r.URI, r.Name, r.Description})
@@ -150,18 +140,22 @@ func (a *app) resourcesRead(ctx context.Context, uri string, asJSON bool) error 
 		return err
 	}
 	defer s.Close()
-	res, err := s.ReadResource(ctx, &mcp.ReadResourceParams{URI: uri})
+	raw, err := s.request(ctx, "resources/read", fmt.Appendf(nil, `{"uri":%s}`, jsonrpc.Quote(uri)))
 	if err != nil {
 		if interrupted() {
 			return a.interruptedErr(s)
 		}
-		if code := rpcCode(err); code == codeResourceNotFound || code == sdkjsonrpc.CodeInvalidParams {
+		if code := rpcCode(err); code == codeResourceNotFound || code == jsonrpc.CodeInvalidParams {
 			return s.unknownResource(ctx, uri, err)
 		}
-		return s.fail("resources/read", "read "+uri, err)
+		return s.fail("read "+uri, err)
 	}
 	if asJSON {
-		return printJSONResult(a.stdout, s.rawResult("resources/read"), res)
+		return printRaw(a.stdout, raw)
+	}
+	var res mcp.ReadResourceResult
+	if err := json.Unmarshal(raw, &res); err != nil {
+		return fmt.Errorf("read %s: the hub's result is malformed: %w", uri, err)
 	}
 	for _, c := range res.Contents {
 		if c != nil {
@@ -177,20 +171,17 @@ func (a *app) resourcesRead(ctx context.Context, uri string, asJSON bool) error 
 // with a template's scheme, may well exist: the server said why it does not
 // serve it).
 func (s *hubSession) unknownResource(ctx context.Context, uri string, err error) error {
-	refused := s.fail("resources/read", "read "+uri, err)
-	if s.tap.problem() != nil || s.tap.failure("resources/read") != nil {
-		return refused
-	}
+	refused := s.fail("read "+uri, err)
 	lctx, cancel := context.WithTimeout(ctx, cliListTimeout)
 	defer cancel()
-	resources, _, rerr := s.listResources(lctx)
-	templates, _, terr := s.listTemplates(lctx)
+	resources, rerr := s.listAll(lctx, "resources/list")
+	templates, terr := s.listAll(lctx, "resources/templates/list")
 	if rerr != nil || terr != nil || coveredByTemplate(uri, templates) {
 		return refused
 	}
 	uris := make([]string, len(resources))
 	for i, r := range resources {
-		uris[i] = r.URI
+		uris[i], _ = jsonrpc.StringMember(r, "uri")
 	}
 	if slices.Contains(uris, uri) {
 		return refused
@@ -200,16 +191,17 @@ func (s *hubSession) unknownResource(ctx context.Context, uri string, err error)
 
 // coveredByTemplate reports whether uri is one a resource template can
 // expand to (RFC 6570), or has the scheme of one.
-func coveredByTemplate(uri string, templates []*mcp.ResourceTemplate) bool {
+func coveredByTemplate(uri string, templates []json.RawMessage) bool {
 	scheme := uriScheme(uri)
 	for _, t := range templates {
-		if t == nil {
+		ut, ok := jsonrpc.StringMember(t, "uriTemplate")
+		if !ok {
 			continue
 		}
-		if tpl, err := uritemplate.New(t.URITemplate); err == nil && tpl.Regexp().MatchString(uri) {
+		if tpl, err := uritemplate.New(ut); err == nil && tpl.Regexp().MatchString(uri) {
 			return true
 		}
-		if ts := uriScheme(t.URITemplate); scheme != "" && strings.EqualFold(ts, scheme) {
+		if ts := uriScheme(ut); scheme != "" && strings.EqualFold(ts, scheme) {
 			return true
 		}
 	}

@@ -12,7 +12,6 @@ import (
 	"slices"
 	"strings"
 
-	"github.com/modelcontextprotocol/go-sdk/mcp"
 	"github.com/spf13/cobra"
 	"github.com/tiktoken-go/tokenizer/codec"
 
@@ -133,37 +132,23 @@ func (a *app) tokens(ctx context.Context, o tokensOptions) error {
 		return err
 	}
 	var (
-		tools     []*mcp.Tool
-		pages     int
+		items     []json.RawMessage
 		owners    *toolOwners
 		ownersErr error // why the tools cannot be told apart by server, a sentence of its own
 	)
-	fetch := func(ctx context.Context, s *hubSession) (string, error) {
+	fetch := func(ctx context.Context, s *hubSession) error {
 		var err error
-		if tools, pages, err = s.listTools(ctx); err != nil {
-			return "tools/list", err
+		if items, err = s.listAll(ctx, "tools/list"); err != nil {
+			return err
 		}
 		if owners, ownersErr = a.toolOwners(ctx, s); ownersErr != nil && ctx.Err() != nil {
-			return "tools/list", ownersErr // interrupted, or out of time
+			return ownersErr // interrupted, or out of time
 		}
-		return "tools/list", nil
+		return nil
 	}
-	return a.listView(ctx, "", "tools", fetch, func(s *hubSession) error {
+	return a.listView(ctx, "", "tools", fetch, func() error {
 		if ownersErr != nil {
 			return ownersErr
-		}
-		items, ok := s.rawItems("tools/list", "tools", pages)
-		if !ok {
-			// A page was not seen as the hub sent it: count the SDK's
-			// encoding of the tools instead.
-			items = make([]json.RawMessage, len(tools))
-			for i, t := range tools {
-				raw, err := json.Marshal(t)
-				if err != nil {
-					return fmt.Errorf("encode tool %s: %w", t.Name, err)
-				}
-				items[i] = raw
-			}
 		}
 		// The vocabulary is decoded only now that the hub has answered.
 		rep, err := tokenReport(&tokenCounter{codec: enc.codec()}, owners, items)
@@ -199,15 +184,6 @@ func findTokenEncoding(encoding string) (tokenEncoding, error) {
 		}
 	}
 	return tokenEncoding{}, fmt.Errorf("--encoding must be %s, not %q", strings.Join(names, " or "), encoding)
-}
-
-// newTokenCounter is the counter of encoding, one of tokenEncodings.
-func newTokenCounter(encoding string) (*tokenCounter, error) {
-	e, err := findTokenEncoding(encoding)
-	if err != nil {
-		return nil, err
-	}
-	return &tokenCounter{codec: e.codec()}, nil
 }
 
 // encoding is the name of the counter's encoding.
@@ -348,13 +324,13 @@ func (a *app) ownToolNames(ctx context.Context, server string) (map[string]bool,
 		return nil, err
 	}
 	defer s.Close()
-	tools, _, err := s.listTools(ctx)
+	tools, err := s.listAll(ctx, "tools/list")
 	if err != nil {
-		return nil, s.fail("tools/list", "list the tools of "+s.where(), err)
+		return nil, s.fail("list the tools of "+s.where(), err)
 	}
 	names := make(map[string]bool, len(tools))
-	for _, t := range tools {
-		names[t.Name] = true
+	for _, n := range itemNames(tools) {
+		names[n] = true
 	}
 	return names, nil
 }

@@ -26,7 +26,7 @@ func TestTokensCount(t *testing.T) {
 		{"cl100k_base", 57},
 	} {
 		t.Run(tc.encoding, func(t *testing.T) {
-			c, err := newTokenCounter(tc.encoding)
+			c, err := tokenCounterOf(tc.encoding)
 			if err != nil {
 				t.Fatal(err)
 			}
@@ -55,14 +55,23 @@ func TestTokensCount(t *testing.T) {
 	}
 }
 
+// tokenCounterOf is the counter tokens makes for encoding.
+func tokenCounterOf(encoding string) (*tokenCounter, error) {
+	e, err := findTokenEncoding(encoding)
+	if err != nil {
+		return nil, err
+	}
+	return &tokenCounter{codec: e.codec()}, nil
+}
+
 // TestTokensCountRefuses refuses an encoding it does not offer, and an
 // entry that is not JSON.
 func TestTokensCountRefuses(t *testing.T) {
-	_, err := newTokenCounter("p50k_base")
+	_, err := findTokenEncoding("p50k_base")
 	if err == nil || err.Error() != `--encoding must be o200k_base or cl100k_base, not "p50k_base"` {
 		t.Errorf("p50k_base: %v", err)
 	}
-	c, err := newTokenCounter("o200k_base")
+	c, err := tokenCounterOf("o200k_base")
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -110,7 +119,7 @@ func TestTokensOwners(t *testing.T) {
 // TestTokensReport groups the entries of a prefixed and an unprefixed
 // server, sorts servers and tools by tokens, and names the caps exceeded.
 func TestTokensReport(t *testing.T) {
-	c, err := newTokenCounter("o200k_base")
+	c, err := tokenCounterOf("o200k_base")
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -165,7 +174,7 @@ func TestTokensReport(t *testing.T) {
 
 // TestTokensCaps names each cap the tool count exceeds, and only those.
 func TestTokensCaps(t *testing.T) {
-	c, err := newTokenCounter("o200k_base")
+	c, err := tokenCounterOf("o200k_base")
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -245,7 +254,7 @@ func TestTokensOwnersDown(t *testing.T) {
 // unprefixed server that could not be listed, and keeps them under ? when
 // there are two; a prefixed server that is down keeps its own names.
 func TestTokensReportUnlisted(t *testing.T) {
-	c, err := newTokenCounter("o200k_base")
+	c, err := tokenCounterOf("o200k_base")
 	if err != nil {
 		t.Fatal(err)
 	}

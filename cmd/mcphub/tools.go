@@ -9,10 +9,11 @@ import (
 	"slices"
 	"strings"
 
-	sdkjsonrpc "github.com/modelcontextprotocol/go-sdk/jsonrpc"
 	"github.com/modelcontextprotocol/go-sdk/mcp"
 	"github.com/spf13/cobra"
 	"golang.org/x/term"
+
+	"github.com/mcphub/mcphub/internal/jsonrpc"
 )
 
 func init() { commands = append(commands, newToolsCmd) }
@@ -65,14 +66,13 @@ that server's own endpoint (/SERVER/mcp) under the server's own names.`,
 
 // toolsList is tools ls: the tools of the merged endpoint, or of server's.
 func (a *app) toolsList(ctx context.Context, server string, asJSON bool) error {
-	return listOf(ctx, a, server, asJSON, lister[*mcp.Tool]{
+	return listOf(ctx, a, server, asJSON, lister[toolEntry]{
 		method: "tools/list",
 		member: "tools",
 		noun:   "tool",
-		list:   (*hubSession).listTools,
-		name:   func(t *mcp.Tool) string { return t.Name },
+		name:   func(t toolEntry) string { return t.Name },
 		header: []string{"NAME", "DESCRIPTION"},
-		row:    func(t *mcp.Tool) []string { return []string{t.Name, t.Description} },
+		row:    func(t toolEntry) []string { return []string{t.Name, t.Description} },
 	})
 }
 
@@ -132,6 +132,26 @@ const cliProgressToken = "mcphub-cli"
 // terminal without it.
 var virtualTerminal = enableVirtualTerminal
 
+// progressHandler shows on prog the progress the hub reports for the
+// CLI's call.
+type progressHandler struct {
+	prog *progressLine
+}
+
+func (h progressHandler) HandleNotification(m *jsonrpc.Message, _ json.RawMessage) {
+	if m.Method != "notifications/progress" {
+		return
+	}
+	var p mcp.ProgressNotificationParams
+	if json.Unmarshal(m.Params, &p) == nil && p.ProgressToken == cliProgressToken {
+		h.prog.show(&p)
+	}
+}
+
+func (progressHandler) HandleRequest(_ context.Context, m *jsonrpc.Message, _ json.RawMessage) (json.RawMessage, error) {
+	return nil, jsonrpc.Errorf(jsonrpc.CodeMethodNotFound, "mcphub tools call does not answer %s", m.Method)
+}
+
 // toolsCall is tools call NAME.
 func (a *app) toolsCall(ctx context.Context, name string, pairs []string, o toolCallOptions) error {
 	// Refuse malformed arguments before going to the hub.
@@ -142,14 +162,7 @@ func (a *app) toolsCall(ctx context.Context, name string, pairs []string, o tool
 	defer stop()
 	prog := &progressLine{w: a.stderr, width: terminalWidth(a.stderr)}
 	prog.on = isTerminal(a.stderr) && virtualTerminal(a.stderr)
-	opts := &mcp.ClientOptions{
-		ProgressNotificationHandler: func(_ context.Context, req *mcp.ProgressNotificationClientRequest) {
-			if req.Params != nil && req.Params.ProgressToken == cliProgressToken {
-				prog.show(req.Params)
-			}
-		},
-	}
-	s, err := a.openHub(ctx, "", opts)
+	s, err := a.openHub(ctx, "", progressHandler{prog: prog})
 	if err != nil {
 		if interrupted() {
 			return a.interruptedErr(nil)
@@ -167,35 +180,36 @@ func (a *app) toolsCall(ctx context.Context, name string, pairs []string, o tool
 			}
 			return err
 		}
-		if schema, err = json.Marshal(tool.InputSchema); err != nil {
-			schema = nil
-		}
+		schema = tool.InputSchema
 	}
 	arguments, err := toolArguments(o.args, pairs, schema)
 	if err != nil {
 		return err
 	}
-	params := &mcp.CallToolParams{Name: name}
+	params := fmt.Appendf(nil, `{"name":%s`, jsonrpc.Quote(name))
 	if arguments != nil {
-		params.Arguments = arguments
+		params = fmt.Appendf(params, `,"arguments":%s`, arguments)
 	}
-	params.SetProgressToken(cliProgressToken)
-	res, err := s.CallTool(ctx, params)
+	params = fmt.Appendf(params, `,"_meta":{"progressToken":%s}}`, jsonrpc.Quote(cliProgressToken))
+	raw, err := s.request(ctx, "tools/call", params)
 	prog.clear()
 	if err != nil {
 		if interrupted() {
 			return a.interruptedErr(s)
 		}
-		if rpcCode(err) == sdkjsonrpc.CodeInvalidParams {
+		if rpcCode(err) == jsonrpc.CodeInvalidParams {
 			if uerr := s.unknownTool(ctx, name); uerr != nil {
 				return uerr
 			}
 		}
-		return s.fail("tools/call", "call "+name, err)
+		return s.fail("call "+name, err)
 	}
-	raw := s.rawResult("tools/call")
+	var res mcp.CallToolResult
+	if err := json.Unmarshal(raw, &res); err != nil {
+		return fmt.Errorf("call %s: the hub's result is malformed: %w", name, err)
+	}
 	if o.asJSON {
-		if err := printJSONResult(a.stdout, raw, res); err != nil {
+		if err := printRaw(a.stdout, raw); err != nil {
 			return err
 		}
 		if res.IsError {
@@ -207,15 +221,12 @@ func (a *app) toolsCall(ctx context.Context, name string, pairs []string, o tool
 	if res.IsError {
 		out = a.stderr
 	}
+	structured, hasStructured := jsonrpc.Member(raw, "structuredContent")
 	switch {
 	case len(res.Content) > 0:
 		printContent(out, res.Content)
-	case rawMember(raw, "structuredContent") != nil:
-		if err := printRaw(out, rawMember(raw, "structuredContent")); err != nil {
-			return err
-		}
-	case res.StructuredContent != nil:
-		if err := printJSONResult(out, nil, res.StructuredContent); err != nil {
+	case hasStructured && string(structured) != "null":
+		if err := printRaw(out, structured); err != nil {
 			return err
 		}
 	case res.IsError:
@@ -229,19 +240,20 @@ func (a *app) toolsCall(ctx context.Context, name string, pairs []string, o tool
 
 // findTool is the tool name of the merged view, or the error saying there
 // is none.
-func (s *hubSession) findTool(ctx context.Context, name string) (*mcp.Tool, error) {
+func (s *hubSession) findTool(ctx context.Context, name string) (*toolEntry, error) {
 	lctx, cancel := context.WithTimeout(ctx, cliListTimeout)
 	defer cancel()
-	tools, _, err := s.listTools(lctx)
+	raws, err := s.listAll(lctx, "tools/list")
 	if err != nil {
-		return nil, s.fail("tools/list", "list the tools of "+s.where(), err)
+		return nil, s.fail("list the tools of "+s.where(), err)
 	}
-	names := make([]string, len(tools))
-	for i, t := range tools {
-		if t.Name == name {
-			return t, nil
+	names := itemNames(raws)
+	if i := slices.Index(names, name); i >= 0 {
+		var tool toolEntry
+		if err := json.Unmarshal(raws[i], &tool); err != nil {
+			return nil, fmt.Errorf("the hub's tool %s is malformed: %w", name, err)
 		}
-		names[i] = t.Name
+		return &tool, nil
 	}
 	return nil, s.unknownNameErr("tool", name, names, "mcphub tools ls")
 }
@@ -252,14 +264,11 @@ func (s *hubSession) findTool(ctx context.Context, name string) (*mcp.Tool, erro
 func (s *hubSession) unknownTool(ctx context.Context, name string) error {
 	lctx, cancel := context.WithTimeout(ctx, cliListTimeout)
 	defer cancel()
-	tools, _, err := s.listTools(lctx)
+	raws, err := s.listAll(lctx, "tools/list")
 	if err != nil {
 		return nil
 	}
-	names := make([]string, len(tools))
-	for i, t := range tools {
-		names[i] = t.Name
-	}
+	names := itemNames(raws)
 	if slices.Contains(names, name) {
 		return nil
 	}

@@ -170,54 +170,68 @@ func TestToolsArguments(t *testing.T) {
 	}
 }
 
-// TestToolsWireTap: the tap keeps a watched request's result as the hub
-// sent it, from an SSE body cut anywhere (CRLF lines, several data lines,
-// notifications before it) or a JSON body, and ignores other ids.
-func TestToolsWireTap(t *testing.T) {
-	result := `{"content":[{"type":"text","text":"x"}],"zeta":1,"alpha":2}`
-	sse := "event: message\r\nid: 1\r\ndata: {\"jsonrpc\":\"2.0\",\"method\":\"notifications/progress\",\"params\":{\"progress\":1}}\r\n\r\n" +
-		": a comment\n\n" +
-		"data: {\"jsonrpc\":\"2.0\",\"id\":9,\"result\":{\"other\":true}}\n\n" +
-		"data: {\"jsonrpc\":\"2.0\",\n" + "data: \"id\":7,\"result\":" + result + "}\n\n"
-	for _, chunk := range []int{1, 3, 7, 64, len(sse)} {
-		w := newWireTap(nil, hubTarget{}, "")
-		w.pending["7"] = "tools/call"
-		tee := &sseTee{rc: io.NopCloser(&chunkReader{data: []byte(sse), n: chunk}), tap: w}
-		if _, err := io.Copy(io.Discard, tee); err != nil {
-			t.Fatal(err)
-		}
-		got := w.take("tools/call")
-		if len(got) != 1 || string(got[0]) != result {
-			t.Errorf("chunks of %d: kept %q, want [%s]", chunk, got, result)
-		}
-	}
-	// An event the stream ends without a blank line after.
-	w := newWireTap(nil, hubTarget{}, "")
-	w.pending[`"s-1"`] = "prompts/get"
-	io.Copy(io.Discard, &sseTee{rc: io.NopCloser(strings.NewReader(`data: {"id":"s-1","result":{"messages":[]}}`)), tap: w})
-	if got := w.take("prompts/get"); len(got) != 1 || string(got[0]) != `{"messages":[]}` {
-		t.Errorf("an unterminated last event: kept %q", got)
-	}
-	w.pending["2"] = "tools/list"
-	io.Copy(io.Discard, &jsonTee{rc: io.NopCloser(strings.NewReader(`{"jsonrpc":"2.0","id":2,"result":{"tools":[]}}`)), tap: w})
-	if got := w.take("tools/list"); len(got) != 1 || string(got[0]) != `{"tools":[]}` {
-		t.Errorf("a JSON body: kept %q", got)
+// answerCall wraps a hub's handler so that it answers every tools/call on
+// /mcp with body (given the request's id), as Content-Type ctype, and
+// passes everything else on to the hub.
+func answerCall(ctype string, body func(id string) string) func(http.Handler) http.Handler {
+	return func(h http.Handler) http.Handler {
+		return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+			if r.Method != http.MethodPost || r.URL.Path != "/mcp" {
+				h.ServeHTTP(w, r)
+				return
+			}
+			data, err := io.ReadAll(r.Body)
+			if err != nil {
+				http.Error(w, err.Error(), http.StatusBadRequest)
+				return
+			}
+			var m struct {
+				ID     json.RawMessage `json:"id"`
+				Method string          `json:"method"`
+			}
+			if json.Unmarshal(data, &m) != nil || m.Method != "tools/call" {
+				r.Body = io.NopCloser(bytes.NewReader(data))
+				h.ServeHTTP(w, r)
+				return
+			}
+			w.Header().Set("Content-Type", ctype)
+			w.WriteHeader(http.StatusOK)
+			io.WriteString(w, body(string(m.ID)))
+		})
 	}
 }
 
-// chunkReader reads data n bytes at a time.
-type chunkReader struct {
-	data []byte
-	n    int
-}
-
-func (r *chunkReader) Read(p []byte) (int, error) {
-	if len(r.data) == 0 {
-		return 0, io.EOF
+// TestToolsRawResult: tools call --json prints the result as the hub sent
+// it, from an SSE body with CRLF lines, a notification and a comment before
+// it, another id's response, and the message split over data lines; or
+// from a JSON body.
+func TestToolsRawResult(t *testing.T) {
+	result := `{"content":[{"type":"text","text":"x"}],"zeta":1,"alpha":2.50}`
+	var want bytes.Buffer
+	json.Indent(&want, []byte(result), "", "  ")
+	want.WriteByte('\n')
+	for name, tc := range map[string]struct {
+		ctype string
+		body  func(id string) string
+	}{
+		"sse": {"text/event-stream", func(id string) string {
+			return "event: message\r\nid: 1\r\ndata: {\"jsonrpc\":\"2.0\",\"method\":\"notifications/progress\",\"params\":{\"progressToken\":\"other\",\"progress\":1}}\r\n\r\n" +
+				": a comment\n\n" +
+				"data: {\"jsonrpc\":\"2.0\",\"id\":999999,\"result\":{\"other\":true}}\n\n" +
+				"data: {\"jsonrpc\":\"2.0\",\n" + "data: \"id\":" + id + ",\"result\":" + result + "}\n\n"
+		}},
+		"json": {"application/json", func(id string) string {
+			return `{"jsonrpc":"2.0","id":` + id + `,"result":` + result + `}`
+		}},
+	} {
+		t.Run(name, func(t *testing.T) {
+			e := cliHub(t, hubConfig{wrap: answerCall(tc.ctype, tc.body)}, "", "ordered", orderedServer())
+			var out, errOut bytes.Buffer
+			if code := cliRun(e, &out, &errOut, "tools", "call", "ordered__shape", "--json"); code != 0 || out.String() != want.String() {
+				t.Errorf("exit %d, stdout %q, stderr %q; want %q", code, out.String(), errOut.String(), want.String())
+			}
+		})
 	}
-	n := copy(p[:min(len(p), r.n)], r.data)
-	r.data = r.data[n:]
-	return n, nil
 }
 
 // TestToolsProgressLine: on a terminal each notification rewrites one line,
@@ -267,53 +281,32 @@ func TestToolsProgressLine(t *testing.T) {
 	}
 }
 
-// TestToolsWireTapLimit: an SSE event or JSON body larger than the tap's
-// limit (recordLimit, 16 MiB) is not kept, nor held in memory; the tee
-// finds the next event's start, and the commands then print the SDK's
-// decoding instead of raw results.
-func TestToolsWireTapLimit(t *testing.T) {
-	if recordLimit != 16<<20 {
-		t.Errorf("the tap keeps messages up to %d bytes, want 16 MiB", recordLimit)
+// TestToolsMessageLimit: a message of the hub over 16 MiB fails the
+// command with a sentence, in an SSE event or a JSON body, and is not
+// printed.
+func TestToolsMessageLimit(t *testing.T) {
+	if cliMessageLimit != 16<<20 {
+		t.Errorf("the CLI takes messages up to %d bytes, want 16 MiB", cliMessageLimit)
 	}
-	const limit = 1024
-	big := `{"jsonrpc":"2.0","id":1,"result":{"big":"` + strings.Repeat("x", 5000) + `"}}`
-	sse := "data: " + big + "\r\n\r\n" + `data: {"jsonrpc":"2.0","id":2,"result":{"small":true}}` + "\n\n"
-	for _, chunk := range []int{1, 7, 100, len(sse)} {
-		w := newWireTap(nil, hubTarget{}, "")
-		w.limit = limit
-		w.pending["1"], w.pending["2"] = "tools/call", "tools/list"
-		tee := &sseTee{rc: io.NopCloser(&chunkReader{data: []byte(sse), n: chunk}), tap: w}
-		buf := make([]byte, 4096)
-		for {
-			_, err := tee.Read(buf)
-			if held := len(tee.data) + len(tee.line); held > limit {
-				t.Fatalf("chunks of %d: the tee holds %d bytes, over the limit of %d", chunk, held, limit)
+	big := func(id string) string {
+		return `{"jsonrpc":"2.0","id":` + id + `,"result":{"content":[{"type":"text","text":"` + strings.Repeat("x", cliMessageLimit) + `"}]}}`
+	}
+	for name, tc := range map[string]struct {
+		ctype string
+		body  func(id string) string
+	}{
+		"sse":  {"text/event-stream", func(id string) string { return "data: " + big(id) + "\n\n" }},
+		"json": {"application/json", big},
+	} {
+		t.Run(name, func(t *testing.T) {
+			e := cliHub(t, hubConfig{wrap: answerCall(tc.ctype, tc.body)}, "", "ordered", orderedServer())
+			var out, errOut bytes.Buffer
+			code := cliRun(e, &out, &errOut, "tools", "call", "ordered__shape")
+			want := fmt.Sprintf("response over %d bytes", cliMessageLimit)
+			if code != 1 || out.Len() != 0 || !strings.HasPrefix(errOut.String(), "mcphub: call ordered__shape: ") || !strings.Contains(errOut.String(), want) {
+				t.Errorf("exit %d, stdout of %d bytes, stderr %q; want exit 1 and %q", code, out.Len(), errOut.String(), want)
 			}
-			if err != nil {
-				break
-			}
-		}
-		if got := w.results["tools/list"]; len(got) != 1 || string(got[0]) != `{"small":true}` {
-			t.Errorf("chunks of %d: the event after the large one was kept as %q", chunk, got)
-		}
-		if got := w.results["tools/call"]; len(got) != 0 {
-			t.Errorf("chunks of %d: the large event was kept", chunk)
-		}
-		if got := w.take("tools/list"); got != nil {
-			t.Errorf("chunks of %d: raw results are given out after a message was lost: %q", chunk, got)
-		}
-	}
-	w := newWireTap(nil, hubTarget{}, "")
-	w.limit = limit
-	w.pending["1"] = "tools/call"
-	tee := &jsonTee{rc: io.NopCloser(&chunkReader{data: []byte(big), n: 100}), tap: w}
-	io.Copy(io.Discard, tee)
-	if tee.buf.Len() > limit || len(w.results["tools/call"]) != 0 || w.take("tools/call") != nil {
-		t.Errorf("a large JSON body was kept (%d bytes held)", tee.buf.Len())
-	}
-	var out bytes.Buffer
-	if err := printJSONResult(&out, nil, map[string]int{"decoded": 1}); err != nil || out.String() != "{\n  \"decoded\": 1\n}\n" {
-		t.Errorf("without the raw result, printed %q, %v; want the decoded value", out.String(), err)
+		})
 	}
 }
 
@@ -623,11 +616,6 @@ func TestToolsTransportFailures(t *testing.T) {
 	})
 }
 
-// roundTripFunc is an http.RoundTripper made of a function.
-type roundTripFunc func(*http.Request) (*http.Response, error)
-
-func (f roundTripFunc) RoundTrip(r *http.Request) (*http.Response, error) { return f(r) }
-
 // TestToolsRedirect: a redirect at the hub's address is not followed but
 // reported, and the token goes to the hub's endpoint only.
 func TestToolsRedirect(t *testing.T) {
@@ -669,25 +657,6 @@ func TestToolsRedirect(t *testing.T) {
 	}
 	mu.Unlock()
 
-	// The tap adds the token to requests for the hub's endpoint only.
-	var got string
-	base := roundTripFunc(func(r *http.Request) (*http.Response, error) {
-		got = r.Header.Get("Authorization")
-		return &http.Response{StatusCode: http.StatusAccepted, Header: http.Header{}, Body: http.NoBody, Request: r}, nil
-	})
-	tap := newWireTap(base, hubTarget{token: token}, "http://127.0.0.1:4000/mcp")
-	for target, want := range map[string]string{
-		"http://127.0.0.1:4000/mcp":    "Bearer " + token,
-		"http://127.0.0.1:4001/mcp":    "",
-		"https://127.0.0.1:4000/mcp":   "",
-		"http://elsewhere.example/mcp": "",
-	} {
-		got = "unset"
-		req, _ := http.NewRequest(http.MethodGet, target, nil)
-		if _, err := tap.RoundTrip(req); err != nil || got != want {
-			t.Errorf("a request to %s carried %q (%v), want %q", target, got, err, want)
-		}
-	}
 }
 
 // TestToolsServerNotConnected: a server's own endpoint is refused with the
