@@ -118,7 +118,10 @@ func runLogs(ctx context.Context, a *app, f logsFlags, q logQuery) error {
 	}
 	p := &logPrinter{w: a.stdout, json: f.json}
 	for _, l := range h.lines {
-		if rec, ok := parseLogRecord(l); ok && !f.json {
+		if f.json {
+			break // raw lines: no column to size
+		}
+		if rec, ok := parseLogRecord(l); ok {
 			p.width = max(p.width, utf8.RuneCountInString(rec.server))
 		}
 	}

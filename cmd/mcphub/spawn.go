@@ -308,6 +308,3 @@ func (r *retryDelay) next() time.Duration {
 	r.attempt++
 	return d/2 + rand.N(d/2+1)
 }
-
-// reset starts the delays from base again.
-func (r *retryDelay) reset() { r.attempt = 0 }
