@@ -1,6 +1,9 @@
 package registry
 
 import (
+	"bytes"
+	"encoding/json"
+	"maps"
 	"reflect"
 	"slices"
 )
@@ -16,17 +19,21 @@ type Changes struct {
 	// Changed servers have a different Hash: they need a new connection.
 	Changed []string
 	// Toggled servers kept their Hash but changed enabled, prefix, allow,
-	// deny or call_timeout, which apply without reconnecting.
+	// deny, call_timeout or tags, which apply without reconnecting.
 	Toggled []string
 	// Unchanged servers are identical in every field that matters.
 	Unchanged []string
 	// HubChanged reports a difference in the [hub] table.
 	HubChanged bool
+	// Views reports a difference in what the views over the catalog are
+	// made of: [profiles] (a Problem too, but not a profile's Line),
+	// [overrides], or the tags of a server in both registries.
+	Views bool
 }
 
 // Empty reports whether nothing changed.
 func (c Changes) Empty() bool {
-	return len(c.Added)+len(c.Removed)+len(c.Changed)+len(c.Toggled) == 0 && !c.HubChanged
+	return len(c.Added)+len(c.Removed)+len(c.Changed)+len(c.Toggled) == 0 && !c.HubChanged && !c.Views
 }
 
 // Diff compares two registries server by server. It is pure: enabled is one
@@ -61,6 +68,7 @@ func Diff(old, new *Registry) Changes {
 	} else {
 		c.HubChanged = old != new
 	}
+	c.Views = !sameViews(old, new, oldS, newS)
 	// Registries from Parse are sorted already; sorting again keeps the
 	// promise for hand-built ones.
 	for _, l := range []*[]string{&c.Added, &c.Removed, &c.Changed, &c.Toggled, &c.Unchanged} {
@@ -86,8 +94,52 @@ func byName(r *Registry) map[string]*Server {
 // sameLiveSettings compares the fields that are not part of Hash.
 func sameLiveSettings(a, b *Server) bool {
 	return a.Enabled == b.Enabled && a.Prefix == b.Prefix && a.CallTimeout == b.CallTimeout &&
-		slices.Equal(a.Allow, b.Allow) && slices.Equal(a.Deny, b.Deny)
+		slices.Equal(a.Allow, b.Allow) && slices.Equal(a.Deny, b.Deny) && slices.Equal(a.Tags, b.Tags)
 }
+
+// sameViews compares profiles, overrides and the tags of the servers in
+// both registries (oldS and newS, by name); a nil registry has none.
+func sameViews(old, new *Registry, oldS, newS map[string]*Server) bool {
+	var op, np []*Profile
+	var oo, no map[string]*ToolOverride
+	if old != nil {
+		op, oo = old.Profiles, old.Overrides
+	}
+	if new != nil {
+		np, no = new.Profiles, new.Overrides
+	}
+	if !slices.EqualFunc(op, np, sameProfile) || !sameOverrides(oo, no) {
+		return false
+	}
+	for name, n := range newS {
+		if o := oldS[name]; o != nil && !slices.Equal(o.Tags, n.Tags) {
+			return false
+		}
+	}
+	return true
+}
+
+// sameProfile compares every field but Line; a nil and an empty list mean
+// the same.
+func sameProfile(a, b *Profile) bool {
+	return a.Name == b.Name && slices.Equal(a.Servers, b.Servers) && slices.Equal(a.Tags, b.Tags) &&
+		slices.Equal(a.Include, b.Include) && slices.Equal(a.Exclude, b.Exclude) &&
+		a.Prefixed == b.Prefixed && a.Mode == b.Mode && a.Problem == b.Problem &&
+		sameOverrides(a.Overrides, b.Overrides)
+}
+
+func sameOverrides(a, b map[string]*ToolOverride) bool {
+	return maps.EqualFunc(a, b, func(x, y *ToolOverride) bool {
+		if x == nil || y == nil {
+			return x == y
+		}
+		return x.Name == y.Name && x.Title == y.Title && x.Description == y.Description &&
+			maps.EqualFunc(x.Annotations, y.Annotations, sameRaw) &&
+			maps.EqualFunc(x.Args, y.Args, sameRaw)
+	})
+}
+
+func sameRaw(a, b json.RawMessage) bool { return bytes.Equal(a, b) }
 
 func sameHub(a, b Hub) bool {
 	// A nil and an empty origin list mean the same thing.

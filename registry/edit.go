@@ -7,6 +7,8 @@ import (
 	"path/filepath"
 	"slices"
 	"strings"
+
+	"github.com/BurntSushi/toml"
 )
 
 // The edit functions change hub.toml as text, because re-encoding the TOML
@@ -65,6 +67,9 @@ func RemoveServer(path, name string) error {
 		if !lay.mentions(name) {
 			return nil, unknownServer(path, name, reg)
 		}
+		if why := viewsNeed(reg, name, true); len(why) > 0 {
+			return nil, &editError{msg: fmt.Sprintf("not removing server %q from %s: %s (nothing was changed)", name, filepath.Base(path), strings.Join(why, "; "))}
+		}
 		return removeServer(src, lay, name)
 	}
 	verify := func(reg *Registry) error {
@@ -92,6 +97,11 @@ func SetEnabled(path, name string, enabled bool) error {
 		if s.Enabled == enabled {
 			return nil, nil
 		}
+		if !enabled {
+			if why := viewsNeed(reg, name, false); len(why) > 0 {
+				return nil, &editError{msg: fmt.Sprintf("not disabling server %q in %s: %s (nothing was changed)", name, filepath.Base(path), strings.Join(why, "; "))}
+			}
+		}
 		if i := lay.entry("servers", name, "enabled"); i >= 0 {
 			e := lay.entries[i]
 			return splice(src, e.valStart, e.valEnd, want), nil
@@ -114,6 +124,54 @@ func SetEnabled(path, name string, enabled bool) error {
 		return nil
 	}
 	return editFile(path, name, false, change, verify)
+}
+
+// viewsNeed says why the profiles and overrides of reg need server name,
+// which an edit would remove (removing) or disable, and what to change
+// first; nil when they do not. Without it the result of the edit would
+// have a profile's or an override's problem.
+func viewsNeed(reg *Registry, name string, removing bool) []string {
+	k := knownServers(reg, nil)
+	others := func(n string) bool { return n != name && k.has(n) }
+	// An override belongs to name when name claims its key and no other
+	// server would.
+	orphan := func(key string) bool {
+		srv, ok := serverOf(key, reg.Hub.Separator, k.has)
+		_, other := serverOf(key, reg.Hub.Separator, others)
+		return ok && srv == name && !other
+	}
+	var why []string
+	if removing {
+		for _, key := range slices.Sorted(maps.Keys(reg.Overrides)) {
+			if orphan(key) {
+				why = append(why, fmt.Sprintf("%s changes one of its tools; remove that table first", toml.Key{"overrides", key}))
+			}
+		}
+	}
+	for _, pr := range reg.Profiles {
+		if removing && slices.Contains(pr.Servers, name) {
+			at := toml.Key{"profiles", pr.Name, "servers"}
+			why = append(why, fmt.Sprintf("profile %q names it in %s; remove it from %s first", pr.Name, at, at))
+		}
+		if removing {
+			for _, key := range slices.Sorted(maps.Keys(pr.Overrides)) {
+				if orphan(key) {
+					why = append(why, fmt.Sprintf("profile %q changes one of its tools in %s; remove that table first", pr.Name, toml.Key{"profiles", pr.Name, "overrides", key}))
+				}
+			}
+		}
+		// Taking a server out of servers would not make its profile
+		// select nothing, but every server when it was the only one: that
+		// is the user's to decide, in the profile.
+		if removing && slices.Contains(pr.Servers, name) {
+			continue
+		}
+		if sel := k.selected(pr); len(sel) == 1 && sel[0] == name {
+			why = append(why, fmt.Sprintf("profile %q would select no enabled server, as %q is the only one it selects; give it another (in %s or %s) first, or remove [%s]",
+				pr.Name, name, toml.Key{"profiles", pr.Name, "servers"}, toml.Key{"profiles", pr.Name, "tags"}, toml.Key{"profiles", pr.Name}))
+		}
+	}
+	return why
 }
 
 // editError is an edit refusal that wraps a sentinel or the problems found.
@@ -327,6 +385,7 @@ func specEqual(a, b ServerSpec) bool {
 		maps.Equal(a.Env, b.Env) && a.Cwd == b.Cwd && a.URL == b.URL && a.Transport == b.Transport &&
 		maps.Equal(a.Headers, b.Headers) && a.Disabled == b.Disabled && samePrefix &&
 		a.Share == b.Share && slices.Equal(a.Allow, b.Allow) && slices.Equal(a.Deny, b.Deny) &&
+		slices.Equal(a.Tags, b.Tags) &&
 		a.ConnectTimeout == b.ConnectTimeout && a.CallTimeout == b.CallTimeout &&
 		slices.Equal(a.EnvPassthrough, b.EnvPassthrough) && a.InheritEnv == b.InheritEnv
 }

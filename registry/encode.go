@@ -56,6 +56,9 @@ func encodeServer(s ServerSpec) (string, error) {
 	if len(s.Deny) > 0 {
 		kv("deny", quoteStrings(s.Deny))
 	}
+	if len(s.Tags) > 0 {
+		kv("tags", quoteStrings(s.Tags))
+	}
 	if s.ConnectTimeout != 0 {
 		kv("connect_timeout", quoteString(formatDuration(s.ConnectTimeout)))
 	}
@@ -82,6 +85,7 @@ func specUTF8(s ServerSpec) error {
 	all = append(all, s.Args...)
 	all = append(all, s.Allow...)
 	all = append(all, s.Deny...)
+	all = append(all, s.Tags...)
 	all = append(all, s.EnvPassthrough...)
 	if s.Prefix != nil {
 		all = append(all, *s.Prefix)

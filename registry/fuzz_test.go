@@ -19,6 +19,9 @@ func FuzzParse(f *testing.F) {
 		"[servers.\"a b\"]\nurl = \"ftp://\"\n", "servers.a = { url = \"https://h\", headers = { A = \"${\" } }\n",
 		"a = \"\"\"\n[x]\n\"\"\"\n", "[[servers]]\n", "[servers]\na.command.x = 1\n", "x = [\n# c\n1,\n]\n",
 		"\ufeff[hub]\r\nauth = 'token'\r\n",
+		profilesExample, "profiles.p = { servers = [\"a\"], overrides = { \"a__t\" = { args = { x = [{ y = 1 }] } } } }\n[servers.a]\ncommand = \"x\"\n",
+		"[servers.a]\ncommand = \"x\"\ntags = [\"t\"]\n[profiles.p]\ntags = [\"t\", \"u\"]\ninclude = [\"a__*\", \"[__x\"]\n[profiles.p.overrides.\"a__t\"]\nargs = { d = 1979-05-27, f = inf }\n[overrides.\"a__t\"]\nname = \"n\"\n[overrides.a__u]\nname = \"n\"\n",
+		"[hub]\nseparator = \"-\"\n[servers.a-b]\ncommand = \"x\"\n[overrides.\"a-b-t\"]\ntitle = \"t\"\n[profiles.x]\ninclude = [\"a-*-t\"]\n",
 	} {
 		f.Add([]byte(s))
 	}

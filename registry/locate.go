@@ -389,7 +389,8 @@ func (s *scanner) escape(b *strings.Builder) {
 	}
 }
 
-// value skips one value; inline tables record their keys under prefix.
+// value skips one value; inline tables record their keys under prefix,
+// unless it is nil (in an array, where keys have no path of their own).
 func (s *scanner) value(prefix []string) {
 	switch {
 	case s.eof():
@@ -482,11 +483,16 @@ func (s *scanner) inlineTable(prefix []string) {
 		if k != nil && s.peek(0) == '=' {
 			s.i++
 			s.skipSpace()
-			full := append(append([]string{}, prefix...), k...)
+			var full []string
+			if prefix != nil {
+				full = append(append([]string{}, prefix...), k...)
+			}
 			vs := s.i
 			s.value(full)
-			line, col := s.l.lineCol(before)
-			s.add(entry{key: full, table: -2, line: line, col: col, lineStart: s.l.lineOff[line-1], valStart: vs, valEnd: s.i, end: s.i})
+			if full != nil {
+				line, col := s.l.lineCol(before)
+				s.add(entry{key: full, table: -2, line: line, col: col, lineStart: s.l.lineOff[line-1], valStart: vs, valEnd: s.i, end: s.i})
+			}
 		}
 		s.skipBlank()
 		if s.peek(0) == ',' {

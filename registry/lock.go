@@ -247,11 +247,12 @@ func (e *edit) compute(src []byte) ([]byte, error) {
 	// rest: an edit must not make anything worse, so it may leave a problem
 	// that was there, but not add one, and the server it edits must come
 	// out without a problem unless the edit disables or removes it.
+	// A bad profile is the same: the hub serves the rest.
 	had := map[string]bool{}
 	for _, x := range errs {
-		had[x.server+"\x00"+x.Key] = true
+		had[x.server+"\x00"+x.profile+"\x00"+x.Key] = true
 	}
-	pre := errs.filter(func(x *Error) bool { return !x.unset && x.server == "" })
+	pre := errs.filter(func(x *Error) bool { return !x.unset && x.server == "" && x.profile == "" })
 	if len(pre) > 0 {
 		return nil, fmt.Errorf("registry: %s has problems; fix them first (nothing was changed):\n%w", e.path, pre)
 	}
@@ -267,7 +268,7 @@ func (e *edit) compute(src []byte) ([]byte, error) {
 		if x.unset {
 			return false
 		}
-		if x.server == "" || !had[x.server+"\x00"+x.Key] {
+		if x.server == "" && x.profile == "" || !had[x.server+"\x00"+x.profile+"\x00"+x.Key] {
 			return true
 		}
 		s := reg2.Server(x.server)

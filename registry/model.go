@@ -99,6 +99,11 @@ type Registry struct {
 	// Servers holds every [servers.NAME] entry, sorted by name, including
 	// disabled ones.
 	Servers []*Server
+	// Profiles holds every [profiles.NAME] table, sorted by name.
+	Profiles []*Profile
+	// Overrides are the [overrides."SERVER__TOOL"] tables: changes to
+	// tools in /mcp and every profile, by qualified name (see Profile).
+	Overrides map[string]*ToolOverride
 }
 
 // Server returns the server called name, or nil when there is none.
@@ -260,6 +265,8 @@ type Server struct {
 	Share string
 	// Allow and Deny are tool-name globs in path.Match syntax.
 	Allow, Deny []string
+	// Tags are labels profiles choose servers by.
+	Tags []string
 	// ConnectTimeout bounds starting or connecting and initializing.
 	ConnectTimeout time.Duration
 	// CallTimeout bounds tools/call and other long requests.
@@ -405,6 +412,7 @@ func (s *Server) Spec() ServerSpec {
 		Disabled: !s.Enabled,
 		Allow:    slices.Clone(s.Allow),
 		Deny:     slices.Clone(s.Deny),
+		Tags:     slices.Clone(s.Tags),
 
 		EnvPassthrough: slices.Clone(s.EnvPassthrough),
 		InheritEnv:     s.InheritEnv,
@@ -452,10 +460,11 @@ type ServerSpec struct {
 	// Prefix is nil for the default (the name); a pointer to "" means
 	// unprefixed.
 	Prefix *string
-	// Share, Allow, Deny, ConnectTimeout and CallTimeout are written when
-	// they are set.
+	// Share, Allow, Deny, Tags, ConnectTimeout and CallTimeout are written
+	// when they are set.
 	Share          string
 	Allow, Deny    []string
+	Tags           []string
 	ConnectTimeout time.Duration
 	CallTimeout    time.Duration
 }

@@ -65,6 +65,7 @@ func parse(path string, data []byte, lookup func(string) (string, bool)) (*Regis
 	reg.Hub = p.hub(raw["hub"])
 	reg.Servers = p.servers(raw["servers"])
 	p.crossCheck(reg)
+	p.views(reg, raw)
 	inheritance(reg, lookup)
 	p.errs.sort()
 	return reg, p.errs
@@ -100,10 +101,14 @@ type parser struct {
 	lookup func(string) (string, bool)
 	lay    *layout
 	errs   Errors
+	// tagsUnsure is set when a server's tags key did not parse, so a
+	// profile's tag cannot be called unknown: that would make a server's
+	// problem a profile's too.
+	tagsUnsure bool
 }
 
 var (
-	topKeys = []string{"hub", "servers"}
+	topKeys = []string{"hub", "servers", "profiles", "overrides"}
 	hubKeys = []string{"listen", "auth", "token_env", "token_file", "separator", "request_timeout",
 		"post_sse", "allowed_origins", "max_body_bytes", "max_response_bytes",
 		"max_sessions", "max_sessions_per_server", "max_connections", "max_connections_per_address",
@@ -111,7 +116,7 @@ var (
 		"audit_log_bodies", "session_ttl", "tls_cert", "tls_key", "env_passthrough"}
 	serverKeys = []string{"command", "args", "env", "cwd", "url", "transport", "headers",
 		"enabled", "prefix", "share", "allow", "deny", "connect_timeout", "call_timeout",
-		"env_passthrough", "inherit_env"}
+		"env_passthrough", "inherit_env", "tags"}
 	// serverAliases are the names other clients' configs use.
 	serverAliases = map[string]string{"type": "transport", "disabled": "enabled",
 		"environment": "env", "arguments": "args", "cmd": "command", "serverUrl": "url",
@@ -253,6 +258,7 @@ func (p *parser) server(name string, raw any) *Server {
 	t.globs("deny", &s.Deny)
 	t.globs("env_passthrough", &s.EnvPassthrough)
 	t.boolean("inherit_env", &s.InheritEnv)
+	p.tags(t, s)
 	t.duration("connect_timeout", &s.ConnectTimeout)
 	t.duration("call_timeout", &s.CallTimeout)
 
@@ -321,16 +327,24 @@ func (p *parser) fail(path []string, server, format string, args ...any) *Error 
 // table reads typed keys out of one decoded TOML table, reporting every type
 // mismatch at the key's own position.
 type table struct {
-	p      *parser
-	m      map[string]any
-	path   []string
-	server string
+	p       *parser
+	m       map[string]any
+	path    []string
+	server  string
+	profile string // the profile the table belongs to, if any
 }
 
 func (t *table) has(key string) bool { _, ok := t.m[key]; return ok }
 
 func (t *table) errf(key string, format string, args ...any) *Error {
-	return t.p.fail(append(slices.Clone(t.path), key), t.server, format, args...)
+	return t.at([]string{key}, format, args...)
+}
+
+// at reports a problem at a path below the table.
+func (t *table) at(sub []string, format string, args ...any) *Error {
+	e := t.p.fail(append(slices.Clone(t.path), sub...), t.server, format, args...)
+	e.profile = t.profile
+	return e
 }
 
 func (t *table) str(key string, dst *string) bool {
@@ -385,7 +399,7 @@ func (t *table) strMap(key string, dst *map[string]string) bool {
 	for _, k := range slices.Sorted(maps.Keys(m)) {
 		s, ok := m[k].(string)
 		if !ok {
-			t.p.fail(append(slices.Clone(t.path), key, k), t.server, "must be a string, not %s", typeName(m[k]))
+			t.at([]string{key, k}, "must be a string, not %s", typeName(m[k]))
 			good = false
 			continue
 		}

@@ -22,21 +22,31 @@ func LoadServing(path string) (*Registry, error) {
 // confined to one server's entry (an unset ${VAR}, a bad url, a prefix
 // another server has) does not refuse the file: that server is kept with
 // its Problem set, so the hub shows it failed with the reason and the fix,
-// and every other server in the same save is served. Problems outside any
-// server's entry (TOML syntax, the [hub] table) still refuse the file, and
-// the hub keeps its last good registry.
+// and every other server in the same save is served. So does a problem
+// inside one [profiles.NAME] table: that profile is kept, with what could
+// be read of it, and its Problem set. Problems outside any server's entry
+// or profile (TOML syntax, the [hub] table, [overrides]) still refuse the
+// file, and the hub keeps its last good registry.
 func ParseServing(path string, data []byte, lookupEnv func(string) (string, bool)) (*Registry, error) {
 	reg, errs := parse(path, data, lookupEnv)
-	if fatal := errs.filter(func(e *Error) bool { return e.server == "" }); len(fatal) > 0 {
+	if fatal := errs.filter(func(e *Error) bool { return e.server == "" && e.profile == "" }); len(fatal) > 0 {
 		return nil, fatal
 	}
 	if len(errs) == 0 {
 		return reg, nil
 	}
-	byServer, ids := map[string][]string{}, map[string][]string{}
+	byServer, ids, byProfile := map[string][]string{}, map[string][]string{}, map[string][]string{}
 	for _, e := range errs {
+		if e.profile != "" {
+			byProfile[e.profile] = append(byProfile[e.profile], e.Error())
+			continue
+		}
 		byServer[e.server] = append(byServer[e.server], e.Error())
 		ids[e.server] = append(ids[e.server], e.Key+": "+e.Msg)
+	}
+	// parse keeps every profile, even one that is not a table.
+	for _, p := range reg.Profiles {
+		p.Problem = strings.Join(byProfile[p.Name], "\n")
 	}
 	for _, s := range reg.Servers {
 		if msgs := byServer[s.Name]; msgs != nil {

@@ -180,11 +180,14 @@ func checkOrigin(o string) string {
 }
 
 // checkName checks a server name and, when it is wrong, suggests one.
-func checkName(name string) string {
+func checkName(name string) string { return checkNameOf("server", name) }
+
+// checkNameOf checks the name of a server or a profile (what says which).
+func checkNameOf(what, name string) string {
 	if validName(name) {
 		return ""
 	}
-	msg := fmt.Sprintf("server name %q is not valid; use 1-32 characters of a-z, 0-9 and '-', starting with a letter or digit", name)
+	msg := fmt.Sprintf("%s name %q is not valid; use 1-32 characters of a-z, 0-9 and '-', starting with a letter or digit", what, name)
 	if n := normalizeName(name); n != "" {
 		msg += fmt.Sprintf(" (e.g. %q)", n)
 	}
