@@ -21,13 +21,21 @@ import (
 // connection. Every client then gets one coalesced list_changed.
 func (h *Hub) Apply(reg *registry.Registry) {
 	h.applyAuth(reg.Hub)
+	before := h.servers.registry()
 	ch, stopped, replace := h.servers.apply(reg)
-	if len(ch.Added)+len(ch.Removed)+len(ch.Changed)+len(ch.Toggled) > 0 || ch.HubChanged {
-		h.log.Info("registry applied", "added", ch.Added, "removed", ch.Removed, "changed", ch.Changed, "toggled", ch.Toggled)
+	if len(ch.Added)+len(ch.Removed)+len(ch.Changed)+len(ch.Toggled) > 0 || ch.HubChanged || ch.Views {
+		h.log.Info("registry applied", "added", ch.Added, "removed", ch.Removed, "changed", ch.Changed, "toggled", ch.Toggled, "profiles_or_overrides", ch.Views)
 	}
 	for _, e := range stopped {
 		h.sessions.endEndpoint(e.spec.Name)
 		h.servers.stop(e)
+	}
+	// A removed profile's sessions end: their clients get 404 and learn
+	// the endpoint is gone when they initialize again.
+	for _, p := range before.Profiles {
+		if reg.Profile(p.Name) == nil {
+			h.sessions.endEndpoint(profileEndpoint(p.Name))
+		}
 	}
 	for _, spec := range replace {
 		h.servers.replaceLater(spec)

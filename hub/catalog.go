@@ -49,6 +49,8 @@ type named struct {
 	server string
 	name   string
 	item   json.RawMessage
+	// fixed are the arguments an override fixes, set on every call.
+	fixed []fixedArg
 }
 
 // template is one exposed resource template and the pattern its URIs match.
@@ -75,6 +77,9 @@ type catalog struct {
 	digest map[string]string
 	// conflicts describes names that could not be exposed as offered.
 	conflicts map[string][]string
+	// search is set for a profile in search mode: tools/list holds the
+	// search tools, and the catalog's tools are found through them.
+	search *searchView
 }
 
 // source is one server as the catalog builder sees it.
@@ -90,11 +95,11 @@ type source struct {
 func buildCatalog(sources []source, prefixed bool, sep string) *catalog {
 	pieces := make([]*piece, len(sources))
 	for i, src := range sources {
-		prefix := ""
+		sh := shaping{sep: sep}
 		if prefixed {
-			prefix = src.spec.Prefix
+			sh.prefix = src.spec.Prefix
 		}
-		pieces[i] = newPiece(src.spec, listsOf(src.up), prefix, sep)
+		pieces[i] = newPiece(src.spec, listsOf(src.up), sh)
 	}
 	return mergePieces(pieces)
 }
@@ -147,20 +152,31 @@ type pieceItem struct {
 	sum     [sha256.Size]byte
 	// renamed says why exposed is not the name as offered; "" when it is.
 	renamed string
+	fixed   []fixedArg
 }
 
-// newPiece prepares one server's lists for merging under prefix.
-func newPiece(spec *registry.Server, l lists, prefix, sep string) *piece {
+// newPiece prepares one server's lists for a view shaped by sh.
+func newPiece(spec *registry.Server, l lists, sh shaping) *piece {
 	p := &piece{server: spec.Name}
 	for _, item := range l[0] {
 		orig, ok := jsonrpc.StringMember(item, "name")
-		if ok && spec.AllowsTool(orig) {
-			p.tools = append(p.tools, exposeNamed("tool", prefix, sep, orig, item))
+		if !ok || !spec.AllowsTool(orig) {
+			continue
+		}
+		show, want, item, fixed := sh.shapeTool(spec, orig, item)
+		if show {
+			n := exposeNamed("tool", want, orig, item)
+			n.fixed = fixed
+			p.tools = append(p.tools, n)
 		}
 	}
 	for _, item := range l[1] {
 		if orig, ok := jsonrpc.StringMember(item, "name"); ok {
-			p.prompts = append(p.prompts, exposeNamed("prompt", prefix, sep, orig, item))
+			want := orig
+			if sh.prefix != "" {
+				want = sh.prefix + sh.sep + orig
+			}
+			p.prompts = append(p.prompts, exposeNamed("prompt", want, orig, item))
 		}
 	}
 	for _, item := range l[2] {
@@ -184,13 +200,10 @@ func newPiece(spec *registry.Server, l lists, prefix, sep string) *piece {
 	return p
 }
 
-// exposeNamed prepares one tool or prompt: its exposed name, prefixed and
-// made one clients accept, and its item carrying that name.
-func exposeNamed(kind, prefix, sep, orig string, item json.RawMessage) pieceItem {
-	n := pieceItem{exposed: orig, orig: orig}
-	if prefix != "" {
-		n.exposed = prefix + sep + orig
-	}
+// exposeNamed prepares one tool or prompt to be exposed as want, made a
+// name clients accept, with its item carrying that name.
+func exposeNamed(kind, want, orig string, item json.RawMessage) pieceItem {
+	n := pieceItem{exposed: want, orig: orig}
 	if fixed := safeName(n.exposed); fixed != n.exposed {
 		n.renamed = fmt.Sprintf("%s %q is exposed as %q (names must be 1-%d characters of A-Za-z0-9_.-)", kind, n.exposed, fixed, maxNameLen)
 		n.exposed = fixed
@@ -278,7 +291,7 @@ func (c *catalog) mergeNamed(list *[]named, index map[string]int, kind, server s
 			continue
 		}
 		index[n.exposed] = len(*list)
-		*list = append(*list, named{server: server, name: n.orig, item: n.item})
+		*list = append(*list, named{server: server, name: n.orig, item: n.item, fixed: n.fixed})
 		sums.add(&n.sum)
 	}
 }

@@ -3,6 +3,7 @@ package hub
 import (
 	"crypto/subtle"
 	"encoding/json"
+	"fmt"
 	"log/slog"
 	"net"
 	"net/http"
@@ -58,6 +59,7 @@ func newEdge(log *slog.Logger, token string, servers *serverSet, sessions *sessi
 	}
 	handle("/mcp", func(w http.ResponseWriter, r *http.Request) { e.serveEndpoint(w, r, "") })
 	handle("/{server}/mcp", e.serverRoute(e.serveEndpoint))
+	handle("/profiles/{profile}/mcp", e.serveProfile)
 	for _, legacy := range []string{"sse", "message", "messages"} {
 		handle("/{server}/"+legacy, e.serverRoute(func(w http.ResponseWriter, _ *http.Request, server string) {
 			httpError(w, http.StatusGone, "the legacy HTTP+SSE transport is not served: use /"+server+"/mcp with transport type \"http\" (Streamable HTTP)")
@@ -70,6 +72,7 @@ func newEdge(log *slog.Logger, token string, servers *serverSet, sessions *sessi
 	handle("/control/restart", e.serveRestart)
 	handle("/control/sessions", e.serveSessions)
 	handle("/control/env", e.serveEnv)
+	handle("/control/catalog", e.serveCatalog)
 	e.mux.HandleFunc("/", e.notFound)
 	return e
 }
@@ -110,6 +113,36 @@ func (e *edge) serverRoute(serve func(http.ResponseWriter, *http.Request, string
 		}
 		serve(w, r, server)
 	}
+}
+
+// serveProfile serves a profile's endpoint; a name the registry has no
+// profile of is answered 404 naming the ones it has.
+func (e *edge) serveProfile(w http.ResponseWriter, r *http.Request) {
+	name := r.PathValue("profile")
+	reg := e.servers.registry()
+	if reg.Profile(name) == nil {
+		names := make([]string, len(reg.Profiles))
+		for i, p := range reg.Profiles {
+			names[i] = p.Name
+		}
+		msg := fmt.Sprintf("no such endpoint: the registry has no profile %q", logValue(name))
+		switch {
+		case len(names) == 0:
+			msg += "; profiles are [profiles.NAME] tables in " + reg.Path
+		default:
+			msg += "; its profiles are " + strings.Join(names, ", ")
+		}
+		httpError(w, http.StatusNotFound, msg)
+		return
+	}
+	if prof := reg.Profile(name); prof.Problem != "" {
+		// What a profile with a problem would select is not what its
+		// author meant (a key of the wrong type reads as "every tool"):
+		// it serves nothing until the file is fixed.
+		httpError(w, http.StatusServiceUnavailable, fmt.Sprintf("profile %s is not served until its table in %s is fixed (mcphub validate shows every problem):\n%s", name, reg.Path, prof.Problem))
+		return
+	}
+	e.serveEndpoint(w, r, profileEndpoint(name))
 }
 
 // notFound answers a path no route serves, naming the right one.

@@ -58,7 +58,7 @@ func rpcError(err error, endpoint string) (*jsonrpc.Error, int) {
 	default:
 		e, status = jsonrpc.NewError(jsonrpc.CodeInternalError, err.Error()), http.StatusBadGateway
 	}
-	if endpoint == "" {
+	if !serverEndpoint(endpoint) {
 		status = http.StatusOK
 	}
 	return e, status

@@ -4,7 +4,9 @@ import (
 	"context"
 	"encoding/json"
 	"log/slog"
+	"maps"
 	"net/http"
+	"slices"
 	"sync"
 	"time"
 
@@ -142,8 +144,27 @@ func (h *Hub) ServeHTTP(w http.ResponseWriter, r *http.Request) { h.edge.ServeHT
 // Status reports the hub's state for /readyz, `mcphub status` and `list`.
 func (h *Hub) Status() Status {
 	servers, reg, regErr := h.servers.status()
-	return Status{Version: h.opts.Version, URL: reg.Hub.URL("/mcp"), RegistryError: regErr, Sessions: h.sessions.len(), Servers: servers,
+	st := Status{Version: h.opts.Version, URL: reg.Hub.URL("/mcp"), RegistryError: regErr, Sessions: h.sessions.len(), Servers: servers,
 		NeedsRestart: h.servers.restartNeeded()}
+	for _, p := range reg.Profiles {
+		ep := profileEndpoint(p.Name)
+		ps := ProfileStatus{Name: p.Name, URL: reg.Hub.URL(endpointName(ep)), Mode: p.Mode, Servers: []string{},
+			Sessions: h.sessions.count(ep), Problem: p.Problem}
+		for _, e := range h.servers.of(ep) {
+			ps.Servers = append(ps.Servers, e.spec.Name)
+		}
+		slices.Sort(ps.Servers)
+		if view := h.servers.view(ep); view != nil {
+			ps.Tools, ps.Listed = len(view.tools), len(view.items["tools/list"])
+			for _, server := range slices.Sorted(maps.Keys(view.conflicts)) {
+				for _, c := range view.conflicts[server] {
+					ps.Conflicts = append(ps.Conflicts, server+": "+c)
+				}
+			}
+		}
+		st.Profiles = append(st.Profiles, ps)
+	}
+	return st
 }
 
 // Sessions lists the live sessions, oldest first.

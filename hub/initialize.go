@@ -10,6 +10,7 @@ import (
 	"strings"
 
 	"github.com/mcphub/mcphub/internal/jsonrpc"
+	"github.com/mcphub/mcphub/registry"
 )
 
 // initialize creates a session and answers initialize itself: the
@@ -56,7 +57,7 @@ func (set *sessionSet) create(ctx context.Context, endpoint string, m *jsonrpc.M
 
 // initializeResult builds the initialize result of an endpoint's view.
 func (ss *serverSet) initializeResult(endpoint, version, hubVersion string) json.RawMessage {
-	if endpoint != "" {
+	if serverEndpoint(endpoint) {
 		if e := ss.get(endpoint); e != nil {
 			if raw := e.up.Initialize(); raw != nil {
 				return passThroughInitialize(raw, version)
@@ -65,8 +66,12 @@ func (ss *serverSet) initializeResult(endpoint, version, hubVersion string) json
 	}
 	var subscribe, completions bool
 	var instructions []string
+	var prof *registry.Profile
+	if name, ok := endpointProfile(endpoint); ok {
+		prof = ss.registry().Profile(name)
+	}
 	for _, e := range ss.sorted() {
-		if endpoint != "" && e.spec.Name != endpoint {
+		if endpoint != "" && e.spec.Name != endpoint && (prof == nil || !prof.SelectsServer(e.spec)) {
 			continue
 		}
 		sum := e.initSummary()
@@ -90,9 +95,18 @@ func (ss *serverSet) initializeResult(endpoint, version, hubVersion string) json
 	capsJSON += `}`
 	out := fmt.Appendf(nil, `{"protocolVersion":%s,"capabilities":%s,"serverInfo":{"name":"mcphub","version":%s}`,
 		jsonrpc.Quote(version), capsJSON, jsonrpc.Quote(hubVersion))
+	text := ""
+	if prof != nil && prof.Mode == registry.ModeSearch {
+		text = searchInstructions
+	}
 	if len(instructions) > 0 {
-		text := "mcphub serves the tools, prompts and resources of several MCP servers. Their own instructions follow.\n\n" +
+		if text != "" {
+			text += "\n\n"
+		}
+		text += "mcphub serves the tools, prompts and resources of several MCP servers. Their own instructions follow.\n\n" +
 			strings.Join(instructions, "\n\n")
+	}
+	if text != "" {
 		out = append(out, `,"instructions":`...)
 		out = jsonrpc.AppendString(out, text)
 	}

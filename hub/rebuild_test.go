@@ -335,7 +335,7 @@ func BenchmarkMergePieces(b *testing.B) {
 			f := newFake("x").setList("tools/list", toolItems("t1", "t2", "t3", "t4", "t5", "t6", "t7", "t8", "t9", "t10")).
 				setList("prompts/list", items(`{"name":"p"}`)).setList("resources/list", items(`{"uri":"x://1","name":"x"}`))
 			name := fmt.Sprintf("s%05d", i)
-			pieces[i] = newPiece(&registry.Server{Name: name, Prefix: name, Enabled: true}, listsOf(f), name, "__")
+			pieces[i] = newPiece(&registry.Server{Name: name, Prefix: name, Enabled: true}, listsOf(f), shaping{prefix: name, sep: "__"})
 		}
 		b.Run(fmt.Sprint(n), func(b *testing.B) {
 			for b.Loop() {

@@ -150,6 +150,10 @@ func (r *router) callNamed(ctx context.Context, c *call) (json.RawMessage, error
 	kind, lookup, index := "tool", view.tool, view.toolIndex
 	if c.m.Method == "prompts/get" {
 		kind, lookup, index = "prompt", view.prompt, view.promptIndex
+	} else if view.search != nil {
+		if res, handled, err := r.searchCall(ctx, c, view); handled {
+			return res, err
+		}
 	}
 	entry, ok := lookup(c.p.name)
 	if !ok {
@@ -159,7 +163,7 @@ func (r *router) callNamed(ctx context.Context, c *call) (json.RawMessage, error
 		}
 		return nil, e
 	}
-	return r.forwardNamed(ctx, c, entry, c.m.Params)
+	return r.forwardNamed(ctx, c, c.p.name, entry, c.m.Params)
 }
 
 // notServing explains an unknown name that may belong to a server that is
@@ -168,9 +172,19 @@ func (r *router) callNamed(ctx context.Context, c *call) (json.RawMessage, error
 // status and stderr, an unset variable), so the client's user learns why
 // the tool is missing and not just that it is.
 func (r *router) notServing(endpoint, name string) string {
-	sep := r.servers.registry().Hub.Separator
-	for _, e := range r.servers.of(endpoint) {
-		if endpoint == "" && (e.spec.Prefix == "" || !strings.HasPrefix(name, e.spec.Prefix+sep)) {
+	reg := r.servers.registry()
+	sep := reg.Hub.Separator
+	// Views over several servers know a server by its prefix; a profile
+	// without prefixes only when it has one server.
+	byPrefix := !serverEndpoint(endpoint)
+	of := r.servers.of(endpoint)
+	if p, ok := endpointProfile(endpoint); ok {
+		if prof := reg.Profile(p); prof != nil && !prof.Prefixed && len(of) == 1 {
+			byPrefix = false
+		}
+	}
+	for _, e := range of {
+		if byPrefix && (e.spec.Prefix == "" || !strings.HasPrefix(name, e.spec.Prefix+sep)) {
 			continue
 		}
 		st := e.up.Status()
@@ -182,14 +196,21 @@ func (r *router) notServing(endpoint, name string) string {
 	return ""
 }
 
-// forwardNamed forwards a call on a tool or prompt to its server, rewriting
-// only the name member to the server's own; the arguments travel as the
-// client sent them.
-func (r *router) forwardNamed(ctx context.Context, c *call, entry named, params json.RawMessage) (json.RawMessage, error) {
-	if entry.name != c.p.name {
+// forwardNamed forwards a call on a tool or prompt that params name as
+// exposed to its server, rewriting only the name member to the server's
+// own and setting the arguments an override fixes; the other arguments
+// travel as the client sent them.
+func (r *router) forwardNamed(ctx context.Context, c *call, exposed string, entry named, params json.RawMessage) (json.RawMessage, error) {
+	if entry.name != exposed {
 		var err error
 		if params, err = jsonrpc.SetMember(params, "name", jsonrpc.Quote(entry.name)); err != nil {
 			return nil, jsonrpc.NewError(jsonrpc.CodeInvalidParams, "params must be an object")
+		}
+	}
+	if len(entry.fixed) > 0 {
+		var err error
+		if params, err = fillArgs(params, entry.fixed); err != nil {
+			return nil, err
 		}
 	}
 	return r.forward(ctx, c.s, entry.server, c.m.Method, params, c.peer)

@@ -2,6 +2,9 @@ package hub
 
 import (
 	"context"
+	"crypto/sha256"
+	"encoding/hex"
+	"encoding/json"
 	"fmt"
 	"log/slog"
 	"path/filepath"
@@ -73,7 +76,7 @@ func newServerSet(ctx context.Context, log *slog.Logger, reg *registry.Registry,
 		ctx: ctx, log: log, newUpstream: newUp, reg: reg,
 		entries: map[string]*serverEntry{}, warm: make(chan struct{}),
 	}
-	ss.views.Store(&views{merged: mergePieces(nil), single: map[string]*catalog{}})
+	ss.views.Store(&views{merged: mergePieces(nil), single: map[string]*catalog{}, profiles: map[string]*catalog{}})
 	ss.queue.init()
 	return ss
 }
@@ -192,12 +195,15 @@ func (ss *serverSet) await(published <-chan struct{}) {
 	}
 }
 
-// view returns the catalog of an endpoint, nil for an unknown server. It
-// never waits for a build.
+// view returns the catalog of an endpoint, nil for an unknown server or
+// profile. It never waits for a build.
 func (ss *serverSet) view(endpoint string) *catalog {
 	v := ss.views.Load()
 	if endpoint == "" {
 		return v.merged
+	}
+	if name, ok := endpointProfile(endpoint); ok {
+		return v.profiles[name]
 	}
 	return v.single[endpoint]
 }
@@ -253,17 +259,38 @@ func (ss *serverSet) upstreamsSince(gen uint64, unchanged bool) (map[string]Upst
 }
 
 // of returns the servers an endpoint sees: every one for /mcp, the one for
-// /{server}/mcp.
+// /{server}/mcp, those a profile selects for its endpoint.
 func (ss *serverSet) of(endpoint string) []*serverEntry {
 	ss.mu.RLock()
 	defer ss.mu.RUnlock()
+	var prof *registry.Profile
+	if name, ok := endpointProfile(endpoint); ok {
+		if prof = ss.reg.Profile(name); prof == nil {
+			return nil
+		}
+	}
 	var out []*serverEntry
 	for name, e := range ss.entries {
-		if endpoint == "" || endpoint == name {
+		if endpoint == "" || endpoint == name || prof != nil && prof.SelectsServer(e.spec) {
 			out = append(out, e)
 		}
 	}
 	return out
+}
+
+// sees reports whether an endpoint's view includes a server.
+func (ss *serverSet) sees(endpoint, server string) bool {
+	switch name, ok := endpointProfile(endpoint); {
+	case endpoint == "":
+		return true
+	case !ok:
+		return endpoint == server
+	default:
+		ss.mu.RLock()
+		defer ss.mu.RUnlock()
+		prof, e := ss.reg.Profile(name), ss.entries[server]
+		return prof != nil && e != nil && prof.SelectsServer(e.spec)
+	}
 }
 
 // close stops every upstream and waits for them and for the background work.
@@ -346,11 +373,12 @@ func (ss *serverSet) status() (servers []ServerStatus, reg *registry.Registry, r
 	return servers, reg, regErr
 }
 
-// views are the catalogs of one build, published whole: the merged view
-// and each server's own.
+// views are the catalogs of one build, published whole: the merged view,
+// each server's own and each profile's.
 type views struct {
-	merged *catalog
-	single map[string]*catalog
+	merged   *catalog
+	single   map[string]*catalog
+	profiles map[string]*catalog
 }
 
 // The rebuilder rests buildRest times as long as a build took before the
@@ -437,11 +465,14 @@ func (ss *serverSet) rebuilder() {
 }
 
 // builder is what builds keep between them: the servers in catalog order
-// as of the entries they last saw, and each server's pieces.
+// as of the entries they last saw, each server's pieces, and the registry
+// whose profiles and overrides the pieces were shaped by.
 type builder struct {
 	mu      sync.Mutex // held by the build in progress
 	members uint64     // serverSet.members the order was taken at
 	sep     string
+	reg     *registry.Registry
+	key     string // viewsKey of reg
 	order   []*serverEntry
 	parts   map[string]*part
 }
@@ -450,17 +481,67 @@ type builder struct {
 type part struct {
 	entry  *serverEntry
 	lists  lists
-	merged *piece // under its prefix, for /mcp
+	merged *piece // under its prefix with the global overrides, for /mcp
 	single *piece // under its own names, for /{server}/mcp
+	// profiles holds the pieces made so far for profiles, by name; they
+	// last as long as the part, which a change of any profile replaces.
+	profiles map[string]*piece
 }
 
-func newPart(e *serverEntry, l lists, sep string) *part {
-	p := &part{entry: e, lists: l, single: newPiece(e.spec, l, "", sep)}
+func newPart(e *serverEntry, l lists, reg *registry.Registry) *part {
+	sep := reg.Hub.Separator
+	p := &part{entry: e, lists: l, single: newPiece(e.spec, l, shaping{sep: sep}), profiles: map[string]*piece{}}
 	p.merged = p.single
-	if e.spec.Prefix != "" {
-		p.merged = newPiece(e.spec, l, e.spec.Prefix, sep)
+	if e.spec.Prefix != "" || len(reg.Overrides) > 0 {
+		p.merged = newPiece(e.spec, l, shaping{prefix: e.spec.Prefix, sep: sep, reg: reg})
 	}
 	return p
+}
+
+// profilePiece is the part's piece for profile prof, made once.
+func (p *part) profilePiece(reg *registry.Registry, prof *registry.Profile) *piece {
+	if pc := p.profiles[prof.Name]; pc != nil {
+		return pc
+	}
+	sh := shaping{sep: reg.Hub.Separator, reg: reg, profile: prof}
+	if prof.Prefixed {
+		sh.prefix = p.entry.spec.Prefix
+	}
+	pc := newPiece(p.entry.spec, p.lists, sh)
+	p.profiles[prof.Name] = pc
+	return pc
+}
+
+// viewsKey fingerprints what of a registry shapes the views beyond each
+// server's own entry: the profiles (their positions aside), the global
+// overrides and the servers' tags. Builds compare it to know when every
+// piece must be made again.
+func viewsKey(reg *registry.Registry) string {
+	var k struct {
+		Profiles  []registry.Profile
+		Overrides map[string]*registry.ToolOverride
+		Tags      map[string][]string
+	}
+	for _, p := range reg.Profiles {
+		c := *p
+		c.Line = 0
+		k.Profiles = append(k.Profiles, c)
+	}
+	k.Overrides = reg.Overrides
+	for _, s := range reg.Servers {
+		if len(s.Tags) > 0 {
+			if k.Tags == nil {
+				k.Tags = map[string][]string{}
+			}
+			k.Tags[s.Name] = s.Tags
+		}
+	}
+	if len(k.Profiles) == 0 && k.Overrides == nil && k.Tags == nil {
+		return ""
+	}
+	b, _ := json.Marshal(k)
+	sum := sha256.Sum256(b)
+	return hex.EncodeToString(sum[:])
 }
 
 // fits reports whether the part was made for e's upstream and catalog
@@ -480,16 +561,22 @@ func (ss *serverSet) buildViews(dirty map[string]bool) time.Duration {
 	defer b.mu.Unlock()
 	start := time.Now()
 	ss.mu.RLock()
-	members, sep := ss.members, ss.reg.Hub.Separator
-	all := b.parts == nil || members != b.members || sep != b.sep
+	members, reg := ss.members, ss.reg
+	sep := reg.Hub.Separator
+	key := b.key
+	if reg != b.reg {
+		key = viewsKey(reg)
+	}
+	all := b.parts == nil || members != b.members || sep != b.sep || key != b.key
 	if all {
 		b.order = ss.sortedLocked()
 	}
 	ss.mu.RUnlock()
-	if b.parts == nil || sep != b.sep {
+	reshaped := b.parts == nil || sep != b.sep || key != b.key
+	if reshaped {
 		b.parts = map[string]*part{}
 	}
-	b.members, b.sep = members, sep
+	b.members, b.sep, b.reg, b.key = members, sep, reg, key
 	var changed []string
 	update := func(e *serverEntry) {
 		name := e.spec.Name
@@ -503,7 +590,7 @@ func (ss *serverSet) buildViews(dirty map[string]bool) time.Duration {
 			p.entry = e
 			return
 		}
-		b.parts[name] = newPart(e, l, sep)
+		b.parts[name] = newPart(e, l, reg)
 		changed = append(changed, name)
 	}
 	gone := false
@@ -526,15 +613,16 @@ func (ss *serverSet) buildViews(dirty map[string]bool) time.Duration {
 			}
 		}
 	}
-	if len(changed) > 0 || gone {
-		ss.publish(changed)
+	if len(changed) > 0 || gone || reshaped {
+		ss.publish(changed, gone)
 	}
 	return time.Since(start)
 }
 
 // publish merges the views from the builder's pieces, reports what changed
-// and makes them the views readers see; b.mu is held.
-func (ss *serverSet) publish(changed []string) {
+// and makes them the views readers see; b.mu is held. gone says a server
+// left the order since the last build.
+func (ss *serverSet) publish(changed []string, gone bool) {
 	b := &ss.build
 	pieces := make([]*piece, len(b.order))
 	for i, e := range b.order {
@@ -564,7 +652,37 @@ func (ss *serverSet) publish(changed []string) {
 		}
 		single[name] = c
 	}
-	ss.views.Store(&views{merged: merged, single: single})
+	profiles := ss.publishProfiles(old.profiles, changed, gone)
+	ss.views.Store(&views{merged: merged, single: single, profiles: profiles})
+}
+
+// publishProfiles merges each profile's view again when one of its
+// servers' pieces changed (or a server left), and keeps the others'; b.mu
+// is held.
+func (ss *serverSet) publishProfiles(old map[string]*catalog, changed []string, gone bool) map[string]*catalog {
+	b := &ss.build
+	out := make(map[string]*catalog, len(b.reg.Profiles))
+	for _, prof := range b.reg.Profiles {
+		sel := profileServers(prof, b.order)
+		prev := old[prof.Name]
+		if prev != nil && !gone && !slices.ContainsFunc(sel, func(e *serverEntry) bool { return slices.Contains(changed, e.spec.Name) }) {
+			out[prof.Name] = prev
+			continue
+		}
+		pieces := make([]*piece, len(sel))
+		for i, e := range sel {
+			pieces[i] = b.parts[e.spec.Name].profilePiece(b.reg, prof)
+		}
+		c := mergePieces(pieces)
+		if prof.Mode == registry.ModeSearch {
+			c.enableSearch()
+		}
+		if prev != nil {
+			ss.onDiff(profileEndpoint(prof.Name), prev, c)
+		}
+		out[prof.Name] = c
+	}
+	return out
 }
 
 // sortedLocked returns the enabled servers by name; ss.mu is held.

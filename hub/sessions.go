@@ -68,7 +68,7 @@ func (e *errSessionCap) Error() string { return e.msg }
 func (set *sessionSet) add(s *session) error {
 	h := set.servers.registry().Hub
 	limit, setting := h.MaxSessions, "max_sessions"
-	if s.endpoint != "" {
+	if serverEndpoint(s.endpoint) {
 		limit, setting = h.MaxSessionsPerServer, "max_sessions_per_server"
 	}
 	set.mu.Lock()
@@ -167,7 +167,7 @@ func (set *sessionSet) of(server, sessionID string) []*session {
 	}
 	var out []*session
 	for _, s := range set.byID {
-		if s.endpoint == "" || s.endpoint == server {
+		if set.servers.sees(s.endpoint, server) {
 			out = append(out, s)
 		}
 	}
@@ -206,11 +206,11 @@ func (set *sessionSet) finishEnd(ended []*session, how string) {
 	set.fanout.applyLevels()
 }
 
-// endEndpoint ends every session of a server's own endpoint (the server
-// was removed or disabled).
-func (set *sessionSet) endEndpoint(server string) {
+// endEndpoint ends every session of an endpoint: a server's own (the
+// server was removed or disabled) or a profile's (the profile was removed).
+func (set *sessionSet) endEndpoint(endpoint string) {
 	for _, s := range set.list() {
-		if s.endpoint == server {
+		if s.endpoint == endpoint {
 			set.end(s)
 		}
 	}

@@ -35,6 +35,28 @@ type Status struct {
 	NeedsRestart []string `json:"needs_restart,omitempty"`
 	// Sessions counts live client sessions.
 	Sessions int `json:"sessions"`
+	// Profiles are the registry's profiles as the hub serves them.
+	Profiles []ProfileStatus `json:"profiles,omitempty"`
+}
+
+// ProfileStatus is one profile's view.
+type ProfileStatus struct {
+	Name string `json:"name"`
+	// URL is the profile's endpoint.
+	URL  string `json:"url"`
+	Mode string `json:"mode"`
+	// Servers are the enabled servers the profile selects.
+	Servers []string `json:"servers"`
+	// Tools counts the tools the profile serves; Listed those its
+	// tools/list holds (the search tools in search mode).
+	Tools    int `json:"tools"`
+	Listed   int `json:"listed"`
+	Sessions int `json:"sessions"`
+	// Problem says what is wrong with the profile's table, with
+	// file:line:col; the hub serves what it does select.
+	Problem string `json:"problem,omitempty"`
+	// Conflicts lists names the profile could not expose as they are.
+	Conflicts []string `json:"conflicts,omitempty"`
 }
 
 // ServerStatus is one upstream server's state.
