@@ -30,10 +30,11 @@ func (h *Hub) Apply(reg *registry.Registry) {
 		h.sessions.endEndpoint(e.spec.Name)
 		h.servers.stop(e)
 	}
-	// A removed profile's sessions end: their clients get 404 and learn
-	// the endpoint is gone when they initialize again.
+	// A removed profile's sessions end, and those of a profile that now
+	// has a problem: their clients get 404, and 404 or 503 with the
+	// problem when they initialize again.
 	for _, p := range before.Profiles {
-		if reg.Profile(p.Name) == nil {
+		if now := reg.Profile(p.Name); now == nil || now.Problem != "" && p.Problem == "" {
 			h.sessions.endEndpoint(profileEndpoint(p.Name))
 		}
 	}

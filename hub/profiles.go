@@ -132,10 +132,13 @@ func hideArgs(schema json.RawMessage, fixed []fixedArg) json.RawMessage {
 	if req, ok := jsonrpc.Member(schema, "required"); ok {
 		var names []json.RawMessage
 		if json.Unmarshal(req, &names) == nil {
-			kept := slices.DeleteFunc(names, func(n json.RawMessage) bool {
+			kept := slices.DeleteFunc(slices.Clone(names), func(n json.RawMessage) bool {
 				s, _ := jsonrpc.String(n)
 				return slices.ContainsFunc(fixed, func(f fixedArg) bool { return f.name == s })
 			})
+			if len(kept) == len(names) {
+				return schema
+			}
 			out := []byte{'['}
 			for i, n := range kept {
 				if i > 0 {
@@ -162,6 +165,24 @@ func fillArgs(params json.RawMessage, fixed []fixedArg) (json.RawMessage, error)
 		return nil, jsonrpc.NewError(jsonrpc.CodeInvalidParams, "params.arguments must be an object")
 	}
 	for _, f := range fixed {
+		// Every member the server could take for this argument goes
+		// first: a repeated key, or the name in another case, which
+		// decoders that fold case (Go's encoding/json) would read last.
+		for {
+			var dup []byte
+			jsonrpc.Members(args, func(k []byte, _ json.RawMessage) {
+				if strings.EqualFold(string(k), f.name) {
+					dup = append(dup[:0], k...)
+				}
+			})
+			if dup == nil {
+				break
+			}
+			var err error
+			if args, err = jsonrpc.DeleteMember(args, string(dup)); err != nil {
+				return nil, jsonrpc.NewError(jsonrpc.CodeInvalidParams, "params.arguments must be an object")
+			}
+		}
 		var err error
 		if args, err = jsonrpc.SetMember(args, f.name, f.value); err != nil {
 			return nil, jsonrpc.NewError(jsonrpc.CodeInvalidParams, "params.arguments must be an object")

@@ -111,7 +111,7 @@ func TestProfileOverride(t *testing.T) {
 		t.Errorf("the upstream was asked for %q, want issue", name)
 	}
 	args, _ := jsonrpc.Member(fc.Params, "arguments")
-	if want := `{ "title" : "a\u00e9b" , "owner":"acme","repo":"web"}`; string(args) != want {
+	if want := `{ "title" : "a\u00e9b","owner":"acme","repo":"web"}`; string(args) != want {
 		t.Errorf("the upstream got arguments %s, want %s", args, want)
 	}
 	if r := <-done; r.status != http.StatusOK {
@@ -255,5 +255,73 @@ func TestSearchMode(t *testing.T) {
 	got, isErr = text(c.call(6, "tools/call", `{"name":"call_tool","arguments":{"name":"nope"}}`))
 	if !isErr || !strings.Contains(got, `no tool is named "nope" here; use search_tools`) {
 		t.Errorf("call_tool of an unknown tool: %q", got)
+	}
+}
+
+// TestProfileProblemEndsSessions: a profile that gains a problem is not
+// served: its sessions end, and no message of its servers (a sampling
+// request, a log line) is routed to a session that could not answer.
+func TestProfileProblemEndsSessions(t *testing.T) {
+	th := profilesHub(t, 200*time.Millisecond)
+	web := th.connect("/profiles/web/mcp", "2025-11-25", `{"sampling":{}}`)
+	reg := parseRegistry(t, profilesRegistry)
+	reg.Profile("web").Problem = "hub.toml:30:1: include: broken"
+	th.h.Apply(reg)
+	if web.session() != nil {
+		t.Error("the session of a profile with a problem lives on")
+	}
+	if !th.h.servers.sees("", "beta") || th.h.servers.sees(profileEndpoint("web"), "beta") || len(th.h.servers.of(profileEndpoint("web"))) != 0 {
+		t.Error("a profile with a problem still sees its servers")
+	}
+	r := th.send(http.MethodPost, "/profiles/web/mcp", initReq("2025-11-25", `{}`))
+	if r.status != http.StatusServiceUnavailable || !strings.Contains(string(r.body), "include: broken") {
+		t.Errorf("initialize on a profile with a problem: %d %s", r.status, r.body)
+	}
+}
+
+// TestFillArgs: a fixed argument wins over any member a server could read
+// for it (the same key twice, the name in another case); every other byte
+// of the arguments stays.
+func TestFillArgs(t *testing.T) {
+	owner := []fixedArg{{name: "owner", value: json.RawMessage(`"acme"`)}}
+	for _, tc := range []struct{ in, want string }{
+		{`{"name":"t"}`, `{"name":"t","arguments":{"owner":"acme"}}`},
+		{`{"name":"t","arguments":null}`, `{"name":"t","arguments":{"owner":"acme"}}`},
+		{`{"name":"t","arguments":{ "q" : [1, 2] }}`, `{"name":"t","arguments":{ "q" : [1, 2] ,"owner":"acme"}}`},
+		{`{"name":"t","arguments":{"owner":"x","OWNER":"evil","q":1}}`, `{"name":"t","arguments":{"q":1,"owner":"acme"}}`},
+		{`{"name":"t","arguments":{"owner":"x","q":1,"owner":"evil"}}`, `{"name":"t","arguments":{"q":1,"owner":"acme"}}`},
+	} {
+		got, err := fillArgs(json.RawMessage(tc.in), owner)
+		if err != nil || string(got) != tc.want {
+			t.Errorf("fillArgs(%s) = %s, %v; want %s", tc.in, got, err, tc.want)
+		}
+	}
+	if _, err := fillArgs(json.RawMessage(`{"name":"t","arguments":[1]}`), owner); err == nil {
+		t.Error("arguments that are not an object were taken")
+	}
+}
+
+// TestHideArgsKeepsBytes: only what a fixed argument removes changes.
+func TestHideArgsKeepsBytes(t *testing.T) {
+	schema := json.RawMessage(`{"type":"object","properties":{"a":{},"b":{}},"required": [ "a" ,  "b" ]}`)
+	if got := hideArgs(schema, []fixedArg{{name: "z", value: json.RawMessage(`1`)}}); string(got) != string(schema) {
+		t.Errorf("hideArgs changed bytes it had nothing to remove:\n%s\n%s", schema, got)
+	}
+	if got, want := hideArgs(schema, []fixedArg{{name: "a", value: json.RawMessage(`1`)}}), `{"type":"object","properties":{"b":{}},"required": ["b"]}`; string(got) != want {
+		t.Errorf("hideArgs removed a:\n%s\nwant\n%s", got, want)
+	}
+}
+
+// TestSearchToolNameClash: a server's own tool named like a search tool is
+// described and called through call_tool.
+func TestSearchToolNameClash(t *testing.T) {
+	th := startHub(t, "[servers.alpha]\ncommand = \"a\"\n[profiles.find]\nmode = \"search\"\nprefixed = false\n", map[string]*fakeUpstream{
+		"alpha": newFake("alpha").setList("tools/list", toolItems("search_tools", "other")).setHandler(func(context.Context, *fakeCall) (json.RawMessage, error) {
+			return json.RawMessage(`{"content":[{"type":"text","text":"the server's own"}]}`), nil
+		}),
+	})
+	c := th.connect("/profiles/find/mcp", "2025-11-25", `{}`)
+	if k := c.call(1, "tools/call", `{"name":"call_tool","arguments":{"name":"search_tools","arguments":{}}}`); !strings.Contains(string(k.Result), "the server's own") {
+		t.Errorf("call_tool of the server's search_tools: %s", k.Encode())
 	}
 }

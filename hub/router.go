@@ -317,12 +317,17 @@ func (r *router) release(s *session) {
 	s.mu.Lock()
 	s.subs = map[string]struct{}{}
 	s.mu.Unlock()
-	view := r.servers.view(s.endpoint)
-	if view == nil {
-		return
-	}
+	view, merged := r.servers.view(s.endpoint), r.servers.view("")
 	for _, uri := range uris {
-		server, ok := view.resourceServer(uri)
+		// The session's view may have dropped the server since (a
+		// profile edited to leave it out): every server is in /mcp.
+		server, ok := "", false
+		if view != nil {
+			server, ok = view.resourceServer(uri)
+		}
+		if !ok {
+			server, ok = merged.resourceServer(uri)
+		}
 		if !ok || !r.countSubscription(server, uri, false) {
 			continue
 		}

@@ -125,7 +125,7 @@ func (r *router) searchCall(ctx context.Context, c *call, view *catalog) (res js
 	case toolCall:
 		name, _ := jsonrpc.StringMember(args, "name")
 		t, ok := view.tool(name)
-		if !ok || isSearchTool(name) {
+		if !ok {
 			return view.noSuchTool(name), true, nil
 		}
 		inner, ok := jsonrpc.Member(args, "arguments")

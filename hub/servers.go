@@ -265,8 +265,8 @@ func (ss *serverSet) of(endpoint string) []*serverEntry {
 	defer ss.mu.RUnlock()
 	var prof *registry.Profile
 	if name, ok := endpointProfile(endpoint); ok {
-		if prof = ss.reg.Profile(name); prof == nil {
-			return nil
+		if prof = ss.reg.Profile(name); prof == nil || prof.Problem != "" {
+			return nil // a profile with a problem serves nothing
 		}
 	}
 	var out []*serverEntry
@@ -289,7 +289,7 @@ func (ss *serverSet) sees(endpoint, server string) bool {
 		ss.mu.RLock()
 		defer ss.mu.RUnlock()
 		prof, e := ss.reg.Profile(name), ss.entries[server]
-		return prof != nil && e != nil && prof.SelectsServer(e.spec)
+		return prof != nil && prof.Problem == "" && e != nil && prof.SelectsServer(e.spec)
 	}
 }
 

@@ -53,7 +53,7 @@ type ProfileStatus struct {
 	Listed   int `json:"listed"`
 	Sessions int `json:"sessions"`
 	// Problem says what is wrong with the profile's table, with
-	// file:line:col; the hub serves what it does select.
+	// file:line:col; the hub does not serve the profile until it is fixed.
 	Problem string `json:"problem,omitempty"`
 	// Conflicts lists names the profile could not expose as they are.
 	Conflicts []string `json:"conflicts,omitempty"`

@@ -143,7 +143,8 @@ type Hub struct {
 	MaxBodyBytes int64
 	// MaxResponseBytes limits one upstream response.
 	MaxResponseBytes int64
-	// MaxSessions caps the live downstream sessions on /mcp.
+	// MaxSessions caps the live downstream sessions on /mcp, and on each
+	// profile's endpoint.
 	MaxSessions int
 	// MaxSessionsPerServer caps the live downstream sessions on one
 	// /{server}/mcp.
