@@ -26,7 +26,8 @@ type Changes struct {
 	// HubChanged reports a difference in the [hub] table.
 	HubChanged bool
 	// Views reports a difference in what the views over the catalog are
-	// made of: [profiles] (a Problem too, but not a profile's Line),
+	// made of: [profiles] (a Problem too, but not the positions in it nor
+	// a profile's Line),
 	// [overrides], or the tags of a server in both registries.
 	Views bool
 }
@@ -119,13 +120,22 @@ func sameViews(old, new *Registry, oldS, newS map[string]*Server) bool {
 	return true
 }
 
-// sameProfile compares every field but Line; a nil and an empty list mean
-// the same.
+// sameProfile compares every field but Line, and Problem without
+// positions; a nil and an empty list mean the same.
 func sameProfile(a, b *Profile) bool {
 	return a.Name == b.Name && slices.Equal(a.Servers, b.Servers) && slices.Equal(a.Tags, b.Tags) &&
 		slices.Equal(a.Include, b.Include) && slices.Equal(a.Exclude, b.Exclude) &&
-		a.Prefixed == b.Prefixed && a.Mode == b.Mode && a.Problem == b.Problem &&
+		a.Prefixed == b.Prefixed && a.Mode == b.Mode && problemKey(a) == problemKey(b) &&
 		sameOverrides(a.Overrides, b.Overrides)
+}
+
+// problemKey is the profile's Problem without positions, when ParseServing
+// set it, or Problem as it is for a profile built by hand.
+func problemKey(p *Profile) string {
+	if p.problemID != "" {
+		return p.problemID
+	}
+	return p.Problem
 }
 
 func sameOverrides(a, b map[string]*ToolOverride) bool {

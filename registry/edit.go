@@ -132,6 +132,8 @@ func SetEnabled(path, name string, enabled bool) error {
 // have a profile's or an override's problem.
 func viewsNeed(reg *Registry, name string, removing bool) []string {
 	k := knownServers(reg, nil)
+	k2 := k.after(name, removing)
+	sep := reg.Hub.Separator
 	others := func(n string) bool { return n != name && k.has(n) }
 	// An override belongs to name when name claims its key and no other
 	// server would.
@@ -160,13 +162,27 @@ func viewsNeed(reg *Registry, name string, removing bool) []string {
 				}
 			}
 		}
+		// An include glob would name no server of the profile; a tag
+		// would be no server's. (A disabled server keeps both valid.)
+		if sep != "" {
+			for _, g := range pr.Include {
+				if checkGlob(g) == "" && globTakesServer(g, sep, k.selected(pr, true)) && !globTakesServer(g, sep, k2.selected(pr, true)) {
+					why = append(why, fmt.Sprintf("profile %q names it in %s (%q); remove or change that glob first", pr.Name, toml.Key{"profiles", pr.Name, "include"}, g))
+				}
+			}
+		}
+		for _, tag := range pr.Tags {
+			if slices.Contains(k.allTags, tag) && !slices.Contains(k2.allTags, tag) {
+				why = append(why, fmt.Sprintf("profile %q selects by tag %q, which no other server has; remove the tag from %s first", pr.Name, tag, toml.Key{"profiles", pr.Name, "tags"}))
+			}
+		}
 		// Taking a server out of servers would not make its profile
 		// select nothing, but every server when it was the only one: that
 		// is the user's to decide, in the profile.
 		if removing && slices.Contains(pr.Servers, name) {
 			continue
 		}
-		if sel := k.selected(pr); len(sel) == 1 && sel[0] == name {
+		if sel := k.selected(pr, false); len(sel) == 1 && sel[0] == name {
 			why = append(why, fmt.Sprintf("profile %q would select no enabled server, as %q is the only one it selects; give it another (in %s or %s) first, or remove [%s]",
 				pr.Name, name, toml.Key{"profiles", pr.Name, "servers"}, toml.Key{"profiles", pr.Name, "tags"}, toml.Key{"profiles", pr.Name}))
 		}

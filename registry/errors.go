@@ -33,9 +33,10 @@ type Error struct {
 	// Msg says what is wrong and what would be valid.
 	Msg string
 
-	server  string // the server the problem belongs to, if any
-	profile string // the profile the problem belongs to, if any
-	unset   bool   // the problem is only an unset ${VAR}
+	server    string // the server the problem belongs to, if any
+	profile   string // the profile the problem belongs to, when inProfile
+	inProfile bool   // the problem belongs to a profile (whose name may be "")
+	unset     bool   // the problem is only an unset ${VAR}
 }
 
 // Error formats the problem as file:line:col: key: message, the form that

@@ -252,7 +252,7 @@ func (e *edit) compute(src []byte) ([]byte, error) {
 	for _, x := range errs {
 		had[x.server+"\x00"+x.profile+"\x00"+x.Key] = true
 	}
-	pre := errs.filter(func(x *Error) bool { return !x.unset && x.server == "" && x.profile == "" })
+	pre := errs.filter(func(x *Error) bool { return !x.unset && x.server == "" && !x.inProfile })
 	if len(pre) > 0 {
 		return nil, fmt.Errorf("registry: %s has problems; fix them first (nothing was changed):\n%w", e.path, pre)
 	}
@@ -268,7 +268,7 @@ func (e *edit) compute(src []byte) ([]byte, error) {
 		if x.unset {
 			return false
 		}
-		if x.server == "" && x.profile == "" || !had[x.server+"\x00"+x.profile+"\x00"+x.Key] {
+		if x.server == "" && !x.inProfile || !had[x.server+"\x00"+x.profile+"\x00"+x.Key] {
 			return true
 		}
 		s := reg2.Server(x.server)

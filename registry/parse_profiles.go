@@ -7,7 +7,6 @@ import (
 	"fmt"
 	"maps"
 	"math"
-	"path"
 	"slices"
 	"strings"
 	"time"
@@ -30,7 +29,9 @@ var (
 		"open_world_hint": "openWorldHint", "open_world": "openWorldHint", "openWorld": "openWorldHint"}
 )
 
-// tags reads a server's tags.
+// tags reads a server's tags. An invalid tag is the server's problem and is
+// left out of s.Tags, so no profile selects by it or is told of it; a
+// profile's tags cannot then be checked (p.tagsUnsure).
 func (p *parser) tags(t *table, s *Server) {
 	if !t.strs("tags", &s.Tags) {
 		if t.has("tags") {
@@ -41,8 +42,10 @@ func (p *parser) tags(t *table, s *Server) {
 	for i, tag := range s.Tags {
 		if !validTag(tag) {
 			t.errf("tags", "entry %d (%q) is not a tag; use 1-32 characters of a-z, 0-9 and '-'", i+1, tag)
+			p.tagsUnsure = true
 		}
 	}
+	s.Tags = slices.DeleteFunc(s.Tags, func(tag string) bool { return !validTag(tag) })
 }
 
 func validTag(tag string) bool {
@@ -95,21 +98,44 @@ func knownServers(reg *Registry, raw any) *known {
 	for _, s := range reg.Servers {
 		k.enabled[s.Name] = s.Enabled
 		k.tags[s.Name] = s.Tags
-		k.allTags = append(k.allTags, s.Tags...)
 	}
+	k.index()
+	return k
+}
+
+// index fills in names and allTags from enabled and tags.
+func (k *known) index() {
 	k.names = slices.Sorted(maps.Keys(k.enabled))
+	k.allTags = nil
+	for _, n := range k.names {
+		k.allTags = append(k.allTags, k.tags[n]...)
+	}
 	slices.Sort(k.allTags)
 	k.allTags = slices.Compact(k.allTags)
-	return k
+}
+
+// after is k once server name is removed (removing) or disabled.
+func (k *known) after(name string, removing bool) *known {
+	out := &known{enabled: maps.Clone(k.enabled), tags: maps.Clone(k.tags)}
+	switch {
+	case removing:
+		delete(out.enabled, name)
+		delete(out.tags, name)
+	case k.has(name):
+		out.enabled[name] = false
+	}
+	out.index()
+	return out
 }
 
 func (k *known) has(name string) bool { _, ok := k.enabled[name]; return ok }
 
-// selected lists the enabled servers profile pr takes, by name.
-func (k *known) selected(pr *Profile) []string {
+// selected lists the servers profile pr takes, by name: the enabled ones,
+// or with parked, the disabled ones too.
+func (k *known) selected(pr *Profile, parked bool) []string {
 	var out []string
 	for _, n := range k.names {
-		if k.enabled[n] && pr.SelectsServer(&Server{Name: n, Tags: k.tags[n]}) {
+		if (parked || k.enabled[n]) && pr.SelectsServer(&Server{Name: n, Tags: k.tags[n]}) {
 			out = append(out, n)
 		}
 	}
@@ -145,10 +171,11 @@ func (p *parser) views(reg *Registry, raw map[string]any) {
 		sep = "" // hub.separator's own error says why; names are not checked against it
 	}
 	reg.Overrides = p.overrides([]string{"overrides"}, "", raw["overrides"], k, sep)
-	reg.Profiles = p.profiles(raw["profiles"], k, sep)
+	p.checkNames(reg, nil, k, sep)
+	reg.Profiles = p.profiles(reg, raw["profiles"], k, sep)
 }
 
-func (p *parser) profiles(raw any, k *known, sep string) []*Profile {
+func (p *parser) profiles(reg *Registry, raw any, k *known, sep string) []*Profile {
 	if raw == nil {
 		return nil
 	}
@@ -159,17 +186,21 @@ func (p *parser) profiles(raw any, k *known, sep string) []*Profile {
 	}
 	out := make([]*Profile, 0, len(m))
 	for _, name := range slices.Sorted(maps.Keys(m)) {
-		out = append(out, p.profile(name, m[name], k, sep))
+		out = append(out, p.profile(reg, name, m[name], k, sep))
 	}
 	return out
 }
 
 // profile reads one [profiles.NAME] table. It always returns the profile,
-// with what could be read: ParseServing keeps it, with its problems.
-func (p *parser) profile(name string, raw any, k *known, sep string) *Profile {
+// with what could be read: ParseServing keeps it, with its problems, and
+// the hub does not serve it.
+func (p *parser) profile(reg *Registry, name string, raw any, k *known, sep string) *Profile {
 	path := []string{"profiles", name}
 	pr := &Profile{Name: name, Prefixed: true, Mode: ModeFull}
 	pr.Line, _ = p.lay.pos(path)
+	// Every problem found from here on is the profile's, even when its name
+	// is not valid, and even one reported at a global override.
+	defer p.own(len(p.errs), name)
 	t := &table{p: p, path: path, profile: name}
 	if msg := checkNameOf("profile", name); msg != "" {
 		t.at(nil, "%s", msg)
@@ -181,27 +212,28 @@ func (p *parser) profile(name string, raw any, k *known, sep string) *Profile {
 	}
 	t.m = m
 	t.unknown(profileKeys, profileAliases)
-	if t.loose("servers", &pr.Servers) {
+	// With servers or tags of the wrong type, what the profile selects is
+	// not known, and neither is what its include globs may name.
+	unsure := false
+	if t.strs("servers", &pr.Servers) {
 		for i, n := range pr.Servers {
 			if !k.has(n) {
 				t.errf("servers", "entry %d (%q) is not a server of this registry%s", i+1, n, didYouMean(n, k.names, "its servers are", "it has no servers"))
 			}
 		}
+	} else {
+		unsure = t.has("servers")
 	}
-	if t.loose("tags", &pr.Tags) && !p.tagsUnsure {
+	if t.strs("tags", &pr.Tags) {
 		for i, tag := range pr.Tags {
-			if !slices.Contains(k.allTags, tag) {
+			if !p.tagsUnsure && !slices.Contains(k.allTags, tag) {
 				t.errf("tags", "entry %d (%q) is not a tag of any server%s", i+1, tag, didYouMean(tag, k.allTags, "the servers' tags are", "no server has tags"))
 			}
 		}
+	} else {
+		unsure = unsure || t.has("tags")
 	}
-	if t.loose("include", &pr.Include) {
-		for _, g := range pr.Include {
-			if msg := checkGlob(g); msg != "" {
-				t.errf("include", "%s", msg)
-			}
-		}
-	}
+	t.globs("include", &pr.Include)
 	t.globs("exclude", &pr.Exclude)
 	t.boolean("prefixed", &pr.Prefixed)
 	var mode string
@@ -214,66 +246,65 @@ func (p *parser) profile(name string, raw any, k *known, sep string) *Profile {
 		}
 	}
 	pr.Overrides = p.overrides(append(slices.Clone(path), "overrides"), name, m["overrides"], k, sep)
-	p.checkSelection(t, pr, k, sep)
+	if !unsure {
+		p.checkSelection(t, pr, k, sep)
+		p.checkNames(reg, pr, k, sep)
+	}
 	return pr
 }
 
-// loose reads a list of strings as strs does, but keeps what it can of a
-// wrong value (a lone string as a list of one, the strings of a mixed
-// array): a profile with a problem is still served, and one whose servers
-// or include went missing would select more, not less.
-func (t *table) loose(key string, dst *[]string) bool {
-	if t.strs(key, dst) {
-		return true
+// own marks the problems found since the first of them as profile name's.
+func (p *parser) own(first int, name string) {
+	for _, e := range p.errs[first:] {
+		e.profile, e.inProfile = name, true
 	}
-	switch v := t.m[key].(type) {
-	case string:
-		*dst = []string{v}
-	case []any:
-		for _, e := range v {
-			if s, ok := e.(string); ok {
-				*dst = append(*dst, s)
-			}
-		}
-	}
-	return false
 }
 
 // checkSelection reports a profile that selects no enabled server, and an
-// include glob whose server part matches none of those it selects.
+// include glob that names a server the profile does not select. A disabled
+// server is parked, not gone: a glob naming it stays valid.
 func (p *parser) checkSelection(t *table, pr *Profile, k *known, sep string) {
 	if p.tagsUnsure && len(pr.Tags) > 0 {
 		return // a server's tags did not parse; its error says so
 	}
-	sel := k.selected(pr)
-	if len(sel) == 0 {
+	if len(k.selected(pr, false)) == 0 {
 		t.at(nil, "%s", nothingSelected(pr, k))
-		return
 	}
-	if sep == "" {
+	sel := k.selected(pr, true)
+	if sep == "" || len(sel) == 0 {
 		return
 	}
 	for _, g := range pr.Include {
-		if strings.Contains(g, sep) && checkGlob(g) == "" && !globTakesServer(g, sep, sel) {
-			t.errf("include", "%q matches no server of this profile: the text before %q is matched against the names of its enabled servers (%s)", g, sep, nameList(sel))
+		if checkGlob(g) != "" || globTakesServer(g, sep, sel) {
+			continue
 		}
+		head := g[:strings.Index(g, sep)]
+		hint := ""
+		if k.has(head) {
+			hint = fmt.Sprintf("; %q is not one of them: add it to servers, or give it one of the profile's tags", head)
+		} else if s := suggest(head, sel, nil); s != "" {
+			hint = fmt.Sprintf("; did you mean %q?", s+g[len(head):])
+		}
+		t.errf("include", "%q matches no server of this profile: the text before %q is matched against the names of its servers (%s)%s", g, sep, nameList(sel), hint)
 	}
 }
 
-// globTakesServer reports whether the server part of a glob on qualified
-// names (the text before a separator) matches one of servers. A part that
-// is not a pattern of its own counts as matching: the glob is valid.
+// globTakesServer reports whether a glob on qualified names can match a
+// tool of one of servers. Only a glob whose text before the first
+// separator is plain text is checked (it is where a server's name is
+// mistyped, as in "gitlb__*"); any other counts as matching.
 func globTakesServer(g, sep string, servers []string) bool {
-	for i := 0; i < len(g); i++ {
-		j := strings.Index(g[i:], sep)
-		if j < 0 {
-			break
-		}
-		i += j
-		for _, s := range servers {
-			if ok, err := path.Match(g[:i], s); ok || err != nil {
-				return true
-			}
+	i := strings.Index(g, sep)
+	if i < 0 || strings.ContainsAny(g[:i], `*?[\`) {
+		return true
+	}
+	// A name of such a server, with the separator, starts with that text
+	// and the separator: the server's name is the text, or (when server
+	// names may hold the separator) starts with it.
+	lead := g[:i+len(sep)]
+	for _, s := range servers {
+		if strings.HasPrefix(s+sep, lead) {
+			return true
 		}
 	}
 	return false
@@ -283,13 +314,7 @@ func nothingSelected(pr *Profile, k *known) string {
 	if len(pr.Servers)+len(pr.Tags) == 0 {
 		return "selects no server: with neither servers nor tags it takes every enabled server, and none is enabled; enable a server or remove the profile"
 	}
-	var disabled []string
-	for _, n := range k.names {
-		if pr.SelectsServer(&Server{Name: n, Tags: k.tags[n]}) {
-			disabled = append(disabled, n)
-		}
-	}
-	if len(disabled) > 0 {
+	if disabled := k.selected(pr, true); len(disabled) > 0 {
 		verb := "are"
 		if len(disabled) == 1 {
 			verb = "is"
@@ -298,6 +323,58 @@ func nothingSelected(pr *Profile, k *known) string {
 			nameList(disabled), verb)
 	}
 	return "selects no server: no server of this registry is in its servers or has one of its tags"
+}
+
+// checkNames reports two tools of one view given one name by overrides,
+// at the later one's name key: in /mcp (pr nil) by the global ones, in
+// profile pr by its own and the global ones as Registry.ToolOverride lays
+// them over each other. In a profile only the tools of the servers it
+// selects, enabled or not, and that it keeps count; two global overrides
+// giving one name are [overrides]' own problem, reported once.
+func (p *parser) checkNames(reg *Registry, pr *Profile, k *known, sep string) {
+	type named struct {
+		at        toml.Key // the override table that gives the name
+		name      string
+		line, col int
+	}
+	keys := slices.Collect(maps.Keys(reg.Overrides))
+	if pr != nil {
+		keys = append(keys, slices.Collect(maps.Keys(pr.Overrides))...)
+	}
+	slices.Sort(keys)
+	var ns []named
+	for _, key := range slices.Compact(keys) {
+		o := reg.ToolOverride(pr, key)
+		if o == nil || o.Name == "" {
+			continue
+		}
+		at := toml.Key{"overrides", key}
+		if pr != nil {
+			if srv, ok := serverOf(key, sep, k.has); !pr.AllowsTool(key) || ok && !pr.SelectsServer(&Server{Name: srv, Tags: k.tags[srv]}) {
+				continue
+			}
+			if po := pr.Overrides[key]; po != nil && po.Name != "" {
+				at = toml.Key{"profiles", pr.Name, "overrides", key}
+			}
+		}
+		ln, col := p.lay.pos(append(slices.Clone(at), "name"))
+		ns = append(ns, named{at, o.Name, ln, col})
+	}
+	slices.SortFunc(ns, func(a, b named) int {
+		return cmp.Or(cmp.Compare(a.line, b.line), cmp.Compare(a.col, b.col), strings.Compare(a.at.String(), b.at.String()))
+	})
+	first := map[string]named{}
+	for _, n := range ns {
+		f, dup := first[n.name]
+		switch {
+		case !dup:
+			first[n.name] = n
+		case pr == nil:
+			p.fail(append(slices.Clone(n.at), "name"), "", "%q is also the name of %s (line %d); two tools of one view cannot share a name", n.name, f.at, f.line)
+		case f.at[0] != "overrides" || n.at[0] != "overrides":
+			p.fail(append(slices.Clone(n.at), "name"), "", "%q is also the name of %s (line %d) in profile %q; two tools of one view cannot share a name", n.name, f.at, f.line, pr.Name)
+		}
+	}
 }
 
 // overrides reads a table of tool overrides by qualified name: [overrides]
@@ -319,30 +396,6 @@ func (p *parser) overrides(at []string, profile string, raw any, k *known, sep s
 		if o := p.override(append(slices.Clone(at), key), profile, m[key]); o != nil && keyOK {
 			out[key] = o
 		}
-	}
-	// The same name given twice is reported at the later one.
-	type named struct {
-		key       string
-		line, col int
-	}
-	var ns []named
-	for key, o := range out {
-		if o.Name != "" {
-			ln, col := p.lay.pos(append(slices.Clone(at), key, "name"))
-			ns = append(ns, named{key, ln, col})
-		}
-	}
-	slices.SortFunc(ns, func(a, b named) int {
-		return cmp.Or(cmp.Compare(a.line, b.line), cmp.Compare(a.col, b.col), strings.Compare(a.key, b.key))
-	})
-	first := map[string]named{}
-	for _, n := range ns {
-		name := out[n.key].Name
-		if f, dup := first[name]; dup {
-			t.at([]string{n.key, "name"}, "%q is also the name of %s (line %d); two tools of one view cannot share a name", name, toml.Key(append(slices.Clone(at), f.key)), f.line)
-			continue
-		}
-		first[name] = n
 	}
 	if len(out) == 0 {
 		return nil

@@ -45,9 +45,13 @@ type Profile struct {
 	Line int
 	// Problem, when set, says what is wrong with the profile (each problem
 	// as file:line:col: key: message, one per line). Only ParseServing
-	// keeps such a profile, serving what it does select; Parse refuses the
-	// file instead.
+	// keeps such a profile, which the hub does not serve (a key of the
+	// wrong type could read as "every tool"); Parse refuses the file
+	// instead.
 	Problem string
+	// problemID is Problem without positions, which Diff compares so that
+	// an edit that only moves the profile is not a change of it.
+	problemID string
 }
 
 // ToolOverride changes how a view shows one tool. Empty fields leave the

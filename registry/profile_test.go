@@ -115,8 +115,13 @@ func TestProfileErrors(t *testing.T) {
 			`9:1: profiles.p: selects no enabled server: its servers and tags choose only "off", which is disabled; enable one, or choose others with servers or tags`}},
 		{"none enabled", "[servers.off]\ncommand = \"x\"\nenabled = false\n[profiles.all]\nmode = \"full\"\n", []string{
 			`4:1: profiles.all: selects no server: with neither servers nor tags it takes every enabled server, and none is enabled; enable a server or remove the profile`}},
-		{"include of another server", base + "[profiles.p]\nservers = [\"github\"]\ninclude = [\"gitl*__*\", \"*__x\", \"git*__y\", \"read_*\"]\n", []string{
-			`11:1: profiles.p.include: "gitl*__*" matches no server of this profile: the text before "__" is matched against the names of its enabled servers ("github")`}},
+		// Only a glob whose server part is plain text is checked; a
+		// disabled server's glob stays valid.
+		{"include of another server", base + "[profiles.p]\nservers = [\"github\", \"off\"]\ninclude = [\"githb__*\", \"gitlab__*\", \"off__*\", \"gitl*__*\", \"*__x\", \"git*__y\", \"[g]itlab__*\", \"\\\\gitlab__*\", \"read_*\"]\n", []string{
+			`11:1: profiles.p.include: "githb__*" matches no server of this profile: the text before "__" is matched against the names of its servers ("github", "off"); did you mean "github__*"?`,
+			`11:1: profiles.p.include: "gitlab__*" matches no server of this profile: the text before "__" is matched against the names of its servers ("github", "off"); "gitlab" is not one of them: add it to servers, or give it one of the profile's tags`}},
+		{"include, separator in server names", "[hub]\nseparator = \"-\"\n[servers.my-server]\ncommand = \"x\"\nprefix = \"ms\"\n[profiles.p]\ninclude = [\"my-*\", \"my-server-read\", \"mi-*\"]\n", []string{
+			`7:1: profiles.p.include: "mi-*" matches no server of this profile: the text before "-" is matched against the names of its servers ("my-server")`}},
 		{"bad include", base + "[profiles.p]\ninclude = [\"[\"]\n", []string{
 			`10:1: profiles.p.include: "[" is not a valid pattern; use path.Match syntax: * matches any run of characters, ? one character, [abc] a set`}},
 		{"mode", base + "[profiles.p]\nmode = \"fast\"\nprefixed = \"yes\"\n", []string{
@@ -156,7 +161,8 @@ args = { when = 2024-01-02, deep = { at = 10:00:00 }, f = nan, list = [1979-05-2
 			`14:64: profiles.p.overrides.github__x.args.list: is a TOML date or time, which JSON has no type for; quote it as a string, e.g. "2025-01-02T15:04:05Z"`,
 			`14:95: profiles.p.overrides.github__x.args."": an argument name must not be empty`}},
 		{"same name twice", base + "[overrides.\"github__a\"]\nname = \"n\"\n[overrides.\"gitlab__b\"]\nname = \"n\"\n[profiles.p.overrides.\"gitlab__c\"]\nname = \"n\"\n", []string{
-			`12:1: overrides.gitlab__b.name: "n" is also the name of overrides.github__a (line 10); two tools of one view cannot share a name`}},
+			`12:1: overrides.gitlab__b.name: "n" is also the name of overrides.github__a (line 10); two tools of one view cannot share a name`,
+			`14:1: profiles.p.overrides.gitlab__c.name: "n" is also the name of overrides.github__a (line 10) in profile "p"; two tools of one view cannot share a name`}},
 		{"inline profile", "profiles.p = { servers = [\"nope\"], overrides = { \"github__x\" = { name = \"a b\" } } }\n" + base, []string{
 			`1:1: profiles.p: selects no server: no server of this registry is in its servers or has one of its tags`,
 			`1:16: profiles.p.servers: entry 1 ("nope") is not a server of this registry; its servers are "github", "gitlab", "off"`,
@@ -223,7 +229,8 @@ scalar = 1
 		t.Errorf("a server's problem became a profile's: %q %q", got["good"].Problem, got["web"].Problem)
 	}
 	if s := got["scalar"]; s == nil || !reflect.DeepEqual(*s, Profile{Name: "scalar", Prefixed: true, Mode: ModeFull, Line: 21,
-		Problem: "hub.toml:21:1: profiles.scalar: a profile must be a table; write [profiles.scalar] followed by its keys"}) {
+		Problem:   "hub.toml:21:1: profiles.scalar: a profile must be a table; write [profiles.scalar] followed by its keys",
+		problemID: "profiles.scalar: a profile must be a table; write [profiles.scalar] followed by its keys"}) {
 		t.Errorf("scalar: %+v", s)
 	}
 	for _, s := range reg.Servers {
@@ -426,6 +433,153 @@ func TestAddServerTags(t *testing.T) {
 	}
 	if got := reg.Server("fs").Spec(); !reflect.DeepEqual(got.Tags, spec.Tags) || !strings.Contains(readFile(t, path), `tags = ["coding", "files"]`) {
 		t.Errorf("tags: %+v\n%s", got, readFile(t, path))
+	}
+}
+
+// twoServers is github (tagged coding) and gitlab: lines 1-5.
+const twoServers = "[servers.github]\ncommand = \"gh\"\ntags = [\"coding\"]\n[servers.gitlab]\ncommand = \"gl\"\n"
+
+func serving(t *testing.T, src string) *Registry {
+	t.Helper()
+	reg, err := ParseServing("hub.toml", []byte(src), envOf())
+	if err != nil {
+		t.Fatal(err)
+	}
+	return reg
+}
+
+// A key of the wrong type is the profile's problem, which the hub does not
+// serve; what its selection would be is not guessed at, so it is the only
+// problem.
+func TestProfileWrongTypes(t *testing.T) {
+	for _, tc := range []struct{ src, want string }{
+		{"servers = { github = true }", "hub.toml:7:1: profiles.p.servers: must be an array of strings, like [\"a\", \"b\"], not a table"},
+		{"tags = \"coding\"", "hub.toml:7:1: profiles.p.tags: must be an array of strings, like [\"a\", \"b\"], not a string"},
+		{"servers = [\"github\"]\nexclude = \"*__delete_*\"", "hub.toml:8:1: profiles.p.exclude: must be an array of strings, like [\"a\", \"b\"], not a string"},
+		{"servers = [\"github\"]\nexclude = [\"*__delete_*\", 1]", "hub.toml:8:1: profiles.p.exclude: entry 2 must be a string, not an integer"},
+		{"servers = [\"github\"]\n[profiles.p.overrides.\"github__push\"]\nargs = { owner = \"acme\", repo = 1979-05-27 }",
+			"hub.toml:9:26: profiles.p.overrides.github__push.args.repo: is a TOML date or time, which JSON has no type for; quote it as a string, e.g. \"2025-01-02T15:04:05Z\""},
+	} {
+		if p := serving(t, twoServers+"[profiles.p]\n"+tc.src+"\n").Profile("p"); p.Problem != tc.want {
+			t.Errorf("%s:\n got %s\nwant %s", tc.src, p.Problem, tc.want)
+		}
+	}
+}
+
+// A server's invalid tag is its own problem: it selects nothing, and no
+// profile's tags are called unknown because of it.
+func TestInvalidServerTag(t *testing.T) {
+	reg := serving(t, "[servers.a]\ncommand = \"x\"\ntags = [\"ok\", \"Web\"]\n[servers.b]\ncommand = \"y\"\n[profiles.p]\ntags = [\"web\"]\n[profiles.q]\ntags = [\"wbe\", \"ok\"]\n")
+	for _, name := range []string{"p", "q"} {
+		if p := reg.Profile(name).Problem; p != "" {
+			t.Errorf("server a's problem became profile %s's: %s", name, p)
+		}
+	}
+	a := reg.Server("a")
+	if !reflect.DeepEqual(a.Tags, []string{"ok"}) || !strings.Contains(a.Problem, `entry 2 ("Web") is not a tag`) {
+		t.Errorf("a: tags %q, problem %q", a.Tags, a.Problem)
+	}
+	if reg.Profile("p").SelectsServer(a) {
+		t.Error("an invalid tag selects its server")
+	}
+}
+
+// Moving a profile with a problem changes no view.
+func TestDiffMovedBadProfile(t *testing.T) {
+	src := twoServers + "[profiles.p]\nservers = [\"github\", \"nope\"]\n"
+	old, moved := serving(t, src), serving(t, "# note\n"+src)
+	if c := Diff(old, moved); c.Views || !c.Empty() {
+		t.Errorf("moved: %+v", c)
+	}
+	if old.Profile("p").Problem == moved.Profile("p").Problem {
+		t.Error("the problem's position did not move")
+	}
+	if c := Diff(old, serving(t, strings.Replace(src, "nope", "nada", 1))); !c.Views {
+		t.Error("another problem: no Views")
+	}
+}
+
+// A profile with an invalid name, even "", is a bad profile like another:
+// it does not refuse the file for the hub, nor block an edit.
+func TestEmptyProfileName(t *testing.T) {
+	src := twoServers + "[profiles.\"\"]\nservers = [\"github\"]\n"
+	p := serving(t, src).Profile("")
+	if p == nil || !strings.Contains(p.Problem, `profile name "" is not valid`) {
+		t.Fatalf("profile \"\": %+v", p)
+	}
+	if _, err := Parse("hub.toml", []byte(src), envOf()); err == nil {
+		t.Error("Parse accepted it")
+	}
+	path := writeFile(t, src, 0o600)
+	if err := SetEnabled(path, "gitlab", false); err != nil {
+		t.Fatal(err)
+	}
+	if got := readFile(t, path); !strings.Contains(got, "[servers.gitlab]\nenabled = false\n") {
+		t.Errorf("not disabled:\n%s", got)
+	}
+}
+
+// Two overrides giving one name clash in a profile that shows both tools,
+// the global one and the profile's, whichever comes later in the file.
+func TestOverrideNamesAcrossTables(t *testing.T) {
+	for _, tc := range []struct{ src, want string }{
+		{"[overrides.\"github__a\"]\nname = \"n\"\n[profiles.p.overrides.\"gitlab__c\"]\nname = \"n\"\n",
+			`hub.toml:9:1: profiles.p.overrides.gitlab__c.name: "n" is also the name of overrides.github__a (line 7) in profile "p"; two tools of one view cannot share a name`},
+		{"[profiles.p.overrides.\"gitlab__c\"]\nname = \"n\"\n[overrides.\"github__a\"]\nname = \"n\"\n",
+			`hub.toml:9:1: overrides.github__a.name: "n" is also the name of profiles.p.overrides.gitlab__c (line 7) in profile "p"; two tools of one view cannot share a name`},
+		{"[profiles.p.overrides.\"gitlab__c\"]\nname = \"n\"\n[profiles.p.overrides.\"gitlab__d\"]\nname = \"n\"\n",
+			`hub.toml:9:1: profiles.p.overrides.gitlab__d.name: "n" is also the name of profiles.p.overrides.gitlab__c (line 7) in profile "p"; two tools of one view cannot share a name`},
+	} {
+		if p := serving(t, twoServers+tc.src).Profile("p"); p.Problem != tc.want {
+			t.Errorf("%s\n got %s\nwant %s", tc.src, p.Problem, tc.want)
+		}
+		if _, err := Parse("hub.toml", []byte(twoServers+tc.src), envOf()); err == nil {
+			t.Errorf("Parse accepted:\n%s", tc.src)
+		}
+	}
+	// The profile's override replaces the global name; a tool the profile
+	// does not show cannot clash.
+	for _, src := range []string{
+		"[overrides.\"github__a\"]\nname = \"n\"\n[overrides.\"gitlab__c\"]\nname = \"m\"\n[profiles.p.overrides.\"github__a\"]\nname = \"m2\"\n",
+		"[overrides.\"github__a\"]\nname = \"n\"\n[profiles.p]\nservers = [\"gitlab\"]\n[profiles.p.overrides.\"gitlab__c\"]\nname = \"n\"\n",
+		"[overrides.\"github__a\"]\nname = \"n\"\n[profiles.p]\nexclude = [\"github__*\"]\n[profiles.p.overrides.\"gitlab__c\"]\nname = \"n\"\n",
+	} {
+		if _, err := Parse("hub.toml", []byte(twoServers+src), envOf()); err != nil {
+			t.Errorf("%s\n%v", src, err)
+		}
+	}
+}
+
+// A disabled server is parked: an include glob that names it stays valid.
+// Removing a server that a glob names, or whose tag a profile selects by
+// and no other server has, is refused with what to change first.
+func TestEditIncludeAndTags(t *testing.T) {
+	src := twoServers + "[profiles.p]\nservers = [\"github\", \"gitlab\"]\ninclude = [\"github__*\", \"gitlab__*\"]\n"
+	path := writeFile(t, src, 0o600)
+	if err := SetEnabled(path, "gitlab", false); err != nil {
+		t.Fatalf("disable gitlab: %v", err)
+	}
+	if _, err := Load(path); err != nil {
+		t.Fatal(err)
+	}
+
+	src = twoServers + "[servers.fs]\ncommand = \"fs\"\n[profiles.all]\ninclude = [\"gitlab__*\", \"fs__*\"]\n[profiles.c]\ntags = [\"coding\"]\nservers = [\"fs\"]\n"
+	path = writeFile(t, src, 0o600)
+	for _, tc := range []struct{ name, want string }{
+		{"gitlab", `registry: not removing server "gitlab" from hub.toml: profile "all" names it in profiles.all.include ("gitlab__*"); remove or change that glob first (nothing was changed)`},
+		{"github", `registry: not removing server "github" from hub.toml: profile "c" selects by tag "coding", which no other server has; remove the tag from profiles.c.tags first (nothing was changed)`},
+	} {
+		if err := RemoveServer(path, tc.name); err == nil || err.Error() != tc.want {
+			t.Errorf("remove %s:\n got %v\nwant %s", tc.name, err, tc.want)
+		}
+	}
+	if got := readFile(t, path); got != src {
+		t.Fatalf("the file changed:\n%s", got)
+	}
+	for _, name := range []string{"gitlab", "github"} {
+		if err := SetEnabled(path, name, false); err != nil {
+			t.Errorf("disable %s: %v", name, err)
+		}
 	}
 }
 

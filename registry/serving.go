@@ -22,23 +22,25 @@ func LoadServing(path string) (*Registry, error) {
 // confined to one server's entry (an unset ${VAR}, a bad url, a prefix
 // another server has) does not refuse the file: that server is kept with
 // its Problem set, so the hub shows it failed with the reason and the fix,
-// and every other server in the same save is served. So does a problem
-// inside one [profiles.NAME] table: that profile is kept, with what could
-// be read of it, and its Problem set. Problems outside any server's entry
-// or profile (TOML syntax, the [hub] table, [overrides]) still refuse the
-// file, and the hub keeps its last good registry.
+// and every other server in the same save is served. So does a problem of
+// one profile: that profile is kept, with what could be read of it, and its
+// Problem set; the hub serves none of it. Problems outside any server's
+// entry or profile (TOML syntax, the [hub] table, [overrides]) still refuse
+// the file, and the hub keeps its last good registry.
 func ParseServing(path string, data []byte, lookupEnv func(string) (string, bool)) (*Registry, error) {
 	reg, errs := parse(path, data, lookupEnv)
-	if fatal := errs.filter(func(e *Error) bool { return e.server == "" && e.profile == "" }); len(fatal) > 0 {
+	if fatal := errs.filter(func(e *Error) bool { return e.server == "" && !e.inProfile }); len(fatal) > 0 {
 		return nil, fatal
 	}
 	if len(errs) == 0 {
 		return reg, nil
 	}
-	byServer, ids, byProfile := map[string][]string{}, map[string][]string{}, map[string][]string{}
+	byServer, ids := map[string][]string{}, map[string][]string{}
+	byProfile, profileIDs := map[string][]string{}, map[string][]string{}
 	for _, e := range errs {
-		if e.profile != "" {
+		if e.inProfile {
 			byProfile[e.profile] = append(byProfile[e.profile], e.Error())
+			profileIDs[e.profile] = append(profileIDs[e.profile], e.Key+": "+e.Msg)
 			continue
 		}
 		byServer[e.server] = append(byServer[e.server], e.Error())
@@ -46,7 +48,7 @@ func ParseServing(path string, data []byte, lookupEnv func(string) (string, bool
 	}
 	// parse keeps every profile, even one that is not a table.
 	for _, p := range reg.Profiles {
-		p.Problem = strings.Join(byProfile[p.Name], "\n")
+		p.Problem, p.problemID = strings.Join(byProfile[p.Name], "\n"), strings.Join(profileIDs[p.Name], "\n")
 	}
 	for _, s := range reg.Servers {
 		if msgs := byServer[s.Name]; msgs != nil {

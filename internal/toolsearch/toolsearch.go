@@ -139,10 +139,12 @@ func (x *Index) Search(query string, limit int) []Result {
 		return nil
 	}
 	total := make([]float64, x.docs)
+	matched := make([]int, x.docs)  // distinct query terms each doc matches
 	best := make([]float64, x.docs) // a doc counts each query term once, by its best match
 	terms := Terms(query)
 	slices.Sort(terms)
-	for _, q := range slices.Compact(terms) {
+	terms = slices.Compact(terms)
+	for _, q := range terms {
 		prefixOK := utf8.RuneCountInString(q) >= minPrefixRunes && !isDigit(q)
 		clear(best)
 		i, _ := slices.BinarySearch(x.terms, q)
@@ -160,12 +162,21 @@ func (x *Index) Search(query string, limit int) []Result {
 		}
 		for doc, s := range best {
 			total[doc] += s
+			if s > 0 {
+				matched[doc]++
+			}
 		}
 	}
+	// A doc that matches more of the query's words ranks higher than its
+	// BM25 sum alone says (a coordination factor, squared: a query is a
+	// few words, each of which matters): "add two numbers" finds get-sum,
+	// which matches two of them, before add_observations, which matches
+	// only "add", in its name.
 	var results []Result
 	for doc, s := range total {
 		if s > 0 {
-			results = append(results, Result{Doc: doc, Score: s})
+			coord := float64(matched[doc]) / float64(len(terms))
+			results = append(results, Result{Doc: doc, Score: s * coord * coord})
 		}
 	}
 	slices.SortFunc(results, func(a, b Result) int {

@@ -310,3 +310,15 @@ func BenchmarkNew(b *testing.B) {
 		New(docs)
 	}
 }
+
+// TestMoreWordsMatchedRankFirst: a tool matching two of a query's words in
+// its description outranks one matching a single word in its name.
+func TestMoreWordsMatchedRankFirst(t *testing.T) {
+	x := New([]Doc{
+		{Name: "memory__add_observations", Description: "Add new observations to existing entities in the knowledge graph", Params: []string{"observations"}},
+		{Name: "everything__get-sum", Description: "Returns the sum of two numbers", Params: []string{"a", "b"}},
+	})
+	if got := x.Search("add two numbers", 2); len(got) != 2 || got[0].Doc != 1 {
+		t.Errorf("add two numbers: %+v, want get-sum first", got)
+	}
+}
