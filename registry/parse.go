@@ -101,9 +101,9 @@ type parser struct {
 	lookup func(string) (string, bool)
 	lay    *layout
 	errs   Errors
-	// tagsUnsure is set when a server's tags key did not parse, so a
-	// profile's tag cannot be called unknown: that would make a server's
-	// problem a profile's too.
+	// tagsUnsure is set when a server's tags key did not parse or held an
+	// invalid tag, so a profile's tag cannot be called unknown: that would
+	// make a server's problem a profile's too.
 	tagsUnsure bool
 }
 
