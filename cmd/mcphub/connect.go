@@ -2,6 +2,7 @@ package main
 
 import (
 	"bytes"
+	"context"
 	"encoding/json"
 	"errors"
 	"fmt"
@@ -26,6 +27,18 @@ endpoint, including the Authorization header when [hub] auth = "token".
 With --stdio (and always for Claude Desktop, which runs only stdio servers
 from its file) the entry runs "mcphub stdio" by its absolute path instead.
 
+With --profile NAME the entry points at the profile's endpoint,
+/profiles/NAME/mcp (or runs "mcphub stdio --profile NAME"): the client sees
+the servers and tools [profiles.NAME] in the registry selects, or in search
+mode three tools that find and call them. The entry keeps its name (--name),
+so a client has one entry for the hub, whichever view it points at.
+
+Cursor uses about the first 40 tools it is given, Windsurf at most 100, and
+VS Code Copilot refuses a request with more than 128. For these clients
+connect asks the running hub how many tools the endpoint lists, and warns
+when they are more; with --profile and no hub running, it says the count
+could not be checked.
+
 Clients and the files --write edits (--file picks another):
   claude          Claude Code     ~/.claude.json
   claude-desktop  Claude Desktop  claude_desktop_config.json in the Claude folder
@@ -49,19 +62,21 @@ server runs twice: those that run just what an enabled server of the
 registry runs (the same command, args, env and working directory, or the
 same URL and headers, with no tool filter on either side), and older
 entries for this hub's /mcp endpoint (or mcphub stdio without --server)
-under another name. An entry that only shares the command and args, or the
-URL, is kept with a note saying what differs; so is one that points at a
-single server of this hub. The others are kept and listed; mcphub import
+under another name, a profile's /profiles/NAME/mcp included (or mcphub
+stdio with --profile). An entry that only shares the command and args, or
+the URL, is kept with a note saying what differs; so is one that points at
+a single server of this hub. The others are kept and listed; mcphub import
 FILE adds them to the hub.
 
 --json (with --write) prints one JSON object instead: client, file, wrote,
-backup, added or updated (the entry's name), removed [{name, reason}] and
-kept [{name, note}]. It holds no token or other secret value.`
+backup, added or updated (the entry's name), removed [{name, reason}],
+kept [{name, note}], notes and warnings (such as a tool cap the endpoint
+exceeds). It holds no token or other secret value.`
 
 // connectOptions are mcphub connect's flags.
 type connectOptions struct {
 	write, stdio, move, json bool
-	name, file               string
+	name, file, profile      string
 }
 
 func newConnectCmd(a *app) *cobra.Command {
@@ -83,6 +98,8 @@ func newConnectCmd(a *app) *cobra.Command {
 	fl.BoolVar(&o.json, "json", false, "with --write: print what was done as one JSON object, for scripts")
 	fl.StringVar(&o.name, "name", "mcphub", "the entry's name in the client's config")
 	fl.StringVar(&o.file, "file", "", "the client's config file, when it is not in the usual place")
+	fl.StringVar(&o.profile, "profile", "", "point the client at a profile's endpoint (/profiles/NAME/mcp) instead of /mcp")
+	cmd.RegisterFlagCompletionFunc("profile", a.completeProfileFlag)
 	return cmd
 }
 
@@ -104,6 +121,10 @@ func (a *app) connect(client string, o connectOptions) error {
 	if err != nil {
 		return a.printRegistryErrors(err)
 	}
+	view := hubView{profile: o.profile}
+	if err := a.checkStdioView(reg, view); err != nil {
+		return err
+	}
 	stdio := o.stdio || c.remote == nil
 	var hubURL, tok string
 	var headers map[string]string
@@ -111,15 +132,16 @@ func (a *app) connect(client string, o connectOptions) error {
 		if tok, err = hubToken(reg); err != nil {
 			return err
 		}
-		hubURL = a.hubFor(reg, tok).url("/mcp")
+		hubURL = a.hubFor(reg, tok).url(view.path())
 		if tok != "" {
 			headers = map[string]string{"Authorization": "Bearer " + tok}
 		}
 	}
-	e, err := a.hubEntry(c, stdio, hubURL, headers)
+	e, err := a.connectEntry(c, stdio, hubURL, headers, o.profile)
 	if err != nil {
 		return err
 	}
+	warning, note := a.checkToolCap(reg, c, o.profile)
 	file := o.file
 	if file == "" {
 		if file, err = c.path(); err != nil {
@@ -130,6 +152,12 @@ func (a *app) connect(client string, o connectOptions) error {
 		a.printEntry(c, file, o.name, e)
 		if c.name == "claude" {
 			fmt.Fprintf(a.stdout, "# or:\n%s\n", claudeAddLine(o.name, e, stdio))
+		}
+		if warning != "" {
+			fmt.Fprintf(a.stderr, "warning: %s\n", warning)
+		}
+		if note != "" {
+			fmt.Fprintf(a.stderr, "note: %s\n", note)
 		}
 		return nil
 	}
@@ -147,6 +175,12 @@ func (a *app) connect(client string, o connectOptions) error {
 	}
 	if err != nil {
 		return err
+	}
+	if warning != "" {
+		res.Warnings = append(res.Warnings, warning)
+	}
+	if note != "" {
+		res.Notes = append(res.Notes, note)
 	}
 	if c.name == "vscode" && tok != "" {
 		res.Notes = append(res.Notes, file+" now holds the hub's token; keep it out of version control")
@@ -178,6 +212,9 @@ type connectResult struct {
 	Kept    []keptEntry    `json:"kept"`
 	// Notes are more things to know, such as a client to restart.
 	Notes []string `json:"notes,omitempty"`
+	// Warnings are what may keep the entry from working as meant, such
+	// as a tool cap of the client the endpoint exceeds.
+	Warnings []string `json:"warnings,omitempty"`
 	// Error says why nothing was written, when the entry cannot be edited.
 	Error string `json:"error,omitempty"`
 	// strict is set when a client that wants standard JSON has a file
@@ -227,6 +264,72 @@ func (a *app) printReport(res connectResult) {
 	for _, n := range res.Notes {
 		fmt.Fprintf(a.stdout, "note: %s\n", n)
 	}
+	for _, w := range res.Warnings {
+		fmt.Fprintf(a.stdout, "warning: %s\n", w)
+	}
+}
+
+// connectEntry is the hub's entry for client c: hubEntry's, its stdio
+// entry running mcphub stdio --profile NAME for a profile.
+func (a *app) connectEntry(c clientKind, stdio bool, url string, headers map[string]string, profile string) (entry, error) {
+	if profile == "" || !stdio && c.remote != nil {
+		return a.hubEntry(c, stdio, url, headers)
+	}
+	cmd, args, err := a.hubCommand()
+	if err != nil {
+		return nil, err
+	}
+	return c.stdio(cmd, append(args, "--profile", profile)), nil
+}
+
+// clientCaps name the tool cap (toolCaps) of the clients that have one.
+var clientCaps = map[string]string{"cursor": "Cursor", "windsurf": "Windsurf", "vscode": "VS Code Copilot"}
+
+// capOf is client's tool cap, nil for a client without one.
+func capOf(client string) *toolCap {
+	for _, c := range toolCaps {
+		if c.client == clientCaps[client] {
+			return &c
+		}
+	}
+	return nil
+}
+
+// checkToolCap asks the running hub how many tools the endpoint the entry
+// points at lists (/mcp, or profile's), when client c caps them: warning
+// says the count exceeds the cap, and how to bring it down. With a profile,
+// note says when the count could not be checked.
+func (a *app) checkToolCap(reg *registry.Registry, c clientKind, profile string) (warning, note string) {
+	cp := capOf(c.name)
+	if cp == nil {
+		return "", ""
+	}
+	unchecked := func(why string) string {
+		if profile == "" {
+			return ""
+		}
+		return fmt.Sprintf("%s, so whether profile %s fits %s's cap of %s could not be checked", why, profile, cp.client, cp.wording(true))
+	}
+	tok, err := hubToken(reg)
+	if err != nil {
+		return "", unchecked("the hub's token could not be read")
+	}
+	t := a.hubFor(reg, tok)
+	cat, err := fetchCatalog(context.Background(), t, profile, cliConnectTimeout)
+	switch {
+	case errors.Is(err, errNoHub):
+		return "", unchecked("no hub is running at " + t.listen)
+	case err != nil:
+		return "", unchecked(fmt.Sprintf("the hub could not be asked (%v)", err))
+	case len(cat.Listed) <= cp.cap:
+		return "", ""
+	}
+	if profile == "" {
+		return fmt.Sprintf("the hub's /mcp lists %d tools; %s. Narrow it with allow/deny on its servers, or connect a profile with --profile NAME ([profiles.NAME] in %s; mode = \"search\" lists 3 tools)",
+			len(cat.Listed), cp.does(), reg.Path), ""
+	}
+	return fmt.Sprintf("profile %s lists %d tools; %s. Narrow it with include/exclude in [profiles.%s], or set mode = \"search\" (3 tools)",
+		profile, len(cat.Listed), cp.does(), profile), ""
 }
 
 // snippet is the entry as the client's file would hold it.
@@ -331,8 +434,11 @@ func planMove(doc clientDoc, reg *registry.Registry, self registry.Self, name st
 // hubScope says why an entry that points at this hub is not an older copy
 // of the hub's own entry: it reaches one server's endpoint (/NAME/mcp, or
 // mcphub stdio --server NAME) or another path, which the user chose to
-// scope what the client sees. It returns "" for an entry of the whole hub:
-// its /mcp endpoint, or mcphub stdio without --server.
+// scope what the client sees. It returns "" for an entry of the hub's own:
+// its /mcp endpoint, a profile's /profiles/NAME/mcp, or mcphub stdio
+// without --server (with --profile or not). The hub's entry replaces such
+// an entry, whichever view it points at, so that the client does not
+// reach the hub twice.
 func hubScope(e clientEntry) string {
 	if e.spec.URL != "" {
 		return urlScope(e.spec.URL)
@@ -372,6 +478,9 @@ func urlScope(raw string) string {
 		return ""
 	}
 	segs := strings.Split(strings.Trim(p, "/"), "/")
+	if len(segs) == 3 && segs[0] == "profiles" && segs[1] != "" && segs[2] == "mcp" {
+		return ""
+	}
 	if len(segs) == 2 && segs[1] == "mcp" {
 		return fmt.Sprintf("it points at only the hub's server %q (%s), not at every server; keep it for that, or remove it by hand", segs[0], path.Clean("/"+p))
 	}

@@ -29,14 +29,16 @@ import (
 	"github.com/mcphub/mcphub/hub"
 	"github.com/mcphub/mcphub/internal/jsonrpc"
 	"github.com/mcphub/mcphub/internal/textdist"
+	"github.com/mcphub/mcphub/registry"
 )
 
 // The tools, resources and prompts commands are MCP clients of the running
 // hub (client.Conn over Streamable HTTP, as mcphub stdio reaches it): on
-// /mcp, the merged view with namespaced names, or on /{server}/mcp, one
-// server with its own names. The connection hands back every result as the
-// hub sent it, which --json prints. This file holds what the commands
-// share: opening the session and turning failures into sentences.
+// /mcp, the merged view with namespaced names, on /{server}/mcp, one
+// server with its own names, or on /profiles/{profile}/mcp, a profile's
+// view. The connection hands back every result as the hub sent it, which
+// --json prints. This file holds what the commands share: opening the
+// session and turning failures into sentences.
 
 const (
 	// cliConnectTimeout bounds opening the session with the hub.
@@ -59,12 +61,40 @@ const (
 // before it exits. A variable so that a test can shorten it.
 var cliCancelNotifyWait = 2 * time.Second
 
+// hubView names an endpoint of the hub: /mcp when both are "", a server's
+// own /{server}/mcp, or a profile's /profiles/{profile}/mcp.
+type hubView struct {
+	server, profile string
+}
+
+// path is the view's endpoint.
+func (v hubView) path() string {
+	switch {
+	case v.server != "":
+		return "/" + url.PathEscape(v.server) + "/mcp"
+	case v.profile != "":
+		return profilePath(v.profile)
+	}
+	return "/mcp"
+}
+
+// profilePath is the endpoint of the profile called name.
+func profilePath(name string) string {
+	return "/profiles/" + url.PathEscape(name) + "/mcp"
+}
+
 // hubSession is one MCP session of the CLI with the running hub.
 type hubSession struct {
-	conn   *client.Conn
-	target hubTarget
-	server string // the server whose own endpoint this is; "" for /mcp
-	wire   *hubWire
+	conn    *client.Conn
+	target  hubTarget
+	server  string // the server whose own endpoint this is; "" for /mcp
+	profile string // the profile whose endpoint this is; "" for /mcp
+	// mode is the profile's mode (registry.ModeFull or ModeSearch), and
+	// profileTools how many tools it serves, as the hub said when the
+	// session was opened.
+	mode         string
+	profileTools int
+	wire         *hubWire
 
 	mu       sync.Mutex
 	inFlight json.RawMessage // the id of the request an interrupt ended, for its cancellation
@@ -76,11 +106,18 @@ type hubSession struct {
 
 // where names the session's view for messages: the hub, or one server.
 func (s *hubSession) where() string {
-	if s.server == "" {
-		return "the hub"
+	switch {
+	case s.server != "":
+		return fmt.Sprintf("server %s", s.server)
+	case s.profile != "":
+		return fmt.Sprintf("profile %s", s.profile)
 	}
-	return fmt.Sprintf("server %s", s.server)
+	return "the hub"
 }
+
+// searchMode reports whether the session is on a profile in search mode,
+// whose tools/list holds the search tools instead of its catalog.
+func (s *hubSession) searchMode() bool { return s.mode == registry.ModeSearch }
 
 // startClose starts ending the session, once, and returns a channel closed
 // when that is done.
@@ -149,17 +186,28 @@ func (w *hubWire) seen() (redirect *url.URL, netErr error) {
 // serves that server and has it connected. h receives what the hub sends
 // on its own; it may be nil.
 func (a *app) openHub(ctx context.Context, server string, h client.Handler) (*hubSession, error) {
+	return a.openView(ctx, hubView{server: server}, h)
+}
+
+// openView is openHub on any view: a profile's endpoint is opened once the
+// hub says it serves the profile, and serves it without a problem.
+func (a *app) openView(ctx context.Context, v hubView, h client.Handler) (*hubSession, error) {
 	t, _, err := a.statusTarget()
 	if err != nil {
 		return nil, err
 	}
-	path := "/mcp"
-	if server != "" {
-		if err := checkServer(ctx, t, server); err != nil {
+	var prof *hub.ProfileStatus
+	switch {
+	case v.server != "":
+		if err := checkServer(ctx, t, v.server); err != nil {
 			return nil, err
 		}
-		path = "/" + url.PathEscape(server) + "/mcp"
+	case v.profile != "":
+		if prof, err = checkProfile(ctx, t, v.profile); err != nil {
+			return nil, err
+		}
 	}
+	path := v.path()
 	base := http.DefaultTransport
 	if t.tlsCert != "" {
 		hc, err := t.pinnedClient()
@@ -181,7 +229,10 @@ func (a *app) openHub(ctx context.Context, server string, h client.Handler) (*hu
 	if t.token != "" {
 		cfg.Headers = map[string]string{"Authorization": "Bearer " + t.token}
 	}
-	s := &hubSession{conn: client.New(cfg, h), target: t, server: server, wire: wire}
+	s := &hubSession{conn: client.New(cfg, h), target: t, server: v.server, profile: v.profile, wire: wire}
+	if prof != nil {
+		s.mode, s.profileTools = prof.Mode, prof.Tools
+	}
 	cctx, cancel := context.WithTimeout(ctx, cliConnectTimeout)
 	defer cancel()
 	if err := s.conn.Start(cctx); err != nil {
@@ -234,6 +285,59 @@ func checkServer(ctx context.Context, t hubTarget, server string) error {
 	}
 }
 
+// checkProfile makes sure the hub serves the profile called name, and
+// serves it: a profile whose table has a problem answers nothing until it
+// is fixed. It returns the hub's status of the profile.
+func checkProfile(ctx context.Context, t hubTarget, name string) (*hub.ProfileStatus, error) {
+	st, err := fetchStatus(ctx, t)
+	if err != nil {
+		return nil, err
+	}
+	p := profileStatus(st, name)
+	if p == nil {
+		return nil, unknownProfileErr(st, name)
+	}
+	if p.Problem != "" {
+		return nil, fmt.Errorf("profile %s serves nothing until its table is fixed (mcphub validate shows every problem):\n%s", name, p.Problem)
+	}
+	return p, nil
+}
+
+// profileStatus is the entry of st for the profile called name, nil when
+// it lists none (or name is "").
+func profileStatus(st *hub.Status, name string) *hub.ProfileStatus {
+	for i := range st.Profiles {
+		if name != "" && st.Profiles[i].Name == name {
+			return &st.Profiles[i]
+		}
+	}
+	return nil
+}
+
+// unknownProfileErr says that the hub serves no profile called name, and
+// which it serves.
+func unknownProfileErr(st *hub.Status, name string) error {
+	names := make([]string, len(st.Profiles))
+	for i, p := range st.Profiles {
+		names[i] = p.Name
+	}
+	return noProfileErr(name, names, "the hub")
+}
+
+// noProfileErr says that where (the hub, a registry file) has no profile
+// called name, naming the closest of those it has, or how to add one.
+func noProfileErr(name string, names []string, where string) error {
+	if len(names) == 0 {
+		return fmt.Errorf("no profile %q in %s; it has none (a profile is a [profiles.NAME] table of the registry)", name, where)
+	}
+	slices.Sort(names)
+	msg := fmt.Sprintf("no profile %q in %s; its profiles are %s", name, where, strings.Join(names, ", "))
+	if close := textdist.Suggest(name, names, 3); len(close) > 0 {
+		msg += " (did you mean " + strings.Join(close, ", ") + "?)"
+	}
+	return errors.New(msg)
+}
+
 // serverStatus is the entry of st for server, nil when it lists none.
 func serverStatus(st *hub.Status, server string) *hub.ServerStatus {
 	for i := range st.Servers {
@@ -282,8 +386,28 @@ func (a *app) noteMissing(ctx context.Context, s *hubSession, kind string) {
 	if err != nil {
 		return
 	}
+	a.noteDown(st, hubView{profile: s.profile}, kind)
+}
+
+// noteDown is noteMissing with the hub's status st, for the view v: /mcp,
+// which has every server, or a profile's, which has those it selects.
+func (a *app) noteDown(st *hub.Status, v hubView, kind string) {
+	if v.server != "" {
+		return
+	}
+	var only []string
+	if v.profile != "" {
+		p := profileStatus(st, v.profile)
+		if p == nil {
+			return
+		}
+		only = p.Servers
+	}
 	var down []hub.ServerStatus
 	for _, srv := range st.Servers {
+		if v.profile != "" && !slices.Contains(only, srv.Name) {
+			continue
+		}
 		if srv.State != hub.StateConnected && srv.State != hub.StateDisabled {
 			down = append(down, srv)
 		}
@@ -566,34 +690,62 @@ func itemNames(tools []json.RawMessage) []string {
 // listCmd completes cmd, which has its texts and Args, as a command that
 // lists with run: tools, prompts and resources themselves, which take no
 // argument and list the merged endpoint, and their ls [SERVER], which lists
-// server's own endpoint when given one. jsonUsage is what its --json does.
-func (a *app) listCmd(cmd *cobra.Command, jsonUsage string, run func(ctx context.Context, server string, asJSON bool) error) *cobra.Command {
+// server's own endpoint when given one. --profile NAME lists the profile's
+// endpoint instead. jsonUsage is what its --json does.
+func (a *app) listCmd(cmd *cobra.Command, jsonUsage string, run func(ctx context.Context, v hubView, asJSON bool) error) *cobra.Command {
 	var asJSON bool
+	var profile string
 	if strings.HasPrefix(cmd.Use, "ls ") {
-		cmd.ValidArgsFunction = a.completeServers(enabledServer)
+		servers := a.completeServers(enabledServer)
+		cmd.ValidArgsFunction = func(c *cobra.Command, args []string, toComplete string) ([]cobra.Completion, cobra.ShellCompDirective) {
+			if profile != "" {
+				return nil, cobra.ShellCompDirectiveNoFileComp
+			}
+			return servers(c, args, toComplete)
+		}
 	}
 	cmd.RunE = func(cmd *cobra.Command, args []string) error {
-		server := ""
+		v := hubView{profile: profile}
 		if len(args) == 1 {
-			server = args[0]
+			v.server = args[0]
 		}
-		return run(cmd.Context(), server, asJSON)
+		if v.server != "" && v.profile != "" {
+			return fmt.Errorf("give SERVER or --profile, not both: SERVER lists that server's own endpoint, --profile a profile's; usage: %s (see %s --help)", cmd.UseLine(), cmd.CommandPath())
+		}
+		return run(cmd.Context(), v, asJSON)
 	}
 	cmd.Flags().BoolVar(&asJSON, "json", false, jsonUsage)
+	cmd.Flags().StringVar(&profile, "profile", "", "list what a client of the profile's endpoint (/profiles/NAME/mcp) is given")
+	cmd.RegisterFlagCompletionFunc("profile", a.completeProfileFlag)
 	return cmd
 }
 
-// listView opens a session with the hub on server's endpoint (the merged
-// one when server is "") and lists kind ("tools") on it with fetch, within
-// cliListTimeout; fetch returns the list method it called last, which an
-// listView opens a session with the hub on server's endpoint (the merged
-// one when server is "") and lists kind ("tools") on it with fetch, within
-// cliListTimeout. Then it notes the servers whose kind the merged view
-// lacks and has show print the lists. Ctrl-C ends it as an interrupt.
-func (a *app) listView(ctx context.Context, server, kind string, fetch func(ctx context.Context, s *hubSession) error, show func() error) error {
+// completeProfileFlag completes the value of a --profile flag, for shell
+// completion: the registry's profiles, each described by its mode. It
+// reads the registry without creating it and completes nothing, silently,
+// when the registry does not load.
+func (a *app) completeProfileFlag(_ *cobra.Command, _ []string, prefix string) ([]cobra.Completion, cobra.ShellCompDirective) {
+	reg, err := registry.LoadServing(a.configPath)
+	if err != nil {
+		return nil, cobra.ShellCompDirectiveNoFileComp
+	}
+	var out []cobra.Completion
+	for _, p := range reg.Profiles {
+		if strings.HasPrefix(p.Name, prefix) {
+			out = append(out, cobra.CompletionWithDesc(p.Name, p.Mode+" mode"))
+		}
+	}
+	return out, cobra.ShellCompDirectiveNoFileComp
+}
+
+// listView opens a session with the hub on v's endpoint and lists kind
+// ("tools") on it with fetch, within cliListTimeout. Then it notes the
+// servers whose kind the view lacks and has show print the lists. Ctrl-C
+// ends it as an interrupt.
+func (a *app) listView(ctx context.Context, v hubView, kind string, fetch func(ctx context.Context, s *hubSession) error, show func() error) error {
 	ctx, interrupted, stop := withInterrupt(ctx)
 	defer stop()
-	s, err := a.openHub(ctx, server, nil)
+	s, err := a.openView(ctx, v, nil)
 	if err != nil {
 		if interrupted() {
 			return a.interruptedErr(nil)
@@ -621,19 +773,23 @@ type lister[T any] struct {
 	name   func(T) string   // what the table is sorted by
 	header []string         // the table's header
 	row    func(T) []string // one item's cells
+	// note, when set, is a line that follows the count line: "" for none.
+	note func(s *hubSession) string
 }
 
-// listOf is an ls command for one kind of item: the items of server's
-// endpoint (the merged one when server is ""), as a table sorted by name
-// with a count line, or with asJSON the array as the hub sent it.
-func listOf[T any](ctx context.Context, a *app, server string, asJSON bool, l lister[T]) error {
+// listOf is an ls command for one kind of item: the items of v's endpoint,
+// as a table sorted by name with a count line, or with asJSON the array as
+// the hub sent it.
+func listOf[T any](ctx context.Context, a *app, v hubView, asJSON bool, l lister[T]) error {
 	var raws []json.RawMessage
+	var sess *hubSession
 	fetch := func(ctx context.Context, s *hubSession) error {
 		var err error
+		sess = s
 		raws, err = s.listAll(ctx, l.method)
 		return err
 	}
-	return a.listView(ctx, server, l.member, fetch, func() error {
+	return a.listView(ctx, v, l.member, fetch, func() error {
 		if asJSON {
 			return printRaw(a.stdout, rawArray(raws))
 		}
@@ -650,6 +806,11 @@ func listOf[T any](ctx context.Context, a *app, server string, asJSON bool, l li
 			printTable(a.stdout, l.header, rows)
 		}
 		fmt.Fprintln(a.stdout, howMany(len(items), l.noun))
+		if l.note != nil {
+			if n := l.note(sess); n != "" {
+				fmt.Fprintln(a.stdout, n)
+			}
+		}
 		return nil
 	})
 }

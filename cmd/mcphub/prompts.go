@@ -52,8 +52,8 @@ endpoint (/SERVER/mcp) under the server's own names.
 }
 
 // promptsList is prompts ls.
-func (a *app) promptsList(ctx context.Context, server string, asJSON bool) error {
-	return listOf(ctx, a, server, asJSON, lister[promptEntry]{
+func (a *app) promptsList(ctx context.Context, v hubView, asJSON bool) error {
+	return listOf(ctx, a, v, asJSON, lister[promptEntry]{
 		method: "prompts/list",
 		member: "prompts",
 		noun:   "prompt",

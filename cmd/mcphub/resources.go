@@ -57,7 +57,7 @@ the hub sent it.`,
 }
 
 // resourcesList is resources ls: the resources and the resource templates.
-func (a *app) resourcesList(ctx context.Context, server string, asJSON bool) error {
+func (a *app) resourcesList(ctx context.Context, v hubView, asJSON bool) error {
 	var resources, templates []json.RawMessage
 	fetch := func(ctx context.Context, s *hubSession) error {
 		var err error
@@ -67,7 +67,7 @@ func (a *app) resourcesList(ctx context.Context, server string, asJSON bool) err
 		templates, err = s.listAll(ctx, "resources/templates/list")
 		return err
 	}
-	return a.listView(ctx, server, "resources", fetch, func() error {
+	return a.listView(ctx, v, "resources", fetch, func() error {
 		if asJSON {
 			out := []byte(`{"resources":`)
 			out = append(out, rawArray(resources)...)

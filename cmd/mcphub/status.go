@@ -25,7 +25,11 @@ func newStatusCmd(a *app) *cobra.Command {
 starting, restarting, crash-loop, failed, needs-login, disabled), pid,
 uptime, the tools clients see (after allow/deny), restarts and last error,
 plus the registry error when the file on disk does not load and the [hub]
-settings that need a restart to take effect (listen, tls_cert, tls_key). The hub is found where the hub holding the data
+settings that need a restart to take effect (listen, tls_cert, tls_key).
+When the hub serves profiles, a second table gives each profile's mode,
+servers, the tools its tools/list holds (the three search tools in search
+mode) and all it serves, its sessions and its URL, and below it what is
+wrong with a profile's table. The hub is found where the hub holding the data
 directory recorded it listens (serve --listen, or port 0, may differ from
 the registry), else at the registry's listen address. A hub holding the
 data directory that serves another registry than --config is never sent
@@ -111,11 +115,36 @@ func printStatus(a *app, st *hub.Status) {
 			fmt.Fprintf(a.stdout, "\n%s: %s\n", s.Name, strings.ReplaceAll(strings.TrimSpace(s.LastError), "\n", "\n  "))
 		}
 	}
+	printProfiles(a, st)
 	if len(st.NeedsRestart) > 0 {
 		fmt.Fprintf(a.stdout, "\nhub.toml changed %s, which needs a restart to take effect; the hub keeps the one it started with (restart it: stop mcphub serve and start it again, or mcphub service stop && mcphub service start)\n",
 			strings.Join(st.NeedsRestart, ", "))
 	}
 	if st.RegistryError != "" {
 		fmt.Fprintf(a.stdout, "\nthe registry on disk does not load; the hub keeps running its last good registry:\n%s\n", st.RegistryError)
+	}
+}
+
+// printProfiles prints the hub's profiles, when it has any: a table, then
+// the problem of each profile that has one, which keeps it from serving.
+func printProfiles(a *app, st *hub.Status) {
+	if len(st.Profiles) == 0 {
+		return
+	}
+	fmt.Fprintln(a.stdout)
+	tw := tabwriter.NewWriter(a.stdout, 0, 4, 2, ' ', 0)
+	fmt.Fprintln(tw, "PROFILE\tMODE\tSERVERS\tLISTED\tTOOLS\tSESSIONS\tURL")
+	for _, p := range st.Profiles {
+		servers := "-"
+		if len(p.Servers) > 0 {
+			servers = oneLine(strings.Join(p.Servers, ","), 40)
+		}
+		fmt.Fprintf(tw, "%s\t%s\t%s\t%d\t%d\t%d\t%s\n", p.Name, p.Mode, servers, p.Listed, p.Tools, p.Sessions, p.URL)
+	}
+	tw.Flush()
+	for _, p := range st.Profiles {
+		if p.Problem != "" {
+			fmt.Fprintf(a.stdout, "\nprofile %s serves nothing until its table is fixed:\n  %s\n", p.Name, strings.ReplaceAll(strings.TrimSpace(p.Problem), "\n", "\n  "))
+		}
 	}
 }

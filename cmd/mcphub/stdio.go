@@ -3,12 +3,13 @@ package main
 import (
 	"context"
 	"fmt"
-	"net/url"
 	"os"
 	"os/signal"
 	"syscall"
 
 	"github.com/spf13/cobra"
+
+	"github.com/mcphub/mcphub/registry"
 )
 
 const stdioLong = `Speak MCP over standard input and output, for clients that can only start
@@ -33,31 +34,40 @@ the hub can still give it, else an error saying the hub restarted.
 
 With --server NAME, the client sees that one server with its own tool names
 (the hub's /NAME/mcp endpoint) instead of every server with prefixed names.
+With --profile NAME, it sees the profile's view ([profiles.NAME] in the
+registry, the hub's /profiles/NAME/mcp endpoint): the servers and tools the
+profile selects, named and changed as it says, or in search mode three tools
+that find and call them.
 
 Nothing but MCP messages is written to standard output; diagnostics go to
 standard error.`
 
 func newStdioCmd(a *app) *cobra.Command {
-	var server, logLevel string
+	var server, profile, logLevel string
 	cmd := &cobra.Command{
 		Use:   "stdio",
 		Short: "Serve the hub over stdin/stdout, for stdio-only clients such as Claude Desktop",
 		Long:  stdioLong,
 		Args:  cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {
-			return runStdio(a, cmd, server, logLevel)
+			return runStdio(a, cmd, hubView{server: server, profile: profile}, logLevel)
 		},
 	}
 	fl := cmd.Flags()
 	fl.StringVar(&server, "server", "", "relay to one server's own endpoint (/NAME/mcp) instead of the merged /mcp")
 	cmd.RegisterFlagCompletionFunc("server", a.completeServerFlag(enabledServer))
+	fl.StringVar(&profile, "profile", "", "relay to a profile's endpoint (/profiles/NAME/mcp) instead of the merged /mcp")
+	cmd.RegisterFlagCompletionFunc("profile", a.completeProfileFlag)
 	fl.StringVar(&logLevel, "log-level", "info", "log level on standard error: debug, info, warn or error")
 	return cmd
 }
 
-// runStdio finds or starts the hub, then relays until stdin ends or a
-// signal comes.
-func runStdio(a *app, cmd *cobra.Command, server, logLevel string) error {
+// runStdio finds or starts the hub, then relays to v's endpoint until
+// stdin ends or a signal comes.
+func runStdio(a *app, cmd *cobra.Command, v hubView, logLevel string) error {
+	if v.server != "" && v.profile != "" {
+		return fmt.Errorf("give --server or --profile, not both: --server relays one server's own endpoint, --profile a profile's (see %s --help)", cmd.CommandPath())
+	}
 	log, _, err := newLogger(a, "text", logLevel)
 	if err != nil {
 		return err
@@ -79,17 +89,10 @@ func runStdio(a *app, cmd *cobra.Command, server, logLevel string) error {
 		a.printRegistryErrors(err)
 		reg = nil // a running hub keeps its last good registry: it may still serve
 	}
-	path := "/mcp"
-	if server != "" {
-		if reg != nil {
-			switch s := reg.Server(server); {
-			case s == nil:
-				return fmt.Errorf("no server %q in %s (see mcphub list)", server, a.configPath)
-			case !s.Enabled:
-				return fmt.Errorf("server %q is disabled (turn it on with: mcphub enable %s)", server, server)
-			}
+	if reg != nil {
+		if err := a.checkStdioView(reg, v); err != nil {
+			return err
 		}
-		path = "/" + url.PathEscape(server) + "/mcp"
 	}
 	tok := ""
 	if reg != nil {
@@ -104,7 +107,7 @@ func runStdio(a *app, cmd *cobra.Command, server, logLevel string) error {
 	if err != nil {
 		return err
 	}
-	cfg := faceConfig{find: finder.find, hub: t, path: path, in: cmd.InOrStdin(), out: a.stdout, log: log}
+	cfg := faceConfig{find: finder.find, hub: t, path: v.path(), in: cmd.InOrStdin(), out: a.stdout, log: log}
 	if started {
 		cfg.revive = func(ctx context.Context) error {
 			_, _, err := finder.ensure(ctx)
@@ -112,4 +115,37 @@ func runStdio(a *app, cmd *cobra.Command, server, logLevel string) error {
 		}
 	}
 	return newFace(cfg).run(ctx)
+}
+
+// checkStdioView makes sure the registry has v's server, enabled, or its
+// profile, without a problem, before a hub is found or started for it.
+func (a *app) checkStdioView(reg *registry.Registry, v hubView) error {
+	switch {
+	case v.server != "":
+		switch s := reg.Server(v.server); {
+		case s == nil:
+			return fmt.Errorf("no server %q in %s (see mcphub list)", v.server, a.configPath)
+		case !s.Enabled:
+			return fmt.Errorf("server %q is disabled (turn it on with: mcphub enable %s)", v.server, v.server)
+		}
+	case v.profile != "":
+		p := reg.Profile(v.profile)
+		if p == nil {
+			return registryProfileErr(reg, v.profile)
+		}
+		if p.Problem != "" {
+			return fmt.Errorf("profile %s serves nothing until its table in %s is fixed (mcphub validate shows every problem):\n%s", v.profile, reg.Path, p.Problem)
+		}
+	}
+	return nil
+}
+
+// registryProfileErr says that reg has no profile called name, naming the
+// closest of those it has.
+func registryProfileErr(reg *registry.Registry, name string) error {
+	names := make([]string, len(reg.Profiles))
+	for i, p := range reg.Profiles {
+		names[i] = p.Name
+	}
+	return noProfileErr(name, names, reg.Path)
 }

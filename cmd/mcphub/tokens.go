@@ -8,14 +8,16 @@ import (
 	"errors"
 	"fmt"
 	"io"
-	"io/fs"
+	"net/http"
+	"net/url"
 	"slices"
 	"strings"
+	"time"
 
 	"github.com/spf13/cobra"
 	"github.com/tiktoken-go/tokenizer/codec"
 
-	"github.com/mcphub/mcphub/hub"
+	"github.com/mcphub/mcphub/internal/jsonrpc"
 	"github.com/mcphub/mcphub/registry"
 )
 
@@ -24,9 +26,19 @@ func init() { commands = append(commands, newTokensCmd) }
 const tokensLong = `Count the tokens the running hub's tools cost in a model's context: every
 tool a client is given comes with its entry of tools/list (name,
 description, input schema ...), which the client puts in the model's context
-on every request. tokens lists the merged endpoint's tools (/mcp) as the hub
-sends them, counts the tokens of each entry's JSON (compacted, so that
-indentation does not count), and adds them up per server.
+on every request. tokens asks the hub for the tools of the merged endpoint
+(/mcp), or with --profile NAME of that profile's endpoint
+(/profiles/NAME/mcp), as it sends them to a client of that endpoint, counts
+the tokens of each entry's JSON (compacted, so that indentation does not
+count), and adds them up per server. Without --profile, when the hub serves
+profiles, a last table gives each profile's count.
+
+A profile in search mode ([profiles.NAME] mode = "search") gives its clients
+three tools instead of its catalog: search_tools, describe_tool and
+call_tool, which find, describe and call the profile's tools on demand.
+tokens --profile counts those three, which is what every request costs, and
+says what the profile's tools would cost listed in full, and how much search
+mode saves.
 
 The counts come from a real tokenizer, o200k_base (GPT-4o and later) by
 default, or cl100k_base (GPT-4). Claude and other models use their own
@@ -35,13 +47,19 @@ servers and tools, and to see what a change of the registry saves.
 
 Some clients cap the tools they take: Cursor uses about the first 40,
 Windsurf at most 100, and VS Code Copilot refuses a request with more than
-128. tokens says which of these caps the hub's tool count exceeds.
+128. tokens says which of these caps the tools a client is given exceed.
 
---json prints one object: encoding, total (tools, tokens), servers and tools
-(each with its tokens, sorted by tokens) and exceeds (the caps exceeded).`
+--json prints one object: encoding, profile (with --profile), endpoint,
+mode, total (the tools a client is given, and their tokens), full (the
+view's tools listed in full: the same as total but in search mode), listed
+(search mode: the three tools, with their tokens), servers and tools (the
+view's tools, each with its server and tokens, sorted by tokens), exceeds
+(the caps total exceeds) and, without --profile, profiles (each profile's
+name, endpoint, mode, total and full).`
 
-const tokensExample = `  mcphub tokens                  # tokens per server, the total and the client caps
+const tokensExample = `  mcphub tokens                  # tokens per server, the total, the caps and each profile
   mcphub tokens -v               # and every tool's tokens
+  mcphub tokens --profile coding # what a client of /profiles/coding/mcp is given
   mcphub tokens --encoding cl100k_base --json`
 
 // tokenEncoding is an encoding --encoding takes, and its codec's maker,
@@ -57,8 +75,8 @@ var tokenEncodings = []tokenEncoding{
 	{name: "cl100k_base", codec: codec.NewCl100kBase},
 }
 
-// unknownServer is the server a tool is counted under when none of the
-// registry's servers exposes a tool of that name.
+// unknownServer is the server a listed tool is counted under when the
+// hub's catalog names no server for it.
 const unknownServer = "?"
 
 // toolCap is a client's limit on the number of tools it takes.
@@ -92,11 +110,24 @@ func (c toolCap) wording(tools bool) string {
 	return s
 }
 
+// does says what the client does with the tools it is given: "Cursor uses
+// about the first 40".
+func (c toolCap) does() string {
+	switch {
+	case c.about:
+		return fmt.Sprintf("%s uses about the first %d", c.client, c.cap)
+	case c.perRequest:
+		return fmt.Sprintf("%s refuses a request with more than %d", c.client, c.cap)
+	}
+	return fmt.Sprintf("%s takes at most %d", c.client, c.cap)
+}
+
 // tokensOptions are the flags of tokens.
 type tokensOptions struct {
 	asJSON   bool
 	tools    bool
 	encoding string
+	profile  string
 }
 
 func newTokensCmd(a *app) *cobra.Command {
@@ -115,6 +146,7 @@ func newTokensCmd(a *app) *cobra.Command {
 	fl.BoolVar(&o.asJSON, "json", false, "print the counts as one JSON object")
 	fl.BoolVarP(&o.tools, "tools", "v", false, "list every tool's tokens too")
 	fl.StringVar(&o.encoding, "encoding", o.encoding, "the tokenizer's encoding: o200k_base or cl100k_base")
+	fl.StringVar(&o.profile, "profile", "", "count what a client of the profile's endpoint (/profiles/NAME/mcp) is given")
 	cmd.RegisterFlagCompletionFunc("encoding", func(*cobra.Command, []string, string) ([]string, cobra.ShellCompDirective) {
 		names := make([]string, len(tokenEncodings))
 		for i, e := range tokenEncodings {
@@ -122,6 +154,7 @@ func newTokensCmd(a *app) *cobra.Command {
 		}
 		return names, cobra.ShellCompDirectiveNoFileComp
 	})
+	cmd.RegisterFlagCompletionFunc("profile", a.completeProfileFlag)
 	return cmd
 }
 
@@ -131,39 +164,147 @@ func (a *app) tokens(ctx context.Context, o tokensOptions) error {
 	if err != nil {
 		return err
 	}
-	var (
-		items     []json.RawMessage
-		owners    *toolOwners
-		ownersErr error // why the tools cannot be told apart by server, a sentence of its own
-	)
-	fetch := func(ctx context.Context, s *hubSession) error {
-		var err error
-		if items, err = s.listAll(ctx, "tools/list"); err != nil {
-			return err
+	ctx, interrupted, stop := withInterrupt(ctx)
+	defer stop()
+	fail := func(err error) error {
+		if interrupted() {
+			return a.interruptedErr(nil)
 		}
-		if owners, ownersErr = a.toolOwners(ctx, s); ownersErr != nil && ctx.Err() != nil {
-			return ownersErr // interrupted, or out of time
-		}
-		return nil
+		return err
 	}
-	return a.listView(ctx, "", "tools", fetch, func() error {
-		if ownersErr != nil {
-			return ownersErr
+	t, _, err := a.statusTarget()
+	if err != nil {
+		return err
+	}
+	cat, err := fetchCatalog(ctx, t, o.profile, cliListTimeout)
+	if err != nil {
+		return fail(err)
+	}
+	// The status says which servers are down and which profiles there
+	// are; without it the counts stand alone.
+	st, _ := fetchStatus(ctx, t)
+	// The vocabulary is decoded only now that the hub has answered.
+	counter := &tokenCounter{codec: enc.codec()}
+	rep, err := tokenReport(counter, cat)
+	if err != nil {
+		return err
+	}
+	rep.Profile = o.profile
+	if o.profile == "" && st != nil {
+		for _, p := range st.Profiles {
+			pc := profileCost{Name: p.Name, Endpoint: endpointPath(p.URL), Mode: p.Mode, Problem: p.Problem}
+			pcat, err := fetchCatalog(ctx, t, p.Name, cliListTimeout)
+			if err != nil {
+				if interrupted() {
+					return a.interruptedErr(nil)
+				}
+				pc.Error = err.Error()
+				fmt.Fprintf(a.stderr, "note: profile %s is not counted: %v\n", p.Name, err)
+			} else {
+				prep, err := tokenReport(counter, pcat)
+				if err != nil {
+					return fmt.Errorf("profile %s: %w", p.Name, err)
+				}
+				pc.Endpoint, pc.Mode, pc.Total, pc.Full = prep.Endpoint, prep.Mode, prep.Total, prep.Full
+			}
+			rep.Profiles = append(rep.Profiles, pc)
 		}
-		// The vocabulary is decoded only now that the hub has answered.
-		rep, err := tokenReport(&tokenCounter{codec: enc.codec()}, owners, items)
-		if err != nil {
-			return err
+	}
+	if st != nil {
+		a.noteDown(st, hubView{profile: o.profile}, "tools")
+		if ps := profileStatus(st, o.profile); ps != nil && ps.Problem != "" {
+			fmt.Fprintf(a.stderr, "note: profile %s serves nothing until its table is fixed (mcphub validate shows the problems); these are the tools it selects meanwhile\n", o.profile)
 		}
-		if n := rep.unknownTools(); n > 0 {
-			a.noteUnknownTools(owners, n)
+	}
+	if n := rep.unknownTools(); n > 0 {
+		fmt.Fprintf(a.stderr, "note: the hub's catalog names no server for %s, counted under %s\n", howMany(n, "tool"), unknownServer)
+	}
+	if o.asJSON {
+		return a.printJSON(rep)
+	}
+	rep.print(a.stdout, o.tools)
+	return nil
+}
+
+// ---------------------------------------------------------------------------
+// The hub's catalog.
+
+// hubCatalog is the hub's answer to GET /control/catalog: one endpoint's
+// tools as its clients are given them (Listed, tools/list: the search tools
+// in search mode) and every tool the endpoint serves, with the server it is
+// of.
+type hubCatalog struct {
+	Endpoint string            `json:"endpoint"`
+	Mode     string            `json:"mode"`
+	Listed   []json.RawMessage `json:"listed"`
+	Tools    []catalogTool     `json:"tools"`
+}
+
+// catalogTool is one tool an endpoint serves: its server, its name there,
+// and its entry as the endpoint gives it (its exposed name, overrides
+// applied).
+type catalogTool struct {
+	Server string          `json:"server"`
+	Tool   string          `json:"tool"`
+	Item   json.RawMessage `json:"item"`
+}
+
+// catalogBodyMax bounds the hub's catalog answer: thousands of tools with
+// long schemas stay far below it.
+const catalogBodyMax = 64 << 20
+
+// fetchCatalog asks the hub at t for the catalog of /mcp, or of profile's
+// endpoint, within timeout (the hub answers once it has its servers' lists,
+// which may take a moment after it started). A profile the hub does not
+// serve is an error naming those it does.
+func fetchCatalog(ctx context.Context, t hubTarget, profile string, timeout time.Duration) (*hubCatalog, error) {
+	ctx, cancel := context.WithTimeout(ctx, timeout)
+	defer cancel()
+	path := "/control/catalog"
+	if profile != "" {
+		path += "?profile=" + url.QueryEscape(profile)
+	}
+	req, err := http.NewRequestWithContext(ctx, http.MethodGet, t.url(path), nil)
+	if err != nil {
+		return nil, err
+	}
+	resp, err := t.do(req)
+	if errors.Is(err, context.DeadlineExceeded) || err != nil && ctx.Err() == context.DeadlineExceeded {
+		return nil, fmt.Errorf("the hub at %s did not answer with its catalog within %s; see mcphub status", t.listen, timeout)
+	}
+	if err != nil {
+		return nil, err
+	}
+	defer resp.Body.Close()
+	if resp.StatusCode != http.StatusOK {
+		body, _ := io.ReadAll(io.LimitReader(resp.Body, 4096))
+		herr := hubAnswerError(t, resp.StatusCode, body)
+		if resp.StatusCode == http.StatusNotFound && strings.HasPrefix(hubReason(body), "no such endpoint") {
+			return nil, fmt.Errorf("the hub at %s does not answer /control/catalog, so it is older than this mcphub; restart it with this one (see mcphub status)", t.listen)
 		}
-		if o.asJSON {
-			return a.printJSON(rep)
+		if resp.StatusCode == http.StatusNotFound && profile != "" {
+			if st, err := fetchStatus(ctx, t); err == nil {
+				return nil, unknownProfileErr(st, profile)
+			}
 		}
-		rep.print(a.stdout, o.tools)
-		return nil
-	})
+		return nil, herr
+	}
+	var cat hubCatalog
+	if err := json.NewDecoder(io.LimitReader(resp.Body, catalogBodyMax)).Decode(&cat); err != nil {
+		if ctx.Err() != nil {
+			return nil, fmt.Errorf("the hub at %s did not send its whole catalog within %s", t.listen, timeout)
+		}
+		return nil, fmt.Errorf("the hub at %s answered %s with something other than mcphub's catalog: %w", t.listen, "/control/catalog", err)
+	}
+	return &cat, nil
+}
+
+// endpointPath is the path of an endpoint's URL: /profiles/NAME/mcp.
+func endpointPath(raw string) string {
+	if u, err := url.Parse(raw); err == nil && u.Path != "" {
+		return u.Path
+	}
+	return raw
 }
 
 // ---------------------------------------------------------------------------
@@ -204,168 +345,26 @@ func (c *tokenCounter) count(raw json.RawMessage) (int, error) {
 }
 
 // ---------------------------------------------------------------------------
-// Which server a tool is of.
-
-// toolOwners tells which server a tool of the merged view is of, as the
-// hub merges them: the servers in the hub's order (by name), a prefixed one
-// exposing its tools as prefix+separator+name, an unprefixed one under the
-// names of its own endpoint; an earlier server's name hides a later one's.
-type toolOwners struct {
-	sep     string
-	servers []toolOwner
-	// unlisted are the enabled unprefixed servers whose own tools could
-	// not be listed; the tools no server claims may be theirs.
-	unlisted []unlistedServer
-}
-
-// toolOwner is one server as toolOwners matches it.
-type toolOwner struct {
-	name   string
-	prefix string          // "" for an unprefixed server
-	own    map[string]bool // an unprefixed server's tool names
-	// down is set for a server the hub has not connected: the hub may still
-	// list its tools, but it claims a name only when no connected server does.
-	down bool
-}
-
-// unlistedServer is an unprefixed server whose tools could not be listed,
-// and why: its state, or the listing's error.
-type unlistedServer struct {
-	name, why string
-}
-
-// serverOf is the server that exposes the merged tool name, unknownServer
-// when none does. Of the servers whose prefix matches, the longest prefix
-// wins ("a___x" is of prefix "a_", not of "a" with separator "__"); a
-// server that is not connected counts only when no connected one matches.
-func (o *toolOwners) serverOf(name string) string {
-	if o == nil {
-		return unknownServer
-	}
-	for _, down := range []bool{false, true} {
-		best := -1 // the index of the first match in the hub's order
-		for i, s := range o.servers {
-			if s.down != down {
-				continue
-			}
-			if s.prefix == "" {
-				if s.own[name] && best < 0 {
-					best = i
-				}
-				continue
-			}
-			rest, ok := strings.CutPrefix(name, s.prefix+o.sep)
-			if !ok || rest == "" {
-				continue
-			}
-			if best < 0 || o.servers[best].prefix != "" && len(s.prefix) > len(o.servers[best].prefix) {
-				best = i
-			}
-		}
-		if best >= 0 {
-			return o.servers[best].name
-		}
-	}
-	return unknownServer
-}
-
-// toolOwners reads the registry the hub of s serves to tell which server
-// each tool is of, and lists the tools of each connected unprefixed
-// server's own endpoint, whose names its tools keep in the merged view.
-// Without a registry file there is nothing to tell them apart by: nil.
-func (a *app) toolOwners(ctx context.Context, s *hubSession) (*toolOwners, error) {
-	reg, err := registry.LoadServing(a.configPath)
-	if errors.Is(err, fs.ErrNotExist) {
-		return nil, nil
-	}
-	if err != nil {
-		return nil, fmt.Errorf("the registry does not load, and it is what tells which server each tool is of (see mcphub validate): %w", err)
-	}
-	o := &toolOwners{sep: reg.Hub.Separator}
-	var st *hub.Status
-	for _, srv := range reg.Servers {
-		if !srv.Enabled || srv.Problem != "" {
-			continue // the hub serves no tool of it
-		}
-		if st == nil {
-			if st, err = fetchStatus(ctx, s.target); err != nil {
-				return nil, err
-			}
-		}
-		state := "not started"
-		if ss := serverStatus(st, srv.Name); ss != nil {
-			state = ss.State
-		}
-		owner := toolOwner{name: srv.Name, prefix: srv.Prefix, down: state != hub.StateConnected}
-		if srv.Prefix == "" {
-			if owner.down {
-				o.unlisted = append(o.unlisted, unlistedServer{name: srv.Name, why: state})
-				continue
-			}
-			if owner.own, err = a.ownToolNames(ctx, srv.Name); err != nil {
-				if ctx.Err() != nil {
-					return nil, err
-				}
-				// It went down since the status: its tools fall to the
-				// servers that could not be listed.
-				o.unlisted = append(o.unlisted, unlistedServer{name: srv.Name, why: err.Error()})
-				continue
-			}
-		}
-		o.servers = append(o.servers, owner)
-	}
-	return o, nil
-}
-
-// ownToolNames are the names of the tools of server's own endpoint.
-func (a *app) ownToolNames(ctx context.Context, server string) (map[string]bool, error) {
-	s, err := a.openHub(ctx, server, nil)
-	if err != nil {
-		return nil, err
-	}
-	defer s.Close()
-	tools, err := s.listAll(ctx, "tools/list")
-	if err != nil {
-		return nil, s.fail("list the tools of "+s.where(), err)
-	}
-	names := make(map[string]bool, len(tools))
-	for _, n := range itemNames(tools) {
-		names[n] = true
-	}
-	return names, nil
-}
-
-// noteUnknownTools says on stderr why n tools are counted under
-// unknownServer: there is no registry file, some unprefixed servers could
-// not be listed, or no server of the registry exposes them.
-func (a *app) noteUnknownTools(owners *toolOwners, n int) {
-	switch {
-	case owners == nil:
-		fmt.Fprintf(a.stderr, "note: without a registry file (%s does not exist) the %s of the hub cannot be grouped by server, counted under %s; point --config at the hub's registry\n",
-			a.configPath, howMany(n, "tool"), unknownServer)
-	case len(owners.unlisted) > 0:
-		names := make([]string, len(owners.unlisted))
-		for i, u := range owners.unlisted {
-			names[i] = fmt.Sprintf("%s (%s)", u.name, u.why)
-		}
-		fmt.Fprintf(a.stderr, "note: %s of the hub, counted under %s, may be of the unprefixed servers whose tools could not be listed: %s\n",
-			howMany(n, "tool"), unknownServer, strings.Join(names, ", "))
-	default:
-		fmt.Fprintf(a.stderr, "note: no server of %s exposes %s of the hub, counted under %s\n",
-			a.configPath, howMany(n, "tool"), unknownServer)
-	}
-}
-
-// ---------------------------------------------------------------------------
 // The report.
 
 // tokensReport is what tokens prints, and its --json answer.
 type tokensReport struct {
-	Encoding string       `json:"encoding"`
-	Total    tokensTotal  `json:"total"`
-	Servers  []serverCost `json:"servers"`
-	Tools    []toolCost   `json:"tools"`
-	Exceeds  []capExceed  `json:"exceeds"`
+	Encoding string `json:"encoding"`
+	// Profile is the profile counted, "" for /mcp.
+	Profile  string `json:"profile,omitempty"`
+	Endpoint string `json:"endpoint"`
+	Mode     string `json:"mode"`
+	// Total is what the tools a client is given cost; Full what the
+	// view's tools would cost listed in full (Total, but in search mode).
+	Total tokensTotal `json:"total"`
+	Full  tokensTotal `json:"full"`
+	// Listed are the tools a client is given in search mode.
+	Listed []listedCost `json:"listed,omitempty"`
+	// Servers and Tools are the view's tools, by server and one by one.
+	Servers  []serverCost  `json:"servers"`
+	Tools    []toolCost    `json:"tools"`
+	Exceeds  []capExceed   `json:"exceeds"`
+	Profiles []profileCost `json:"profiles,omitempty"`
 }
 
 type tokensTotal struct {
@@ -387,18 +386,42 @@ type toolCost struct {
 	Tokens int    `json:"tokens"`
 }
 
-// capExceed is a client's tool cap the hub's tools exceed.
+// listedCost is what one of the search tools costs.
+type listedCost struct {
+	Name   string `json:"name"`
+	Tokens int    `json:"tokens"`
+}
+
+// capExceed is a client's tool cap the tools a client is given exceed.
 type capExceed struct {
 	Client string `json:"client"`
 	Cap    int    `json:"cap"`
 }
 
-// tokenReport counts the tokens of items, the merged view's tools/list
-// entries, and groups them by the server owners says each is of. Servers
-// and tools are sorted by tokens, the most first, then by name.
-func tokenReport(counter *tokenCounter, owners *toolOwners, items []json.RawMessage) (*tokensReport, error) {
-	rep := &tokensReport{Encoding: counter.encoding(), Servers: []serverCost{}, Tools: []toolCost{}, Exceeds: []capExceed{}}
-	for _, item := range items {
+// profileCost is what one profile's tools cost.
+type profileCost struct {
+	Name     string      `json:"name"`
+	Endpoint string      `json:"endpoint"`
+	Mode     string      `json:"mode"`
+	Total    tokensTotal `json:"total"`
+	Full     tokensTotal `json:"full"`
+	// Problem says what is wrong with the profile's table: its endpoint
+	// serves nothing until it is fixed.
+	Problem string `json:"problem,omitempty"`
+	// Error says why the profile could not be counted.
+	Error string `json:"error,omitempty"`
+}
+
+// countedItem is one tool entry and its tokens.
+type countedItem struct {
+	name   string
+	tokens int
+}
+
+// countItems counts the tokens of tool entries.
+func countItems(counter *tokenCounter, items []json.RawMessage) ([]countedItem, error) {
+	out := make([]countedItem, len(items))
+	for i, item := range items {
 		var entry struct {
 			Name string `json:"name"`
 		}
@@ -409,21 +432,59 @@ func tokenReport(counter *tokenCounter, owners *toolOwners, items []json.RawMess
 		if err != nil {
 			return nil, fmt.Errorf("tool %s: %w", entry.Name, err)
 		}
-		rep.Tools = append(rep.Tools, toolCost{Name: entry.Name, Server: owners.serverOf(entry.Name), Tokens: n})
-		rep.Total.Tools++
-		rep.Total.Tokens += n
+		out[i] = countedItem{name: entry.Name, tokens: n}
 	}
-	// The tools no server claims are of the one unprefixed server that
-	// could not be listed, when there is exactly one.
-	if owners != nil && len(owners.unlisted) == 1 {
-		for i := range rep.Tools {
-			if rep.Tools[i].Server == unknownServer {
-				rep.Tools[i].Server = owners.unlisted[0].name
+	return out, nil
+}
+
+// tokenReport counts the tokens of the catalog's tools: those a client is
+// given (cat.Listed) and, in search mode, the view's own tools, grouped by
+// the server the catalog names for each. Servers and tools are sorted by
+// tokens, the most first, then by name.
+func tokenReport(counter *tokenCounter, cat *hubCatalog) (*tokensReport, error) {
+	rep := &tokensReport{Encoding: counter.encoding(), Endpoint: cat.Endpoint, Mode: cat.Mode,
+		Servers: []serverCost{}, Tools: []toolCost{}, Exceeds: []capExceed{}}
+	listed, err := countItems(counter, cat.Listed)
+	if err != nil {
+		return nil, err
+	}
+	for _, it := range listed {
+		rep.Total.Tools++
+		rep.Total.Tokens += it.tokens
+	}
+	if cat.Mode == registry.ModeSearch {
+		items := make([]json.RawMessage, len(cat.Tools))
+		for i, t := range cat.Tools {
+			items[i] = t.Item
+		}
+		all, err := countItems(counter, items)
+		if err != nil {
+			return nil, err
+		}
+		for i, it := range all {
+			rep.Tools = append(rep.Tools, toolCost{Name: it.name, Server: cat.Tools[i].Server, Tokens: it.tokens})
+		}
+		for _, it := range listed {
+			rep.Listed = append(rep.Listed, listedCost{Name: it.name, Tokens: it.tokens})
+		}
+		slices.SortFunc(rep.Listed, func(x, y listedCost) int {
+			return cmp.Or(cmp.Compare(y.Tokens, x.Tokens), strings.Compare(x.Name, y.Name))
+		})
+	} else {
+		serverOf := make(map[string]string, len(cat.Tools))
+		for _, t := range cat.Tools {
+			if name, ok := jsonrpc.StringMember(t.Item, "name"); ok {
+				serverOf[name] = t.Server
 			}
+		}
+		for _, it := range listed {
+			rep.Tools = append(rep.Tools, toolCost{Name: it.name, Server: cmp.Or(serverOf[it.name], unknownServer), Tokens: it.tokens})
 		}
 	}
 	byServer := map[string]*serverCost{}
 	for _, t := range rep.Tools {
+		rep.Full.Tools++
+		rep.Full.Tokens += t.Tokens
 		sc := byServer[t.Server]
 		if sc == nil {
 			sc = &serverCost{Name: t.Server}
@@ -449,7 +510,7 @@ func tokenReport(counter *tokenCounter, owners *toolOwners, items []json.RawMess
 	return rep, nil
 }
 
-// unknownTools counts the tools that match no server.
+// unknownTools counts the tools the catalog names no server for.
 func (r *tokensReport) unknownTools() int {
 	n := 0
 	for _, t := range r.Tools {
@@ -460,15 +521,49 @@ func (r *tokensReport) unknownTools() int {
 	return n
 }
 
-// print prints the report as text: the servers' table with the total, the
-// client caps, and with tools every tool's table.
-func (r *tokensReport) print(w io.Writer, tools bool) {
-	rows := make([][]string, 0, len(r.Servers)+1)
-	for _, s := range r.Servers {
-		rows = append(rows, []string{s.Name, fmt.Sprint(s.Tools), fmt.Sprint(s.Tokens)})
+// searchSaving says what search mode saves against listing the view's
+// tools in full: "in full its 5 tools would cost 275 tokens; search mode
+// saves 18%".
+func searchSaving(listed, full tokensTotal) string {
+	if full.Tools == 0 {
+		return "its servers offer no tools yet, so search mode finds none (see mcphub status)"
 	}
-	rows = append(rows, []string{"TOTAL", fmt.Sprint(r.Total.Tools), fmt.Sprint(r.Total.Tokens)})
-	printNumberTable(w, []string{"SERVER", "TOOLS", "TOKENS"}, rows, 1)
+	msg := fmt.Sprintf("in full its %s would cost %d tokens; ", howMany(full.Tools, "tool"), full.Tokens)
+	if listed.Tokens >= full.Tokens {
+		return msg + fmt.Sprintf("search mode costs %d tokens more, as its tools are few", listed.Tokens-full.Tokens)
+	}
+	return msg + fmt.Sprintf("search mode saves %d%%", 100*(full.Tokens-listed.Tokens)/full.Tokens)
+}
+
+// print prints the report as text: with a profile, a line naming it; the
+// servers' table with the total (in search mode the listed tools' table,
+// the cost in full and the servers' table of that), the client caps, with
+// tools every tool's table, and the profiles' table.
+func (r *tokensReport) print(w io.Writer, tools bool) {
+	serverRows := func() [][]string {
+		rows := make([][]string, 0, len(r.Servers)+1)
+		for _, s := range r.Servers {
+			rows = append(rows, []string{s.Name, fmt.Sprint(s.Tools), fmt.Sprint(s.Tokens)})
+		}
+		return append(rows, []string{"TOTAL", fmt.Sprint(r.Full.Tools), fmt.Sprint(r.Full.Tokens)})
+	}
+	if r.Profile != "" {
+		fmt.Fprintf(w, "profile %s (%s, %s mode): a client is given %s\n\n", r.Profile, r.Endpoint, r.Mode, howMany(r.Total.Tools, "tool"))
+	}
+	if r.Mode == registry.ModeSearch {
+		rows := make([][]string, 0, len(r.Listed)+1)
+		for _, t := range r.Listed {
+			rows = append(rows, []string{t.Name, fmt.Sprint(t.Tokens)})
+		}
+		rows = append(rows, []string{"TOTAL", fmt.Sprint(r.Total.Tokens)})
+		printNumberTable(w, []string{"TOOL", "TOKENS"}, rows, 1)
+		fmt.Fprintf(w, "\n%s\n", searchSaving(r.Total, r.Full))
+		if len(r.Servers) > 0 {
+			printNumberTable(w, []string{"SERVER", "TOOLS", "TOKENS"}, serverRows(), 1)
+		}
+	} else {
+		printNumberTable(w, []string{"SERVER", "TOOLS", "TOKENS"}, serverRows(), 1)
+	}
 	fmt.Fprintln(w)
 	exceeded := 0
 	for _, c := range toolCaps {
@@ -492,6 +587,27 @@ func (r *tokensReport) print(w io.Writer, tools bool) {
 			rows[i] = []string{t.Name, t.Server, fmt.Sprint(t.Tokens)}
 		}
 		printNumberTable(w, []string{"TOOL", "SERVER", "TOKENS"}, rows, 2)
+	}
+	if len(r.Profiles) > 0 {
+		fmt.Fprintln(w)
+		rows := make([][]string, len(r.Profiles))
+		for i, p := range r.Profiles {
+			listedTools, listedTokens, fullTools, fullTokens := fmt.Sprint(p.Total.Tools), fmt.Sprint(p.Total.Tokens), "-", "-"
+			switch {
+			case p.Error != "":
+				listedTools, listedTokens = "?", "?"
+			case p.Mode == registry.ModeSearch:
+				fullTools, fullTokens = fmt.Sprint(p.Full.Tools), fmt.Sprint(p.Full.Tokens)
+			}
+			rows[i] = []string{p.Name, p.Mode, listedTools, listedTokens, fullTools, fullTokens}
+		}
+		printNumberTable(w, []string{"PROFILE", "MODE", "TOOLS", "TOKENS", "TOOLS IN FULL", "TOKENS IN FULL"}, rows, 2)
+		for _, p := range r.Profiles {
+			if p.Problem != "" {
+				fmt.Fprintf(w, "profile %s serves nothing until its table is fixed (mcphub validate shows the problems)\n", p.Name)
+			}
+		}
+		fmt.Fprintln(w, "mcphub tokens --profile NAME counts one profile's tools by server")
 	}
 }
 

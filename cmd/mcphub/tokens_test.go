@@ -4,8 +4,6 @@ import (
 	"bytes"
 	"encoding/json"
 	"fmt"
-	"io"
-	"maps"
 	"slices"
 	"strings"
 	"testing"
@@ -80,59 +78,33 @@ func TestTokensCountRefuses(t *testing.T) {
 	}
 }
 
-// TestTokensOwners tells the merged names apart as the hub merges them:
-// a prefixed server by prefix and separator, an unprefixed one by the
-// names of its own endpoint, an earlier server first.
-func TestTokensOwners(t *testing.T) {
-	o := &toolOwners{sep: "__", servers: []toolOwner{
-		{name: "github", prefix: "gh"},
-		{name: "local", own: map[string]bool{"read_file": true, "gh__x": true, "notes__add": true}},
-		{name: "notes", prefix: "notes"},
-	}}
-	for name, want := range map[string]string{
-		"gh__create_issue": "github",
-		"gh__x":            "github", // github comes first, and hides local's
-		"read_file":        "local",
-		"notes__add":       "local", // local comes first
-		"notes__search":    "notes",
-		"github__list":     unknownServer, // github's prefix is gh
-		"gh__":             unknownServer,
-		"write_file":       unknownServer,
-	} {
-		if got := o.serverOf(name); got != want {
-			t.Errorf("%s is of %s, want %s", name, got, want)
+// catalogOf is a full-mode catalog of /mcp listing items, each of the
+// server servers names for it (none: not in the catalog's tools).
+func catalogOf(items []json.RawMessage, servers map[string]string) *hubCatalog {
+	cat := &hubCatalog{Endpoint: "/mcp", Mode: "full", Listed: items}
+	for _, item := range items {
+		var e struct{ Name string }
+		json.Unmarshal(item, &e)
+		if s, ok := servers[e.Name]; ok {
+			cat.Tools = append(cat.Tools, catalogTool{Server: s, Tool: e.Name, Item: item})
 		}
 	}
-	dot := &toolOwners{sep: ".", servers: []toolOwner{{name: "fs", prefix: "fs"}}}
-	if got := dot.serverOf("fs.read"); got != "fs" {
-		t.Errorf("fs.read with separator .: %s, want fs", got)
-	}
-	if got := dot.serverOf("fs__read"); got != unknownServer {
-		t.Errorf("fs__read with separator .: %s, want %s", got, unknownServer)
-	}
-	var none *toolOwners
-	if got := none.serverOf("gh__x"); got != unknownServer {
-		t.Errorf("without a registry: %s, want %s", got, unknownServer)
-	}
+	return cat
 }
 
-// TestTokensReport groups the entries of a prefixed and an unprefixed
-// server, sorts servers and tools by tokens, and names the caps exceeded.
+// TestTokensReport groups the entries by the server the catalog names for
+// each, sorts servers and tools by tokens, and names the caps exceeded.
 func TestTokensReport(t *testing.T) {
 	c, err := tokenCounterOf("o200k_base")
 	if err != nil {
 		t.Fatal(err)
 	}
-	o := &toolOwners{sep: "__", servers: []toolOwner{
-		{name: "notes", prefix: "notes"},
-		{name: "weather", own: map[string]bool{"forecast": true}},
-	}}
 	entry := func(name, desc string) json.RawMessage {
 		return json.RawMessage(fmt.Sprintf(`{"name":%q,"description":%q,"inputSchema":{"type":"object"}}`, name, desc))
 	}
 	long := strings.Repeat("Returns tomorrow's forecast for a city, hour by hour. ", 10)
 	items := []json.RawMessage{entry("notes__add", "Adds a note."), entry("forecast", long), entry("notes__count", "Counts."), entry("stray", "")}
-	rep, err := tokenReport(c, o, items)
+	rep, err := tokenReport(c, catalogOf(items, map[string]string{"notes__add": "notes", "notes__count": "notes", "forecast": "weather"}))
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -144,8 +116,8 @@ func TestTokensReport(t *testing.T) {
 		n, _ := c.count(item)
 		sum += n
 	}
-	if rep.Total.Tokens != sum {
-		t.Errorf("total %d tokens, want the sum of the entries' %d", rep.Total.Tokens, sum)
+	if rep.Total.Tokens != sum || rep.Full != rep.Total {
+		t.Errorf("total %d tokens, full %+v, want the sum of the entries' %d in both", rep.Total.Tokens, rep.Full, sum)
 	}
 	var servers []string
 	for _, s := range rep.Servers {
@@ -192,7 +164,11 @@ func TestTokensCaps(t *testing.T) {
 		for i := range items {
 			items[i] = json.RawMessage(fmt.Sprintf(`{"name":"s__t%d"}`, i))
 		}
-		rep, err := tokenReport(c, &toolOwners{sep: "__", servers: []toolOwner{{name: "s", prefix: "s"}}}, items)
+		servers := map[string]string{}
+		for i := range items {
+			servers[fmt.Sprintf("s__t%d", i)] = "s"
+		}
+		rep, err := tokenReport(c, catalogOf(items, servers))
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -212,116 +188,6 @@ func TestTokensCaps(t *testing.T) {
 		}
 		if fits := strings.Contains(out.String(), "fits every"); fits != (len(tc.want) == 0) {
 			t.Errorf("%d tools: fits line %v:\n%s", tc.tools, fits, out.String())
-		}
-	}
-}
-
-// TestTokensOwnersLongestPrefix gives a name to the server of the longest
-// prefix that matches it, whatever the servers' order.
-func TestTokensOwnersLongestPrefix(t *testing.T) {
-	a, a_ := toolOwner{name: "a", prefix: "a"}, toolOwner{name: "a_", prefix: "a_"}
-	for _, servers := range [][]toolOwner{{a, a_}, {a_, a}} {
-		o := &toolOwners{sep: "__", servers: servers}
-		for name, want := range map[string]string{"a___x": "a_", "a__x": "a", "a_x": unknownServer} {
-			if got := o.serverOf(name); got != want {
-				t.Errorf("%s with %s, %s first: %s, want %s", name, servers[0].name, servers[1].name, got, want)
-			}
-		}
-	}
-}
-
-// TestTokensOwnersDown lets a server that is not connected claim a name
-// only when no connected server does.
-func TestTokensOwnersDown(t *testing.T) {
-	o := &toolOwners{sep: "__", servers: []toolOwner{
-		{name: "local", own: map[string]bool{"p__x": true}},
-		{name: "p", prefix: "p", down: true},
-		{name: "z", prefix: "p__y", down: true},
-	}}
-	for name, want := range map[string]string{
-		"p__x":       "local", // the connected server's own name
-		"p__y":       "p",     // p is the only candidate
-		"p__y__more": "z",     // both down: the longer prefix
-		"q__x":       unknownServer,
-	} {
-		if got := o.serverOf(name); got != want {
-			t.Errorf("%s is of %s, want %s", name, got, want)
-		}
-	}
-}
-
-// TestTokensReportUnlisted gives the tools no server claims to the one
-// unprefixed server that could not be listed, and keeps them under ? when
-// there are two; a prefixed server that is down keeps its own names.
-func TestTokensReportUnlisted(t *testing.T) {
-	c, err := tokenCounterOf("o200k_base")
-	if err != nil {
-		t.Fatal(err)
-	}
-	items := []json.RawMessage{
-		json.RawMessage(`{"name":"notes__add"}`),
-		json.RawMessage(`{"name":"forecast"}`),
-		json.RawMessage(`{"name":"alerts"}`),
-	}
-	servers := []toolOwner{{name: "notes", prefix: "notes", down: true}}
-	for _, tc := range []struct {
-		unlisted []unlistedServer
-		want     map[string]string
-	}{
-		{[]unlistedServer{{"weather", "restarting"}},
-			map[string]string{"notes__add": "notes", "forecast": "weather", "alerts": "weather"}},
-		{[]unlistedServer{{"weather", "restarting"}, {"local", "needs-login"}},
-			map[string]string{"notes__add": "notes", "forecast": unknownServer, "alerts": unknownServer}},
-	} {
-		rep, err := tokenReport(c, &toolOwners{sep: "__", servers: servers, unlisted: tc.unlisted}, items)
-		if err != nil {
-			t.Fatal(err)
-		}
-		got := map[string]string{}
-		for _, tool := range rep.Tools {
-			got[tool.Name] = tool.Server
-		}
-		if !maps.Equal(got, tc.want) {
-			t.Errorf("%d unlisted: %v, want %v", len(tc.unlisted), got, tc.want)
-		}
-		tools := 0
-		for _, s := range rep.Servers {
-			tools += s.Tools
-		}
-		if tools != 3 || rep.unknownTools() != countOf(tc.want, unknownServer) {
-			t.Errorf("%d unlisted: servers %+v", len(tc.unlisted), rep.Servers)
-		}
-	}
-}
-
-// countOf counts the values of m equal to v.
-func countOf(m map[string]string, v string) int {
-	n := 0
-	for _, x := range m {
-		if x == v {
-			n++
-		}
-	}
-	return n
-}
-
-// TestTokensNoteUnknown says why tools are counted under ?: no registry
-// file, unprefixed servers that could not be listed, or no server at all.
-func TestTokensNoteUnknown(t *testing.T) {
-	for _, tc := range []struct {
-		owners *toolOwners
-		want   string
-	}{
-		{nil, "note: without a registry file (/x/hub.toml does not exist) the 2 tools of the hub cannot be grouped by server, counted under ?; point --config at the hub's registry\n"},
-		{&toolOwners{unlisted: []unlistedServer{{"weather", "restarting"}, {"local", "server local is failed"}}},
-			"note: 2 tools of the hub, counted under ?, may be of the unprefixed servers whose tools could not be listed: weather (restarting), local (server local is failed)\n"},
-		{&toolOwners{}, "note: no server of /x/hub.toml exposes 2 tools of the hub, counted under ?\n"},
-	} {
-		var errOut bytes.Buffer
-		a := &app{configPath: "/x/hub.toml", stdout: io.Discard, stderr: &errOut}
-		a.noteUnknownTools(tc.owners, 2)
-		if errOut.String() != tc.want {
-			t.Errorf("note %q, want %q", errOut.String(), tc.want)
 		}
 	}
 }

@@ -27,7 +27,11 @@ client of the hub calls them by, and the names "tools call" takes. With
 SERVER it comes from that server's own endpoint /SERVER/mcp, under the
 server's own names (create_issue): that endpoint is what the hub has from
 the server itself, whatever its prefix and even for a tool whose name clashes
-in the merged view, and what a client pointed at /SERVER/mcp sees.
+in the merged view, and what a client pointed at /SERVER/mcp sees. With
+--profile NAME it comes from the profile's endpoint /profiles/NAME/mcp, as a
+client pointed there sees it: a profile in search mode lists its three
+search tools (search_tools, describe_tool, call_tool), and tools call
+--profile NAME still calls the profile's tools by name.
 
 --json prints the tools array (name, title, description, inputSchema,
 annotations ...) as the hub sent it.`
@@ -35,6 +39,7 @@ annotations ...) as the hub sent it.`
 const toolsExample = `  mcphub tools                   # every tool the hub serves, by namespaced name
   mcphub tools ls github         # github's tools, under their own names
   mcphub tools ls --json         # the tools with their input schemas
+  mcphub tools ls --profile coding
   mcphub tools call github__create_issue owner=me repo=hub title="It broke"`
 
 func newToolsCmd(a *app) *cobra.Command {
@@ -56,30 +61,42 @@ func newToolsLsCmd(a *app) *cobra.Command {
 		Long: `List the running hub's tools: name and the first line of the description,
 sorted by name. Without SERVER these are the merged endpoint's namespaced
 names (/mcp), the ones "mcphub tools call" takes; with SERVER, the tools of
-that server's own endpoint (/SERVER/mcp) under the server's own names.`,
+that server's own endpoint (/SERVER/mcp) under the server's own names; with
+--profile NAME, the tools of the profile's endpoint (/profiles/NAME/mcp),
+which in search mode are its three search tools.`,
 		Example: `  mcphub tools ls                # github__create_issue, fs__read_file, ...
   mcphub tools ls github         # create_issue, ... as /github/mcp lists them
+  mcphub tools ls --profile web  # what a client of /profiles/web/mcp sees
   mcphub tools ls --json         # the tools array as the hub sent it`,
 		Args: cobra.MaximumNArgs(1),
 	}, "print the tools array as the hub sent it", a.toolsList)
 }
 
-// toolsList is tools ls: the tools of the merged endpoint, or of server's.
-func (a *app) toolsList(ctx context.Context, server string, asJSON bool) error {
-	return listOf(ctx, a, server, asJSON, lister[toolEntry]{
+// toolsList is tools ls: the tools of the merged endpoint, of a server's
+// or of a profile's.
+func (a *app) toolsList(ctx context.Context, v hubView, asJSON bool) error {
+	return listOf(ctx, a, v, asJSON, lister[toolEntry]{
 		method: "tools/list",
 		member: "tools",
 		noun:   "tool",
 		name:   func(t toolEntry) string { return t.Name },
 		header: []string{"NAME", "DESCRIPTION"},
 		row:    func(t toolEntry) []string { return []string{t.Name, t.Description} },
+		note: func(s *hubSession) string {
+			if !s.searchMode() {
+				return ""
+			}
+			return fmt.Sprintf("search mode: the profile's %s are found through search_tools; mcphub tokens --profile %s counts them",
+				howMany(s.profileTools, "tool"), s.profile)
+		},
 	})
 }
 
 // toolCallOptions are the flags of tools call.
 type toolCallOptions struct {
-	args   string
-	asJSON bool
+	args    string
+	asJSON  bool
+	profile string
 }
 
 func newToolsCallCmd(a *app) *cobra.Command {
@@ -93,7 +110,9 @@ it is, images and audio as a note with their type and size, resource links
 by their URI, embedded resources as their text; a result with only
 structured content prints that as JSON. A result that is an error (isError)
 is printed on stderr and exits 1. Ctrl-C (or SIGTERM) cancels the call on
-the hub and the server, and exits 130.
+the hub and the server, and exits 130. With --profile NAME the call goes to
+the profile's endpoint (/profiles/NAME/mcp), by the name the profile gives
+the tool; a profile in search mode serves its tools by name too.
 
 Arguments come as key=value pairs, each key given once, and each value is
 read as the tool's input schema types that argument: a string argument
@@ -112,7 +131,8 @@ structuredContent included.`,
 		Example: `  mcphub tools call github__create_issue owner=me repo=hub title="It broke"
   mcphub tools call fs__read_file --args '{"path": "/etc/hosts"}'
   mcphub tools call search__query q=mcp limit=5 filters='{"lang": "go"}'
-  mcphub tools call weather__forecast city=Paris --json`,
+  mcphub tools call weather__forecast city=Paris --json
+  mcphub tools call --profile coding new_issue title="It broke"`,
 		Args: cobra.MinimumNArgs(1),
 		RunE: func(cmd *cobra.Command, args []string) error {
 			return a.toolsCall(cmd.Context(), args[0], args[1:], o)
@@ -120,6 +140,8 @@ structuredContent included.`,
 	}
 	cmd.Flags().StringVar(&o.args, "args", "", `the arguments as one JSON object, such as '{"path": "/tmp"}'`)
 	cmd.Flags().BoolVar(&o.asJSON, "json", false, "print the result as the hub sent it, structuredContent included")
+	cmd.Flags().StringVar(&o.profile, "profile", "", "call the tool on the profile's endpoint (/profiles/NAME/mcp)")
+	cmd.RegisterFlagCompletionFunc("profile", a.completeProfileFlag)
 	return cmd
 }
 
@@ -162,7 +184,7 @@ func (a *app) toolsCall(ctx context.Context, name string, pairs []string, o tool
 	defer stop()
 	prog := &progressLine{w: a.stderr, width: terminalWidth(a.stderr)}
 	prog.on = isTerminal(a.stderr) && virtualTerminal(a.stderr)
-	s, err := a.openHub(ctx, "", progressHandler{prog: prog})
+	s, err := a.openView(ctx, hubView{profile: o.profile}, progressHandler{prog: prog})
 	if err != nil {
 		if interrupted() {
 			return a.interruptedErr(nil)
@@ -238,24 +260,63 @@ func (a *app) toolsCall(ctx context.Context, name string, pairs []string, o tool
 	return nil
 }
 
-// findTool is the tool name of the merged view, or the error saying there
-// is none.
+// findTool is the tool name of the session's view, or the error saying
+// there is none.
 func (s *hubSession) findTool(ctx context.Context, name string) (*toolEntry, error) {
 	lctx, cancel := context.WithTimeout(ctx, cliListTimeout)
 	defer cancel()
-	raws, err := s.listAll(lctx, "tools/list")
+	listed, own, err := s.toolItems(lctx)
 	if err != nil {
 		return nil, s.fail("list the tools of "+s.where(), err)
 	}
-	names := itemNames(raws)
-	if i := slices.Index(names, name); i >= 0 {
+	raws := append(listed, own...)
+	if i := slices.Index(itemNames(raws), name); i >= 0 {
 		var tool toolEntry
 		if err := json.Unmarshal(raws[i], &tool); err != nil {
 			return nil, fmt.Errorf("the hub's tool %s is malformed: %w", name, err)
 		}
 		return &tool, nil
 	}
-	return nil, s.unknownNameErr("tool", name, names, "mcphub tools ls")
+	return nil, s.unknownToolErr(name, listed, own)
+}
+
+// toolItems are the tools a call on the session may name: those its
+// tools/list holds and, on a profile in search mode, the profile's own
+// tools (own), which it serves by name without listing them.
+func (s *hubSession) toolItems(ctx context.Context) (listed, own []json.RawMessage, err error) {
+	if listed, err = s.listAll(ctx, "tools/list"); err != nil || !s.searchMode() {
+		return listed, nil, err
+	}
+	cat, err := fetchCatalog(ctx, s.target, s.profile, cliListTimeout)
+	if err != nil {
+		return nil, nil, err
+	}
+	for _, t := range cat.Tools {
+		own = append(own, t.Item)
+	}
+	return listed, own, nil
+}
+
+// unknownToolErr says that the session's view has no tool name, among
+// listed and own (toolItems): on a profile in search mode, naming the
+// closest of the profile's own tools, which tokens -v lists.
+func (s *hubSession) unknownToolErr(name string, listed, own []json.RawMessage) error {
+	if s.searchMode() {
+		return s.unknownNameErr("tool", name, itemNames(own), "mcphub tokens --profile "+s.profile+" -v")
+	}
+	return s.unknownNameErr("tool", name, itemNames(listed), s.lsCommand("tools"))
+}
+
+// lsCommand is the command that lists kind ("tools") of the session's
+// view.
+func (s *hubSession) lsCommand(kind string) string {
+	switch {
+	case s.server != "":
+		return "mcphub " + kind + " ls " + s.server
+	case s.profile != "":
+		return "mcphub " + kind + " ls --profile " + s.profile
+	}
+	return "mcphub " + kind + " ls"
 }
 
 // unknownTool is the error for a call the hub refused with invalid params
@@ -264,15 +325,14 @@ func (s *hubSession) findTool(ctx context.Context, name string) (*toolEntry, err
 func (s *hubSession) unknownTool(ctx context.Context, name string) error {
 	lctx, cancel := context.WithTimeout(ctx, cliListTimeout)
 	defer cancel()
-	raws, err := s.listAll(lctx, "tools/list")
+	listed, own, err := s.toolItems(lctx)
 	if err != nil {
 		return nil
 	}
-	names := itemNames(raws)
-	if slices.Contains(names, name) {
+	if slices.Contains(itemNames(append(listed, own...)), name) {
 		return nil
 	}
-	return s.unknownNameErr("tool", name, names, "mcphub tools ls")
+	return s.unknownToolErr(name, listed, own)
 }
 
 // toolArguments are the arguments of tools call: --args's object, with the

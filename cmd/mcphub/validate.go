@@ -15,6 +15,7 @@ type validateResult struct {
 	Valid    bool              `json:"valid"`
 	Servers  int               `json:"servers"`
 	Enabled  int               `json:"enabled"`
+	Profiles int               `json:"profiles"`
 	Problems []validateProblem `json:"problems"`
 	// Error sums the problems up, as every failed --json run says.
 	Error string `json:"error,omitempty"`
@@ -39,7 +40,7 @@ would be valid. Exits 1 when there is any problem, 0 when the file is valid.
 ${VAR} references are checked against this shell's environment.
 
 --json prints one object, also when the file has problems (exit status 1):
-  {"file": "hub.toml", "valid": false, "servers": 0, "enabled": 0,
+  {"file": "hub.toml", "valid": false, "servers": 0, "enabled": 0, "profiles": 0,
    "problems": [{"line": 3, "col": 1, "key": "hub.auth", "message": "..."}],
    "error": "hub.toml has 1 problem"}`,
 		Args: cobra.MaximumNArgs(1),
@@ -64,7 +65,7 @@ ${VAR} references are checked against this shell's environment.
 			if err != nil {
 				return a.printRegistryErrors(err)
 			}
-			res := validateResult{File: path, Valid: true, Servers: len(reg.Servers), Problems: []validateProblem{}}
+			res := validateResult{File: path, Valid: true, Servers: len(reg.Servers), Profiles: len(reg.Profiles), Problems: []validateProblem{}}
 			for _, s := range reg.Servers {
 				if s.Enabled {
 					res.Enabled++
@@ -73,7 +74,11 @@ ${VAR} references are checked against this shell's environment.
 			if asJSON {
 				return a.printJSON(res)
 			}
-			fmt.Fprintf(a.stdout, "%s is valid: %d servers (%d enabled)\n", path, res.Servers, res.Enabled)
+			msg := fmt.Sprintf("%s is valid: %d servers (%d enabled)", path, res.Servers, res.Enabled)
+			if res.Profiles > 0 {
+				msg += fmt.Sprintf(", %d %s", res.Profiles, plural(res.Profiles, "profile", "profiles"))
+			}
+			fmt.Fprintln(a.stdout, msg)
 			return nil
 		},
 	}
