@@ -282,8 +282,9 @@ func installedExecutable(executable func() (string, error), lookPath func(string
 // hubCommand returns the absolute path of the running mcphub and the
 // arguments that run `mcphub stdio` against
 // this registry: GUI clients do not see the shell's PATH or $MCPHUB_CONFIG,
-// so both are spelled out.
-func (a *app) hubCommand() (string, []string, error) {
+// so both are spelled out. With profile, the stdio relays to the profile's
+// endpoint (--profile).
+func (a *app) hubCommand(profile string) (string, []string, error) {
 	exe, goRun, err := installedExecutable(os.Executable, exec.LookPath, os.Args[0])
 	if err != nil {
 		return "", nil, fmt.Errorf("cannot find the mcphub binary for a stdio entry: %w", err)
@@ -306,6 +307,9 @@ func (a *app) hubCommand() (string, []string, error) {
 	// A client does not see $MCPHUB_DATA either.
 	if os.Getenv("MCPHUB_DATA") != "" || !sameFile(data, registry.DefaultDataDir()) {
 		args = append(args, "--data-dir", data)
+	}
+	if profile != "" {
+		args = append(args, "--profile", profile)
 	}
 	return exe, args, nil
 }
@@ -332,10 +336,11 @@ func sameFile(a, b string) bool {
 }
 
 // hubEntry builds the entry that points client c at the hub: the stdio
-// entry when asked or when the client takes no other, else the HTTP one.
-func (a *app) hubEntry(c clientKind, stdio bool, url string, headers map[string]string) (entry, error) {
+// entry when asked or when the client takes no other (relaying to
+// profile's endpoint when profile is set), else the HTTP one, at url.
+func (a *app) hubEntry(c clientKind, stdio bool, url string, headers map[string]string, profile string) (entry, error) {
 	if stdio || c.remote == nil {
-		cmd, args, err := a.hubCommand()
+		cmd, args, err := a.hubCommand(profile)
 		if err != nil {
 			return nil, err
 		}

@@ -61,12 +61,13 @@ FILE.mcphub-backup-<UTC time>. Running it again changes nothing.
 server runs twice: those that run just what an enabled server of the
 registry runs (the same command, args, env and working directory, or the
 same URL and headers, with no tool filter on either side), and older
-entries for this hub's /mcp endpoint (or mcphub stdio without --server)
-under another name, a profile's /profiles/NAME/mcp included (or mcphub
-stdio with --profile). An entry that only shares the command and args, or
-the URL, is kept with a note saying what differs; so is one that points at
-a single server of this hub. The others are kept and listed; mcphub import
-FILE adds them to the hub.
+entries under another name for this hub's /mcp endpoint (or mcphub stdio
+without --server and --profile) or for the profile connected (its
+/profiles/NAME/mcp, or mcphub stdio --profile NAME). An entry that only
+shares the command and args, or the URL, is kept with a note saying what
+differs; so is one that points at a single server of this hub, or at
+another profile. The others are kept and listed; mcphub import FILE adds
+them to the hub.
 
 --json (with --write) prints one JSON object instead: client, file, wrote,
 backup, added or updated (the entry's name), removed [{name, reason}],
@@ -87,8 +88,8 @@ func newConnectCmd(a *app) *cobra.Command {
 		Long:      connectLong,
 		Args:      cobra.ExactArgs(1),
 		ValidArgs: clientNames(),
-		RunE: func(_ *cobra.Command, args []string) error {
-			return a.connect(args[0], o)
+		RunE: func(cmd *cobra.Command, args []string) error {
+			return a.connect(cmd.Context(), args[0], o)
 		},
 	}
 	fl := cmd.Flags()
@@ -103,7 +104,7 @@ func newConnectCmd(a *app) *cobra.Command {
 	return cmd
 }
 
-func (a *app) connect(client string, o connectOptions) error {
+func (a *app) connect(ctx context.Context, client string, o connectOptions) error {
 	c, err := lookupClient(client)
 	if err != nil {
 		return err
@@ -122,7 +123,7 @@ func (a *app) connect(client string, o connectOptions) error {
 		return a.printRegistryErrors(err)
 	}
 	view := hubView{profile: o.profile}
-	if err := a.checkStdioView(reg, view); err != nil {
+	if err := a.checkRegistryView(reg, view); err != nil {
 		return err
 	}
 	stdio := o.stdio || c.remote == nil
@@ -137,11 +138,11 @@ func (a *app) connect(client string, o connectOptions) error {
 			headers = map[string]string{"Authorization": "Bearer " + tok}
 		}
 	}
-	e, err := a.connectEntry(c, stdio, hubURL, headers, o.profile)
+	e, err := a.hubEntry(c, stdio, hubURL, headers, o.profile)
 	if err != nil {
 		return err
 	}
-	warning, note := a.checkToolCap(reg, c, o.profile)
+	warning, note := a.checkToolCap(ctx, reg, c, o.profile)
 	file := o.file
 	if file == "" {
 		if file, err = c.path(); err != nil {
@@ -161,7 +162,7 @@ func (a *app) connect(client string, o connectOptions) error {
 		}
 		return nil
 	}
-	res, err := a.writeEntry(c, file, o.name, e, reg, o.move)
+	res, err := a.writeEntry(c, file, o.name, e, reg, o.move, o.profile)
 	if errors.Is(err, errNotEditable) {
 		// The entry is not where mcphub can edit it; the user replaces it.
 		msg := fmt.Sprintf("the entry %q is %v; replace it by hand", o.name, err)
@@ -264,46 +265,22 @@ func (a *app) printReport(res connectResult) {
 	for _, n := range res.Notes {
 		fmt.Fprintf(a.stdout, "note: %s\n", n)
 	}
+	// Warnings go on stderr, as every other warning does.
 	for _, w := range res.Warnings {
-		fmt.Fprintf(a.stdout, "warning: %s\n", w)
+		fmt.Fprintf(a.stderr, "warning: %s\n", w)
 	}
-}
-
-// connectEntry is the hub's entry for client c: hubEntry's, its stdio
-// entry running mcphub stdio --profile NAME for a profile.
-func (a *app) connectEntry(c clientKind, stdio bool, url string, headers map[string]string, profile string) (entry, error) {
-	if profile == "" || !stdio && c.remote != nil {
-		return a.hubEntry(c, stdio, url, headers)
-	}
-	cmd, args, err := a.hubCommand()
-	if err != nil {
-		return nil, err
-	}
-	return c.stdio(cmd, append(args, "--profile", profile)), nil
-}
-
-// clientCaps name the tool cap (toolCaps) of the clients that have one.
-var clientCaps = map[string]string{"cursor": "Cursor", "windsurf": "Windsurf", "vscode": "VS Code Copilot"}
-
-// capOf is client's tool cap, nil for a client without one.
-func capOf(client string) *toolCap {
-	for _, c := range toolCaps {
-		if c.client == clientCaps[client] {
-			return &c
-		}
-	}
-	return nil
 }
 
 // checkToolCap asks the running hub how many tools the endpoint the entry
 // points at lists (/mcp, or profile's), when client c caps them: warning
 // says the count exceeds the cap, and how to bring it down. With a profile,
 // note says when the count could not be checked.
-func (a *app) checkToolCap(reg *registry.Registry, c clientKind, profile string) (warning, note string) {
-	cp := capOf(c.name)
-	if cp == nil {
+func (a *app) checkToolCap(ctx context.Context, reg *registry.Registry, c clientKind, profile string) (warning, note string) {
+	i := slices.IndexFunc(toolCaps, func(tc toolCap) bool { return tc.id == c.name })
+	if i < 0 {
 		return "", ""
 	}
+	cp := toolCaps[i]
 	unchecked := func(why string) string {
 		if profile == "" {
 			return ""
@@ -315,7 +292,7 @@ func (a *app) checkToolCap(reg *registry.Registry, c clientKind, profile string)
 		return "", unchecked("the hub's token could not be read")
 	}
 	t := a.hubFor(reg, tok)
-	cat, err := fetchCatalog(context.Background(), t, profile, cliConnectTimeout)
+	cat, err := fetchCatalog(ctx, t, profile, cliConnectTimeout)
 	switch {
 	case errors.Is(err, errNoHub):
 		return "", unchecked("no hub is running at " + t.listen)
@@ -393,9 +370,10 @@ type movePlan struct {
 }
 
 // planMove sorts the client's entries into those the hub serves (and older
-// entries for the whole hub, which the new entry replaces) and the rest.
-// The hub's own entry, name, is neither.
-func planMove(doc clientDoc, reg *registry.Registry, self registry.Self, name string) (movePlan, error) {
+// entries for the whole hub or for profile, the view the new entry points
+// at, which it replaces) and the rest. The hub's own entry, name, is
+// neither.
+func planMove(doc clientDoc, reg *registry.Registry, self registry.Self, name, profile string) (movePlan, error) {
 	p := movePlan{notes: map[string]string{}}
 	list, err := doc.entries()
 	if err != nil {
@@ -408,7 +386,7 @@ func planMove(doc clientDoc, reg *registry.Registry, self registry.Self, name st
 		var why, note string
 		switch {
 		case e.readable && registry.PointsAtHub(e.spec, self):
-			if note = hubScope(e); note == "" {
+			if note = hubScope(e, profile); note == "" {
 				// An older entry for this hub under another name: the
 				// client would talk to the hub twice.
 				why = fmt.Sprintf("it points at this hub too; %q replaces it", name)
@@ -432,34 +410,40 @@ func planMove(doc clientDoc, reg *registry.Registry, self registry.Self, name st
 }
 
 // hubScope says why an entry that points at this hub is not an older copy
-// of the hub's own entry: it reaches one server's endpoint (/NAME/mcp, or
-// mcphub stdio --server NAME) or another path, which the user chose to
-// scope what the client sees. It returns "" for an entry of the hub's own:
-// its /mcp endpoint, a profile's /profiles/NAME/mcp, or mcphub stdio
-// without --server (with --profile or not). The hub's entry replaces such
-// an entry, whichever view it points at, so that the client does not
-// reach the hub twice.
-func hubScope(e clientEntry) string {
+// of the hub's own entry, which points at profile's endpoint (/mcp when
+// profile is ""): it reaches one server's endpoint (/NAME/mcp, or mcphub
+// stdio --server NAME), another profile's (/profiles/NAME/mcp, or mcphub
+// stdio --profile NAME) or another path, which the user chose to scope what
+// the client sees. It returns "" for an entry of the hub's /mcp endpoint
+// (mcphub stdio with neither flag) or of profile's: the hub's entry
+// replaces such an entry, so that the client does not reach the hub twice.
+func hubScope(e clientEntry, profile string) string {
 	if e.spec.URL != "" {
-		return urlScope(e.spec.URL)
+		return urlScope(e.spec.URL, profile)
 	}
 	for i := 0; i < len(e.spec.Args); i++ {
 		a := e.spec.Args[i]
 		if a == "--" {
 			break
 		}
-		server, ok := strings.CutPrefix(a, "--server=")
-		if a == "--server" && i+1 < len(e.spec.Args) {
-			server, ok = e.spec.Args[i+1], true
-		}
-		if ok && server != "" {
-			return fmt.Sprintf("it runs mcphub stdio --server %s, which shows only that server of this hub; keep it for that, or remove it by hand", server)
+		for _, flag := range []string{"--server", "--profile"} {
+			value, ok := strings.CutPrefix(a, flag+"=")
+			if a == flag && i+1 < len(e.spec.Args) {
+				value, ok = e.spec.Args[i+1], true
+			}
+			switch {
+			case !ok || value == "":
+			case flag == "--server":
+				return fmt.Sprintf("it runs mcphub stdio --server %s, which shows only that server of this hub; keep it for that, or remove it by hand", value)
+			case value != profile:
+				return profileScope(value, "mcphub stdio --profile "+value)
+			}
 		}
 	}
 	// An mcp-remote bridge: the URL it is given.
 	for _, a := range e.spec.Args {
 		if u, err := url.Parse(a); err == nil && (u.Scheme == "http" || u.Scheme == "https") && u.Host != "" {
-			if note := urlScope(a); note != "" {
+			if note := urlScope(a, profile); note != "" {
 				return note
 			}
 		}
@@ -468,7 +452,7 @@ func hubScope(e clientEntry) string {
 }
 
 // urlScope is hubScope for a URL on the hub.
-func urlScope(raw string) string {
+func urlScope(raw, profile string) string {
 	u, err := url.Parse(raw)
 	if err != nil {
 		return "it points at this hub, at an address mcphub cannot read; remove it by hand if the hub's entry replaces it"
@@ -479,12 +463,21 @@ func urlScope(raw string) string {
 	}
 	segs := strings.Split(strings.Trim(p, "/"), "/")
 	if len(segs) == 3 && segs[0] == "profiles" && segs[1] != "" && segs[2] == "mcp" {
-		return ""
+		if segs[1] == profile {
+			return ""
+		}
+		return profileScope(segs[1], path.Clean("/"+p))
 	}
 	if len(segs) == 2 && segs[1] == "mcp" {
 		return fmt.Sprintf("it points at only the hub's server %q (%s), not at every server; keep it for that, or remove it by hand", segs[0], path.Clean("/"+p))
 	}
 	return fmt.Sprintf("it points at %s on this hub, not at its /mcp endpoint; remove it by hand if the hub's entry replaces it", path.Clean("/"+p))
+}
+
+// profileScope is hubScope's note for an entry of another profile of the
+// hub than the one connected, which it reaches through how.
+func profileScope(profile, how string) string {
+	return fmt.Sprintf("it points at the hub's profile %q (%s), another view than the hub's entry; keep it for that, or remove it by hand", profile, how)
 }
 
 // servedBy returns the name of the enabled registry server that runs just
@@ -651,7 +644,7 @@ func (a *app) hubSelf(reg *registry.Registry) registry.Self {
 // with move, removes the entries the hub serves. The file is read, edited,
 // checked and replaced in one go; if it changes meanwhile (a client that
 // rewrites its own file), the whole edit starts over.
-func (a *app) writeEntry(c clientKind, file, name string, e entry, reg *registry.Registry, move bool) (connectResult, error) {
+func (a *app) writeEntry(c clientKind, file, name string, e entry, reg *registry.Registry, move bool, profile string) (connectResult, error) {
 	res := connectResult{Client: c.name, File: file, title: c.title, entry: name, Removed: []removedEntry{}, Kept: []keptEntry{}}
 	for attempt := 1; ; attempt++ {
 		f, err := readClientFile(file)
@@ -664,7 +657,7 @@ func (a *app) writeEntry(c clientKind, file, name string, e entry, reg *registry
 		}
 		plan := movePlan{notes: map[string]string{}}
 		if move {
-			if plan, err = planMove(doc, reg, a.hubSelf(reg), name); err != nil {
+			if plan, err = planMove(doc, reg, a.hubSelf(reg), name, profile); err != nil {
 				return res, err
 			}
 		}

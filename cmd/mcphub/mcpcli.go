@@ -73,14 +73,9 @@ func (v hubView) path() string {
 	case v.server != "":
 		return "/" + url.PathEscape(v.server) + "/mcp"
 	case v.profile != "":
-		return profilePath(v.profile)
+		return "/profiles/" + url.PathEscape(v.profile) + "/mcp"
 	}
 	return "/mcp"
-}
-
-// profilePath is the endpoint of the profile called name.
-func profilePath(name string) string {
-	return "/profiles/" + url.PathEscape(name) + "/mcp"
 }
 
 // hubSession is one MCP session of the CLI with the running hub.
@@ -181,16 +176,11 @@ func (w *hubWire) seen() (redirect *url.URL, netErr error) {
 	return w.redirect, w.netErr
 }
 
-// openHub opens an MCP session with the running hub, found as status finds
-// it: on /mcp when server is "", else on /{server}/mcp once the hub says it
-// serves that server and has it connected. h receives what the hub sends
-// on its own; it may be nil.
-func (a *app) openHub(ctx context.Context, server string, h client.Handler) (*hubSession, error) {
-	return a.openView(ctx, hubView{server: server}, h)
-}
-
-// openView is openHub on any view: a profile's endpoint is opened once the
-// hub says it serves the profile, and serves it without a problem.
+// openView opens an MCP session with the running hub, found as status
+// finds it, on v's endpoint: /mcp; a server's own once the hub says it
+// serves that server and has it connected; a profile's once the hub says it
+// serves the profile, without a problem. h receives what the hub sends on
+// its own; it may be nil.
 func (a *app) openView(ctx context.Context, v hubView, h client.Handler) (*hubSession, error) {
 	t, _, err := a.statusTarget()
 	if err != nil {
@@ -203,7 +193,7 @@ func (a *app) openView(ctx context.Context, v hubView, h client.Handler) (*hubSe
 			return nil, err
 		}
 	case v.profile != "":
-		if prof, err = checkProfile(ctx, t, v.profile); err != nil {
+		if prof, err = a.checkProfile(ctx, t, v.profile); err != nil {
 			return nil, err
 		}
 	}
@@ -287,15 +277,21 @@ func checkServer(ctx context.Context, t hubTarget, server string) error {
 
 // checkProfile makes sure the hub serves the profile called name, and
 // serves it: a profile whose table has a problem answers nothing until it
-// is fixed. It returns the hub's status of the profile.
-func checkProfile(ctx context.Context, t hubTarget, name string) (*hub.ProfileStatus, error) {
+// is fixed. It returns the hub's status of the profile. A hub that lists no
+// profile while the registry has this one is older than this mcphub.
+func (a *app) checkProfile(ctx context.Context, t hubTarget, name string) (*hub.ProfileStatus, error) {
 	st, err := fetchStatus(ctx, t)
 	if err != nil {
 		return nil, err
 	}
 	p := profileStatus(st, name)
 	if p == nil {
-		return nil, unknownProfileErr(st, name)
+		if len(st.Profiles) == 0 {
+			if reg, err := registry.LoadServing(a.configPath); err == nil && reg.Profile(name) != nil {
+				return nil, olderHubErr(t, "lists no profiles")
+			}
+		}
+		return nil, noProfileErr(name, "the hub", st.Profiles, func(p hub.ProfileStatus) string { return p.Name })
 	}
 	if p.Problem != "" {
 		return nil, fmt.Errorf("profile %s serves nothing until its table is fixed (mcphub validate shows every problem):\n%s", name, p.Problem)
@@ -314,21 +310,16 @@ func profileStatus(st *hub.Status, name string) *hub.ProfileStatus {
 	return nil
 }
 
-// unknownProfileErr says that the hub serves no profile called name, and
-// which it serves.
-func unknownProfileErr(st *hub.Status, name string) error {
-	names := make([]string, len(st.Profiles))
-	for i, p := range st.Profiles {
-		names[i] = p.Name
-	}
-	return noProfileErr(name, names, "the hub")
-}
-
 // noProfileErr says that where (the hub, a registry file) has no profile
-// called name, naming the closest of those it has, or how to add one.
-func noProfileErr(name string, names []string, where string) error {
-	if len(names) == 0 {
+// called name, naming the closest of its profiles, or how to add one.
+// nameOf is a profile's name.
+func noProfileErr[P any](name, where string, profiles []P, nameOf func(P) string) error {
+	if len(profiles) == 0 {
 		return fmt.Errorf("no profile %q in %s; it has none (a profile is a [profiles.NAME] table of the registry)", name, where)
+	}
+	names := make([]string, len(profiles))
+	for i, p := range profiles {
+		names[i] = nameOf(p)
 	}
 	slices.Sort(names)
 	msg := fmt.Sprintf("no profile %q in %s; its profiles are %s", name, where, strings.Join(names, ", "))
@@ -336,6 +327,13 @@ func noProfileErr(name string, names []string, where string) error {
 		msg += " (did you mean " + strings.Join(close, ", ") + "?)"
 	}
 	return errors.New(msg)
+}
+
+// olderHubErr says that the hub at t is older than this mcphub, as it
+// lacks something this mcphub asks for (lacks: "lists no profiles"), and
+// to restart it with this one.
+func olderHubErr(t hubTarget, lacks string) error {
+	return fmt.Errorf("the hub at %s %s, so it is older than this mcphub; restart it with this one (see mcphub status)", t.listen, lacks)
 }
 
 // serverStatus is the entry of st for server, nil when it lists none.
@@ -386,18 +384,15 @@ func (a *app) noteMissing(ctx context.Context, s *hubSession, kind string) {
 	if err != nil {
 		return
 	}
-	a.noteDown(st, hubView{profile: s.profile}, kind)
+	a.noteDown(st, s.profile, kind)
 }
 
-// noteDown is noteMissing with the hub's status st, for the view v: /mcp,
-// which has every server, or a profile's, which has those it selects.
-func (a *app) noteDown(st *hub.Status, v hubView, kind string) {
-	if v.server != "" {
-		return
-	}
+// noteDown is noteMissing with the hub's status st, for /mcp, which has
+// every server, or for profile's endpoint, which has those it selects.
+func (a *app) noteDown(st *hub.Status, profile, kind string) {
 	var only []string
-	if v.profile != "" {
-		p := profileStatus(st, v.profile)
+	if profile != "" {
+		p := profileStatus(st, profile)
 		if p == nil {
 			return
 		}
@@ -405,7 +400,7 @@ func (a *app) noteDown(st *hub.Status, v hubView, kind string) {
 	}
 	var down []hub.ServerStatus
 	for _, srv := range st.Servers {
-		if v.profile != "" && !slices.Contains(only, srv.Name) {
+		if profile != "" && !slices.Contains(only, srv.Name) {
 			continue
 		}
 		if srv.State != hub.StateConnected && srv.State != hub.StateDisabled {

@@ -7,6 +7,8 @@ import (
 	"fmt"
 	"io"
 	"log/slog"
+	"net/http"
+	"net/http/httptest"
 	"os"
 	"path/filepath"
 	"slices"
@@ -58,7 +60,8 @@ func TestGoldenProfiles(t *testing.T) {
 }
 
 // goldenProfilesStatus is goldenHubStatus with profiles: one in full mode,
-// one in search mode with a session, and one whose table has a problem.
+// one in search mode with a session and a name it could not expose as
+// offered, and one whose table has a problem.
 func goldenProfilesStatus(addr string) hub.Status {
 	st := goldenHubStatus(addr)
 	base := "http://" + addr + "/profiles/"
@@ -66,7 +69,8 @@ func goldenProfilesStatus(addr string) hub.Status {
 		{Name: "broken", URL: base + "broken/mcp", Mode: "full", Servers: []string{"github"}, Tools: 26, Listed: 26,
 			Problem: "hub.toml:31:11: profiles.broken.include: \"[x\" is not a glob: syntax error in pattern"},
 		{Name: "coding", URL: base + "coding/mcp", Mode: "full", Servers: []string{"github"}, Tools: 12, Listed: 12},
-		{Name: "research", URL: base + "research/mcp", Mode: "search", Servers: []string{"flaky", "github", "internal"}, Tools: 26, Listed: 3, Sessions: 1},
+		{Name: "research", URL: base + "research/mcp", Mode: "search", Servers: []string{"flaky", "github", "internal"}, Tools: 26, Listed: 3, Sessions: 1,
+			Conflicts: []string{`internal: tool "search_code" is hidden: github offers the same name`}},
 	}
 	return st
 }
@@ -198,31 +202,165 @@ func TestConnectProfileNoHub(t *testing.T) {
 	}
 }
 
-// TestConnectMoveRemovesProfileEntries: an entry under another name for a
-// profile of this hub (its URL, mcphub stdio --profile, a bridge to it) is
-// the hub's own: --move removes it, as the hub's entry replaces it.
-func TestConnectMoveRemovesProfileEntries(t *testing.T) {
-	connectHome(t)
-	path := filepath.Join(t.TempDir(), "mcp.json")
+// TestConnectMoveProfileEntries: --move removes the entries under another
+// name for the view the hub's entry points at (/mcp, or the profile
+// connected: its URL, mcphub stdio --profile, a bridge to it), and keeps
+// those of another profile with a note, as it keeps a server's.
+func TestConnectMoveProfileEntries(t *testing.T) {
+	home := connectHome(t)
+	cfg := filepath.Join(home, ".config", "mcphub", "hub.toml")
+	if err := os.WriteFile(cfg, []byte(connectRegistry+"\n[profiles.coding]\nservers = [\"github\"]\n\n[profiles.web]\nservers = [\"fetch\"]\n"), 0o600); err != nil {
+		t.Fatal(err)
+	}
 	text := `{"mcpServers": {
+  "hub-all": {"url": "http://127.0.0.1:7733/mcp"},
   "hub-coding": {"url": "http://127.0.0.1:7733/profiles/coding/mcp"},
   "hub-coding-stdio": {"command": "mcphub", "args": ["stdio", "--profile", "coding"]},
-  "hub-coding-bridge": {"command": "npx", "args": ["mcp-remote", "http://127.0.0.1:7733/profiles/web/mcp"]},
+  "hub-coding-bridge": {"command": "npx", "args": ["mcp-remote", "http://127.0.0.1:7733/profiles/coding/mcp"]},
+  "hub-web": {"url": "http://127.0.0.1:7733/profiles/web/mcp"},
+  "hub-web-stdio": {"command": "mcphub", "args": ["stdio", "--profile=web"]},
+  "hub-web-bridge": {"command": "npx", "args": ["mcp-remote", "http://127.0.0.1:7733/profiles/web/mcp"]},
   "gh-only": {"url": "http://127.0.0.1:7733/github/mcp"}
 }}`
-	os.WriteFile(path, []byte(text), 0o600)
-	code, out, errOut := runCLI(t, "connect", "cursor", "--write", "--move", "--file", path)
-	if code != 0 {
-		t.Fatalf("exit %d\n%s%s", code, out, errOut)
+	webNotes := map[string]string{
+		"hub-web":        `kept "hub-web" in %s: it points at the hub's profile "web" (/profiles/web/mcp), another view than the hub's entry; keep it for that, or remove it by hand`,
+		"hub-web-stdio":  `kept "hub-web-stdio" in %s: it points at the hub's profile "web" (mcphub stdio --profile web), another view than the hub's entry; keep it for that, or remove it by hand`,
+		"hub-web-bridge": `kept "hub-web-bridge" in %s: it points at the hub's profile "web" (/profiles/web/mcp), another view than the hub's entry; keep it for that, or remove it by hand`,
 	}
-	for _, name := range []string{"hub-coding", "hub-coding-stdio", "hub-coding-bridge"} {
-		if want := fmt.Sprintf(`removed %q from %s (it points at this hub too; "mcphub" replaces it)`, name, path); !strings.Contains(out, want) {
-			t.Errorf("output lacks %q:\n%s", want, out)
+	for _, tc := range []struct {
+		profile string
+		removed []string
+		kept    []string
+	}{
+		{"", []string{"hub-all"}, []string{"hub-coding", "hub-coding-stdio", "hub-coding-bridge", "hub-web", "hub-web-stdio", "hub-web-bridge", "gh-only"}},
+		{"coding", []string{"hub-all", "hub-coding", "hub-coding-stdio", "hub-coding-bridge"}, []string{"hub-web", "hub-web-stdio", "hub-web-bridge", "gh-only"}},
+	} {
+		path := filepath.Join(t.TempDir(), "mcp.json")
+		os.WriteFile(path, []byte(text), 0o600)
+		args := []string{"connect", "cursor", "--write", "--move", "--file", path}
+		if tc.profile != "" {
+			args = append(args, "--profile", tc.profile)
+		}
+		code, out, errOut := runCLI(t, args...)
+		if code != 0 {
+			t.Fatalf("%v: exit %d\n%s%s", args, code, out, errOut)
+		}
+		for _, name := range tc.removed {
+			if want := fmt.Sprintf(`removed %q from %s (it points at this hub too; "mcphub" replaces it)`, name, path); !strings.Contains(out, want) {
+				t.Errorf("%v: output lacks %q:\n%s", args, want, out)
+			}
+		}
+		for name, note := range webNotes {
+			if want := fmt.Sprintf(note, path); !strings.Contains(out, want) {
+				t.Errorf("%v: output lacks the note of %s, %q:\n%s", args, name, want, out)
+			}
+		}
+		if tc.profile == "" && !strings.Contains(out, fmt.Sprintf(`kept "hub-coding-stdio" in %s: it points at the hub's profile "coding" (mcphub stdio --profile coding)`, path)) {
+			t.Errorf("%v: output lacks the note of hub-coding-stdio:\n%s", args, out)
+		}
+		servers := decodeServers(t, mustRead(t, path), "mcpServers")
+		for _, name := range append([]string{"mcphub"}, tc.kept...) {
+			if servers[name] == nil {
+				t.Errorf("%v: the file lacks %s: %v", args, name, servers)
+			}
+		}
+		if len(servers) != len(tc.kept)+1 {
+			t.Errorf("%v: the file holds %d entries, want %d: %v", args, len(servers), len(tc.kept)+1, servers)
 		}
 	}
-	servers := decodeServers(t, mustRead(t, path), "mcpServers")
-	if len(servers) != 2 || servers["gh-only"] == nil || servers["mcphub"] == nil {
+}
+
+// TestConnectProfileWrite: connect --write prints a tool cap's warning on
+// stderr, as every warning; connecting another profile later replaces the
+// entry, under the same name.
+func TestConnectProfileWrite(t *testing.T) {
+	e := wideHub(t)
+	file := filepath.Join(t.TempDir(), "mcp.json")
+	var out, errOut bytes.Buffer
+	code := cliRun(e, &out, &errOut, "connect", "cursor", "--profile", "all", "--file", file, "--write")
+	if want := "warning: profile all lists 45 tools; Cursor uses about the first 40."; code != 0 || !strings.HasPrefix(errOut.String(), want) || strings.Contains(out.String(), "warning") {
+		t.Errorf("exit %d\nstdout:\n%s\nstderr:\n%s\nwant the warning %q on stderr only", code, out.String(), errOut.String(), want)
+	}
+	out.Reset()
+	errOut.Reset()
+	if code := cliRun(e, &out, &errOut, "connect", "cursor", "--profile", "find", "--file", file, "--write"); code != 0 || errOut.Len() > 0 {
+		t.Errorf("connect --profile find: exit %d\nstdout:\n%s\nstderr:\n%s", code, out.String(), errOut.String())
+	}
+	servers := decodeServers(t, mustRead(t, file), "mcpServers")
+	if entry, _ := servers["mcphub"].(map[string]any); len(servers) != 1 || !strings.HasSuffix(fmt.Sprint(entry["url"]), "/profiles/find/mcp") {
 		t.Errorf("file now: %v", servers)
+	}
+}
+
+// TestProfileOlderHub: a hub older than profiles (no profiles in its
+// status, no /control/catalog) is said to be older, and to be restarted,
+// when the registry has the profile asked for.
+func TestProfileOlderHub(t *testing.T) {
+	e := goldenNewEnv(t)
+	var body []byte
+	srv := httptest.NewUnstartedServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		w.Header().Set("Content-Type", "application/json")
+		if r.URL.Path == "/readyz" {
+			w.Write(body)
+			return
+		}
+		w.WriteHeader(http.StatusNotFound)
+		w.Write([]byte(`{"jsonrpc":"2.0","id":null,"error":{"code":-32001,"message":"no such endpoint: the merged endpoint is /mcp and each enabled server has /{server}/mcp"}}`))
+	}))
+	addr := srv.Listener.Addr().String()
+	e.addPort(addr)
+	body, _ = json.Marshal(hub.Status{Version: "0.1.0", URL: "http://" + addr + "/mcp"})
+	srv.Start()
+	t.Cleanup(srv.Close)
+	release, err := lockDataDir(e.dataDir, runInfo{PID: os.Getpid(), Listen: addr, Config: e.config, Started: time.Now()})
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(release)
+	e.writeRegistry(t, fmt.Sprintf("[hub]\nlisten = %q\n\n[servers.a]\ncommand = \"a\"\n\n[profiles.p]\nservers = [\"a\"]\n", addr))
+	for _, tc := range []struct {
+		args []string
+		want string
+	}{
+		{[]string{"tools", "ls", "--profile", "p"}, "the hub at " + addr + " lists no profiles, so it is older than this mcphub; restart it with this one (see mcphub status)"},
+		{[]string{"prompts", "get", "--profile", "p", "x"}, "the hub at " + addr + " lists no profiles, so it is older than this mcphub"},
+		{[]string{"tokens", "--profile", "p"}, "the hub at " + addr + " does not answer /control/catalog, so it is older than this mcphub; restart it with this one (see mcphub status)"},
+		{[]string{"tokens"}, "the hub at " + addr + " does not answer /control/catalog, so it is older than this mcphub"},
+		{[]string{"tools", "ls", "--profile", "q"}, `no profile "q" in the hub; it has none`},
+	} {
+		var out, errOut bytes.Buffer
+		if code := cliRun(e, &out, &errOut, tc.args...); code != 1 || !strings.Contains(errOut.String(), tc.want) {
+			t.Errorf("%v: exit %d\nstdout:\n%s\nstderr:\n%s\nwant %q", tc.args, code, out.String(), errOut.String(), tc.want)
+		}
+	}
+}
+
+// TestPromptsResourcesProfile: prompts get and resources read take
+// --profile: a profile without prefixes gives its prompts by their bare
+// names, which only its endpoint knows.
+func TestPromptsResourcesProfile(t *testing.T) {
+	notes := startUpstream(t, "notes", upstreamOpts{server: goldenNotesServer()})
+	servers := remoteServer("notes", notes.url, "") + "[profiles.bare]\nservers = [\"notes\"]\nprefixed = false\n"
+	h := startInproc(t, servers, hubConfig{})
+	waitListed(t, h, "", "notes")
+	e := cliHubOver(t, h, "", servers)
+	for _, tc := range []struct {
+		args []string
+		code int
+		want string
+	}{
+		{[]string{"prompts", "ls", "--profile", "bare"}, 0, "daily "},
+		{[]string{"prompts", "get", "--profile", "bare", "daily"}, 0, "[user]\nPlan my day.\n"},
+		{[]string{"prompts", "get", "daily"}, 1, ""},
+		{[]string{"prompts", "get", "--profile", "bare", "dayly"}, 1, `run "mcphub prompts ls --profile bare"`},
+		{[]string{"resources", "read", "--profile", "bare", "notes://index"}, 0, "groceries\nideas\n"},
+		{[]string{"resources", "read", "--profile", "bar", "notes://index"}, 1, `no profile "bar" in the hub; its profiles are bare (did you mean bare?)`},
+	} {
+		var out, errOut bytes.Buffer
+		code := cliRun(e, &out, &errOut, tc.args...)
+		if code != tc.code || !strings.Contains(out.String()+errOut.String(), tc.want) {
+			t.Errorf("%v: exit %d, want %d\nstdout:\n%s\nstderr:\n%s\nwant %q", tc.args, code, tc.code, out.String(), errOut.String(), tc.want)
+		}
 	}
 }
 
@@ -322,6 +460,8 @@ func TestCompletionProfileNames(t *testing.T) {
 		{[]string{"tools", "--profile", "c"}, []string{"coding"}},
 		{[]string{"tools", "call", "--profile", ""}, all},
 		{[]string{"resources", "ls", "--profile", ""}, all},
+		{[]string{"resources", "read", "--profile", ""}, all},
+		{[]string{"prompts", "get", "--profile", "c"}, []string{"coding"}},
 		{[]string{"stdio", "--profile", ""}, all},
 		{[]string{"connect", "cursor", "--profile", ""}, all},
 		{[]string{"tools", "ls", "--profile", "web", ""}, nil},
@@ -337,15 +477,23 @@ func TestCompletionProfileNames(t *testing.T) {
 	}
 }
 
-// TestTokensProfileSearchCostsMore: a search profile over few small tools
-// says search mode costs more rather than a negative saving.
-func TestTokensProfileSearchCostsMore(t *testing.T) {
+// TestTokensSearchSaving: what search mode saves is rounded to the nearest
+// percent; a difference under 1% either way costs about the same, and a
+// search profile over few small tools says what it costs more rather than
+// a negative saving.
+func TestTokensSearchSaving(t *testing.T) {
 	for _, tc := range []struct {
 		listed, full tokensTotal
 		want         string
 	}{
 		{tokensTotal{3, 244}, tokensTotal{5, 275}, "in full its 5 tools would cost 275 tokens; search mode saves 11%"},
+		{tokensTotal{3, 240}, tokensTotal{5, 275}, "in full its 5 tools would cost 275 tokens; search mode saves 13%"},
 		{tokensTotal{3, 244}, tokensTotal{1, 68}, "in full its 1 tool would cost 68 tokens; search mode costs 176 tokens more, as its tools are few"},
+		{tokensTotal{3, 995}, tokensTotal{200, 1000}, "in full its 200 tools would cost 1000 tokens; search mode costs about the same"},
+		{tokensTotal{3, 1009}, tokensTotal{200, 1000}, "in full its 200 tools would cost 1000 tokens; search mode costs about the same"},
+		{tokensTotal{3, 100}, tokensTotal{2, 100}, "in full its 2 tools would cost 100 tokens; search mode costs about the same"},
+		{tokensTotal{3, 990}, tokensTotal{200, 1000}, "in full its 200 tools would cost 1000 tokens; search mode saves 1%"},
+		{tokensTotal{3, 101}, tokensTotal{2, 100}, "in full its 2 tools would cost 100 tokens; search mode costs 1 token more, as its tools are few"},
 		{tokensTotal{3, 244}, tokensTotal{}, "its servers offer no tools yet, so search mode finds none (see mcphub status)"},
 	} {
 		if got := searchSaving(tc.listed, tc.full); got != tc.want {
@@ -354,17 +502,56 @@ func TestTokensProfileSearchCostsMore(t *testing.T) {
 	}
 }
 
+// TestTokensProfileProblem: the profiles' table shows no counts for a
+// profile whose table has a problem, as the hub serves nothing for it.
+func TestTokensProfileProblem(t *testing.T) {
+	rep := &tokensReport{Encoding: "o200k_base", Endpoint: "/mcp", Mode: registry.ModeFull, Profiles: []profileCost{
+		{Name: "broken", Endpoint: "/profiles/broken/mcp", Mode: registry.ModeSearch, Problem: "hub.toml:3:1: profiles.broken.include: bad"},
+		{Name: "ok", Endpoint: "/profiles/ok/mcp", Mode: registry.ModeFull, Total: tokensTotal{2, 90}, Full: tokensTotal{2, 90}},
+	}}
+	var out bytes.Buffer
+	rep.print(&out, false)
+	for _, want := range []string{
+		"broken   search      -       -              -               -\n",
+		"ok       full        2      90              -               -\n",
+		"profile broken serves nothing until its table is fixed",
+	} {
+		if !strings.Contains(out.String(), want) {
+			t.Errorf("the report lacks %q:\n%s", want, out.String())
+		}
+	}
+}
+
+// TestTokensCountOnce: a tool entry counted once is not tokenized again,
+// so that a search profile's catalog, which repeats /mcp's, costs nothing
+// more to count.
+func TestTokensCountOnce(t *testing.T) {
+	counter := &tokenCounter{codec: tokenEncodings[0].codec()}
+	item := json.RawMessage(`{"name":"a","description":"Adds a note."}`)
+	cat := &hubCatalog{Endpoint: "/profiles/find/mcp", Mode: registry.ModeSearch,
+		Listed: []json.RawMessage{json.RawMessage(`{"name":"search_tools"}`)},
+		Tools:  []catalogTool{{Server: "s", Tool: "a", Item: item}, {Server: "t", Tool: "a", Item: item}}}
+	rep, err := tokenReport(counter, cat)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(counter.counted) != 2 || rep.Full.Tools != 2 || rep.Full.Tokens != 2*rep.Tools[0].Tokens {
+		t.Errorf("counted %d entries (want 2), full %+v, tools %+v", len(counter.counted), rep.Full, rep.Tools)
+	}
+}
+
 // TestProfileErrors: a profile the hub lacks is named with the closest it
 // has; a hub without profiles says it has none.
 func TestProfileErrors(t *testing.T) {
 	st := &hub.Status{Profiles: []hub.ProfileStatus{{Name: "ok", Mode: registry.ModeSearch}, {Name: "bad", Problem: "hub.toml:3:1: profiles.bad.mode: must be \"full\" or \"search\""}}}
-	if err := unknownProfileErr(st, "ko"); err == nil || err.Error() != `no profile "ko" in the hub; its profiles are bad, ok (did you mean ok?)` {
+	nameOf := func(p hub.ProfileStatus) string { return p.Name }
+	if err := noProfileErr("ko", "the hub", st.Profiles, nameOf); err == nil || err.Error() != `no profile "ko" in the hub; its profiles are bad, ok (did you mean ok?)` {
 		t.Errorf("unknown profile: %v", err)
 	}
 	if p := profileStatus(st, ""); p != nil {
 		t.Errorf("profileStatus of \"\" = %+v, want nil", p)
 	}
-	if err := noProfileErr("x", nil, "the hub"); err == nil || !strings.Contains(err.Error(), "it has none") {
+	if err := noProfileErr("x", "the hub", nil, nameOf); err == nil || !strings.Contains(err.Error(), "it has none") {
 		t.Errorf("no profiles: %v", err)
 	}
 }

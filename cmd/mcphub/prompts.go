@@ -24,9 +24,12 @@ func newPromptsCmd(a *app) *cobra.Command {
 
 Without SERVER, the list comes from the merged endpoint /mcp, under the
 namespaced names (github__summarize_pr) that "prompts get" takes; with
-SERVER, from that server's own endpoint /SERVER/mcp, under its own names.`,
+SERVER, from that server's own endpoint /SERVER/mcp, under its own names;
+with --profile NAME, from the profile's endpoint /profiles/NAME/mcp, under
+the names the profile gives them, which "prompts get --profile NAME" takes.`,
 		Example: `  mcphub prompts ls
   mcphub prompts ls github
+  mcphub prompts ls --profile coding
   mcphub prompts get github__summarize_pr owner=me repo=hub number=42`,
 		Args: cobra.NoArgs,
 	}, "the same as prompts ls --json", a.promptsList)
@@ -42,11 +45,14 @@ func newPromptsLsCmd(a *app) *cobra.Command {
 brackets) and the first line of the description, sorted by name. Without
 SERVER these are the merged endpoint's namespaced names (/mcp), the ones
 "mcphub prompts get" takes; with SERVER, the prompts of that server's own
-endpoint (/SERVER/mcp) under the server's own names.
+endpoint (/SERVER/mcp) under the server's own names; with --profile NAME,
+the prompts of the profile's endpoint (/profiles/NAME/mcp), under the
+names "mcphub prompts get --profile NAME" takes.
 
 --json prints the prompts array as the hub sent it.`,
 		Example: `  mcphub prompts ls
-  mcphub prompts ls github --json`,
+  mcphub prompts ls github --json
+  mcphub prompts ls --profile coding`,
 		Args: cobra.MaximumNArgs(1),
 	}, "print the prompts array as the hub sent it", a.promptsList)
 }
@@ -85,34 +91,40 @@ func promptArgs(p promptEntry) string {
 
 func newPromptsGetCmd(a *app) *cobra.Command {
 	var asJSON bool
+	var profile string
 	cmd := &cobra.Command{
 		Use:   "get NAME [key=value ...]",
 		Short: "Get a prompt of the running hub and print its messages",
 		Long: `Get the prompt NAME of the running hub's merged endpoint (/mcp), by its
 namespaced name as "mcphub prompts ls" lists it, with its arguments as
 key=value pairs (prompt arguments are strings: every value is taken as it
-is), and print its messages, each under its role. --json prints the whole
-result as the hub sent it.`,
+is), and print its messages, each under its role. With --profile NAME the
+prompt comes from the profile's endpoint (/profiles/NAME/mcp), by the name
+"mcphub prompts ls --profile NAME" lists. --json prints the whole result as
+the hub sent it.`,
 		Example: `  mcphub prompts get github__summarize_pr owner=me repo=hub number=42
-  mcphub prompts get notes__daily --json`,
+  mcphub prompts get notes__daily --json
+  mcphub prompts get --profile coding summarize_pr number=42`,
 		Args: cobra.MinimumNArgs(1),
 		RunE: func(cmd *cobra.Command, args []string) error {
-			return a.promptsGet(cmd.Context(), args[0], args[1:], asJSON)
+			return a.promptsGet(cmd.Context(), hubView{profile: profile}, args[0], args[1:], asJSON)
 		},
 	}
 	cmd.Flags().BoolVar(&asJSON, "json", false, "print the result as the hub sent it")
+	cmd.Flags().StringVar(&profile, "profile", "", "get the prompt from the profile's endpoint (/profiles/NAME/mcp)")
+	cmd.RegisterFlagCompletionFunc("profile", a.completeProfileFlag)
 	return cmd
 }
 
-// promptsGet is prompts get NAME.
-func (a *app) promptsGet(ctx context.Context, name string, pairs []string, asJSON bool) error {
+// promptsGet is prompts get NAME, on v's endpoint.
+func (a *app) promptsGet(ctx context.Context, v hubView, name string, pairs []string, asJSON bool) error {
 	arguments, err := promptArguments(pairs)
 	if err != nil {
 		return err
 	}
 	ctx, interrupted, stop := withInterrupt(ctx)
 	defer stop()
-	s, err := a.openHub(ctx, "", nil)
+	s, err := a.openView(ctx, v, nil)
 	if err != nil {
 		if interrupted() {
 			return a.interruptedErr(nil)
@@ -186,5 +198,5 @@ func (s *hubSession) unknownPrompt(ctx context.Context, name string) error {
 	if slices.Contains(names, name) {
 		return nil
 	}
-	return s.unknownNameErr("prompt", name, names, "mcphub prompts ls")
+	return s.unknownNameErr("prompt", name, names, s.lsCommand("prompts"))
 }

@@ -29,9 +29,12 @@ hub (found as "mcphub status" finds it, with its bearer token when auth is on).
 
 The hub serves every server's resources under their own URIs on its merged
 endpoint /mcp; with SERVER, "resources ls" asks that server's own endpoint
-/SERVER/mcp instead, which lists only that server's.`,
+/SERVER/mcp instead, which lists only that server's; with --profile NAME,
+"resources ls" and "resources read" use the profile's endpoint
+/profiles/NAME/mcp, which has the resources of the servers it selects.`,
 		Example: `  mcphub resources ls                 # every resource and resource template
   mcphub resources ls notes           # the notes server's
+  mcphub resources ls --profile docs  # what a client of /profiles/docs/mcp sees
   mcphub resources read file:///notes/today.md`,
 		Args: cobra.NoArgs,
 	}, "the same as resources ls --json", a.resourcesList)
@@ -46,12 +49,15 @@ func newResourcesLsCmd(a *app) *cobra.Command {
 		Long: `List the running hub's resources and resource templates: URI (or URI
 template), name and the first line of the description, sorted by URI.
 Without SERVER they come from the merged endpoint /mcp; with SERVER from
-that server's own endpoint /SERVER/mcp, which lists only its own.
+that server's own endpoint /SERVER/mcp, which lists only its own; with
+--profile NAME from the profile's endpoint /profiles/NAME/mcp, which lists
+those of the servers the profile selects.
 
 --json prints {"resources": [...], "resourceTemplates": [...]}, each item as
 the hub sent it.`,
 		Example: `  mcphub resources ls
-  mcphub resources ls notes --json`,
+  mcphub resources ls notes --json
+  mcphub resources ls --profile docs`,
 		Args: cobra.MaximumNArgs(1),
 	}, "print the resources and templates as the hub sent them", a.resourcesList)
 }
@@ -110,29 +116,35 @@ func printResources(a *app, resources []resourceEntry, templates []templateEntry
 
 func newResourcesReadCmd(a *app) *cobra.Command {
 	var asJSON bool
+	var profile string
 	cmd := &cobra.Command{
 		Use:   "read URI",
 		Short: "Read one resource of the running hub and print its contents",
 		Long: `Read the resource URI through the running hub's merged endpoint /mcp, which
 sends it to the server that has it, and print its contents: text as it is,
-binary contents as a note with their type and size. --json prints the whole
+binary contents as a note with their type and size. With --profile NAME the
+read goes through the profile's endpoint (/profiles/NAME/mcp), which reads
+the resources of the servers the profile selects. --json prints the whole
 result as the hub sent it, binary contents (base64) included.`,
 		Example: `  mcphub resources read file:///notes/today.md
-  mcphub resources read 'db://tables/users' --json`,
+  mcphub resources read 'db://tables/users' --json
+  mcphub resources read --profile docs file:///notes/today.md`,
 		Args: cobra.ExactArgs(1),
 		RunE: func(cmd *cobra.Command, args []string) error {
-			return a.resourcesRead(cmd.Context(), args[0], asJSON)
+			return a.resourcesRead(cmd.Context(), hubView{profile: profile}, args[0], asJSON)
 		},
 	}
 	cmd.Flags().BoolVar(&asJSON, "json", false, "print the result as the hub sent it")
+	cmd.Flags().StringVar(&profile, "profile", "", "read the resource through the profile's endpoint (/profiles/NAME/mcp)")
+	cmd.RegisterFlagCompletionFunc("profile", a.completeProfileFlag)
 	return cmd
 }
 
-// resourcesRead is resources read URI.
-func (a *app) resourcesRead(ctx context.Context, uri string, asJSON bool) error {
+// resourcesRead is resources read URI, on v's endpoint.
+func (a *app) resourcesRead(ctx context.Context, v hubView, uri string, asJSON bool) error {
 	ctx, interrupted, stop := withInterrupt(ctx)
 	defer stop()
-	s, err := a.openHub(ctx, "", nil)
+	s, err := a.openView(ctx, v, nil)
 	if err != nil {
 		if interrupted() {
 			return a.interruptedErr(nil)
@@ -186,7 +198,7 @@ func (s *hubSession) unknownResource(ctx context.Context, uri string, err error)
 	if slices.Contains(uris, uri) {
 		return refused
 	}
-	return fmt.Errorf("%w%s", refused, suggestNames("resource", uri, uris, "mcphub resources ls", s.where()))
+	return fmt.Errorf("%w%s", refused, suggestNames("resource", uri, uris, s.lsCommand("resources"), s.where()))
 }
 
 // coveredByTemplate reports whether uri is one a resource template can

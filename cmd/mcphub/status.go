@@ -28,8 +28,9 @@ plus the registry error when the file on disk does not load and the [hub]
 settings that need a restart to take effect (listen, tls_cert, tls_key).
 When the hub serves profiles, a second table gives each profile's mode,
 servers, the tools its tools/list holds (the three search tools in search
-mode) and all it serves, its sessions and its URL, and below it what is
-wrong with a profile's table. The hub is found where the hub holding the data
+mode) and all it serves ("-" for a profile whose table has a problem, which
+serves nothing), its sessions and its URL, and below it what is wrong with
+a profile's table and the names a profile could not expose as they are. The hub is found where the hub holding the data
 directory recorded it listens (serve --listen, or port 0, may differ from
 the registry), else at the registry's listen address. A hub holding the
 data directory that serves another registry than --config is never sent
@@ -125,8 +126,10 @@ func printStatus(a *app, st *hub.Status) {
 	}
 }
 
-// printProfiles prints the hub's profiles, when it has any: a table, then
-// the problem of each profile that has one, which keeps it from serving.
+// printProfiles prints the hub's profiles, when it has any: a table (no
+// tool counts for a profile with a problem, which keeps it from serving),
+// then each such problem, and the names each profile could not expose as
+// they are.
 func printProfiles(a *app, st *hub.Status) {
 	if len(st.Profiles) == 0 {
 		return
@@ -139,12 +142,27 @@ func printProfiles(a *app, st *hub.Status) {
 		if len(p.Servers) > 0 {
 			servers = oneLine(strings.Join(p.Servers, ","), 40)
 		}
-		fmt.Fprintf(tw, "%s\t%s\t%s\t%d\t%d\t%d\t%s\n", p.Name, p.Mode, servers, p.Listed, p.Tools, p.Sessions, p.URL)
+		listed, tools := fmt.Sprint(p.Listed), fmt.Sprint(p.Tools)
+		if p.Problem != "" {
+			listed, tools = "-", "-"
+		}
+		fmt.Fprintf(tw, "%s\t%s\t%s\t%s\t%s\t%d\t%s\n", p.Name, p.Mode, servers, listed, tools, p.Sessions, p.URL)
 	}
 	tw.Flush()
 	for _, p := range st.Profiles {
 		if p.Problem != "" {
 			fmt.Fprintf(a.stdout, "\nprofile %s serves nothing until its table is fixed:\n  %s\n", p.Name, strings.ReplaceAll(strings.TrimSpace(p.Problem), "\n", "\n  "))
 		}
+	}
+	conflicts := false
+	for _, p := range st.Profiles {
+		if len(p.Conflicts) == 0 {
+			continue
+		}
+		if !conflicts {
+			fmt.Fprintln(a.stdout)
+			conflicts = true
+		}
+		fmt.Fprintf(a.stdout, "profile %s: names not exposed as offered: %s\n", p.Name, strings.Join(p.Conflicts, "; "))
 	}
 }

@@ -90,7 +90,7 @@ func runStdio(a *app, cmd *cobra.Command, v hubView, logLevel string) error {
 		reg = nil // a running hub keeps its last good registry: it may still serve
 	}
 	if reg != nil {
-		if err := a.checkStdioView(reg, v); err != nil {
+		if err := a.checkRegistryView(reg, v); err != nil {
 			return err
 		}
 	}
@@ -117,9 +117,10 @@ func runStdio(a *app, cmd *cobra.Command, v hubView, logLevel string) error {
 	return newFace(cfg).run(ctx)
 }
 
-// checkStdioView makes sure the registry has v's server, enabled, or its
-// profile, without a problem, before a hub is found or started for it.
-func (a *app) checkStdioView(reg *registry.Registry, v hubView) error {
+// checkRegistryView makes sure the registry has v's server, enabled, or
+// its profile, without a problem, before a hub is found or started for it
+// (stdio) or a client is pointed at it (connect).
+func (a *app) checkRegistryView(reg *registry.Registry, v hubView) error {
 	switch {
 	case v.server != "":
 		switch s := reg.Server(v.server); {
@@ -131,21 +132,11 @@ func (a *app) checkStdioView(reg *registry.Registry, v hubView) error {
 	case v.profile != "":
 		p := reg.Profile(v.profile)
 		if p == nil {
-			return registryProfileErr(reg, v.profile)
+			return noProfileErr(v.profile, reg.Path, reg.Profiles, func(p *registry.Profile) string { return p.Name })
 		}
 		if p.Problem != "" {
 			return fmt.Errorf("profile %s serves nothing until its table in %s is fixed (mcphub validate shows every problem):\n%s", v.profile, reg.Path, p.Problem)
 		}
 	}
 	return nil
-}
-
-// registryProfileErr says that reg has no profile called name, naming the
-// closest of those it has.
-func registryProfileErr(reg *registry.Registry, name string) error {
-	names := make([]string, len(reg.Profiles))
-	for i, p := range reg.Profiles {
-		names[i] = p.Name
-	}
-	return noProfileErr(name, names, reg.Path)
 }

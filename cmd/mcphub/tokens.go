@@ -17,6 +17,7 @@ import (
 	"github.com/spf13/cobra"
 	"github.com/tiktoken-go/tokenizer/codec"
 
+	"github.com/mcphub/mcphub/hub"
 	"github.com/mcphub/mcphub/internal/jsonrpc"
 	"github.com/mcphub/mcphub/registry"
 )
@@ -31,7 +32,8 @@ on every request. tokens asks the hub for the tools of the merged endpoint
 (/profiles/NAME/mcp), as it sends them to a client of that endpoint, counts
 the tokens of each entry's JSON (compacted, so that indentation does not
 count), and adds them up per server. Without --profile, when the hub serves
-profiles, a last table gives each profile's count.
+profiles, a last table gives each profile's count ("-" for a profile whose
+table has a problem: the hub serves nothing for it).
 
 A profile in search mode ([profiles.NAME] mode = "search") gives its clients
 three tools instead of its catalog: search_tools, describe_tool and
@@ -55,7 +57,8 @@ view's tools listed in full: the same as total but in search mode), listed
 (search mode: the three tools, with their tokens), servers and tools (the
 view's tools, each with its server and tokens, sorted by tokens), exceeds
 (the caps total exceeds) and, without --profile, profiles (each profile's
-name, endpoint, mode, total and full).`
+name, endpoint, mode, total and full, and its problem, or the error that
+kept it from being counted).`
 
 const tokensExample = `  mcphub tokens                  # tokens per server, the total, the caps and each profile
   mcphub tokens -v               # and every tool's tokens
@@ -81,7 +84,8 @@ const unknownServer = "?"
 
 // toolCap is a client's limit on the number of tools it takes.
 type toolCap struct {
-	client     string
+	id         string // the client as connect names it: "cursor"
+	client     string // the client as a sentence names it: "Cursor"
 	cap        int
 	about      bool // the cap is approximate
 	perRequest bool // the cap applies to each request
@@ -89,9 +93,9 @@ type toolCap struct {
 
 // toolCaps are the known clients' tool caps.
 var toolCaps = []toolCap{
-	{client: "Cursor", cap: 40, about: true},
-	{client: "Windsurf", cap: 100},
-	{client: "VS Code Copilot", cap: 128, perRequest: true},
+	{id: "cursor", client: "Cursor", cap: 40, about: true},
+	{id: "windsurf", client: "Windsurf", cap: 100},
+	{id: "vscode", client: "VS Code Copilot", cap: 128, perRequest: true},
 }
 
 // wording is the cap as a sentence names it: "about 40 tools", or
@@ -183,6 +187,9 @@ func (a *app) tokens(ctx context.Context, o tokensOptions) error {
 	// The status says which servers are down and which profiles there
 	// are; without it the counts stand alone.
 	st, _ := fetchStatus(ctx, t)
+	if interrupted() {
+		return a.interruptedErr(nil)
+	}
 	// The vocabulary is decoded only now that the hub has answered.
 	counter := &tokenCounter{codec: enc.codec()}
 	rep, err := tokenReport(counter, cat)
@@ -191,27 +198,12 @@ func (a *app) tokens(ctx context.Context, o tokensOptions) error {
 	}
 	rep.Profile = o.profile
 	if o.profile == "" && st != nil {
-		for _, p := range st.Profiles {
-			pc := profileCost{Name: p.Name, Endpoint: endpointPath(p.URL), Mode: p.Mode, Problem: p.Problem}
-			pcat, err := fetchCatalog(ctx, t, p.Name, cliListTimeout)
-			if err != nil {
-				if interrupted() {
-					return a.interruptedErr(nil)
-				}
-				pc.Error = err.Error()
-				fmt.Fprintf(a.stderr, "note: profile %s is not counted: %v\n", p.Name, err)
-			} else {
-				prep, err := tokenReport(counter, pcat)
-				if err != nil {
-					return fmt.Errorf("profile %s: %w", p.Name, err)
-				}
-				pc.Endpoint, pc.Mode, pc.Total, pc.Full = prep.Endpoint, prep.Mode, prep.Total, prep.Full
-			}
-			rep.Profiles = append(rep.Profiles, pc)
+		if rep.Profiles, err = a.profileCosts(ctx, t, counter, st); err != nil {
+			return fail(err)
 		}
 	}
 	if st != nil {
-		a.noteDown(st, hubView{profile: o.profile}, "tools")
+		a.noteDown(st, o.profile, "tools")
 		if ps := profileStatus(st, o.profile); ps != nil && ps.Problem != "" {
 			fmt.Fprintf(a.stderr, "note: profile %s serves nothing until its table is fixed (mcphub validate shows the problems); these are the tools it selects meanwhile\n", o.profile)
 		}
@@ -224,6 +216,39 @@ func (a *app) tokens(ctx context.Context, o tokensOptions) error {
 	}
 	rep.print(a.stdout, o.tools)
 	return nil
+}
+
+// profileCosts counts the tools of each profile the hub's status st lists,
+// asking the hub at t for their catalogs within one cliListTimeout in all.
+// A profile with a problem serves nothing, so it is not asked for; one
+// whose catalog cannot be had is noted on stderr and not counted.
+func (a *app) profileCosts(ctx context.Context, t hubTarget, counter *tokenCounter, st *hub.Status) ([]profileCost, error) {
+	ctx, cancel := context.WithTimeout(ctx, cliListTimeout)
+	defer cancel()
+	var costs []profileCost
+	for _, p := range st.Profiles {
+		pc := profileCost{Name: p.Name, Endpoint: hubView{profile: p.Name}.path(), Mode: p.Mode, Problem: p.Problem}
+		if p.Problem != "" {
+			costs = append(costs, pc)
+			continue
+		}
+		pcat, err := fetchCatalog(ctx, t, p.Name, cliListTimeout)
+		if err != nil {
+			if errors.Is(ctx.Err(), context.Canceled) {
+				return nil, err
+			}
+			pc.Error = err.Error()
+			fmt.Fprintf(a.stderr, "note: profile %s is not counted: %v\n", p.Name, err)
+		} else {
+			prep, err := tokenReport(counter, pcat)
+			if err != nil {
+				return nil, fmt.Errorf("profile %s: %w", p.Name, err)
+			}
+			pc.Endpoint, pc.Mode, pc.Total, pc.Full = prep.Endpoint, prep.Mode, prep.Total, prep.Full
+		}
+		costs = append(costs, pc)
+	}
+	return costs, nil
 }
 
 // ---------------------------------------------------------------------------
@@ -280,11 +305,11 @@ func fetchCatalog(ctx context.Context, t hubTarget, profile string, timeout time
 		body, _ := io.ReadAll(io.LimitReader(resp.Body, 4096))
 		herr := hubAnswerError(t, resp.StatusCode, body)
 		if resp.StatusCode == http.StatusNotFound && strings.HasPrefix(hubReason(body), "no such endpoint") {
-			return nil, fmt.Errorf("the hub at %s does not answer /control/catalog, so it is older than this mcphub; restart it with this one (see mcphub status)", t.listen)
+			return nil, olderHubErr(t, "does not answer /control/catalog")
 		}
 		if resp.StatusCode == http.StatusNotFound && profile != "" {
 			if st, err := fetchStatus(ctx, t); err == nil {
-				return nil, unknownProfileErr(st, profile)
+				return nil, noProfileErr(profile, "the hub", st.Profiles, func(p hub.ProfileStatus) string { return p.Name })
 			}
 		}
 		return nil, herr
@@ -299,20 +324,16 @@ func fetchCatalog(ctx context.Context, t hubTarget, profile string, timeout time
 	return &cat, nil
 }
 
-// endpointPath is the path of an endpoint's URL: /profiles/NAME/mcp.
-func endpointPath(raw string) string {
-	if u, err := url.Parse(raw); err == nil && u.Path != "" {
-		return u.Path
-	}
-	return raw
-}
-
 // ---------------------------------------------------------------------------
 // Counting.
 
 // tokenCounter counts tokens with one encoding's codec, made once a run.
 type tokenCounter struct {
 	codec *codec.Codec
+	// counted are the tokens of the entries counted so far, by their JSON
+	// as the hub sent it: a tool of several views (/mcp, a profile in
+	// search mode) is tokenized once.
+	counted map[string]int
 }
 
 // findTokenEncoding is the entry of tokenEncodings named encoding.
@@ -333,6 +354,9 @@ func (c *tokenCounter) encoding() string { return c.codec.GetName() }
 // count is the number of tokens of raw, a JSON value, compacted first so
 // that whitespace between its tokens does not count.
 func (c *tokenCounter) count(raw json.RawMessage) (int, error) {
+	if n, ok := c.counted[string(raw)]; ok {
+		return n, nil
+	}
 	var buf bytes.Buffer
 	if err := json.Compact(&buf, raw); err != nil {
 		return 0, fmt.Errorf("the hub's tool entry is not JSON: %w", err)
@@ -341,6 +365,10 @@ func (c *tokenCounter) count(raw json.RawMessage) (int, error) {
 	if err != nil {
 		return 0, fmt.Errorf("count the tokens of a tool entry: %w", err)
 	}
+	if c.counted == nil {
+		c.counted = map[string]int{}
+	}
+	c.counted[string(raw)] = n
 	return n, nil
 }
 
@@ -523,16 +551,21 @@ func (r *tokensReport) unknownTools() int {
 
 // searchSaving says what search mode saves against listing the view's
 // tools in full: "in full its 5 tools would cost 275 tokens; search mode
-// saves 18%".
+// saves 18%", to the nearest percent; about the same when the two differ
+// by less than 1%, and what it costs more when it does.
 func searchSaving(listed, full tokensTotal) string {
 	if full.Tools == 0 {
 		return "its servers offer no tools yet, so search mode finds none (see mcphub status)"
 	}
 	msg := fmt.Sprintf("in full its %s would cost %d tokens; ", howMany(full.Tools, "tool"), full.Tokens)
-	if listed.Tokens >= full.Tokens {
-		return msg + fmt.Sprintf("search mode costs %d tokens more, as its tools are few", listed.Tokens-full.Tokens)
+	diff := full.Tokens - listed.Tokens
+	switch {
+	case 100*max(diff, -diff) < full.Tokens:
+		return msg + "search mode costs about the same"
+	case diff < 0:
+		return msg + fmt.Sprintf("search mode costs %s more, as its tools are few", howMany(-diff, "token"))
 	}
-	return msg + fmt.Sprintf("search mode saves %d%%", 100*(full.Tokens-listed.Tokens)/full.Tokens)
+	return msg + fmt.Sprintf("search mode saves %d%%", (200*diff+full.Tokens)/(2*full.Tokens))
 }
 
 // print prints the report as text: with a profile, a line naming it; the
@@ -559,6 +592,7 @@ func (r *tokensReport) print(w io.Writer, tools bool) {
 		printNumberTable(w, []string{"TOOL", "TOKENS"}, rows, 1)
 		fmt.Fprintf(w, "\n%s\n", searchSaving(r.Total, r.Full))
 		if len(r.Servers) > 0 {
+			fmt.Fprintln(w)
 			printNumberTable(w, []string{"SERVER", "TOOLS", "TOKENS"}, serverRows(), 1)
 		}
 	} else {
@@ -594,6 +628,8 @@ func (r *tokensReport) print(w io.Writer, tools bool) {
 		for i, p := range r.Profiles {
 			listedTools, listedTokens, fullTools, fullTokens := fmt.Sprint(p.Total.Tools), fmt.Sprint(p.Total.Tokens), "-", "-"
 			switch {
+			case p.Problem != "":
+				listedTools, listedTokens = "-", "-"
 			case p.Error != "":
 				listedTools, listedTokens = "?", "?"
 			case p.Mode == registry.ModeSearch:
