@@ -59,6 +59,18 @@ func encodeServer(s ServerSpec) (string, error) {
 	if len(s.Tags) > 0 {
 		kv("tags", quoteStrings(s.Tags))
 	}
+	if o := s.OAuth; o != nil {
+		var parts []string
+		for _, f := range []struct{ k, v string }{{"client_id", o.ClientID}, {"client_secret", o.RawClientSecret}, {"client_metadata_url", o.ClientMetadataURL}} {
+			if f.v != "" {
+				parts = append(parts, f.k+" = "+quoteString(f.v))
+			}
+		}
+		if len(o.Scopes) > 0 {
+			parts = append(parts, "scopes = "+quoteStrings(o.Scopes))
+		}
+		kv("oauth", "{ "+strings.Join(parts, ", ")+" }")
+	}
 	if s.ConnectTimeout != 0 {
 		kv("connect_timeout", quoteString(formatDuration(s.ConnectTimeout)))
 	}

@@ -251,6 +251,10 @@ type Server struct {
 	// Headers holds the expanded HTTP headers sent to a remote server.
 	Headers map[string]string
 
+	// OAuth holds a remote server's sign-in settings; nil when its entry
+	// has none.
+	OAuth *OAuth
+
 	// RawEnv, RawHeaders and RawCwd are the values as written in the file,
 	// before expansion; they are what an edit may write back.
 	RawEnv     map[string]string
@@ -297,7 +301,7 @@ func (s *Server) Kind() Kind {
 
 // Hash is a digest of the fields that need a new connection when they change:
 // command, args, expanded env, what the child inherits (EnvAllow, EnvDeny,
-// InheritEnv), cwd, url, transport, expanded headers, share,
+// InheritEnv), cwd, url, transport, expanded headers, oauth, share,
 // connect_timeout and Problem. Enabled, prefix, allow, deny and call_timeout are not
 // part of it, because the hub applies them to a running connection. The hash
 // covers secret values, so compare it; do not show it.
@@ -330,6 +334,16 @@ func (s *Server) Hash() string {
 	put(s.Share)
 	put(s.ConnectTimeout.String())
 	put(fmt.Sprint(s.InheritEnv))
+	if o := s.OAuth; o != nil {
+		put("oauth")
+		put(o.ClientID)
+		put(o.ClientSecret)
+		put(o.ClientMetadataURL)
+		put(fmt.Sprint(len(o.Scopes)))
+		for _, sc := range o.Scopes {
+			put(sc)
+		}
+	}
 	for _, l := range [][]string{s.EnvAllow, s.EnvDeny} {
 		put(fmt.Sprint(len(l)))
 		for _, v := range l {
@@ -418,6 +432,9 @@ func (s *Server) Spec() ServerSpec {
 		EnvPassthrough: slices.Clone(s.EnvPassthrough),
 		InheritEnv:     s.InheritEnv,
 	}
+	if o := s.OAuth; o != nil {
+		sp.OAuth = &OAuth{ClientID: o.ClientID, RawClientSecret: o.RawClientSecret, Scopes: slices.Clone(o.Scopes), ClientMetadataURL: o.ClientMetadataURL}
+	}
 	if s.Transport != TransportAuto {
 		sp.Transport = s.Transport
 	}
@@ -456,6 +473,8 @@ type ServerSpec struct {
 	URL       string
 	Transport string
 	Headers   map[string]string
+	// OAuth is written as the oauth table when set (its RawClientSecret).
+	OAuth *OAuth
 	// Disabled writes enabled = false.
 	Disabled bool
 	// Prefix is nil for the default (the name); a pointer to "" means

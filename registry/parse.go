@@ -116,7 +116,7 @@ var (
 		"audit_log_bodies", "session_ttl", "tls_cert", "tls_key", "env_passthrough"}
 	serverKeys = []string{"command", "args", "env", "cwd", "url", "transport", "headers",
 		"enabled", "prefix", "share", "allow", "deny", "connect_timeout", "call_timeout",
-		"env_passthrough", "inherit_env", "tags"}
+		"env_passthrough", "inherit_env", "tags", "oauth"}
 	// serverAliases are the names other clients' configs use.
 	serverAliases = map[string]string{"type": "transport", "disabled": "enabled",
 		"environment": "env", "arguments": "args", "cmd": "command", "serverUrl": "url",
@@ -259,6 +259,7 @@ func (p *parser) server(name string, raw any) *Server {
 	t.globs("env_passthrough", &s.EnvPassthrough)
 	t.boolean("inherit_env", &s.InheritEnv)
 	p.tags(t, s)
+	p.oauth(t, s)
 	t.duration("connect_timeout", &s.ConnectTimeout)
 	t.duration("call_timeout", &s.CallTimeout)
 

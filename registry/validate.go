@@ -28,7 +28,7 @@ func (p *parser) checkKind(t *table, s *Server) {
 		if _, isStr := t.m["command"].(string); isStr && s.Command == "" {
 			t.errf("command", `must not be empty; name the program to run, e.g. "npx"`)
 		}
-		for _, k := range []string{"transport", "headers"} {
+		for _, k := range []string{"transport", "headers", "oauth"} {
 			if t.has(k) {
 				t.errf(k, "%s applies only to remote servers (url); remove it, or replace command with url", k)
 			}

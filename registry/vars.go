@@ -6,22 +6,31 @@ import (
 )
 
 // Vars lists, sorted and once each, the names of the environment variables
-// a server entry refers to with ${NAME} in its env, headers and cwd: what
-// the hub's environment must hold for the entry to be served. Malformed
-// references are left to validation.
+// a server entry refers to with ${NAME} in its env, headers, cwd and oauth
+// client_secret: what the hub's environment must hold for the entry to be
+// served. Malformed references are left to validation.
 func (s ServerSpec) Vars() []string {
-	return refs(s.Env, s.Headers, s.Cwd)
+	return refs(s.Env, s.Headers, s.Cwd, s.OAuth.rawSecret())
 }
 
 // Vars lists, sorted and once each, the names of the environment variables
 // the server's entry refers to with ${NAME}, as written in the file.
 func (s *Server) Vars() []string {
-	return refs(s.RawEnv, s.RawHeaders, s.RawCwd)
+	return refs(s.RawEnv, s.RawHeaders, s.RawCwd, s.OAuth.rawSecret())
+}
+
+// rawSecret is the client secret as written, "" without one.
+func (o *OAuth) rawSecret() string {
+	if o == nil {
+		return ""
+	}
+	return o.RawClientSecret
 }
 
 // SecretEnvNames lists the variables of mcphub's own environment that a
 // server inheriting the whole environment must not get: the hub's token
-// variable and every variable some server's env, headers or cwd refers to,
+// variable and every variable some server's env, headers, cwd or oauth
+// client_secret refers to,
 // since those hold what the registry gives one server and not another.
 func (r *Registry) SecretEnvNames() []string {
 	seen := map[string]bool{r.Hub.TokenEnv: true}
@@ -34,7 +43,7 @@ func (r *Registry) SecretEnvNames() []string {
 	return slices.Sorted(maps.Keys(seen))
 }
 
-func refs(env, headers map[string]string, cwd string) []string {
+func refs(env, headers map[string]string, more ...string) []string {
 	seen := map[string]bool{}
 	note := func(v string) {
 		_, unset, _ := expand(v, func(string) (string, bool) { return "", false })
@@ -48,6 +57,8 @@ func refs(env, headers map[string]string, cwd string) []string {
 	for _, v := range headers {
 		note(v)
 	}
-	note(cwd)
+	for _, v := range more {
+		note(v)
+	}
 	return slices.Sorted(maps.Keys(seen))
 }
