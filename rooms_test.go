@@ -23,13 +23,16 @@ var rooms = map[string][]string{
 	"cmd/mcphub":       {"*"},
 	"cmd/mcphub-bench": {"*"},
 	"registry":         {"github.com/BurntSushi/toml", "github.com/fsnotify/fsnotify", "internal"},
-	"client":           {"golang.org/x/oauth2", "github.com/modelcontextprotocol/go-sdk/oauthex", "golang.org/x/sys", "internal"},
-	"bridge":           {"client", "internal"},
-	"hub":              {"registry", "internal", "github.com/google/uuid"},
-	"store":            {"modernc.org/sqlite"},
+	"client": {"golang.org/x/oauth2", "github.com/modelcontextprotocol/go-sdk/oauthex", "github.com/modelcontextprotocol/go-sdk/auth",
+		"golang.org/x/sync/singleflight", "golang.org/x/sys", "internal"},
+	"bridge": {"client", "internal"},
+	"hub":    {"registry", "internal", "github.com/google/uuid"},
+	"store":  {"modernc.org/sqlite"},
 	// The file lock shared by registry edits and serve.lock: LockFileEx
 	// on Windows.
 	"internal/filelock": {"golang.org/x/sys"},
+	// The OAuth grants' store: the OS keychain, or a locked file.
+	"internal/keychain": {"github.com/zalando/go-keyring", "internal/filelock"},
 }
 
 // room returns the room a package belongs to: its path inside the module,
