@@ -68,6 +68,10 @@ type Config struct {
 	// connection's own (see newTransport), without an overall timeout
 	// (streams are long-lived; idle timeouts guard them).
 	HTTPClient *http.Client
+	// OAuth, when set, has a remote server's requests carry an OAuth
+	// access token: the stored grant's, refreshed in the background for
+	// the connection's life, or one a sign-in obtains (see OAuthConfig).
+	OAuth *OAuthConfig
 
 	// ClientInfo is sent in initialize; zero means mcphub's own.
 	ClientInfo Implementation
@@ -201,8 +205,13 @@ type Conn struct {
 	closeOnce sync.Once
 	closeErr  error
 
+	// auth is the OAuth state of a remote server with Config.OAuth; nil
+	// otherwise, or when authErr says why it could not be set up.
+	auth    *authorizer
+	authErr error
+
 	// handlers are the goroutines Close waits for: answers to server
-	// requests and cancellation senders.
+	// requests, cancellation senders and the OAuth token refresher.
 	handlers goroutines.Group
 }
 
@@ -229,7 +238,28 @@ func New(cfg Config, h Handler) *Conn {
 		c.tr = newTransport()
 		c.hc = &http.Client{Transport: c.tr}
 	}
+	if cfg.URL != "" && cfg.OAuth != nil {
+		c.hc = c.withOAuth(c.hc)
+	}
 	return c
+}
+
+// withOAuth returns hc with its transport wrapped in the OAuth transport;
+// hc itself is left as it was.
+func (c *Conn) withOAuth(hc *http.Client) *http.Client {
+	base := hc.Transport
+	if base == nil {
+		base = http.DefaultTransport
+	}
+	a, err := newAuthorizer(c, base)
+	if err != nil {
+		c.authErr = fmt.Errorf("server %s: %w", c.cfg.Name, err)
+		return hc
+	}
+	c.auth = a
+	wrapped := *hc
+	wrapped.Transport = &oauthTransport{base: base, a: a}
+	return &wrapped
 }
 
 // defaultCapabilities are declared upstream when Config.Capabilities is nil:
@@ -260,6 +290,14 @@ func (c *Conn) Start(ctx context.Context) error {
 		for k, v := range c.cfg.Headers {
 			if err := httphdr.Check(k, v); err != nil {
 				return fmt.Errorf("server %s: header %w", c.cfg.Name, err)
+			}
+		}
+		if c.authErr != nil {
+			return c.authErr
+		}
+		if c.auth != nil {
+			if err := c.auth.start(); err != nil {
+				return err
 			}
 		}
 		mode := c.cfg.Transport

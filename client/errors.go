@@ -97,18 +97,25 @@ func (e *HTTPError) Error() string {
 	return msg
 }
 
-// AuthRequiredError reports that a remote server refused a request with
-// HTTP 401 and a Bearer challenge (WWW-Authenticate): it wants an OAuth
-// access token that the connection does not have, or one that is no longer
-// good. Retrying with the same headers cannot help; someone has to sign in.
+// AuthRequiredError reports that a remote server refused a request for
+// want of sign-in: HTTP 401 with a Bearer challenge (WWW-Authenticate), or,
+// when a sign-in was attempted and failed, 403 insufficient_scope too. It
+// wants an OAuth access token that the connection does not have, or one
+// that is no longer good or grants too little. Retrying with the same
+// headers cannot help; someone has to sign in (for mcphub, the login
+// command names the server).
 //
-// Its text names the request and the status only: neither the challenge's
-// values nor the response body, which are the server's words and may quote
+// Its text names the request and the status, and why the sign-in failed
+// when one was attempted (secrets masked): neither the challenge's values
+// nor the response body, which are the server's words and may quote
 // credentials. The parsed values are for the code that signs in.
-// errors.As also finds the status as an *HTTPError (without a body).
+// errors.As also finds the status as an *HTTPError (without a body), and
+// Err when there is one.
 type AuthRequiredError struct {
+	// Method and URL (redacted) name the request; both are empty when the
+	// error reports a failed sign-in, whose error around it names the
+	// request.
 	Method string
-	// URL is the request's URL, redacted.
 	URL    string
 	Status int
 	// Scheme is the challenge's scheme as the server spelled it (Bearer in
@@ -121,14 +128,35 @@ type AuthRequiredError struct {
 	ResourceMetadata string
 	Scope            string
 	ErrorCode        string
+	// Err is why signing in failed, nil when the connection did not try
+	// (it has no way to ask the user: OAuthConfig.Fetch is nil).
+	Err error
 }
 
 func (e *AuthRequiredError) Error() string {
-	return fmt.Sprintf("%s %s: HTTP %d %s: the server asks for a valid Bearer token", e.Method, e.URL, e.Status, http.StatusText(e.Status))
+	var b strings.Builder
+	if e.Method != "" {
+		fmt.Fprintf(&b, "%s %s: ", e.Method, e.URL)
+	}
+	fmt.Fprintf(&b, "HTTP %d %s: sign-in required: ", e.Status, http.StatusText(e.Status))
+	if e.Status == http.StatusForbidden {
+		b.WriteString("the server asks for a token that grants more")
+	} else {
+		b.WriteString("the server asks for a valid Bearer token")
+	}
+	if e.Err != nil {
+		b.WriteString(" (signing in failed: " + e.Err.Error() + ")")
+	}
+	return b.String()
 }
 
 // Unwrap presents the refusal as the HTTPError it also is, so code that
-// tells failures apart by status keeps working. The body is left out.
-func (e *AuthRequiredError) Unwrap() error {
-	return &HTTPError{Method: e.Method, URL: e.URL, Status: e.Status}
+// tells failures apart by status keeps working, and as Err. The body is
+// left out.
+func (e *AuthRequiredError) Unwrap() []error {
+	errs := []error{&HTTPError{Method: e.Method, URL: e.URL, Status: e.Status}}
+	if e.Err != nil {
+		errs = append(errs, e.Err)
+	}
+	return errs
 }
