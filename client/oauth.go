@@ -5,9 +5,11 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"io"
 	"math/rand/v2"
 	"net/http"
 	"net/url"
+	"regexp"
 	"slices"
 	"strings"
 	"sync"
@@ -42,11 +44,16 @@ type TokenStore interface {
 // TokenStore: the client registration it used with the authorization
 // server, that server's endpoints, and the token.
 type Grant struct {
-	// Issuer is the authorization server's issuer identifier. The client
-	// registration below is only good with that server.
+	// Issuer is the authorization server's issuer identifier, as its
+	// metadata stated it; "" when the server published none (the
+	// 2025-03-26 fallback). The client registration below is only good
+	// with that server.
 	Issuer       string `json:"issuer"`
 	ClientID     string `json:"client_id"`
 	ClientSecret string `json:"client_secret,omitempty"`
+	// ClientSecretExpiresAt is when a dynamically registered client's
+	// secret expires (Unix seconds; 0 for never).
+	ClientSecretExpiresAt int64 `json:"client_secret_expires_at,omitempty"`
 	// AuthStyle is how the client authenticates at the token endpoint:
 	// oauth2.AuthStyleInHeader (client_secret_basic) or
 	// oauth2.AuthStyleInParams (client_secret_post, or none with an empty
@@ -54,9 +61,13 @@ type Grant struct {
 	AuthStyle oauth2.AuthStyle `json:"auth_style"`
 	AuthURL   string           `json:"auth_url,omitempty"`
 	TokenURL  string           `json:"token_url"`
+	// Resource is the resource indicator (RFC 8707) the token was asked
+	// for, sent again with every refresh.
+	Resource string `json:"resource,omitempty"`
 	// Dynamic marks a client mcphub registered itself (RFC 7591), for
-	// RedirectURL; such a registration is reused by a later sign-in with
-	// the same issuer and redirect instead of registering anew.
+	// RedirectURL. A later sign-in presents such a registration again when
+	// it has a secret and the same authorization server answers; a public
+	// one (no secret) is registered anew.
 	Dynamic     bool   `json:"dynamic,omitempty"`
 	RedirectURL string `json:"redirect_url,omitempty"`
 	// Scopes are the scopes granted, kept so that a later sign-in asks for
@@ -65,17 +76,23 @@ type Grant struct {
 	// Token is nil once the authorization server refused to refresh it:
 	// someone has to sign in again.
 	Token *oauth2.Token `json:"token,omitempty"`
-}
-
-func (g *Grant) oauth2Config() *oauth2.Config {
-	return &oauth2.Config{
-		ClientID: g.ClientID, ClientSecret: g.ClientSecret, Scopes: g.Scopes, RedirectURL: g.RedirectURL,
-		Endpoint: oauth2.Endpoint{AuthURL: g.AuthURL, TokenURL: g.TokenURL, AuthStyle: g.AuthStyle},
-	}
+	// Saved is when this version of the grant was made: of two grants for
+	// the same server, the later one holds the newer token.
+	Saved time.Time `json:"saved,omitzero"`
 }
 
 // hasToken reports whether g holds an access token.
 func (g *Grant) hasToken() bool { return g != nil && g.Token != nil && g.Token.AccessToken != "" }
+
+// stamp is the Saved time of a grant that replaces one saved at prev:
+// now, but always after prev.
+func stamp(prev time.Time) time.Time {
+	now := time.Now().Round(0)
+	if !now.After(prev) {
+		now = prev.Add(time.Nanosecond)
+	}
+	return now
+}
 
 // OAuthConfig lets a connection to a remote server sign in with OAuth 2.1
 // as the MCP authorization spec describes.
@@ -102,6 +119,10 @@ type OAuthConfig struct {
 	// URL with a path), used as the client id where the authorization
 	// server supports such documents.
 	ClientMetadataURL string
+	// Scopes, when set, replace the scopes the server's challenge or
+	// metadata name for the first sign-in; a step-up still adds the ones
+	// its challenge asks for.
+	Scopes []string
 	// OnChange is told when a grant is saved or dropped. It must not block.
 	OnChange func()
 	// OnRefreshFailed is told when the authorization server refused to
@@ -141,6 +162,23 @@ func resourceURL(u *url.URL) *url.URL {
 	return &url.URL{Scheme: strings.ToLower(u.Scheme), Host: strings.ToLower(u.Host), Path: u.Path, RawPath: u.RawPath}
 }
 
+// DropToken forgets the token stored for a server and keeps its client
+// registration, so that the next sign-in asks the user again without
+// registering anew. It is not an error when nothing is stored.
+func DropToken(s TokenStore, serverURL string) error {
+	g, err := LoadGrant(s, serverURL)
+	if err != nil || g == nil {
+		return err
+	}
+	g.Token = nil
+	g.Saved = stamp(g.Saved)
+	data, err := json.Marshal(g)
+	if err != nil {
+		return err
+	}
+	return s.Save(CanonicalResource(serverURL), data)
+}
+
 // LoadGrant returns the grant stored for a server, nil when there is none.
 func LoadGrant(s TokenStore, serverURL string) (*Grant, error) {
 	data, err := s.Load(CanonicalResource(serverURL))
@@ -164,10 +202,15 @@ const (
 	// maxAuthorize is how many sign-ins one challenge gets until a request
 	// succeeds.
 	maxAuthorize = 3
+	// maxAttemptKeys bounds the distinct challenges counted; past it the
+	// counts start over.
+	maxAttemptKeys = 32
 	// oauthHTTPTimeout bounds each request to an authorization server.
 	oauthHTTPTimeout = 30 * time.Second
 	// maxSecrets bounds the remembered token values masked in errors.
 	maxSecrets = 64
+	// maxASBody bounds what is read of an authorization server's answer.
+	maxASBody = 1 << 20
 )
 
 // errGrantRejected marks a refresh the authorization server refused for
@@ -180,28 +223,35 @@ type authorizer struct {
 	cfg    OAuthConfig
 	key    string   // CanonicalResource of the server URL
 	target *url.URL // the server URL without query: what discovery is based on
-	hc     *http.Client
+	base   *http.Transport
+	hc     *http.Client // the requests to authorization servers
 	rec    *asRecorder
-	h      *auth.AuthorizationCodeHandler // nil without Fetch
 
 	// Test hooks: the clock, the refresher's timers and its jitter.
 	now      func() time.Time
 	newTimer func(d time.Duration) (<-chan time.Time, func() bool)
 	jitter   func(max time.Duration) time.Duration
 
-	refreshing chan struct{} // one-slot lock: one refresh at a time
-	signingIn  chan struct{} // one-slot lock: one sign-in at a time
-	persistMu  sync.Mutex    // orders writes to the store
-	flights    singleflight.Group
+	refreshing chan struct{}      // one-slot lock: one refresh at a time
+	flights    singleflight.Group // one sign-in at a time, shared by its waiters
 
-	mu        sync.Mutex
-	grant     *Grant
-	obtained  time.Time     // when grant.Token was obtained or loaded
-	gen       uint64        // counts token changes
-	changed   chan struct{} // closed (and replaced) when the token changes
-	attempts  map[string]int
-	noReplay  bool // a reused registration failed; register anew
-	started   bool
+	mu       sync.Mutex
+	grant    *Grant
+	obtained time.Time     // when grant.Token was obtained or loaded
+	gen      uint64        // counts token changes
+	changed  chan struct{} // closed (and replaced) when the token changes
+	attempts map[string]int
+	// stepUp says the sign-in in progress answers a 403 asking for more
+	// scopes, not a first 401.
+	stepUp  bool
+	noReuse bool // the authorization server refused the stored registration
+	started bool
+	// The store's writer: dirty says the grant changed since the last
+	// write, written is closed when the write covering it is done, stale
+	// says the last write failed.
+	dirty, writing, stale bool
+	written               chan struct{}
+
 	secrets   []string
 	redactor  *redact.Redactor // over secrets; nil when stale
 	clientSec []string         // client secrets, never forgotten
@@ -227,12 +277,11 @@ func newAuthorizer(c *Conn, base http.RoundTripper) (*authorizer, error) {
 		newTimer:   realTimer,
 		jitter:     func(max time.Duration) time.Duration { return rand.N(max + 1) },
 		refreshing: make(chan struct{}, 1),
-		signingIn:  make(chan struct{}, 1),
 		changed:    make(chan struct{}),
 		attempts:   map[string]int{},
 	}
-	a.rec = &asRecorder{base: base, a: a, issuerByToken: map[string]string{}, issuerByReg: map[string]string{},
-		styleByToken: map[string]oauth2.AuthStyle{}, dynamic: map[string]bool{}}
+	a.base = newOAuthTransport(base, a.target.Hostname())
+	a.rec = &asRecorder{base: a.base, a: a}
 	a.hc = &http.Client{Transport: a.rec, Timeout: oauthHTTPTimeout}
 	if cfg.ClientSecret != "" {
 		a.clientSec = append(a.clientSec, cfg.ClientSecret)
@@ -243,9 +292,27 @@ func newAuthorizer(c *Conn, base http.RoundTripper) (*authorizer, error) {
 	if cfg.RedirectURL == "" {
 		return nil, errors.New("OAuth: a redirect URL is required to sign in")
 	}
+	if _, err := a.newHandler(nil, new(bool)); err != nil {
+		return nil, err
+	}
+	return a, nil
+}
+
+// newHandler is go-sdk's handler for one sign-in. reuse is a registration
+// of mcphub's to present instead of registering anew, bound to its
+// issuer; nil for none. fetched is set once the user was sent to sign in.
+func (a *authorizer) newHandler(reuse *Grant, fetched *bool) (*auth.AuthorizationCodeHandler, error) {
+	cfg := a.cfg
 	hcfg := &auth.AuthorizationCodeHandlerConfig{
-		RedirectURL:              cfg.RedirectURL,
-		AuthorizationCodeFetcher: a.fetch,
+		RedirectURL: cfg.RedirectURL,
+		AuthorizationCodeFetcher: func(ctx context.Context, args *auth.AuthorizationArgs) (*auth.AuthorizationResult, error) {
+			*fetched = true
+			res, err := cfg.Fetch(ctx, args)
+			if res != nil {
+				a.addSecrets(res.Code)
+			}
+			return res, err
+		},
 		DynamicClientRegistrationConfig: &auth.DynamicClientRegistrationConfig{Metadata: &oauthex.ClientRegistrationMetadata{
 			ClientName:              "mcphub",
 			RedirectURIs:            []string{cfg.RedirectURL},
@@ -257,24 +324,32 @@ func newAuthorizer(c *Conn, base http.RoundTripper) (*authorizer, error) {
 		RequestRefreshToken:   true,
 		AcceptUnadvertisedIss: true,
 		Client:                a.hc,
-		NewTokenSource:        a.newTokenSource,
+		NewTokenSource: func(_ context.Context, oc *oauth2.Config, tok *oauth2.Token) (oauth2.TokenSource, error) {
+			a.signedIn(oc, tok, reuse)
+			return grantSource{a}, nil
+		},
 	}
 	if cfg.ClientMetadataURL != "" {
 		hcfg.ClientIDMetadataDocumentConfig = &auth.ClientIDMetadataDocumentConfig{URL: cfg.ClientMetadataURL}
 	}
-	if cfg.ClientID != "" {
+	switch {
+	case cfg.ClientID != "":
 		pre := &oauthex.ClientCredentials{ClientID: cfg.ClientID, Issuer: cfg.Issuer}
 		if cfg.ClientSecret != "" {
 			pre.ClientSecretAuth = &oauthex.ClientSecretAuth{ClientSecret: cfg.ClientSecret}
 		}
 		hcfg.PreregisteredClient = pre
+	case reuse != nil:
+		// go-sdk presents it only to the authorization server whose
+		// validated metadata states this issuer.
+		hcfg.PreregisteredClient = &oauthex.ClientCredentials{ClientID: reuse.ClientID, Issuer: reuse.Issuer,
+			ClientSecretAuth: &oauthex.ClientSecretAuth{ClientSecret: reuse.ClientSecret}}
 	}
 	h, err := auth.NewAuthorizationCodeHandler(hcfg)
 	if err != nil {
 		return nil, fmt.Errorf("OAuth: %w", err)
 	}
-	a.h = h
-	return a, nil
+	return h, nil
 }
 
 func realTimer(d time.Duration) (<-chan time.Time, func() bool) {
@@ -285,7 +360,7 @@ func realTimer(d time.Duration) (<-chan time.Time, func() bool) {
 // start loads the stored grant and starts the background refresher, once.
 func (a *authorizer) start() error {
 	a.mu.Lock()
-	started := a.started
+	started, gen := a.started, a.gen
 	a.mu.Unlock()
 	if started {
 		return nil
@@ -300,7 +375,7 @@ func (a *authorizer) start() error {
 		return nil
 	}
 	a.started = true
-	if g != nil {
+	if g != nil && a.gen == gen {
 		a.setGrantLocked(g)
 	}
 	a.mu.Unlock()
@@ -329,7 +404,12 @@ func (a *authorizer) loadStored() (*Grant, error) {
 // setGrantLocked installs g as the current grant; a.mu is held.
 func (a *authorizer) setGrantLocked(g *Grant) {
 	a.grant = g
+	// A stored grant's token was obtained when it was saved, not when it
+	// was read back.
 	a.obtained = a.now()
+	if g != nil && !g.Saved.IsZero() && g.Saved.Before(a.obtained) {
+		a.obtained = g.Saved
+	}
 	a.gen++
 	close(a.changed)
 	a.changed = make(chan struct{})
@@ -344,38 +424,69 @@ func (a *authorizer) setGrantLocked(g *Grant) {
 	}
 }
 
-// install makes g the current grant and stores it.
-func (a *authorizer) install(g *Grant) {
-	a.mu.Lock()
+// setOwnLocked installs g, made by this connection, as a newer version
+// of the current grant; a.mu is held.
+func (a *authorizer) setOwnLocked(g *Grant) {
+	var prev time.Time
+	if a.grant != nil {
+		prev = a.grant.Saved
+	}
+	g.Saved = stamp(prev)
 	a.setGrantLocked(g)
-	a.mu.Unlock()
-	a.persist()
 }
 
-// persist writes the current grant to the store (or deletes it when there
-// is none) and tells OnChange.
-func (a *authorizer) persist() {
-	a.persistMu.Lock()
+// persist has the current grant written to the store (deleted when there
+// is none) by a goroutine of its own, so that a slow store (a keychain
+// that asks the user) holds up neither requests nor Close; writes
+// coalesce into the latest grant. The channel is closed once a write
+// covering this change is done.
+func (a *authorizer) persist() <-chan struct{} {
 	a.mu.Lock()
-	g := a.grant
-	a.mu.Unlock()
-	var err error
-	if st := a.cfg.Store; st != nil {
-		if g == nil {
-			err = st.Delete(a.key)
-		} else {
-			var data []byte
-			if data, err = json.Marshal(g); err == nil {
-				err = st.Save(a.key, data)
+	defer a.mu.Unlock()
+	if a.written == nil {
+		a.written = make(chan struct{})
+	}
+	done := a.written
+	a.dirty = true
+	if !a.writing {
+		a.writing = true
+		go a.writeLoop()
+	}
+	return done
+}
+
+func (a *authorizer) writeLoop() {
+	for {
+		a.mu.Lock()
+		if !a.dirty {
+			a.writing = false
+			a.mu.Unlock()
+			return
+		}
+		g, done := a.grant, a.written
+		a.dirty, a.written = false, nil
+		a.mu.Unlock()
+		var err error
+		if st := a.cfg.Store; st != nil {
+			if g == nil {
+				err = st.Delete(a.key)
+			} else {
+				var data []byte
+				if data, err = json.Marshal(g); err == nil {
+					err = st.Save(a.key, data)
+				}
 			}
 		}
-	}
-	a.persistMu.Unlock()
-	if err != nil {
-		a.c.log.Warn("could not store the OAuth grant; it lasts as long as this connection", "err", a.scrubErr(err))
-	}
-	if a.cfg.OnChange != nil {
-		a.cfg.OnChange()
+		a.mu.Lock()
+		a.stale = err != nil
+		a.mu.Unlock()
+		if err != nil {
+			a.c.log.Warn("could not store the OAuth grant; it lasts as long as this connection", "err", a.scrubErr(err))
+		}
+		close(done)
+		if a.cfg.OnChange != nil {
+			a.cfg.OnChange()
+		}
 	}
 }
 
@@ -386,31 +497,52 @@ func (a *authorizer) current() (*Grant, uint64) {
 	return a.grant, a.gen
 }
 
-// generation counts the changes of the token.
-func (a *authorizer) generation() uint64 {
-	a.mu.Lock()
-	defer a.mu.Unlock()
-	return a.gen
-}
-
 // expired reports whether t is past, or within refreshMargin of, its
 // expiry.
 func (a *authorizer) expired(t *oauth2.Token) bool {
-	return !t.Expiry.IsZero() && !a.now().Before(t.Expiry.Add(-refreshMargin))
+	if t.Expiry.IsZero() {
+		return false
+	}
+	// A token that lives less than four margins is refreshed a quarter of
+	// its life before expiry, not on every request.
+	a.mu.Lock()
+	from := a.obtained
+	a.mu.Unlock()
+	margin := refreshMargin
+	if !from.IsZero() {
+		margin = marginFor(t.Expiry.Sub(from))
+	}
+	return !a.now().Before(t.Expiry.Add(-margin))
+}
+
+// marginFor is how long before expiry a token that lives life is due for
+// a refresh at the latest: refreshMargin, or a quarter of a shorter life,
+// so that a token of a few seconds is not refreshed before every request.
+func marginFor(life time.Duration) time.Duration {
+	if life > 0 && life/4 < refreshMargin {
+		return life / 4
+	}
+	return refreshMargin
 }
 
 // bearer returns the access token to send ("" for none) and the generation
-// it belongs to. An expired token is refreshed first when it can be; one
-// the authorization server refuses to refresh is dropped, and the request
-// goes without, so that the server's 401 says sign-in is needed.
+// it belongs to. A token about to expire is refreshed first when it can
+// be; one the authorization server refuses to refresh is dropped, and the
+// request goes without, so that the server's 401 says sign-in is needed.
+// When the refresh fails for a reason that may pass, a token that has not
+// expired yet is still sent.
 func (a *authorizer) bearer(ctx context.Context) (string, uint64, error) {
 	g, gen := a.current()
 	if !g.hasToken() {
 		return "", gen, nil
 	}
 	if a.expired(g.Token) && g.Token.RefreshToken != "" {
-		if err := a.refresh(ctx, g.Token); err != nil && !errors.Is(err, errGrantRejected) {
-			return "", gen, err
+		err := a.refresh(ctx, g.Token)
+		if err != nil && !errors.Is(err, errGrantRejected) {
+			if ctx.Err() != nil || !a.now().Before(g.Token.Expiry) {
+				return "", gen, err
+			}
+			a.c.log.Debug("could not refresh the OAuth token; using it until it expires", "err", err)
 		}
 		if g, gen = a.current(); !g.hasToken() {
 			return "", gen, nil
@@ -421,20 +553,22 @@ func (a *authorizer) bearer(ctx context.Context) (string, uint64, error) {
 
 // refresh trades old's refresh token for a new token, unless old is no
 // longer the current token (another refresh or a sign-in replaced it). A
-// refusal for good drops the token and returns errGrantRejected.
+// refusal for good drops the token and returns errGrantRejected. The slot
+// is held for the request to the authorization server only, never while
+// the store is read or written.
 func (a *authorizer) refresh(ctx context.Context, old *oauth2.Token) error {
 	select {
 	case a.refreshing <- struct{}{}:
 	case <-ctx.Done():
 		return ctx.Err()
 	}
-	defer func() { <-a.refreshing }()
-	g, _ := a.current()
+	release := sync.OnceFunc(func() { <-a.refreshing })
+	defer release()
+	g, gen := a.current()
 	if g == nil || g.Token != old {
 		return nil
 	}
-	rctx := context.WithValue(ctx, oauth2.HTTPClient, a.hc)
-	tok, err := g.oauth2Config().TokenSource(rctx, &oauth2.Token{RefreshToken: old.RefreshToken}).Token()
+	tok, err := a.requestRefresh(ctx, g)
 	if err == nil {
 		if tok.RefreshToken == "" {
 			tok.RefreshToken = old.RefreshToken
@@ -442,17 +576,19 @@ func (a *authorizer) refresh(ctx context.Context, old *oauth2.Token) error {
 		ng := *g
 		ng.Token = tok
 		a.mu.Lock()
-		current := a.grant == g // not replaced by a sign-in meanwhile
+		current := a.gen == gen // not replaced by a sign-in meanwhile
 		if current {
-			a.setGrantLocked(&ng)
+			a.setOwnLocked(&ng)
 		}
 		a.mu.Unlock()
+		release()
 		if current {
 			a.persist()
 			a.c.log.Debug("refreshed the OAuth access token", "expires", tok.Expiry)
 		}
 		return nil
 	}
+	release()
 	if ctx.Err() != nil {
 		return ctx.Err()
 	}
@@ -462,27 +598,92 @@ func (a *authorizer) refresh(ctx context.Context, old *oauth2.Token) error {
 		return fmt.Errorf("refreshing the access token: %w", clean)
 	}
 	// Another process sharing the store may have rotated the refresh token.
-	if a.adoptStored(func(s *Grant) bool { return s.Token.RefreshToken != old.RefreshToken }) {
+	if a.newerToken(gen) {
 		return nil
 	}
 	a.mu.Lock()
-	if a.grant == g {
+	current := a.gen == gen
+	if current {
 		if dropClient {
 			a.setGrantLocked(nil)
 		} else {
 			ng := *g
 			ng.Token = nil
-			a.setGrantLocked(&ng)
+			a.setOwnLocked(&ng)
 		}
 	}
 	a.mu.Unlock()
-	a.persist()
+	if !current {
+		return nil
+	}
+	select {
+	case <-a.persist():
+	case <-ctx.Done():
+	}
 	rerr := fmt.Errorf("%w: %w", errGrantRejected, clean)
 	a.c.log.Warn("the OAuth token was dropped; the server needs a new sign-in", "err", clean)
 	if a.cfg.OnRefreshFailed != nil {
 		a.cfg.OnRefreshFailed(rerr)
 	}
 	return rerr
+}
+
+// requestRefresh sends g's refresh token to the token endpoint with the
+// resource it was granted for (RFC 8707), the client authenticating as g
+// says. A refusal is an *oauth2.RetrieveError.
+func (a *authorizer) requestRefresh(ctx context.Context, g *Grant) (*oauth2.Token, error) {
+	resource := g.Resource
+	if resource == "" {
+		resource = a.target.String()
+	}
+	form := url.Values{"grant_type": {"refresh_token"}, "refresh_token": {g.Token.RefreshToken}, "resource": {resource}}
+	basic := g.ClientSecret != "" && g.AuthStyle == oauth2.AuthStyleInHeader
+	if !basic {
+		form.Set("client_id", g.ClientID)
+		if g.ClientSecret != "" {
+			form.Set("client_secret", g.ClientSecret)
+		}
+	}
+	req, err := http.NewRequestWithContext(ctx, http.MethodPost, g.TokenURL, strings.NewReader(form.Encode()))
+	if err != nil {
+		return nil, err
+	}
+	req.Header.Set("Content-Type", "application/x-www-form-urlencoded")
+	req.Header.Set("Accept", "application/json")
+	if basic {
+		req.SetBasicAuth(url.QueryEscape(g.ClientID), url.QueryEscape(g.ClientSecret))
+	}
+	// A redirect would carry the form, refresh token and secret, elsewhere.
+	hc := *a.hc
+	hc.CheckRedirect = func(*http.Request, []*http.Request) error { return http.ErrUseLastResponse }
+	resp, err := hc.Do(req)
+	if err != nil {
+		return nil, err
+	}
+	defer resp.Body.Close()
+	body, err := io.ReadAll(io.LimitReader(resp.Body, maxASBody))
+	if err != nil {
+		return nil, fmt.Errorf("reading the token endpoint's answer: %w", err)
+	}
+	var t struct {
+		AccessToken  string      `json:"access_token"`
+		TokenType    string      `json:"token_type"`
+		RefreshToken string      `json:"refresh_token"`
+		ExpiresIn    json.Number `json:"expires_in"`
+		Error        string      `json:"error"`
+		Description  string      `json:"error_description"`
+		URI          string      `json:"error_uri"`
+	}
+	json.Unmarshal(body, &t) // an answer that is not JSON holds no token
+	if resp.StatusCode < 200 || resp.StatusCode > 299 || t.AccessToken == "" {
+		return nil, &oauth2.RetrieveError{Response: resp, Body: body, ErrorCode: t.Error, ErrorDescription: t.Description, ErrorURI: t.URI}
+	}
+	tok := &oauth2.Token{AccessToken: t.AccessToken, TokenType: t.TokenType, RefreshToken: t.RefreshToken}
+	if n, err := t.ExpiresIn.Int64(); err == nil && n > 0 {
+		tok.ExpiresIn = n
+		tok.Expiry = a.now().Add(time.Duration(n) * time.Second)
+	}
+	return tok, nil
 }
 
 // refreshRefused reports whether a failed refresh is final, and whether it
@@ -505,40 +706,54 @@ func refreshRefused(err error) (permanent, dropClient bool) {
 	return false, false
 }
 
-// adoptStored replaces the current grant with the stored one when it holds
-// a token and newer(stored) says it differs from what this connection
-// tried: another process signed in or refreshed meanwhile.
-func (a *authorizer) adoptStored(newer func(stored *Grant) bool) bool {
+// newerToken reports whether the current token is no longer the one of
+// generation gen: it changed meanwhile, or the store holds a grant with a
+// token saved after the current grant (another process signed in or
+// refreshed), which is then adopted. A store whose last write failed is
+// older than this connection and is not read.
+func (a *authorizer) newerToken(gen uint64) bool {
+	a.mu.Lock()
+	moved, stale := a.gen != gen, a.stale
+	a.mu.Unlock()
+	if moved {
+		return true
+	}
+	if stale || a.cfg.Store == nil {
+		return false
+	}
 	s, err := a.loadStored()
 	if err != nil {
 		a.c.log.Debug("could not read the stored OAuth grant", "err", a.scrubErr(err))
 		return false
 	}
-	if !s.hasToken() || !newer(s) {
+	a.mu.Lock()
+	defer a.mu.Unlock()
+	if a.gen != gen {
+		return true
+	}
+	var cur time.Time
+	if a.grant != nil {
+		cur = a.grant.Saved
+	}
+	if a.stale || !s.hasToken() || !s.Saved.After(cur) {
 		return false
 	}
-	a.mu.Lock()
-	if cur := a.grant; cur.hasToken() && cur.Token.AccessToken == s.Token.AccessToken {
-		a.mu.Unlock()
-		return true // already adopted
-	}
 	a.setGrantLocked(s)
-	a.mu.Unlock()
 	a.c.log.Info("using the OAuth grant stored by another sign-in")
 	return true
 }
 
 // refreshDelay is how long to wait from now before refreshing a token
 // obtained at from that expires at exp: at 80% of its life, at least
-// refreshMargin before expiry, but not before half its life (a very short
-// token is then refreshed before use instead), less a little jitter.
+// marginFor(life) before expiry, but not before half its life, less a
+// little jitter.
 func (a *authorizer) refreshDelay(now, from, exp time.Time) time.Duration {
 	life := exp.Sub(from)
 	if life <= 0 {
 		return 0
 	}
 	at := from.Add(life / 5 * 4)
-	if latest := exp.Add(-refreshMargin); at.After(latest) {
+	if latest := exp.Add(-marginFor(life)); at.After(latest) {
 		at = latest
 	}
 	if earliest := from.Add(life / 2); at.Before(earliest) {
@@ -553,6 +768,7 @@ func (a *authorizer) refreshDelay(now, from, exp time.Time) time.Duration {
 // expired token. A refresh that fails for a reason that may pass is
 // retried with backoff until the token expires.
 func (a *authorizer) refreshLoop(ctx context.Context) {
+	defer a.base.CloseIdleConnections()
 	var retry time.Duration
 	for {
 		a.mu.Lock()
@@ -609,41 +825,51 @@ func (a *authorizer) refreshLoop(ctx context.Context) {
 	}
 }
 
-// fetch runs Config.Fetch, noting the code as a secret.
-func (a *authorizer) fetch(ctx context.Context, args *auth.AuthorizationArgs) (*auth.AuthorizationResult, error) {
-	res, err := a.cfg.Fetch(ctx, args)
-	if res != nil {
-		a.addSecrets(res.Code)
-	}
-	return res, err
-}
-
-// newTokenSource is go-sdk's hook after a code exchange: the new grant is
-// installed and stored. The source it returns serves the current token.
-func (a *authorizer) newTokenSource(_ context.Context, cfg *oauth2.Config, tok *oauth2.Token) (oauth2.TokenSource, error) {
-	style := cfg.Endpoint.AuthStyle
+// signedIn is go-sdk's hook after a code exchange: the new grant is
+// installed, and stored before the sign-in returns. reuse is the stored
+// registration the sign-in presented, nil when none.
+func (a *authorizer) signedIn(oc *oauth2.Config, tok *oauth2.Token, reuse *Grant) {
+	n := a.rec.notes()
+	style := oc.Endpoint.AuthStyle
 	if style == oauth2.AuthStyleAutoDetect {
-		if s, ok := a.rec.usedStyle(cfg.Endpoint.TokenURL); ok {
-			style = s
-		} else if cfg.ClientSecret == "" {
+		// A preregistered client with an authorization server that
+		// advertises neither method: what the exchange used.
+		switch {
+		case n.styled:
+			style = n.style
+		case oc.ClientSecret == "":
 			style = oauth2.AuthStyleInParams
-		} else {
+		default:
 			style = oauth2.AuthStyleInHeader
 		}
 	}
-	scopes := cfg.Scopes
+	scopes := oc.Scopes
 	if s, ok := tok.Extra("scope").(string); ok && strings.TrimSpace(s) != "" {
 		scopes = strings.Fields(s)
 	}
 	g := &Grant{
-		Issuer: a.rec.issuerFor(cfg.Endpoint.TokenURL), ClientID: cfg.ClientID, ClientSecret: cfg.ClientSecret,
-		AuthStyle: style, AuthURL: cfg.Endpoint.AuthURL, TokenURL: cfg.Endpoint.TokenURL,
-		Dynamic: a.rec.isDynamic(cfg.ClientID), RedirectURL: cfg.RedirectURL,
-		Scopes: scopes, Token: tok,
+		ClientID: oc.ClientID, ClientSecret: oc.ClientSecret, AuthStyle: style,
+		AuthURL: oc.Endpoint.AuthURL, TokenURL: oc.Endpoint.TokenURL, Resource: n.resource,
+		RedirectURL: oc.RedirectURL, Scopes: scopes, Token: tok,
 	}
-	a.install(g)
+	if n.tokenURL == oc.Endpoint.TokenURL {
+		g.Issuer = n.issuer
+	}
+	switch {
+	case n.clientID != "" && n.clientID == oc.ClientID:
+		g.Dynamic, g.ClientSecretExpiresAt = true, n.secretExpires
+	case reuse != nil && reuse.ClientID == oc.ClientID:
+		g.Dynamic, g.ClientSecretExpiresAt = true, reuse.ClientSecretExpiresAt
+	}
+	a.mu.Lock()
+	a.noReuse = false
+	a.setOwnLocked(g)
+	a.mu.Unlock()
+	select {
+	case <-a.persist():
+	case <-a.c.ctx.Done():
+	}
 	a.c.log.Info("signed in", "issuer", g.Issuer)
-	return grantSource{a}, nil
 }
 
 // grantSource serves the connection's current token to go-sdk.
@@ -661,6 +887,18 @@ func (s grantSource) Token() (*oauth2.Token, error) {
 // for, when it is with the same authorization server: a step-up keeps what
 // was granted before, across restarts too.
 func (a *authorizer) scopeFilter(discovered []string) []string {
+	a.mu.Lock()
+	stepUp := a.stepUp
+	a.mu.Unlock()
+	if want := a.c.cfg.OAuth.Scopes; len(want) > 0 {
+		// The registry's scopes replace what a first sign-in would ask
+		// for; a step-up asks for them and for what its challenge names.
+		if stepUp {
+			discovered = append(slices.Clone(want), slices.DeleteFunc(slices.Clone(discovered), func(s string) bool { return slices.Contains(want, s) })...)
+		} else {
+			discovered = slices.Clone(want)
+		}
+	}
 	g, _ := a.current()
 	if g == nil || len(g.Scopes) == 0 || g.Issuer == "" || g.Issuer != a.rec.flightIssuer() {
 		return discovered
@@ -674,23 +912,29 @@ func (a *authorizer) scopeFilter(discovered []string) []string {
 	return out
 }
 
-// replayable returns the stored registration a sign-in with issuer may
-// reuse instead of registering anew, nil for none.
-func (a *authorizer) replayable(issuer string) *Grant {
-	a.mu.Lock()
-	defer a.mu.Unlock()
+// reusableLocked returns the stored registration a sign-in presents
+// instead of registering anew, nil for none: a confidential client mcphub
+// registered for this redirect, with an authorization server whose issuer
+// is known, whose secret has not expired. A public client is registered
+// anew: go-sdk would authenticate it as a confidential one. a.mu is held.
+func (a *authorizer) reusableLocked() *Grant {
 	g := a.grant
-	if a.noReplay || g == nil || !g.Dynamic || g.ClientID == "" || g.Issuer != issuer || g.RedirectURL != a.cfg.RedirectURL {
+	if a.noReuse || a.cfg.ClientID != "" || g == nil || !g.Dynamic || g.ClientID == "" || g.ClientSecret == "" ||
+		g.Issuer == "" || g.RedirectURL != a.cfg.RedirectURL {
+		return nil
+	}
+	if g.ClientSecretExpiresAt != 0 && !time.Now().Add(time.Minute).Before(time.Unix(g.ClientSecretExpiresAt, 0)) {
 		return nil
 	}
 	return g
 }
 
-// forgetRegistration stops reusing the stored registration after a
-// sign-in with it failed; a grant that holds nothing else is deleted.
+// forgetRegistration stops presenting the stored registration after the
+// authorization server refused it; a grant that holds nothing else is
+// deleted.
 func (a *authorizer) forgetRegistration() {
 	a.mu.Lock()
-	a.noReplay = true
+	a.noReuse = true
 	drop := a.grant != nil && !a.grant.hasToken()
 	if drop {
 		a.setGrantLocked(nil)
@@ -721,8 +965,13 @@ func (a *authorizer) addSecretsLocked(vs ...string) {
 	}
 }
 
-// scrubErr masks the OAuth secrets this connection knows, and the
-// configuration's, in err's message; errors.Is and errors.As still see err.
+// secretField finds a client secret quoted in JSON, as a registration
+// error quotes the answer it could not read.
+var secretField = regexp.MustCompile(`(?i)("client_secret"\s*:\s*")(?:[^"\\]|\\.)*"?`)
+
+// scrubErr masks the OAuth secrets this connection knows, any client
+// secret quoted as JSON, and the configuration's secrets, in err's
+// message; errors.Is and errors.As still see err.
 func (a *authorizer) scrubErr(err error) error {
 	if err == nil {
 		return nil
@@ -735,7 +984,8 @@ func (a *authorizer) scrubErr(err error) error {
 	}
 	a.mu.Unlock()
 	msg := err.Error()
-	if clean := a.c.scrub(r.Text(msg)); clean != msg {
+	clean := secretField.ReplaceAllString(r.Text(msg), `${1}`+redact.Mask+`"`)
+	if clean = a.c.scrub(clean); clean != msg {
 		return &scrubbedError{msg: clean, err: err}
 	}
 	return err

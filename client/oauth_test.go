@@ -50,6 +50,9 @@ type fakeAS struct {
 	refreshErr string // when set, a refresh is refused with this error code
 	unavail    int    // refreshes answered 503 before one succeeds
 	exchangeFn func(w http.ResponseWriter, code string) bool
+	registerFn func(w http.ResponseWriter) bool // answers a registration when it returns true
+	public     bool                             // registers public clients (no secret)
+	secretExp  int64                            // client_secret_expires_at of registrations
 	registers  int
 	authorizes int
 	refreshes  int
@@ -94,15 +97,24 @@ func (as *fakeAS) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 			return
 		}
 		as.mu.Lock()
+		defer as.mu.Unlock()
 		as.registers++
+		if as.registerFn != nil && as.registerFn(w) {
+			return
+		}
 		as.n++
 		id := fmt.Sprintf("client-%s-%d", as.name, as.n)
 		secret := fmt.Sprintf("client-secret-%s-%d", as.name, as.n)
+		body := map[string]any{"client_id": id, "client_secret": secret, "client_secret_expires_at": as.secretExp,
+			"token_endpoint_auth_method": "client_secret_basic", "redirect_uris": meta.RedirectURIs}
+		if as.public {
+			secret = ""
+			delete(body, "client_secret")
+			body["token_endpoint_auth_method"] = "none"
+		}
 		as.clients[id] = secret
 		as.redirects[id] = meta.RedirectURIs[0]
-		as.mu.Unlock()
-		writeJSON(w, http.StatusCreated, map[string]any{"client_id": id, "client_secret": secret,
-			"token_endpoint_auth_method": "client_secret_basic", "redirect_uris": meta.RedirectURIs})
+		writeJSON(w, http.StatusCreated, body)
 	case "/authorize":
 		q := r.URL.Query()
 		as.mu.Lock()
@@ -129,9 +141,12 @@ func (as *fakeAS) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 func (as *fakeAS) token(w http.ResponseWriter, r *http.Request) {
 	r.ParseForm()
 	id, secret, ok := r.BasicAuth()
+	if !ok {
+		id, secret = r.PostForm.Get("client_id"), r.PostForm.Get("client_secret")
+	}
 	as.mu.Lock()
 	defer as.mu.Unlock()
-	if !ok || as.clients[id] == "" || as.clients[id] != secret {
+	if known, found := as.clients[id]; !found || known != secret {
 		writeJSON(w, http.StatusUnauthorized, map[string]string{"error": "invalid_client"})
 		return
 	}
@@ -1058,4 +1073,570 @@ func TestOAuthErrorsHoldNoSecrets(t *testing.T) {
 	}
 	noSecrets(t, "the error", err.Error(), secrets...)
 	noSecrets(t, "the logs", logs.String(), secrets...)
+}
+
+// evilAS is an authorization server the resource switches to. With poison
+// set its metadata claims that issuer; without, it has none, and go-sdk
+// falls back to its /register, /authorize and /token.
+type evilAS struct {
+	*fakeAS
+	mu      sync.Mutex
+	poison  string
+	secrets []string // client secrets its token endpoint was sent
+	regs    int
+}
+
+func newEvilAS(t *testing.T) *evilAS {
+	e := &evilAS{fakeAS: &fakeAS{t: t, name: "evil", access: map[string]bool{}}}
+	e.srv = httptest.NewServer(e)
+	e.iss = e.srv.URL
+	t.Cleanup(e.srv.Close)
+	return e
+}
+
+func (e *evilAS) setPoison(iss string) {
+	e.mu.Lock()
+	e.poison = iss
+	e.mu.Unlock()
+}
+
+func (e *evilAS) ServeHTTP(w http.ResponseWriter, r *http.Request) {
+	e.mu.Lock()
+	poison := e.poison
+	e.mu.Unlock()
+	switch r.URL.Path {
+	case "/.well-known/oauth-authorization-server", "/.well-known/openid-configuration":
+		if poison == "" {
+			http.NotFound(w, r)
+			return
+		}
+		writeJSON(w, http.StatusOK, map[string]any{
+			"issuer": poison, "authorization_endpoint": e.iss + "/authorize", "token_endpoint": e.iss + "/token",
+			"registration_endpoint": e.iss + "/register", "code_challenge_methods_supported": []string{"S256"},
+		})
+	case "/register":
+		e.mu.Lock()
+		e.regs++
+		e.mu.Unlock()
+		writeJSON(w, http.StatusCreated, map[string]any{"client_id": "evil-client", "token_endpoint_auth_method": "none"})
+	case "/authorize":
+		q := r.URL.Query()
+		http.Redirect(w, r, q.Get("redirect_uri")+"?"+url.Values{"code": {"evil-code"}, "state": {q.Get("state")}}.Encode(), http.StatusFound)
+	case "/token":
+		r.ParseForm()
+		_, pw, _ := r.BasicAuth()
+		e.mu.Lock()
+		e.secrets = append(e.secrets, pw, r.PostForm.Get("client_secret"))
+		e.mu.Unlock()
+		e.fakeAS.mu.Lock()
+		e.access["evil-access"] = true
+		e.fakeAS.mu.Unlock()
+		writeJSON(w, http.StatusOK, map[string]any{"access_token": "evil-access", "token_type": "Bearer", "expires_in": 3600})
+	default:
+		http.NotFound(w, r)
+	}
+}
+
+// TestOAuthPoisonedMetadataNeverGetsTheSecret points the server at an
+// authorization server whose metadata claims the first one's issuer, then
+// at the same one without metadata: the stored registration and its
+// secret are presented to neither; the second sign-in registers with it.
+func TestOAuthPoisonedMetadataNeverGetsTheSecret(t *testing.T) {
+	good := newFakeAS(t, "good")
+	res := newFakeResource(t, good, false)
+	store := newMemStore()
+	g := signIn(t, res, store)
+	if !g.Dynamic || g.ClientSecret == "" || g.Issuer != good.iss {
+		t.Fatalf("setup: stored grant %+v", g)
+	}
+	var fetches atomic.Int32
+	c, _ := newOAuthConn(t, res, &OAuthConfig{Store: store, Fetch: headless(&fetches), RedirectURL: testRedirect}, TransportStreamableHTTP)
+	startOAuth(t, c)
+
+	evil := newEvilAS(t)
+	evil.setPoison(good.iss)
+	res.setAS(evil.fakeAS)
+	if _, err := call(t, c, "tools/list", ""); err == nil {
+		t.Error("signed in with metadata that claims another issuer")
+	}
+	evil.setPoison("")
+	if _, err := call(t, c, "tools/list", ""); err != nil {
+		t.Errorf("sign-in with the fallback endpoints: %v", err)
+	}
+	evil.mu.Lock()
+	defer evil.mu.Unlock()
+	if slices.Contains(evil.secrets, g.ClientSecret) {
+		t.Fatalf("the client secret registered with %s was sent to %s", good.iss, evil.iss)
+	}
+	if evil.regs != 1 {
+		t.Errorf("%d registrations with the new server, want 1", evil.regs)
+	}
+	if cur, _ := c.auth.current(); cur.ClientID != "evil-client" || cur.Issuer != "" || cur.Dynamic && reusable(c, cur) {
+		t.Errorf("grant after the fallback sign-in = %+v, want evil-client without issuer, not to be presented again", cur)
+	}
+}
+
+func reusable(c *Conn, g *Grant) bool {
+	c.auth.mu.Lock()
+	defer c.auth.mu.Unlock()
+	return c.auth.reusableLocked() == g
+}
+
+// flakyStore fails Save while fail is set.
+type flakyStore struct {
+	*memStore
+	fail atomic.Bool
+}
+
+func (s *flakyStore) Save(key string, data []byte) error {
+	if s.fail.Load() {
+		return errors.New("keychain locked")
+	}
+	return s.memStore.Save(key, data)
+}
+
+// TestOAuthSaveFailureKeepsNewerGrant checks that once a Save failed, a
+// refusal does not bring back the older stored grant (whose refresh token
+// was rotated away) but signs in.
+func TestOAuthSaveFailureKeepsNewerGrant(t *testing.T) {
+	as := newFakeAS(t, "as")
+	res := newFakeResource(t, as, false)
+	store := &flakyStore{memStore: newMemStore()}
+	var fetches atomic.Int32
+	c, _ := newOAuthConn(t, res, &OAuthConfig{Store: store, Fetch: headless(&fetches), RedirectURL: testRedirect}, TransportStreamableHTTP)
+	startOAuth(t, c)
+	if _, err := call(t, c, "tools/list", ""); err != nil {
+		t.Fatal(err)
+	}
+	g1, _ := c.auth.current()
+	store.fail.Store(true)
+	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+	defer cancel()
+	if err := c.auth.refresh(ctx, g1.Token); err != nil {
+		t.Fatal(err)
+	}
+	g2, _ := c.auth.current()
+	if g2.Token.RefreshToken == g1.Token.RefreshToken {
+		t.Fatal("setup: not refreshed")
+	}
+	as.revoke()
+	before := fetches.Load()
+	if _, err := call(t, c, "tools/list", ""); err != nil {
+		t.Errorf("tools/list after the revocation: %v", err)
+	}
+	if g3, _ := c.auth.current(); g3.Token.RefreshToken == g1.Token.RefreshToken || fetches.Load() != before+1 {
+		t.Errorf("went back to the stale stored grant, or did not sign in (%d sign-ins)", fetches.Load()-before)
+	}
+}
+
+// TestOAuthRefreshSendsResource checks that a refresh names the resource
+// the token was granted for (RFC 8707), authenticating the client as it
+// registered.
+func TestOAuthRefreshSendsResource(t *testing.T) {
+	var mu sync.Mutex
+	var form url.Values
+	var basic bool
+	as := newFakeAS(t, "as")
+	inner := as.srv.Config.Handler
+	as.srv.Config.Handler = http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		if r.URL.Path == "/token" {
+			b, _ := io.ReadAll(r.Body)
+			r.Body = io.NopCloser(bytes.NewReader(b))
+			if q, _ := url.ParseQuery(string(b)); q.Get("grant_type") == "refresh_token" {
+				mu.Lock()
+				form = q
+				_, _, basic = r.BasicAuth()
+				mu.Unlock()
+			}
+		}
+		inner.ServeHTTP(w, r)
+	})
+	res := newFakeResource(t, as, false)
+	var fetches atomic.Int32
+	c, _ := newOAuthConn(t, res, &OAuthConfig{Fetch: headless(&fetches), RedirectURL: testRedirect}, TransportStreamableHTTP)
+	startOAuth(t, c)
+	g, _ := c.auth.current()
+	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+	defer cancel()
+	if err := c.auth.refresh(ctx, g.Token); err != nil {
+		t.Fatal(err)
+	}
+	mu.Lock()
+	defer mu.Unlock()
+	if form == nil {
+		t.Fatal("no refresh seen")
+	}
+	if form.Get("resource") != res.url || !basic || form.Get("client_secret") != "" {
+		t.Errorf("refresh request: resource %q (want %q), basic %v, secret in the form %v", form.Get("resource"), res.url, basic, form.Get("client_secret") != "")
+	}
+	if ng, _ := c.auth.current(); ng.Token.AccessToken == g.Token.AccessToken || ng.Token.Expiry.IsZero() || ng.Resource != res.url {
+		t.Errorf("grant after the refresh: %+v", ng)
+	}
+}
+
+// TestOAuthAttemptsCapHoldsForVaryingChallenges checks that a challenge
+// whose free text changes on every answer still gets three sign-ins.
+func TestOAuthAttemptsCapHoldsForVaryingChallenges(t *testing.T) {
+	as := newFakeAS(t, "as")
+	var n atomic.Int32
+	var srv *httptest.Server
+	srv = httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		if r.URL.Path == "/.well-known/oauth-protected-resource/mcp" {
+			writeJSON(w, http.StatusOK, map[string]any{"resource": srv.URL + "/mcp", "authorization_servers": []string{as.iss}})
+			return
+		}
+		w.Header().Set("WWW-Authenticate", fmt.Sprintf(`Bearer error="invalid_token", error_description="request %d"`, n.Add(1)))
+		w.WriteHeader(http.StatusUnauthorized)
+	}))
+	t.Cleanup(srv.Close)
+	var fetches atomic.Int32
+	c := New(Config{Name: "remote", URL: srv.URL + "/mcp", Transport: TransportStreamableHTTP, Logger: slog.New(slog.DiscardHandler),
+		OAuth: &OAuthConfig{Fetch: headless(&fetches), RedirectURL: testRedirect}}, nil)
+	t.Cleanup(func() { c.Close() })
+	for range 6 {
+		ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+		c.Start(ctx)
+		cancel()
+	}
+	if f := fetches.Load(); f != maxAuthorize {
+		t.Errorf("%d sign-ins for a server that always refuses, want %d", f, maxAuthorize)
+	}
+}
+
+// TestOAuthChallengeKey checks what tells refusals apart, and that the
+// counts are bounded and start over once a request succeeds.
+func TestOAuthChallengeKey(t *testing.T) {
+	key := func(status int, v string) string {
+		resp := &http.Response{StatusCode: status, Header: http.Header{"Www-Authenticate": {v}}}
+		return challengeOf(resp).key
+	}
+	same := [][2]string{
+		{`Bearer error="invalid_token", error_description="a"`, `Bearer error="invalid_token", error_description="b", realm="x"`},
+		{`Bearer scope="b a"`, `Bearer scope="a  b"`},
+	}
+	for _, p := range same {
+		if key(401, p[0]) != key(401, p[1]) {
+			t.Errorf("%q and %q are told apart", p[0], p[1])
+		}
+	}
+	differ := [][2]string{
+		{`Bearer scope="a"`, `Bearer scope="a b"`},
+		{`Bearer resource_metadata="https://x/1"`, `Bearer resource_metadata="https://x/2"`},
+		{`Bearer error="invalid_token"`, `Bearer error="expired"`},
+	}
+	for _, p := range differ {
+		if key(401, p[0]) == key(401, p[1]) {
+			t.Errorf("%q and %q are not told apart", p[0], p[1])
+		}
+	}
+
+	as := newFakeAS(t, "as")
+	res := newFakeResource(t, as, false)
+	c, _ := newOAuthConn(t, res, &OAuthConfig{}, TransportStreamableHTTP)
+	a := c.auth
+	a.mu.Lock()
+	for i := range 3 * maxAttemptKeys {
+		a.countAttemptLocked(fmt.Sprint("k", i))
+	}
+	if len(a.attempts) > maxAttemptKeys {
+		t.Errorf("%d challenges counted, want at most %d", len(a.attempts), maxAttemptKeys)
+	}
+	var counted int
+	for a.countAttemptLocked("same") {
+		counted++
+	}
+	a.mu.Unlock()
+	if counted != maxAuthorize {
+		t.Errorf("one challenge got %d sign-ins, want %d", counted, maxAuthorize)
+	}
+	a.noteStatus(http.StatusAccepted)
+	if a.attemptsFor("same") != 0 {
+		t.Error("a success did not give the challenges their sign-ins back")
+	}
+}
+
+// TestOAuthConfiguredScopes checks that configured scopes replace the
+// challenge's on a first sign-in, and that a step-up asks for them and
+// for the scope its challenge names.
+func TestOAuthConfiguredScopes(t *testing.T) {
+	as := newFakeAS(t, "a")
+	res := newFakeResource(t, as, false)
+	res.setForbid(func(m *jsonrpc.Message) string {
+		if m.Method == "tools/call" && toolName(m) == "admin" {
+			return "mcp:admin"
+		}
+		return ""
+	})
+	var fetches atomic.Int32
+	c, _ := newOAuthConn(t, res, &OAuthConfig{Fetch: headless(&fetches), RedirectURL: testRedirect, Scopes: []string{"mcp:write", "custom:x"}},
+		TransportStreamableHTTP)
+	startOAuth(t, c)
+	// The fake server refuses the tool whatever the token grants.
+	if _, err := call(t, c, "tools/call", `{"name":"admin"}`); !strings.Contains(fmt.Sprint(err), "403") {
+		t.Fatalf("tools/call after the step-up: %v, want HTTP 403", err)
+	}
+	as.mu.Lock()
+	asked := slices.Clone(as.scopes)
+	as.mu.Unlock()
+	if len(asked) != 2 {
+		t.Fatalf("%d authorization requests, want 2", len(asked))
+	}
+	first, step := strings.Fields(asked[0]), strings.Fields(asked[1])
+	if !slices.Contains(first, "mcp:write") || !slices.Contains(first, "custom:x") || slices.Contains(first, "mcp:read") {
+		t.Errorf("the first sign-in asked for %v, want the configured scopes instead of mcp:read", first)
+	}
+	for _, s := range []string{"mcp:write", "custom:x", "mcp:admin"} {
+		if !slices.Contains(step, s) {
+			t.Errorf("the step-up asked for %v, without %s", step, s)
+		}
+	}
+}
+
+// TestOAuthDropTokenKeepsRegistration checks that DropToken leaves the
+// registration, which the next sign-in presents instead of registering.
+func TestOAuthDropTokenKeepsRegistration(t *testing.T) {
+	as := newFakeAS(t, "a")
+	res := newFakeResource(t, as, false)
+	store := newMemStore()
+	first := signIn(t, res, store)
+	if err := DropToken(store, res.url); err != nil {
+		t.Fatal(err)
+	}
+	g := store.grant(t, res.url)
+	if g.Token != nil || g.ClientID != first.ClientID || g.ClientSecret != first.ClientSecret || g.Issuer != first.Issuer || !g.Saved.After(first.Saved) {
+		t.Fatalf("grant after DropToken = %+v", g)
+	}
+	if err := DropToken(newMemStore(), res.url); err != nil {
+		t.Errorf("DropToken with nothing stored: %v", err)
+	}
+	second := signIn(t, res, store)
+	if registers, authorizes, _ := as.counts(); registers != 1 || authorizes != 2 || second.ClientID != first.ClientID {
+		t.Errorf("registered %d times and authorized %d (client %s), want 1 and 2 with the same client", registers, authorizes, second.ClientID)
+	}
+}
+
+// TestOAuthRegistrationNotReused checks that a public registration, or
+// one whose secret has expired, is not presented again.
+func TestOAuthRegistrationNotReused(t *testing.T) {
+	for name, setup := range map[string]func(as *fakeAS){
+		"public":         func(as *fakeAS) { as.public = true },
+		"expired secret": func(as *fakeAS) { as.secretExp = time.Now().Add(30 * time.Second).Unix() },
+	} {
+		t.Run(name, func(t *testing.T) {
+			as := newFakeAS(t, "a")
+			setup(as)
+			res := newFakeResource(t, as, false)
+			store := newMemStore()
+			first := signIn(t, res, store)
+			// The registration refreshes as it authenticates (none for
+			// a public client).
+			saved := make(chan struct{}, 4)
+			c, _ := newOAuthConn(t, res, &OAuthConfig{Store: store, OnChange: func() { saved <- struct{}{} }}, TransportStreamableHTTP)
+			startOAuth(t, c)
+			ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+			defer cancel()
+			cur, _ := c.auth.current()
+			if err := c.auth.refresh(ctx, cur.Token); err != nil {
+				t.Fatalf("refresh: %v", err)
+			}
+			recv(t, saved, "the refreshed grant to be stored")
+			if g := store.grant(t, res.url); g.Token.AccessToken == first.Token.AccessToken {
+				t.Fatal("not refreshed")
+			}
+			c.Close()
+			as.revoke()
+			second := signIn(t, res, store)
+			if registers, _, _ := as.counts(); registers != 2 || second.ClientID == first.ClientID {
+				t.Errorf("registered %d times, want 2", registers)
+			}
+		})
+	}
+}
+
+// TestOAuthRefusedRegistrationForgotten checks that a stored registration
+// the token endpoint refuses is not presented again, and that one whose
+// sign-in was abandoned in the browser is.
+func TestOAuthRefusedRegistrationForgotten(t *testing.T) {
+	t.Run("refused", func(t *testing.T) {
+		as := newFakeAS(t, "a")
+		res := newFakeResource(t, as, false)
+		store := newMemStore()
+		first := signIn(t, res, store)
+		var fetches atomic.Int32
+		c, _ := newOAuthConn(t, res, &OAuthConfig{Store: store, Fetch: headless(&fetches), RedirectURL: testRedirect}, TransportStreamableHTTP)
+		startOAuth(t, c)
+		as.revoke()
+		as.mu.Lock()
+		delete(as.clients, first.ClientID)
+		as.mu.Unlock()
+		_, err := call(t, c, "tools/list", "")
+		var ae *AuthRequiredError
+		if !errors.As(err, &ae) || !strings.Contains(err.Error(), "invalid_client") {
+			t.Fatalf("tools/list with a refused registration: %v", err)
+		}
+		if _, err := call(t, c, "tools/list", ""); err != nil {
+			t.Fatalf("tools/list after registering anew: %v", err)
+		}
+		if registers, _, _ := as.counts(); registers != 2 || fetches.Load() != 2 {
+			t.Errorf("registered %d times with %d sign-ins, want 2 and 2", registers, fetches.Load())
+		}
+	})
+	t.Run("abandoned", func(t *testing.T) {
+		as := newFakeAS(t, "a")
+		res := newFakeResource(t, as, false)
+		store := newMemStore()
+		signIn(t, res, store)
+		var fetches atomic.Int32
+		inner := headless(&fetches)
+		fetch := func(ctx context.Context, args *auth.AuthorizationArgs) (*auth.AuthorizationResult, error) {
+			if fetches.Add(1) == 1 {
+				return nil, errors.New("the browser was closed")
+			}
+			return inner(ctx, args)
+		}
+		c, _ := newOAuthConn(t, res, &OAuthConfig{Store: store, Fetch: fetch, RedirectURL: testRedirect}, TransportStreamableHTTP)
+		startOAuth(t, c)
+		as.revoke()
+		if _, err := call(t, c, "tools/list", ""); err == nil {
+			t.Fatal("an abandoned sign-in succeeded")
+		}
+		if _, err := call(t, c, "tools/list", ""); err != nil {
+			t.Fatalf("tools/list after signing in: %v", err)
+		}
+		if registers, _, _ := as.counts(); registers != 1 {
+			t.Errorf("registered %d times, want 1", registers)
+		}
+	})
+}
+
+// TestOAuthTransientRefreshFailureSendsValidToken checks that a token
+// within the refresh margin whose refresh fails for a reason that may pass
+// is still sent.
+func TestOAuthTransientRefreshFailureSendsValidToken(t *testing.T) {
+	as := newFakeAS(t, "a")
+	res := newFakeResource(t, as, false)
+	store := newMemStore()
+	g := signIn(t, res, store)
+	as.mu.Lock()
+	as.unavail = 1000
+	as.mu.Unlock()
+	c, _ := newOAuthConn(t, res, &OAuthConfig{Store: store}, TransportStreamableHTTP)
+	useFakeTimers(c)
+	c.auth.now = func() time.Time { return g.Token.Expiry.Add(-refreshMargin / 2) }
+	startOAuth(t, c)
+	if _, err := call(t, c, "tools/list", ""); err != nil {
+		t.Fatalf("tools/list: %v", err)
+	}
+	if _, _, refreshes := as.counts(); refreshes == 0 || res.lastBearer() != "Bearer "+g.Token.AccessToken {
+		t.Errorf("%d refreshes; the request carried %q, want the current token", refreshes, res.lastBearer())
+	}
+}
+
+// gateStore holds Save while block is set, until release is closed.
+type gateStore struct {
+	*memStore
+	block   atomic.Bool
+	entered chan struct{}
+	release chan struct{}
+}
+
+func (s *gateStore) Save(key string, data []byte) error {
+	if s.block.Load() {
+		s.entered <- struct{}{}
+		<-s.release
+	}
+	return s.memStore.Save(key, data)
+}
+
+// TestOAuthSlowStoreBlocksNothing checks that a Save that does not return
+// (a keychain asking the user) holds up neither requests nor Close.
+func TestOAuthSlowStoreBlocksNothing(t *testing.T) {
+	as := newFakeAS(t, "a")
+	res := newFakeResource(t, as, false)
+	store := &gateStore{memStore: newMemStore(), entered: make(chan struct{}, 1), release: make(chan struct{})}
+	t.Cleanup(func() { close(store.release) })
+	signIn(t, res, store.memStore)
+	c, _ := newOAuthConn(t, res, &OAuthConfig{Store: store}, TransportStreamableHTTP)
+	timers := useFakeTimers(c)
+	startOAuth(t, c)
+	store.block.Store(true)
+	timers.next(t).fire <- time.Now()
+	fresh := recv(t, as.refreshed, "a refresh")
+	recv(t, store.entered, "the refreshed grant to be saved")
+	if _, err := call(t, c, "tools/list", ""); err != nil {
+		t.Fatalf("tools/list while the store is busy: %v", err)
+	}
+	if res.lastBearer() != "Bearer "+fresh {
+		t.Errorf("the request carried %q, want the refreshed token", res.lastBearer())
+	}
+	closed := make(chan error, 1)
+	go func() { closed <- c.Close() }()
+	recv(t, closed, "Close while the store is busy")
+}
+
+// TestOAuthDialGuard checks which addresses the requests to authorization
+// servers may reach, by where the MCP server is.
+func TestOAuthDialGuard(t *testing.T) {
+	ctx := context.Background()
+	for server, cases := range map[string]map[string]bool{
+		"127.0.0.1": {"127.0.0.1:80": true, "[::1]:80": true, "10.1.2.3:80": false, "169.254.169.254:80": false,
+			"[::]:80": false, "0.0.0.0:80": false, "224.0.0.1:80": false, "93.184.215.14:443": true, "100.64.0.1:80": false},
+		"localhost":  {"127.0.0.1:80": true, "192.168.1.1:80": false},
+		"10.0.0.5":   {"127.0.0.1:80": false, "10.1.2.3:80": true, "[fd00::1]:443": true, "169.254.169.254:80": false},
+		"192.0.2.10": {"127.0.0.1:80": false, "10.1.2.3:80": false, "[2606:4700::1]:443": true},
+	} {
+		g := &dialGuard{server: server}
+		for addr, want := range cases {
+			if err := g.control(ctx, "tcp", addr, nil); (err == nil) != want {
+				t.Errorf("server %s: dialling %s: %v, want allowed %v", server, addr, err, want)
+			}
+		}
+	}
+
+	// A server on a public address: its authorization server may not be
+	// on loopback, unless reached through the configured proxy.
+	as := newFakeAS(t, "a")
+	c := New(Config{Name: "remote", URL: "http://192.0.2.10/mcp", OAuth: &OAuthConfig{}, Logger: slog.New(slog.DiscardHandler)}, nil)
+	t.Cleanup(func() { c.Close() })
+	_, err := c.auth.hc.Get(as.iss + "/.well-known/oauth-authorization-server")
+	if err == nil || !strings.Contains(err.Error(), "not a public address") {
+		t.Errorf("reaching a loopback authorization server for a public server: %v", err)
+	}
+	proxy := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		writeJSON(w, http.StatusOK, map[string]string{"via": "proxy", "for": r.URL.String()})
+	}))
+	t.Cleanup(proxy.Close)
+	pu, _ := url.Parse(proxy.URL)
+	c2 := New(Config{Name: "remote", URL: "http://192.0.2.10/mcp", OAuth: &OAuthConfig{}, Logger: slog.New(slog.DiscardHandler),
+		HTTPClient: &http.Client{Transport: &http.Transport{Proxy: http.ProxyURL(pu)}}}, nil)
+	t.Cleanup(func() { c2.Close() })
+	resp, err := c2.auth.hc.Get("http://192.0.2.10/.well-known/oauth-authorization-server")
+	if err != nil {
+		t.Fatalf("through the proxy: %v", err)
+	}
+	resp.Body.Close()
+}
+
+// TestOAuthRegistrationErrorHidesSecret makes the registration answer
+// unreadable while it quotes a client secret, and checks that the secret
+// reaches neither the error nor the logs.
+func TestOAuthRegistrationErrorHidesSecret(t *testing.T) {
+	as := newFakeAS(t, "a")
+	as.registerFn = func(w http.ResponseWriter) bool {
+		w.Header().Set("Content-Type", "application/json")
+		w.WriteHeader(http.StatusCreated)
+		io.WriteString(w, `{"client_id": 42, "client_secret" : "reg-secret-xyz\"q", "x": 1}`)
+		return true
+	}
+	res := newFakeResource(t, as, false)
+	var fetches atomic.Int32
+	c, logs := newOAuthConn(t, res, &OAuthConfig{Fetch: headless(&fetches), RedirectURL: testRedirect}, TransportStreamableHTTP)
+	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+	defer cancel()
+	err := c.Start(ctx)
+	if err == nil || !strings.Contains(err.Error(), "register") {
+		t.Fatalf("Start: %v, want the registration's failure", err)
+	}
+	noSecrets(t, "the error", err.Error(), "reg-secret-xyz", `q", "x"`)
+	noSecrets(t, "the logs", logs.String(), "reg-secret-xyz")
 }

@@ -4,13 +4,19 @@ import (
 	"bytes"
 	"context"
 	"encoding/json"
+	"errors"
 	"fmt"
 	"io"
 	"mime"
+	"net"
 	"net/http"
+	"net/netip"
 	"net/url"
+	"slices"
 	"strings"
 	"sync"
+	"syscall"
+	"time"
 
 	"golang.org/x/oauth2"
 )
@@ -45,11 +51,12 @@ func (t *oauthTransport) RoundTrip(req *http.Request) (*http.Response, error) {
 	if err != nil {
 		return nil, err
 	}
+	a.noteStatus(resp.StatusCode)
 	ch := challengeOf(resp)
 	if ch == nil || (req.Body != nil && req.Body != http.NoBody && req.GetBody == nil) {
 		return resp, nil
 	}
-	retry, err := a.answer(ctx, resp, ch, tok, gen)
+	retry, err := a.answer(ctx, resp, ch, gen)
 	if err != nil {
 		return nil, err
 	}
@@ -69,8 +76,8 @@ func (t *oauthTransport) RoundTrip(req *http.Request) (*http.Response, error) {
 		return nil, err
 	}
 	resp, err = t.base.RoundTrip(withBearer(req, body, tok))
-	if err == nil && resp.StatusCode >= 200 && resp.StatusCode <= 299 {
-		a.resetAttempts()
+	if err == nil {
+		a.noteStatus(resp.StatusCode)
 	}
 	return resp, err
 }
@@ -89,7 +96,10 @@ func withBearer(req *http.Request, body io.ReadCloser, tok string) *http.Request
 type authChallenge struct {
 	status int
 	values []string // the WWW-Authenticate headers
-	key    string   // tells distinct challenges apart
+	// key tells distinct refusals apart: the status and the Bearer
+	// challenge's error, scopes (in any order) and resource metadata; not
+	// its free text, which may differ on every answer.
+	key string
 }
 
 // challengeOf returns the challenge of a 401 that carries a Bearer
@@ -101,22 +111,27 @@ func challengeOf(resp *http.Response) *authChallenge {
 		return nil
 	}
 	values := resp.Header.Values("WWW-Authenticate")
-	bearer, scope := false, false
+	var bearer map[string]string
 	for _, v := range values {
 		for _, c := range parseChallenges(v) {
-			if strings.EqualFold(c.scheme, "Bearer") {
-				bearer = true
-				scope = scope || c.params["error"] == "insufficient_scope"
+			if bearer == nil && strings.EqualFold(c.scheme, "Bearer") {
+				bearer = c.params
+				if bearer == nil {
+					bearer = map[string]string{}
+				}
 			}
 		}
 	}
 	switch {
-	case resp.StatusCode == http.StatusUnauthorized && (bearer || len(values) == 0):
-	case resp.StatusCode == http.StatusForbidden && scope:
+	case resp.StatusCode == http.StatusUnauthorized && (bearer != nil || len(values) == 0):
+	case resp.StatusCode == http.StatusForbidden && bearer["error"] == "insufficient_scope":
 	default:
 		return nil
 	}
-	return &authChallenge{status: resp.StatusCode, values: values, key: fmt.Sprint(resp.StatusCode, "\n", strings.Join(values, "\n"))}
+	scopes := strings.Fields(bearer["scope"])
+	slices.Sort(scopes)
+	key := strings.Join([]string{fmt.Sprint(resp.StatusCode), bearer["error"], strings.Join(scopes, " "), bearer["resource_metadata"]}, "\n")
+	return &authChallenge{status: resp.StatusCode, values: values, key: key}
 }
 
 // answer decides what a refusal calls for. retry says the request is to
@@ -124,10 +139,9 @@ func challengeOf(resp *http.Response) *authChallenge {
 // it went out, another process stored a newer one, or a sign-in succeeded.
 // Otherwise resp is left for the caller, unless signing in failed: then it
 // is closed and the error is an AuthRequiredError saying why.
-func (a *authorizer) answer(ctx context.Context, resp *http.Response, ch *authChallenge, sent string, gen uint64) (bool, error) {
-	retry := a.generation() != gen ||
-		a.adoptStored(func(s *Grant) bool { return s.Token.AccessToken != sent })
-	if !retry && (a.h == nil || a.attemptsFor(ch.key) >= maxAuthorize) {
+func (a *authorizer) answer(ctx context.Context, resp *http.Response, ch *authChallenge, gen uint64) (bool, error) {
+	retry := a.newerToken(gen)
+	if !retry && (a.cfg.Fetch == nil || a.attemptsFor(ch.key) >= maxAuthorize) {
 		return false, nil
 	}
 	drain(resp)
@@ -169,70 +183,84 @@ func (a *authorizer) attemptsFor(key string) int {
 	return a.attempts[key]
 }
 
-// resetAttempts gives every challenge its sign-ins back: a request went
-// through.
-func (a *authorizer) resetAttempts() {
+// countAttemptLocked counts a sign-in for the challenge key, unless it had
+// its sign-ins; a.mu is held. Past maxAttemptKeys challenges the counts
+// start over.
+func (a *authorizer) countAttemptLocked(key string) bool {
+	n, ok := a.attempts[key]
+	if n >= maxAuthorize {
+		return false
+	}
+	if !ok && len(a.attempts) >= maxAttemptKeys {
+		clear(a.attempts)
+	}
+	a.attempts[key]++
+	return true
+}
+
+// noteStatus gives every challenge its sign-ins back once the server
+// answers a request with success.
+func (a *authorizer) noteStatus(status int) {
+	if status < 200 || status > 299 {
+		return
+	}
 	a.mu.Lock()
-	clear(a.attempts)
+	if len(a.attempts) > 0 {
+		clear(a.attempts)
+	}
 	a.mu.Unlock()
 }
 
-// signIn runs one sign-in for ch, shared by every request refused with the
-// same challenge meanwhile. The sign-in lives as long as the connection
-// (Close ends it and waits for it), not as the request that started it;
-// each request waits for it within its own context.
+// signIn runs one sign-in, shared by every request refused meanwhile,
+// whatever its challenge: the first to finish answers them all. The
+// sign-in lives as long as the connection (Close ends it and waits for
+// it), not as the request that started it; each request waits for it
+// within its own context.
 func (a *authorizer) signIn(ctx context.Context, ch *authChallenge, gen uint64) error {
-	res := make(chan error, 1)
-	if !a.c.handlers.Go(func() {
-		_, err, _ := a.flights.Do(ch.key, func() (any, error) { return nil, a.authorize(ch, gen) })
-		res <- err
-	}) {
-		return ErrClosed
-	}
+	res := a.flights.DoChan("sign-in", func() (any, error) {
+		done := make(chan error, 1)
+		if !a.c.handlers.Go(func() { done <- a.authorize(ch, gen) }) {
+			return nil, ErrClosed
+		}
+		return nil, <-done
+	})
 	select {
-	case err := <-res:
-		return err
+	case r := <-res:
+		return r.Err
 	case <-ctx.Done():
 		return ctx.Err()
 	}
 }
 
-// authorize runs go-sdk's sign-in for ch, one at a time, unless the token
-// changed since gen (another sign-in answered the same need) or ch has had
-// its sign-ins.
+// authorize runs go-sdk's sign-in for ch, unless the token changed since
+// gen (another sign-in answered the same need) or ch has had its
+// sign-ins. The stored registration is presented when it may be; when
+// go-sdk refuses to present it (the server now names another
+// authorization server), the sign-in registers with that one instead.
 func (a *authorizer) authorize(ch *authChallenge, gen uint64) error {
 	ctx := a.c.ctx
-	select {
-	case a.signingIn <- struct{}{}:
-	case <-ctx.Done():
-		return ctx.Err()
-	}
-	defer func() { <-a.signingIn }()
 	a.mu.Lock()
 	if a.gen != gen {
 		a.mu.Unlock()
 		return nil
 	}
-	if a.attempts[ch.key] >= maxAuthorize {
+	if !a.countAttemptLocked(ch.key) {
 		a.mu.Unlock()
 		return fmt.Errorf("gave up after %d sign-ins for the same refusal", maxAuthorize)
 	}
-	a.attempts[ch.key]++
+	a.stepUp = ch.status == http.StatusForbidden
+	reuse := a.reusableLocked()
 	a.mu.Unlock()
-	req, err := http.NewRequestWithContext(ctx, http.MethodPost, a.target.String(), nil)
-	if err != nil {
-		return err
+	fetched, err := a.authorizeWith(ctx, ch, reuse)
+	if err != nil && reuse != nil && !fetched && ctx.Err() == nil && !issuersEqual(a.rec.flightIssuer(), reuse.Issuer) {
+		a.c.log.Info("the server names another authorization server; registering with it")
+		reuse = nil
+		fetched, err = a.authorizeWith(ctx, ch, nil)
 	}
-	resp := &http.Response{StatusCode: ch.status, Header: http.Header{}, Body: http.NoBody, Request: req}
-	for _, v := range ch.values {
-		resp.Header.Add("WWW-Authenticate", v)
-	}
-	a.rec.beginFlight()
-	err = a.h.Authorize(ctx, req, resp)
 	if err == nil {
 		return nil
 	}
-	if a.rec.flightReplayed() {
+	if reuse != nil && fetched && clientRefused(err) {
 		a.forgetRegistration()
 	}
 	err = a.scrubErr(err)
@@ -240,81 +268,111 @@ func (a *authorizer) authorize(ch *authChallenge, gen uint64) error {
 	return err
 }
 
+// authorizeWith runs one go-sdk sign-in presenting reuse (nil for none),
+// and reports whether it got as far as sending the user to sign in.
+func (a *authorizer) authorizeWith(ctx context.Context, ch *authChallenge, reuse *Grant) (fetched bool, err error) {
+	h, err := a.newHandler(reuse, &fetched)
+	if err != nil {
+		return false, err
+	}
+	req, err := http.NewRequestWithContext(ctx, http.MethodPost, a.target.String(), nil)
+	if err != nil {
+		return false, err
+	}
+	resp := &http.Response{StatusCode: ch.status, Header: http.Header{}, Body: http.NoBody, Request: req}
+	for _, v := range ch.values {
+		resp.Header.Add("WWW-Authenticate", v)
+	}
+	a.rec.beginFlight()
+	err = h.Authorize(ctx, req, resp)
+	return fetched, err
+}
+
+// clientRefused reports whether the token endpoint refused a code
+// exchange: the registration it presented is not to be presented again.
+func clientRefused(err error) bool {
+	var re *oauth2.RetrieveError
+	if !errors.As(err, &re) {
+		return false
+	}
+	if re.ErrorCode == "invalid_client" || re.ErrorCode == "unauthorized_client" {
+		return true
+	}
+	return re.Response != nil && re.Response.StatusCode >= 400 && re.Response.StatusCode < 500
+}
+
+func issuersEqual(a, b string) bool { return strings.TrimSuffix(a, "/") == strings.TrimSuffix(b, "/") }
+
 // asRecorder carries the sign-in's own requests (discovery, registration,
-// token requests) and learns from them what go-sdk does not tell: the
-// issuer behind each token endpoint, the client authentication a token
-// endpoint accepted, which clients were registered dynamically, and the
-// secrets that went over the wire. It also answers a registration request
-// with the stored registration, when that was made with the same
-// authorization server for the same redirect, so that signing in again
-// does not register another client.
+// token requests) and notes what go-sdk does not tell: the issuer of the
+// authorization server, from metadata that states the issuer its URL was
+// built from; the client it registered; the resource and the client
+// authentication of the code exchange; and the secrets that went over
+// the wire. It only reads.
 type asRecorder struct {
 	base http.RoundTripper
 	a    *authorizer
 
-	mu            sync.Mutex
-	issuerByToken map[string]string // token endpoint → issuer
-	issuerByReg   map[string]string // registration endpoint → issuer
-	styleByToken  map[string]oauth2.AuthStyle
-	dynamic       map[string]bool // client ids registered dynamically
-	lastIssuer    string          // issuer of the metadata seen in this sign-in
-	replayed      bool            // this sign-in reused the stored registration
+	mu     sync.Mutex
+	flight flightNotes // of the sign-in in progress, or the last one
 }
 
-// maxASBody bounds what is read of an authorization server's answer.
-const maxASBody = 1 << 20
+type flightNotes struct {
+	issuer, tokenURL string
+	clientID         string // registered dynamically
+	secretExpires    int64
+	resource         string // sent with the code exchange
+	style            oauth2.AuthStyle
+	styled           bool
+}
 
 func (r *asRecorder) RoundTrip(req *http.Request) (*http.Response, error) {
-	form := req.Method == http.MethodPost && mediaType(req.Header.Get("Content-Type")) == "application/x-www-form-urlencoded"
-	reg := req.Method == http.MethodPost && r.registrationIssuer(req.URL.String()) != ""
-	if reg {
-		if resp := r.replay(req); resp != nil {
-			return resp, nil
+	var exchange, registration bool
+	var resource string
+	if req.Method == http.MethodPost {
+		switch mediaType(req.Header.Get("Content-Type")) {
+		case "application/x-www-form-urlencoded":
+			q := r.noteForm(req)
+			exchange, resource = q.Get("grant_type") == "authorization_code", q.Get("resource")
+		case "application/json":
+			registration = true
 		}
-	}
-	if form {
-		r.noteForm(req)
 	}
 	resp, err := r.base.RoundTrip(req)
 	if err != nil || resp.StatusCode < 200 || resp.StatusCode > 299 {
 		return resp, err
 	}
 	switch {
-	case req.Method == http.MethodGet && isASMetadata(req.URL.Path):
+	case req.Method == http.MethodGet:
 		var m struct {
-			Issuer       string `json:"issuer"`
-			Token        string `json:"token_endpoint"`
-			Registration string `json:"registration_endpoint"`
+			Issuer string `json:"issuer"`
+			Token  string `json:"token_endpoint"`
 		}
-		if peekJSON(resp, &m) && m.Issuer != "" {
+		if iss := metadataIssuer(req.URL); iss != "" && peekJSON(resp, &m) && m.Issuer != "" && issuersEqual(m.Issuer, iss) {
 			r.mu.Lock()
-			r.lastIssuer = m.Issuer
-			if m.Token != "" {
-				r.issuerByToken[m.Token] = m.Issuer
-			}
-			if m.Registration != "" {
-				r.issuerByReg[m.Registration] = m.Issuer
-			}
+			r.flight.issuer, r.flight.tokenURL = m.Issuer, m.Token
 			r.mu.Unlock()
 		}
-	case reg:
+	case registration:
 		var m struct {
-			ClientID     string `json:"client_id"`
-			ClientSecret string `json:"client_secret"`
+			ClientID      string `json:"client_id"`
+			ClientSecret  string `json:"client_secret"`
+			SecretExpires int64  `json:"client_secret_expires_at"`
 		}
 		if peekJSON(resp, &m) && m.ClientID != "" {
-			r.mu.Lock()
-			r.dynamic[m.ClientID] = true
-			r.mu.Unlock()
 			r.a.addSecrets(m.ClientSecret)
+			r.mu.Lock()
+			r.flight.clientID, r.flight.secretExpires = m.ClientID, m.SecretExpires
+			r.mu.Unlock()
 		}
-	case form:
-		style := oauth2.AuthStyleInParams
-		if _, _, ok := req.BasicAuth(); ok {
-			style = oauth2.AuthStyleInHeader
-		}
+	case exchange:
+		_, _, basic := req.BasicAuth()
 		r.mu.Lock()
-		r.styleByToken[req.URL.String()] = style
+		r.flight.resource, r.flight.styled = resource, true
+		r.flight.style = oauth2.AuthStyleInParams
+		if basic {
+			r.flight.style = oauth2.AuthStyleInHeader
+		}
 		r.mu.Unlock()
 	}
 	return resp, nil
@@ -325,8 +383,20 @@ func mediaType(v string) string {
 	return t
 }
 
-func isASMetadata(path string) bool {
-	return strings.Contains(path, "/.well-known/oauth-authorization-server") || strings.Contains(path, "/.well-known/openid-configuration")
+// metadataIssuer is the issuer an authorization server metadata URL was
+// built from (RFC 8414 §3.1 path insertion, OpenID Connect's path
+// appending); "" for a URL that is none of these.
+func metadataIssuer(u *url.URL) string {
+	origin := u.Scheme + "://" + u.Host
+	for _, wk := range []string{"/.well-known/oauth-authorization-server", "/.well-known/openid-configuration"} {
+		if rest, ok := strings.CutPrefix(u.Path, wk); ok && (rest == "" || rest[0] == '/') {
+			return origin + rest
+		}
+	}
+	if rest, ok := strings.CutSuffix(u.Path, "/.well-known/openid-configuration"); ok {
+		return origin + rest
+	}
+	return ""
 }
 
 // peekJSON decodes the start of resp's body into v and puts the body back
@@ -340,8 +410,8 @@ func peekJSON(resp *http.Response, v any) bool {
 	return err == nil && json.Unmarshal(b, v) == nil
 }
 
-// noteForm remembers the secrets of a token request.
-func (r *asRecorder) noteForm(req *http.Request) {
+// noteForm remembers the secrets of a token request and returns its form.
+func (r *asRecorder) noteForm(req *http.Request) url.Values {
 	if _, pw, ok := req.BasicAuth(); ok {
 		if p, err := url.QueryUnescape(pw); err == nil {
 			pw = p
@@ -349,121 +419,164 @@ func (r *asRecorder) noteForm(req *http.Request) {
 		r.a.addSecrets(pw)
 	}
 	if req.GetBody == nil {
-		return
+		return nil
 	}
 	body, err := req.GetBody()
 	if err != nil {
-		return
+		return nil
 	}
 	defer body.Close()
 	b, err := io.ReadAll(io.LimitReader(body, maxASBody))
 	if err != nil {
-		return
+		return nil
 	}
 	q, err := url.ParseQuery(string(b))
 	if err != nil {
-		return
+		return nil
 	}
 	for _, k := range []string{"code", "code_verifier", "refresh_token", "client_secret"} {
 		r.a.addSecrets(q.Get(k))
 	}
+	return q
 }
 
-// registrationIssuer is the issuer whose registration endpoint u is, ""
-// when it is none known. Without metadata (the 2025-03-26 fallback) the
-// endpoint is /register on the server's origin, whose issuer is the
-// origin.
-func (r *asRecorder) registrationIssuer(u string) string {
-	r.mu.Lock()
-	iss := r.issuerByReg[u]
-	r.mu.Unlock()
-	if iss != "" {
-		return iss
-	}
-	origin := (&url.URL{Scheme: r.a.target.Scheme, Host: r.a.target.Host}).String()
-	if u == origin+"/register" {
-		return origin
-	}
-	return ""
-}
-
-// replay answers a registration request with the stored registration when
-// it may be reused; nil otherwise.
-func (r *asRecorder) replay(req *http.Request) *http.Response {
-	g := r.a.replayable(r.registrationIssuer(req.URL.String()))
-	if g == nil {
-		return nil
-	}
-	method := "none"
-	switch {
-	case g.AuthStyle == oauth2.AuthStyleInHeader:
-		method = "client_secret_basic"
-	case g.ClientSecret != "":
-		method = "client_secret_post"
-	}
-	body, err := json.Marshal(map[string]any{
-		"client_id": g.ClientID, "client_secret": g.ClientSecret, "token_endpoint_auth_method": method,
-		"redirect_uris": []string{g.RedirectURL},
-	})
-	if err != nil {
-		return nil
-	}
-	if req.Body != nil {
-		req.Body.Close()
-	}
-	r.mu.Lock()
-	r.replayed = true
-	r.dynamic[g.ClientID] = true
-	r.mu.Unlock()
-	r.a.c.log.Debug("reusing the stored client registration", "issuer", g.Issuer)
-	return &http.Response{
-		Status: "201 Created", StatusCode: http.StatusCreated, Proto: "HTTP/1.1", ProtoMajor: 1, ProtoMinor: 1,
-		Header:  http.Header{"Content-Type": {"application/json"}},
-		Body:    io.NopCloser(bytes.NewReader(body)),
-		Request: req, ContentLength: int64(len(body)),
-	}
-}
-
-// beginFlight starts recording one sign-in.
+// beginFlight starts noting one sign-in.
 func (r *asRecorder) beginFlight() {
 	r.mu.Lock()
-	r.lastIssuer, r.replayed = "", false
+	r.flight = flightNotes{}
 	r.mu.Unlock()
 }
 
+// flightIssuer is the validated issuer of the sign-in in progress, "" while
+// none is known.
 func (r *asRecorder) flightIssuer() string {
 	r.mu.Lock()
 	defer r.mu.Unlock()
-	return r.lastIssuer
+	return r.flight.issuer
 }
 
-func (r *asRecorder) flightReplayed() bool {
+func (r *asRecorder) notes() flightNotes {
 	r.mu.Lock()
 	defer r.mu.Unlock()
-	return r.replayed
+	return r.flight
 }
 
-// issuerFor is the issuer behind a token endpoint; without metadata (the
-// 2025-03-26 fallback) the token endpoint is /token on the issuer.
-func (r *asRecorder) issuerFor(tokenURL string) string {
-	r.mu.Lock()
-	defer r.mu.Unlock()
-	if iss, ok := r.issuerByToken[tokenURL]; ok {
-		return iss
+// newOAuthTransport is the transport of the requests to authorization
+// servers, whose addresses the MCP server chooses: proxies as the
+// connection's (from the environment), and a dialer that refuses
+// link-local (cloud metadata), multicast and unspecified addresses, and
+// loopback or private ones unless the MCP server itself is on such an
+// address. A proxy is dialled as configured.
+func newOAuthTransport(conn http.RoundTripper, serverHost string) *http.Transport {
+	g := &dialGuard{server: serverHost, proxies: map[string]bool{}}
+	t := &http.Transport{
+		DialContext:           g.dial,
+		ForceAttemptHTTP2:     true,
+		MaxIdleConns:          4,
+		IdleConnTimeout:       90 * time.Second,
+		TLSHandshakeTimeout:   10 * time.Second,
+		ExpectContinueTimeout: time.Second,
 	}
-	return strings.TrimSuffix(tokenURL, "/token")
+	proxy := http.ProxyFromEnvironment
+	if ct, ok := conn.(*http.Transport); ok {
+		proxy = ct.Proxy
+		if ct.TLSClientConfig != nil {
+			t.TLSClientConfig = ct.TLSClientConfig.Clone()
+		}
+	}
+	if proxy != nil {
+		t.Proxy = func(req *http.Request) (*url.URL, error) {
+			u, err := proxy(req)
+			if u != nil {
+				g.allowProxy(u)
+			}
+			return u, err
+		}
+	}
+	return t
 }
 
-// usedStyle is the client authentication a token endpoint last accepted.
-func (r *asRecorder) usedStyle(tokenURL string) (oauth2.AuthStyle, bool) {
-	r.mu.Lock()
-	defer r.mu.Unlock()
-	s, ok := r.styleByToken[tokenURL]
-	return s, ok
+// dialGuard is the address check of newOAuthTransport.
+type dialGuard struct {
+	server string // the MCP server's host
+
+	mu      sync.Mutex
+	proxies map[string]bool // host:port of the proxies in use
 }
 
-func (r *asRecorder) isDynamic(clientID string) bool {
-	r.mu.Lock()
-	defer r.mu.Unlock()
-	return r.dynamic[clientID]
+func (g *dialGuard) allowProxy(u *url.URL) {
+	port := u.Port()
+	if port == "" {
+		switch strings.ToLower(u.Scheme) {
+		case "https":
+			port = "443"
+		case "socks5", "socks5h":
+			port = "1080"
+		default:
+			port = "80"
+		}
+	}
+	g.mu.Lock()
+	g.proxies[net.JoinHostPort(u.Hostname(), port)] = true
+	g.mu.Unlock()
+}
+
+func (g *dialGuard) dial(ctx context.Context, network, addr string) (net.Conn, error) {
+	d := &net.Dialer{Timeout: 30 * time.Second, KeepAlive: 30 * time.Second}
+	g.mu.Lock()
+	proxy := g.proxies[addr]
+	g.mu.Unlock()
+	if !proxy {
+		d.ControlContext = g.control
+	}
+	return d.DialContext(ctx, network, addr)
+}
+
+// control runs before each connection is made, with the address it is
+// made to (after name resolution).
+func (g *dialGuard) control(ctx context.Context, _, address string, _ syscall.RawConn) error {
+	host, _, err := net.SplitHostPort(address)
+	if err != nil {
+		host = address
+	}
+	ip, err := netip.ParseAddr(host)
+	if err != nil {
+		return fmt.Errorf("authorization server address: %w", err)
+	}
+	ip = ip.Unmap()
+	var ok bool
+	switch {
+	case ip.IsLoopback():
+		ok = g.serverOn(ctx, netip.Addr.IsLoopback)
+	case isPrivateIP(ip):
+		ok = g.serverOn(ctx, isPrivateIP)
+	default:
+		ok = ip.IsGlobalUnicast()
+	}
+	if !ok {
+		return fmt.Errorf("refusing to reach an authorization server at %s: not a public address", ip)
+	}
+	return nil
+}
+
+// cgnat is the shared address space of RFC 6598, private in all but name.
+var cgnat = netip.MustParsePrefix("100.64.0.0/10")
+
+func isPrivateIP(ip netip.Addr) bool { return ip.IsPrivate() || cgnat.Contains(ip) }
+
+// serverOn reports whether the MCP server's host is an address of the
+// kind is tells, or a name that resolves to one.
+func (g *dialGuard) serverOn(ctx context.Context, is func(netip.Addr) bool) bool {
+	h := strings.ToLower(g.server)
+	if h == "localhost" || strings.HasSuffix(h, ".localhost") {
+		return is(netip.IPv6Loopback())
+	}
+	if ip, err := netip.ParseAddr(h); err == nil {
+		return is(ip.Unmap())
+	}
+	ips, err := net.DefaultResolver.LookupNetIP(ctx, "ip", h)
+	if err != nil {
+		return false
+	}
+	return slices.ContainsFunc(ips, func(ip netip.Addr) bool { return is(ip.Unmap()) })
 }
