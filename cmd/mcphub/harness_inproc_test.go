@@ -81,7 +81,7 @@ func startInproc(t testing.TB, servers string, cfg hubConfig) *inprocHub {
 			t.Fatal(err)
 		}
 	}
-	opts := hub.Options{Registry: reg, NewUpstream: newStoredUpstream(logger, db, nil), Version: "test", Logger: logger,
+	opts := hub.Options{Registry: reg, NewUpstream: newStoredUpstream(logger, db, nil, nil), Version: "test", Logger: logger,
 		Heartbeat: 5 * time.Second, ListChangedDelay: 200 * time.Millisecond}
 	if cfg.store == fullStore {
 		opts.Store = hubStore{db}

@@ -403,7 +403,11 @@ func (a *app) noteDown(st *hub.Status, profile, kind string) {
 		if profile != "" && !slices.Contains(only, srv.Name) {
 			continue
 		}
-		if srv.State != hub.StateConnected && srv.State != hub.StateDisabled {
+		switch srv.State {
+		case hub.StateConnected, hub.StateDisabled:
+		case hub.StateNeedsLogin:
+			fmt.Fprintf(a.stderr, "note: server %s needs you to sign in: run mcphub login %s\n", srv.Name, srv.Name)
+		default:
 			down = append(down, srv)
 		}
 	}

@@ -20,8 +20,10 @@ import (
 // one the hub serves calls on writes it (see bridge.Claims): a replacement
 // starts its own session, and the connection it replaces ends its session
 // when it closes. onProcess, when set, learns of every stdio server's
-// process group.
-func newStoredUpstream(log *slog.Logger, db *store.Store, onProcess func(int, bool)) hub.NewUpstreamFunc {
+// process group. A remote server signs in with the grant mcphub login kept
+// in tokens (nil: none), refreshed ahead of expiry; the hub itself never
+// opens a browser.
+func newStoredUpstream(log *slog.Logger, db *store.Store, tokens client.TokenStore, onProcess func(int, bool)) hub.NewUpstreamFunc {
 	claims := bridge.NewClaims()
 	return func(spec *registry.Server, hc registry.Hub, events hub.UpstreamEvents) hub.Upstream {
 		cc := client.Config{
@@ -33,6 +35,14 @@ func newStoredUpstream(log *slog.Logger, db *store.Store, onProcess func(int, bo
 			// A line or body over this is never read whole: the call it
 			// answers fails at once, saying the size (see messageLimit).
 			MaxMessageBytes: messageLimit(hc.MaxResponseBytes),
+		}
+		if spec.Kind() == registry.KindRemote && tokens != nil {
+			cc.OAuth = signInConfig(spec.Name, spec.URL, spec.Transport, spec.Headers, spec.OAuth).OAuth
+			cc.OAuth.Store = tokens
+			name := spec.Name
+			cc.OAuth.OnRefreshFailed = func(err error) {
+				log.Warn("the server's token could not be refreshed; it needs a new sign-in", "server", name, "err", err, "fix", "mcphub login "+name)
+			}
 		}
 		// "mcphub" as a command means this very binary, so the default
 		// registry's demo server works without mcphub on PATH (go run).

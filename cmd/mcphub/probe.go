@@ -20,6 +20,7 @@ import (
 
 	"github.com/mcphub/mcphub/client"
 	"github.com/mcphub/mcphub/internal/jsonrpc"
+	"github.com/mcphub/mcphub/internal/redact"
 )
 
 type probeFlags struct {
@@ -29,6 +30,9 @@ type probeFlags struct {
 	timeout time.Duration
 	asJSON  bool
 	verbose bool
+	// Sign-in to a server behind OAuth (--url only).
+	clientID, clientSecret, clientMetadataURL, save string
+	scopes                                          []string
 }
 
 const probeLong = `Connect to one MCP server the way the hub would, and show what it offers.
@@ -40,12 +44,20 @@ instructions, and its tools, prompts, resources and resource templates.
 With --call it then calls one tool and prints its result, showing progress
 notifications and log messages as they arrive.
 
-Use it to debug a server before you add it to the registry.`
+Use it to debug a server before you add it to the registry.
+
+A remote server that asks for OAuth sign-in is signed in to in the browser
+as mcphub login does (dynamic client registration, or the client that
+--client-id and --client-secret name, or the client ID metadata document
+at --client-metadata-url). Its tokens are kept only for the run, unless
+--save names the registry server with the same URL: they are then kept
+for the hub as mcphub login keeps them.`
 
 const probeExample = `  mcphub probe -- npx -y @modelcontextprotocol/server-everything
   mcphub probe --url http://127.0.0.1:3000/mcp --header "Authorization=Bearer $TOKEN"
   mcphub probe --url http://127.0.0.1:3000/sse --transport sse
-  mcphub probe --url http://127.0.0.1:3000/mcp --call add --args '{"a":1,"b":2}'`
+  mcphub probe --url http://127.0.0.1:3000/mcp --call add --args '{"a":1,"b":2}'
+  mcphub probe --url https://mcp.tracker.example.com/mcp --client-id mcphub --client-secret "$SECRET" --save tracker`
 
 func newProbeCmd(a *app) *cobra.Command {
 	var f probeFlags
@@ -69,6 +81,11 @@ func newProbeCmd(a *app) *cobra.Command {
 	fl.DurationVar(&f.timeout, "timeout", 60*time.Second, "how long to wait for connecting and for each request")
 	fl.BoolVar(&f.asJSON, "json", false, "print one JSON object instead of tables")
 	fl.BoolVarP(&f.verbose, "verbose", "v", false, "log the connection's debug messages to stderr")
+	fl.StringVar(&f.clientID, "client-id", "", "sign in as this client registered beforehand with the server's authorization server")
+	fl.StringVar(&f.clientSecret, "client-secret", "", "the registered client's secret (with --client-id)")
+	fl.StringVar(&f.clientMetadataURL, "client-metadata-url", "", "sign in with the client ID metadata document at this https URL")
+	fl.StringSliceVar(&f.scopes, "scope", nil, "ask for these scopes instead of the ones the server names (repeat, or comma-separated)")
+	fl.StringVar(&f.save, "save", "", "keep the tokens for the registry server NAME (same URL), as mcphub login does")
 	return cmd
 }
 
@@ -91,6 +108,16 @@ func (f *probeFlags) config(args []string) (client.Config, error) {
 	}
 	if !json.Valid([]byte(f.args)) || !strings.HasPrefix(strings.TrimSpace(f.args), "{") {
 		return cfg, fmt.Errorf("--args must be a JSON object, got %q", f.args)
+	}
+	signIn := f.clientID != "" || f.clientSecret != "" || f.clientMetadataURL != "" || f.save != "" || len(f.scopes) > 0
+	if signIn && cfg.URL == "" {
+		return cfg, errors.New("--client-id, --client-secret, --client-metadata-url, --scope and --save sign in to a remote server: give --url")
+	}
+	if f.clientSecret != "" && f.clientID == "" {
+		return cfg, errors.New("--client-secret needs --client-id")
+	}
+	if cfg.URL != "" {
+		cfg.OAuth = &client.OAuthConfig{ClientID: f.clientID, ClientSecret: f.clientSecret, ClientMetadataURL: f.clientMetadataURL, Scopes: f.scopes}
 	}
 	return cfg, nil
 }
@@ -147,6 +174,13 @@ func runProbe(ctx context.Context, a *app, cfg client.Config, f probeFlags) erro
 		level = slog.LevelDebug
 	}
 	cfg.Logger = slog.New(slog.NewTextHandler(a.stderr, &slog.HandlerOptions{Level: level}))
+	if cfg.OAuth != nil {
+		si, err := a.probeSignIn(&cfg, f)
+		if err != nil {
+			return err
+		}
+		defer si.Close()
+	}
 	conn := client.New(cfg, probeHandler{out: a.stderr})
 	defer conn.Close()
 
@@ -319,4 +353,32 @@ func oneLine(s string, max int) string {
 		cut--
 	}
 	return s[:cut] + "…"
+}
+
+// probeSignIn readies a sign-in for a probe of a remote server: the
+// browser's redirect listener, and where the tokens go (nowhere beyond the
+// run, or with --save where mcphub login keeps them for that server).
+func (a *app) probeSignIn(cfg *client.Config, f probeFlags) (*signIn, error) {
+	if f.save != "" {
+		spec, err := a.remoteSpec(f.save)
+		if err != nil {
+			return nil, fmt.Errorf("--save: %w", err)
+		}
+		if client.CanonicalResource(spec.URL) != client.CanonicalResource(cfg.URL) {
+			return nil, fmt.Errorf("--save %s: that server's url is %s, not %s; tokens are kept for the URL they were issued for", f.save, redact.URL(spec.URL), redact.URL(cfg.URL))
+		}
+		cfg.OAuth.Store = a.oauthStore()
+		if o := spec.OAuth; o != nil && f.clientID == "" && f.clientMetadataURL == "" {
+			cfg.OAuth.ClientID, cfg.OAuth.ClientSecret, cfg.OAuth.ClientMetadataURL = o.ClientID, o.ClientSecret, o.ClientMetadataURL
+		}
+		if o := spec.OAuth; o != nil && len(f.scopes) == 0 {
+			cfg.OAuth.Scopes = o.Scopes
+		}
+	}
+	si, err := startSignIn(cfg.Name, a.stderr, signInPort)
+	if err != nil {
+		return nil, err
+	}
+	cfg.OAuth.Fetch, cfg.OAuth.RedirectURL = si.Fetch, si.RedirectURL()
+	return si, nil
 }

@@ -21,6 +21,7 @@ type app struct {
 	dataDir    string
 	stdout     io.Writer
 	stderr     io.Writer
+	oauthState
 }
 
 // exitError carries a process exit code through cobra without printing

@@ -15,6 +15,7 @@ import (
 
 	"github.com/spf13/cobra"
 
+	"github.com/mcphub/mcphub/client"
 	"github.com/mcphub/mcphub/hub"
 	"github.com/mcphub/mcphub/registry"
 	"github.com/mcphub/mcphub/store"
@@ -131,7 +132,7 @@ func runServe(ctx context.Context, a *app, f serveFlags) error {
 		return err
 	}
 	defer db.Close()
-	h, err := openHub(reg, token, db, !f.noStore, newChildren(a.dataDir), log)
+	h, err := openHub(reg, token, db, !f.noStore, newChildren(a.dataDir), a.oauthStore(), log)
 	if err != nil {
 		return err
 	}
@@ -186,10 +187,10 @@ func listen(reg *registry.Registry) (net.Listener, error) {
 
 // openHub creates the hub over the registry's servers and starts it; with
 // persist, sessions and events are kept in db across restarts.
-func openHub(reg *registry.Registry, token string, db *store.Store, persist bool, kids children, log *slog.Logger) (*hub.Hub, error) {
+func openHub(reg *registry.Registry, token string, db *store.Store, persist bool, kids children, tokens client.TokenStore, log *slog.Logger) (*hub.Hub, error) {
 	opts := hub.Options{
 		Registry:    reg,
-		NewUpstream: newStoredUpstream(log, db, kids.track),
+		NewUpstream: newStoredUpstream(log, db, tokens, kids.track),
 		Version:     mcphubVersion(),
 		Logger:      log,
 		Token:       token,

@@ -1,0 +1,256 @@
+package main
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"log/slog"
+	"net/http"
+	"net/url"
+	"strings"
+	"sync"
+	"time"
+
+	"github.com/spf13/cobra"
+
+	"github.com/mcphub/mcphub/client"
+	"github.com/mcphub/mcphub/internal/keychain"
+	"github.com/mcphub/mcphub/internal/textdist"
+	"github.com/mcphub/mcphub/registry"
+)
+
+func init() { commands = append(commands, newLoginCmd, newLogoutCmd) }
+
+const loginLong = `Sign in to a remote server that asks for OAuth sign-in (the hub shows it
+needs-login), once, in the browser.
+
+login connects to the server as the hub does. When the server asks for
+sign-in it finds the server's authorization server (its protected resource
+metadata, then the authorization server's metadata), registers mcphub with
+it (the client of the entry's oauth key, a client ID metadata document, or
+dynamic registration), opens the browser on the sign-in page ($BROWSER
+when set) and waits for the redirect on a local port of 127.0.0.1. The
+tokens go to the OS keychain (macOS Keychain, Windows Credential Manager,
+Secret Service), or where none answers to a file readable only by you in
+the data directory (MCPHUB_KEYCHAIN=file chooses the file). A running hub
+is then told to reconnect the server with them, and refreshes them before
+they expire from then on.
+
+A browser on another machine works too: open the printed URL there, and
+the redirect to 127.0.0.1 must reach this machine (forward the port).`
+
+const loginExample = `  mcphub login tracker
+  BROWSER=firefox mcphub login tracker
+  mcphub logout tracker`
+
+// signInPort is the loopback port sign-ins listen on when it is free: a
+// client registered dynamically names its redirect URI, and the same
+// port every time lets the next sign-in reuse that registration.
+const signInPort = 7734
+
+func newLoginCmd(a *app) *cobra.Command {
+	var timeout time.Duration
+	var asJSON bool
+	cmd := &cobra.Command{
+		Use:               "login NAME",
+		Short:             "Sign in to a remote server behind OAuth; the hub keeps and refreshes the tokens",
+		Long:              loginLong,
+		Example:           loginExample,
+		Args:              cobra.ExactArgs(1),
+		ValidArgsFunction: a.completeServers(isRemote),
+		RunE: func(cmd *cobra.Command, args []string) error {
+			return a.login(cmd.Context(), args[0], timeout, asJSON)
+		},
+	}
+	cmd.Flags().DurationVar(&timeout, "timeout", 5*time.Minute, "how long to wait for the sign-in in the browser")
+	cmd.Flags().BoolVar(&asJSON, "json", false, `print {"server", "signed_in", "tools", "store", "hub"} as one JSON object`)
+	return cmd
+}
+
+func newLogoutCmd(a *app) *cobra.Command {
+	var asJSON bool
+	cmd := &cobra.Command{
+		Use:   "logout NAME",
+		Short: "Forget the tokens of a remote server (its client registration too)",
+		Long: `Forget what mcphub keeps for a server behind OAuth: its tokens and its
+client registration, in the OS keychain or the file it falls back to. A
+running hub is told to reconnect the server, which then shows needs-login
+until mcphub login signs in again. The authorization server may still
+list the grant; revoke it there to end it for good.`,
+		Args:              cobra.ExactArgs(1),
+		ValidArgsFunction: a.completeServers(isRemote),
+		RunE: func(cmd *cobra.Command, args []string) error {
+			return a.logout(cmd.Context(), args[0], asJSON)
+		},
+	}
+	cmd.Flags().BoolVar(&asJSON, "json", false, `print {"server", "store", "hub"} as one JSON object`)
+	return cmd
+}
+
+func isRemote(s *registry.Server) bool { return s.Kind() == registry.KindRemote }
+
+// loginResult is what login did, its --json answer.
+type loginResult struct {
+	Server   string `json:"server"`
+	SignedIn bool   `json:"signed_in"`
+	Tools    int    `json:"tools"`
+	// Store is where the tokens are kept: "keychain" or "file: PATH".
+	Store string `json:"store"`
+	// Hub says what the running hub was told: "reconnecting", "no hub
+	// running", or why it could not be told.
+	Hub string `json:"hub"`
+}
+
+// oauthStore is the store of OAuth grants, shared by the commands of one
+// process.
+func (a *app) oauthStore() *keychain.Store {
+	a.oauthOnce.Do(func() { a.oauthKeys = keychain.Open("mcphub", a.dataDir) })
+	return a.oauthKeys
+}
+
+// oauthState is what app keeps for oauthStore.
+type oauthState struct {
+	oauthOnce sync.Once
+	oauthKeys *keychain.Store
+}
+
+// remoteSpec returns the registry's remote server called name, or an error
+// that says what to do.
+func (a *app) remoteSpec(name string) (*registry.Server, error) {
+	reg, err := a.loadRegistry()
+	if err != nil {
+		return nil, err
+	}
+	spec := reg.Server(name)
+	if spec == nil {
+		var names []string
+		for _, s := range reg.Servers {
+			if s.Kind() == registry.KindRemote {
+				names = append(names, s.Name)
+			}
+		}
+		msg := fmt.Sprintf("%s has no server %q", a.configPath, name)
+		if close := textdist.Suggest(name, names, 3); len(close) > 0 {
+			msg += " (did you mean " + strings.Join(close, ", ") + "?)"
+		}
+		return nil, errors.New(msg)
+	}
+	if spec.Kind() != registry.KindRemote {
+		return nil, fmt.Errorf("%s is a stdio server: it gets its credentials from its env in %s, not from a sign-in", name, a.configPath)
+	}
+	if spec.Problem != "" {
+		return nil, fmt.Errorf("fix the entry of %s first:\n%s", name, spec.Problem)
+	}
+	return spec, nil
+}
+
+func (a *app) login(ctx context.Context, name string, timeout time.Duration, asJSON bool) error {
+	if ctx == nil {
+		ctx = context.Background()
+	}
+	spec, err := a.remoteSpec(name)
+	if err != nil {
+		return err
+	}
+	store := a.oauthStore()
+	// A sign-in asks the user again: the token goes, the registration of
+	// mcphub with the authorization server stays for reuse.
+	if err := client.DropToken(store, spec.URL); err != nil {
+		return fmt.Errorf("login %s: %w", name, err)
+	}
+	si, err := startSignIn(name, a.stderr, signInPort)
+	if err != nil {
+		return err
+	}
+	defer si.Close()
+	ctx, cancel := context.WithTimeout(ctx, timeout)
+	defer cancel()
+	cfg := signInConfig(spec.Name, spec.URL, spec.Transport, spec.Headers, spec.OAuth)
+	cfg.OAuth.Store, cfg.OAuth.Fetch, cfg.OAuth.RedirectURL = store, si.Fetch, si.RedirectURL()
+	cfg.Logger = slog.New(slog.NewTextHandler(a.stderr, &slog.HandlerOptions{Level: slog.LevelWarn}))
+	conn := client.New(cfg, nil)
+	defer conn.Close()
+	if err := conn.Start(ctx); err != nil {
+		return fmt.Errorf("login %s: %w", name, err)
+	}
+	res := loginResult{Server: name, Store: store.Backend()}
+	// Some servers let initialize through and ask for sign-in on the
+	// first list: the tools are listed before the grant is looked at.
+	tools, listErr := conn.ListAll(ctx, "tools/list")
+	if g, err := client.LoadGrant(store, spec.URL); err != nil || g == nil || g.Token == nil {
+		if listErr != nil {
+			return fmt.Errorf("login %s: %w", name, listErr)
+		}
+		// The server let mcphub in without a sign-in: nothing to keep.
+		res.Hub = "unchanged"
+		if asJSON {
+			return a.printJSON(res)
+		}
+		fmt.Fprintf(a.stdout, "%s did not ask for sign-in; mcphub reaches it without one\n", name)
+		return nil
+	}
+	res.SignedIn, res.Tools = true, len(tools)
+	res.Hub = a.reconnectOnHub(ctx, name)
+	if asJSON {
+		return a.printJSON(res)
+	}
+	fmt.Fprintf(a.stdout, "signed in to %s: %s; tokens kept in the %s\n", name, howMany(res.Tools, "tool"), res.Store)
+	if n := store.Notice(); n != "" {
+		fmt.Fprintln(a.stderr, "note: "+n)
+	}
+	fmt.Fprintln(a.stdout, "hub: "+res.Hub)
+	return nil
+}
+
+func (a *app) logout(ctx context.Context, name string, asJSON bool) error {
+	if ctx == nil {
+		ctx = context.Background()
+	}
+	spec, err := a.remoteSpec(name)
+	if err != nil {
+		return err
+	}
+	store := a.oauthStore()
+	if err := store.Delete(client.CanonicalResource(spec.URL)); err != nil {
+		return fmt.Errorf("logout %s: %w", name, err)
+	}
+	res := loginResult{Server: name, Store: store.Backend(), Hub: a.reconnectOnHub(ctx, name)}
+	if asJSON {
+		return a.printJSON(res)
+	}
+	fmt.Fprintf(a.stdout, "signed out of %s: its tokens and client registration are gone from the %s\n", name, res.Store)
+	fmt.Fprintln(a.stdout, "hub: "+res.Hub)
+	return nil
+}
+
+// reconnectOnHub asks a running hub to reconnect a server with what the
+// store now holds, and says how that went.
+func (a *app) reconnectOnHub(ctx context.Context, name string) string {
+	t, _, err := a.target()
+	if err != nil {
+		return "not told (" + err.Error() + ")"
+	}
+	err = controlAt(ctx, t, http.MethodPost, "/control/restart?server="+url.QueryEscape(name), http.StatusAccepted, nil)
+	var he *hubError
+	switch {
+	case err == nil:
+		return "reconnecting " + name + "; see mcphub status"
+	case errors.As(err, &he) && he.status == http.StatusNotFound:
+		return name + " is not enabled on the running hub; mcphub enable " + name + " starts it"
+	case errors.Is(err, errNoHub):
+		return "no hub running; mcphub serve uses the tokens when it starts"
+	default:
+		return "not told (" + err.Error() + "); mcphub restart " + name + " reconnects it"
+	}
+}
+
+// signInConfig is the client configuration of a sign-in to a remote
+// server: its URL, transport, headers and oauth settings.
+func signInConfig(name, url, transport string, headers map[string]string, o *registry.OAuth) client.Config {
+	cfg := client.Config{Name: name, URL: url, Transport: transport, Headers: headers,
+		ClientInfo: client.Implementation{Name: "mcphub", Version: mcphubVersion()}, OAuth: &client.OAuthConfig{}}
+	if o != nil {
+		cfg.OAuth.ClientID, cfg.OAuth.ClientSecret, cfg.OAuth.ClientMetadataURL, cfg.OAuth.Scopes = o.ClientID, o.ClientSecret, o.ClientMetadataURL, o.Scopes
+	}
+	return cfg
+}
