@@ -37,5 +37,11 @@ func callError(name string, err error) error {
 	case errors.Is(err, client.ErrClosed), errors.Is(err, client.ErrSessionExpired), errors.Is(err, client.ErrStreamFailed):
 		return &unavailableError{fmt.Sprintf("server %s failed while handling the request (it is not retried): %v", name, err)}
 	}
+	var he *client.HTTPError
+	if errors.As(err, &he) && he.Scope != "" {
+		// The hub never opens a browser: the user signs in again, and
+		// mcphub login asks for the scope this refusal wanted.
+		return fmt.Errorf("server %s: %w; run mcphub login %s", name, err, name)
+	}
 	return err
 }

@@ -52,3 +52,17 @@ func TestCallError(t *testing.T) {
 		})
 	}
 }
+
+// TestCallErrorNamesLogin: a call refused for want of a scope says what
+// to run, since the hub signs in only through mcphub login; other HTTP
+// refusals stay as they are.
+func TestCallErrorNamesLogin(t *testing.T) {
+	scoped := &client.HTTPError{Method: "POST", URL: "https://x/mcp", Status: 403, Scope: "mcp:write"}
+	if got := callError("tracker", scoped).Error(); !strings.Contains(got, "(mcp:write)") || !strings.HasSuffix(got, "; run mcphub login tracker") {
+		t.Errorf("callError = %q", got)
+	}
+	plain := &client.HTTPError{Method: "POST", URL: "https://x/mcp", Status: 403}
+	if got := callError("tracker", plain); got != error(plain) {
+		t.Errorf("a plain 403 became %q", got)
+	}
+}

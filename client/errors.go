@@ -87,10 +87,20 @@ type HTTPError struct {
 	Status int
 	// Body is the start of the response body, for the user to read.
 	Body string
+	// Scope is, for a 403 whose Bearer challenge says insufficient_scope,
+	// the scope the token lacks ("*" when the challenge names none): a
+	// new sign-in can fix the refusal.
+	Scope string
 }
 
 func (e *HTTPError) Error() string {
 	msg := fmt.Sprintf("%s %s: HTTP %d", e.Method, e.URL, e.Status)
+	if e.Scope != "" {
+		msg += ": the token lacks the scope the request needs"
+		if e.Scope != "*" {
+			msg += " (" + e.Scope + ")"
+		}
+	}
 	if e.Body != "" {
 		msg += ": " + e.Body
 	}

@@ -1,6 +1,7 @@
 package client
 
 import (
+	"cmp"
 	"context"
 	"errors"
 	"io"
@@ -189,6 +190,23 @@ func authRequired(resp *http.Response, method, url string) *AuthRequiredError {
 		}
 	}
 	return nil
+}
+
+// insufficientScope returns the scope a 403's Bearer challenge says the
+// token lacks (error="insufficient_scope"), "" for any other answer; "*"
+// when the challenge names none.
+func insufficientScope(resp *http.Response) string {
+	if resp.StatusCode != http.StatusForbidden {
+		return ""
+	}
+	for _, v := range resp.Header.Values("WWW-Authenticate") {
+		for _, ch := range parseChallenges(v) {
+			if strings.EqualFold(ch.scheme, "Bearer") && ch.params["error"] == "insufficient_scope" {
+				return cmp.Or(ch.params["scope"], "*")
+			}
+		}
+	}
+	return ""
 }
 
 // challenge is one authentication challenge of a WWW-Authenticate header:

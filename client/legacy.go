@@ -195,7 +195,7 @@ func (l *legacy) send(ctx context.Context, _ *jsonrpc.Message, data []byte) erro
 		return ae
 	}
 	if resp.StatusCode < 200 || resp.StatusCode > 299 {
-		return &HTTPError{Method: http.MethodPost, URL: redact.URL(l.endpoint), Status: resp.StatusCode, Body: l.c.bodyExcerpt(resp.Body)}
+		return &HTTPError{Method: http.MethodPost, URL: redact.URL(l.endpoint), Status: resp.StatusCode, Body: l.c.bodyExcerpt(resp.Body), Scope: insufficientScope(resp)}
 	}
 	l.c.active()
 	io.Copy(io.Discard, io.LimitReader(resp.Body, 4<<10))

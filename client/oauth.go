@@ -73,6 +73,10 @@ type Grant struct {
 	// Scopes are the scopes granted, kept so that a later sign-in asks for
 	// them as well as for what the server then wants (step-up).
 	Scopes []string `json:"scopes,omitempty"`
+	// Wanted are scopes a request was refused for want of (403
+	// insufficient_scope) on a connection that cannot sign in (the hub's):
+	// the next sign-in asks for them too.
+	Wanted []string `json:"wanted,omitempty"`
 	// Token is nil once the authorization server refused to refresh it:
 	// someone has to sign in again.
 	Token *oauth2.Token `json:"token,omitempty"`
@@ -160,23 +164,6 @@ func CanonicalResource(raw string) string {
 // authorization server).
 func resourceURL(u *url.URL) *url.URL {
 	return &url.URL{Scheme: strings.ToLower(u.Scheme), Host: strings.ToLower(u.Host), Path: u.Path, RawPath: u.RawPath}
-}
-
-// DropToken forgets the token stored for a server and keeps its client
-// registration, so that the next sign-in asks the user again without
-// registering anew. It is not an error when nothing is stored.
-func DropToken(s TokenStore, serverURL string) error {
-	g, err := LoadGrant(s, serverURL)
-	if err != nil || g == nil {
-		return err
-	}
-	g.Token = nil
-	g.Saved = stamp(g.Saved)
-	data, err := json.Marshal(g)
-	if err != nil {
-		return err
-	}
-	return s.Save(CanonicalResource(serverURL), data)
 }
 
 // LoadGrant returns the grant stored for a server, nil when there is none.
@@ -900,16 +887,41 @@ func (a *authorizer) scopeFilter(discovered []string) []string {
 		}
 	}
 	g, _ := a.current()
-	if g == nil || len(g.Scopes) == 0 || g.Issuer == "" || g.Issuer != a.rec.flightIssuer() {
+	if g == nil || g.Issuer == "" || g.Issuer != a.rec.flightIssuer() {
 		return discovered
 	}
-	out := slices.Clone(discovered)
-	for _, s := range g.Scopes {
-		if !slices.Contains(out, s) {
-			out = append(out, s)
+	return union(discovered, g.Scopes, g.Wanted)
+}
+
+// union is the scopes of the lists, each once, in order of appearance.
+func union(lists ...[]string) []string {
+	var out []string
+	for _, l := range lists {
+		for _, s := range l {
+			if !slices.Contains(out, s) {
+				out = append(out, s)
+			}
 		}
 	}
 	return out
+}
+
+// want records, on a connection that cannot sign in, the scopes a request
+// was refused for want of, so that the next sign-in (mcphub login) asks
+// for them; a grant that wants them already is left as it is.
+func (a *authorizer) want(scopes []string) {
+	a.mu.Lock()
+	g := a.grant
+	if g == nil || len(scopes) == 0 || len(union(g.Wanted, scopes)) == len(g.Wanted) {
+		a.mu.Unlock()
+		return
+	}
+	ng := *g
+	ng.Wanted = union(g.Wanted, scopes)
+	a.setOwnLocked(&ng)
+	a.mu.Unlock()
+	a.persist()
+	a.c.log.Warn("the server wants more scopes for a request; the next sign-in asks for them", "scopes", scopes)
 }
 
 // reusableLocked returns the stored registration a sign-in presents

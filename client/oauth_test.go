@@ -1392,29 +1392,6 @@ func TestOAuthConfiguredScopes(t *testing.T) {
 	}
 }
 
-// TestOAuthDropTokenKeepsRegistration checks that DropToken leaves the
-// registration, which the next sign-in presents instead of registering.
-func TestOAuthDropTokenKeepsRegistration(t *testing.T) {
-	as := newFakeAS(t, "a")
-	res := newFakeResource(t, as, false)
-	store := newMemStore()
-	first := signIn(t, res, store)
-	if err := DropToken(store, res.url); err != nil {
-		t.Fatal(err)
-	}
-	g := store.grant(t, res.url)
-	if g.Token != nil || g.ClientID != first.ClientID || g.ClientSecret != first.ClientSecret || g.Issuer != first.Issuer || !g.Saved.After(first.Saved) {
-		t.Fatalf("grant after DropToken = %+v", g)
-	}
-	if err := DropToken(newMemStore(), res.url); err != nil {
-		t.Errorf("DropToken with nothing stored: %v", err)
-	}
-	second := signIn(t, res, store)
-	if registers, authorizes, _ := as.counts(); registers != 1 || authorizes != 2 || second.ClientID != first.ClientID {
-		t.Errorf("registered %d times and authorized %d (client %s), want 1 and 2 with the same client", registers, authorizes, second.ClientID)
-	}
-}
-
 // TestOAuthRegistrationNotReused checks that a public registration, or
 // one whose secret has expired, is not presented again.
 func TestOAuthRegistrationNotReused(t *testing.T) {
@@ -1639,4 +1616,53 @@ func TestOAuthRegistrationErrorHidesSecret(t *testing.T) {
 	}
 	noSecrets(t, "the error", err.Error(), "reg-secret-xyz", `q", "x"`)
 	noSecrets(t, "the logs", logs.String(), "reg-secret-xyz")
+}
+
+// TestOAuthHubRecordsWantedScopes: a connection that cannot sign in (the
+// hub's) fails a request refused 403 insufficient_scope with an HTTPError
+// naming the scope, and records the scope in the stored grant; the next sign-in
+// (mcphub login) asks for it with the scopes granted before, and the
+// grant then wants nothing more.
+func TestOAuthHubRecordsWantedScopes(t *testing.T) {
+	as := newFakeAS(t, "a")
+	res := newFakeResource(t, as, false)
+	res.setForbid(func(m *jsonrpc.Message) string {
+		if m.Method == "tools/call" && toolName(m) == "write" {
+			return "mcp:write"
+		}
+		return ""
+	})
+	store := newMemStore()
+	signIn(t, res, store)
+
+	hub, _ := newOAuthConn(t, res, &OAuthConfig{Store: store}, TransportStreamableHTTP)
+	startOAuth(t, hub)
+	_, err := call(t, hub, "tools/call", `{"name":"write"}`)
+	var he *HTTPError
+	if !errors.As(err, &he) || he.Status != http.StatusForbidden || he.Scope != "mcp:write" || !strings.Contains(err.Error(), "lacks the scope the request needs (mcp:write)") {
+		t.Fatalf("the hub's call: %v, want an HTTP 403 naming scope mcp:write", err)
+	}
+	hub.Close()
+	g, _ := LoadGrant(store, res.url)
+	if g == nil || !slices.Contains(g.Wanted, "mcp:write") {
+		t.Fatalf("stored grant wants %v, want mcp:write", g)
+	}
+
+	// mcphub login signs in again with the stored grant's token left out.
+	g.Token = nil
+	data, _ := json.Marshal(g)
+	if err := store.Save(CanonicalResource(res.url), data); err != nil {
+		t.Fatal(err)
+	}
+	res.setForbid(nil)
+	g = signIn(t, res, store)
+	as.mu.Lock()
+	last := strings.Fields(as.scopes[len(as.scopes)-1])
+	as.mu.Unlock()
+	if !slices.Contains(last, "mcp:write") || !slices.Contains(last, "mcp:read") {
+		t.Errorf("the next sign-in asked for %v, want mcp:write with mcp:read", last)
+	}
+	if len(g.Wanted) != 0 {
+		t.Errorf("after signing in the grant still wants %v", g.Wanted)
+	}
 }

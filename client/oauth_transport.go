@@ -100,6 +100,8 @@ type authChallenge struct {
 	// challenge's error, scopes (in any order) and resource metadata; not
 	// its free text, which may differ on every answer.
 	key string
+	// scopes are the scopes the challenge names.
+	scopes []string
 }
 
 // challengeOf returns the challenge of a 401 that carries a Bearer
@@ -131,7 +133,7 @@ func challengeOf(resp *http.Response) *authChallenge {
 	scopes := strings.Fields(bearer["scope"])
 	slices.Sort(scopes)
 	key := strings.Join([]string{fmt.Sprint(resp.StatusCode), bearer["error"], strings.Join(scopes, " "), bearer["resource_metadata"]}, "\n")
-	return &authChallenge{status: resp.StatusCode, values: values, key: key}
+	return &authChallenge{status: resp.StatusCode, values: values, key: key, scopes: scopes}
 }
 
 // answer decides what a refusal calls for. retry says the request is to
@@ -141,6 +143,9 @@ func challengeOf(resp *http.Response) *authChallenge {
 // is closed and the error is an AuthRequiredError saying why.
 func (a *authorizer) answer(ctx context.Context, resp *http.Response, ch *authChallenge, gen uint64) (bool, error) {
 	retry := a.newerToken(gen)
+	if !retry && a.cfg.Fetch == nil && ch.status == http.StatusForbidden {
+		a.want(ch.scopes)
+	}
 	if !retry && (a.cfg.Fetch == nil || a.attemptsFor(ch.key) >= maxAuthorize) {
 		return false, nil
 	}

@@ -142,7 +142,8 @@ func (s *streamable) httpFailure(resp *http.Response, m *jsonrpc.Message) error 
 	if cut {
 		body = body[:max]
 	}
-	return &HTTPError{Method: http.MethodPost, URL: redact.URL(s.c.cfg.URL), Status: resp.StatusCode, Body: s.c.excerpt(strings.TrimSpace(string(body)), cut, bodyShow)}
+	return &HTTPError{Method: http.MethodPost, URL: redact.URL(s.c.cfg.URL), Status: resp.StatusCode, Body: s.c.excerpt(strings.TrimSpace(string(body)), cut, bodyShow),
+		Scope: insufficientScope(resp)}
 }
 
 // readJSON reads a JSON reply. One over the size limit fails the call at
