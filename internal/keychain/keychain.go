@@ -249,6 +249,10 @@ func checkKey(key string) error {
 func (s *Store) keychainLocked() bool {
 	if !s.probed {
 		s.probed = true
+		if why := sessionBusMissing(runtime.GOOS, os.Getenv, exists); why != "" {
+			s.reason = why
+			return false
+		}
 		if err := s.probe(); err != nil {
 			s.reason = firstLine(err.Error())
 			slog.Debug("keychain: no OS keychain, using the file", "service", s.service,
@@ -258,6 +262,26 @@ func (s *Store) keychainLocked() bool {
 		}
 	}
 	return s.useKC
+}
+
+// sessionBusMissing says why Secret Service cannot be reached without
+// starting a D-Bus daemon, "" when it may be: go-keyring's D-Bus library
+// launches one (dbus-launch) when no session bus address is known, which
+// would leave a daemon behind every mcphub process on a headless machine.
+// macOS and Windows have no session bus to miss.
+func sessionBusMissing(goos string, getenv func(string) string, exists func(string) bool) string {
+	if goos == "darwin" || goos == "windows" || getenv("DBUS_SESSION_BUS_ADDRESS") != "" {
+		return ""
+	}
+	if d := getenv("XDG_RUNTIME_DIR"); d != "" && exists(filepath.Join(d, "bus")) {
+		return ""
+	}
+	return "no D-Bus session bus (DBUS_SESSION_BUS_ADDRESS is unset), so no Secret Service"
+}
+
+func exists(path string) bool {
+	_, err := os.Stat(path)
+	return err == nil
 }
 
 // probe writes a sentinel under the service, reads it back and deletes it.

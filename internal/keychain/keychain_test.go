@@ -521,3 +521,35 @@ func TestEmptyKey(t *testing.T) {
 		t.Errorf("Delete with an empty key succeeded")
 	}
 }
+
+// TestMain gives the tests a session bus address: they use go-keyring's
+// mock, which needs no bus, and sessionBusMissing would otherwise keep a
+// Store on a machine without one from reaching it.
+func TestMain(m *testing.M) {
+	os.Setenv("DBUS_SESSION_BUS_ADDRESS", "unix:path=/nonexistent/mcphub-test-bus")
+	os.Exit(m.Run())
+}
+
+func TestSessionBusMissing(t *testing.T) {
+	env := func(kv map[string]string) func(string) string { return func(k string) string { return kv[k] } }
+	none := func(string) bool { return false }
+	all := func(string) bool { return true }
+	for _, tc := range []struct {
+		goos    string
+		env     map[string]string
+		exists  func(string) bool
+		missing bool
+	}{
+		{"linux", nil, none, true},
+		{"linux", map[string]string{"DBUS_SESSION_BUS_ADDRESS": "unix:path=/run/user/1000/bus"}, none, false},
+		{"linux", map[string]string{"XDG_RUNTIME_DIR": "/run/user/1000"}, all, false},
+		{"linux", map[string]string{"XDG_RUNTIME_DIR": "/run/user/1000"}, none, true},
+		{"freebsd", nil, none, true},
+		{"darwin", nil, none, false},
+		{"windows", nil, none, false},
+	} {
+		if got := sessionBusMissing(tc.goos, env(tc.env), tc.exists) != ""; got != tc.missing {
+			t.Errorf("%s %v: missing = %v, want %v", tc.goos, tc.env, got, tc.missing)
+		}
+	}
+}
