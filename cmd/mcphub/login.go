@@ -2,6 +2,7 @@ package main
 
 import (
 	"context"
+	"encoding/json"
 	"errors"
 	"fmt"
 	"log/slog"
@@ -153,33 +154,39 @@ func (a *app) login(ctx context.Context, name string, timeout time.Duration, asJ
 		return err
 	}
 	store := a.oauthStore()
-	// A sign-in asks the user again: the token goes, the registration of
-	// mcphub with the authorization server stays for reuse.
-	if err := client.DropToken(store, spec.URL); err != nil {
-		return fmt.Errorf("login %s: %w", name, err)
-	}
 	si, err := startSignIn(name, a.stderr, signInPort)
 	if err != nil {
 		return err
 	}
 	defer si.Close()
-	ctx, cancel := context.WithTimeout(ctx, timeout)
-	defer cancel()
 	cfg := signInConfig(spec.Name, spec.URL, spec.Transport, spec.Headers, spec.OAuth)
-	cfg.OAuth.Store, cfg.OAuth.Fetch, cfg.OAuth.RedirectURL = store, si.Fetch, si.RedirectURL()
+	// A sign-in asks the user again: the connection sees the stored grant
+	// without its token (the registration of mcphub with the
+	// authorization server is reused), and the stored token is replaced
+	// only when the new sign-in succeeds.
+	cfg.OAuth.Store, cfg.OAuth.Fetch, cfg.OAuth.RedirectURL = tokenless{store}, si.Fetch, si.RedirectURL()
 	cfg.Logger = slog.New(slog.NewTextHandler(a.stderr, &slog.HandlerOptions{Level: slog.LevelWarn}))
 	conn := client.New(cfg, nil)
 	defer conn.Close()
-	if err := conn.Start(ctx); err != nil {
-		return fmt.Errorf("login %s: %w", name, err)
-	}
-	res := loginResult{Server: name, Store: store.Backend()}
 	// Some servers let initialize through and ask for sign-in on the
 	// first list: the tools are listed before the grant is looked at.
-	tools, listErr := conn.ListAll(ctx, "tools/list")
-	if g, err := client.LoadGrant(store, spec.URL); err != nil || g == nil || g.Token == nil {
-		if listErr != nil {
-			return fmt.Errorf("login %s: %w", name, listErr)
+	sctx, cancel := context.WithTimeout(ctx, timeout)
+	err = conn.Start(sctx)
+	var tools []json.RawMessage
+	if err == nil {
+		tools, err = conn.ListAll(sctx, "tools/list")
+	}
+	cancel()
+	if errors.Is(err, context.DeadlineExceeded) && si.Fetched() > 0 {
+		return fmt.Errorf("login %s: no answer from the browser within %s; run it again, or give it longer with --timeout", name, timeout)
+	}
+	res := loginResult{Server: name, Store: store.Backend()}
+	if g, gerr := client.LoadGrant(store, spec.URL); gerr != nil || g == nil || g.Token == nil {
+		switch {
+		case err != nil:
+			return fmt.Errorf("login %s: %w", name, err)
+		case si.Fetched() > 0:
+			return fmt.Errorf("login %s: signed in, but the tokens could not be kept in the %s (see the warning above)", name, store.Backend())
 		}
 		// The server let mcphub in without a sign-in: nothing to keep.
 		res.Hub = "unchanged"
@@ -190,6 +197,9 @@ func (a *app) login(ctx context.Context, name string, timeout time.Duration, asJ
 		return nil
 	}
 	res.SignedIn, res.Tools = true, len(tools)
+	if err != nil {
+		fmt.Fprintf(a.stderr, "warning: signed in, but listing %s's tools failed: %v\n", name, err)
+	}
 	res.Hub = a.reconnectOnHub(ctx, name)
 	if asJSON {
 		return a.printJSON(res)
@@ -221,6 +231,23 @@ func (a *app) logout(ctx context.Context, name string, asJSON bool) error {
 	fmt.Fprintf(a.stdout, "signed out of %s: its tokens and client registration are gone from the %s\n", name, res.Store)
 	fmt.Fprintln(a.stdout, "hub: "+res.Hub)
 	return nil
+}
+
+// tokenless is a view of the grant store without tokens, for a sign-in:
+// the stored client registration is read, a new grant is written.
+type tokenless struct{ client.TokenStore }
+
+func (t tokenless) Load(key string) ([]byte, error) {
+	data, err := t.TokenStore.Load(key)
+	if err != nil || data == nil {
+		return data, err
+	}
+	var g client.Grant
+	if err := json.Unmarshal(data, &g); err != nil {
+		return nil, nil // unreadable: the sign-in starts afresh, and replaces it
+	}
+	g.Token = nil
+	return json.Marshal(&g)
 }
 
 // reconnectOnHub asks a running hub to reconnect a server with what the

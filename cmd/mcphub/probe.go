@@ -116,7 +116,7 @@ func (f *probeFlags) config(args []string) (client.Config, error) {
 	if f.clientSecret != "" && f.clientID == "" {
 		return cfg, errors.New("--client-secret needs --client-id")
 	}
-	if cfg.URL != "" {
+	if signIn {
 		cfg.OAuth = &client.OAuthConfig{ClientID: f.clientID, ClientSecret: f.clientSecret, ClientMetadataURL: f.clientMetadataURL, Scopes: f.scopes}
 	}
 	return cfg, nil
@@ -174,6 +174,12 @@ func runProbe(ctx context.Context, a *app, cfg client.Config, f probeFlags) erro
 		level = slog.LevelDebug
 	}
 	cfg.Logger = slog.New(slog.NewTextHandler(a.stderr, &slog.HandlerOptions{Level: level}))
+	// A probe signs in when asked to (a sign-in flag), or when someone
+	// can answer a browser: at a terminal, or with $BROWSER set. A script
+	// gets the server's refusal at once instead of a browser waiting.
+	if cfg.URL != "" && cfg.OAuth == nil && (os.Getenv("BROWSER") != "" || isTerminal(a.stderr)) {
+		cfg.OAuth = &client.OAuthConfig{}
+	}
 	if cfg.OAuth != nil {
 		si, err := a.probeSignIn(&cfg, f)
 		if err != nil {
@@ -208,6 +214,11 @@ func runProbe(ctx context.Context, a *app, cfg client.Config, f probeFlags) erro
 		report.CallResult = res
 		if !f.asJSON {
 			printCallResult(a.stdout, f.call, res)
+		}
+	}
+	if f.save != "" {
+		if g, err := client.LoadGrant(cfg.OAuth.Store, cfg.URL); err == nil && g != nil && g.Token != nil {
+			fmt.Fprintf(a.stderr, "tokens kept for %s in the %s; hub: %s\n", f.save, a.oauthStore().Backend(), a.reconnectOnHub(ctx, f.save))
 		}
 	}
 	if f.asJSON {

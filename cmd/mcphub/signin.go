@@ -8,10 +8,13 @@ import (
 	"io"
 	"net"
 	"net/http"
+	"net/url"
 	"os"
 	"os/exec"
 	"strings"
+	"sync"
 	"time"
+	"unicode"
 
 	"github.com/modelcontextprotocol/go-sdk/auth"
 )
@@ -29,6 +32,10 @@ type signIn struct {
 	redirect string
 	got      chan signInReply
 	done     chan struct{}
+
+	mu      sync.Mutex
+	want    string // the state of the authorization waited for; "" when none is
+	fetched int    // authorizations asked for
 }
 
 // signInReply is what the authorization server sent back to the redirect.
@@ -42,6 +49,10 @@ func startSignIn(server string, out io.Writer, port int) (*signIn, error) {
 	ln, err := net.Listen("tcp", fmt.Sprintf("127.0.0.1:%d", port))
 	if err != nil && port != 0 {
 		ln, err = net.Listen("tcp", "127.0.0.1:0")
+		if err == nil {
+			fmt.Fprintf(out, "note: port %d is in use (another sign-in?); the browser comes back to port %d instead, and a client registered for %d cannot be reused\n",
+				port, ln.Addr().(*net.TCPAddr).Port, port)
+		}
 	}
 	if err != nil {
 		return nil, fmt.Errorf("sign-in: listening for the browser's redirect on 127.0.0.1: %w", err)
@@ -67,20 +78,27 @@ func (s *signIn) Close() {
 	<-s.done
 }
 
-// callback takes the authorization response. Only the first one of each
-// authorization is taken; a reload of the page is told it came too late.
+// callback takes the authorization response of the authorization waited
+// for: only one that carries its state, once. Anything else (a reload of
+// the page, a request another program or a web page makes to this port)
+// is refused and leaves the sign-in waiting.
 func (s *signIn) callback(w http.ResponseWriter, r *http.Request) {
 	q := r.URL.Query()
 	reply := signInReply{code: q.Get("code"), state: q.Get("state"), iss: q.Get("iss"), err: q.Get("error"), desc: q.Get("error_description")}
 	w.Header().Set("Content-Type", "text/html; charset=utf-8")
 	w.Header().Set("Cache-Control", "no-store")
-	select {
-	case s.got <- reply:
-	default:
-		w.WriteHeader(http.StatusConflict)
-		fmt.Fprint(w, page("This sign-in was already answered", "Return to the terminal."))
+	s.mu.Lock()
+	ours := s.want != "" && reply.state == s.want
+	if ours {
+		s.want = ""
+	}
+	s.mu.Unlock()
+	if !ours {
+		w.WriteHeader(http.StatusBadRequest)
+		fmt.Fprint(w, page("Not the sign-in mcphub waits for", "This answer was already taken, or belongs to another sign-in. Return to the terminal."))
 		return
 	}
+	s.got <- reply
 	if reply.err != "" {
 		fmt.Fprint(w, page("Sign-in failed", "The authorization server said: "+reply.err+". Return to the terminal."))
 		return
@@ -98,6 +116,23 @@ func page(title, text string) string {
 // browser on the authorization URL (and prints it, for a browser on
 // another machine or one that did not open), then waits for the redirect.
 func (s *signIn) Fetch(ctx context.Context, args *auth.AuthorizationArgs) (*auth.AuthorizationResult, error) {
+	u, err := url.Parse(args.URL)
+	if err != nil || u.Query().Get("state") == "" {
+		return nil, errors.New("sign-in: the authorization URL carries no state")
+	}
+	select {
+	case <-s.got: // an answer that came as an earlier authorization gave up
+	default:
+	}
+	s.mu.Lock()
+	s.want = u.Query().Get("state")
+	s.fetched++
+	s.mu.Unlock()
+	defer func() {
+		s.mu.Lock()
+		s.want = ""
+		s.mu.Unlock()
+	}()
 	fmt.Fprintf(s.out, "Sign in to %s in your browser. If it does not open, visit:\n  %s\n", s.server, args.URL)
 	if err := openBrowser(args.URL); err != nil {
 		fmt.Fprintf(s.out, "(could not open a browser: %v)\n", err)
@@ -105,9 +140,9 @@ func (s *signIn) Fetch(ctx context.Context, args *auth.AuthorizationArgs) (*auth
 	select {
 	case r := <-s.got:
 		if r.err != "" && r.code == "" {
-			msg := "sign-in refused by the authorization server: " + oneLine(r.err, 100)
+			msg := "sign-in refused by the authorization server: " + printable(oneLine(r.err, 100))
 			if r.desc != "" {
-				msg += " (" + oneLine(r.desc, 200) + ")"
+				msg += " (" + printable(oneLine(r.desc, 200)) + ")"
 			}
 			return nil, errors.New(msg)
 		}
@@ -115,6 +150,25 @@ func (s *signIn) Fetch(ctx context.Context, args *auth.AuthorizationArgs) (*auth
 	case <-ctx.Done():
 		return nil, fmt.Errorf("sign-in: no answer from the browser: %w", context.Cause(ctx))
 	}
+}
+
+// Fetched reports how many authorizations the sign-in asked the browser
+// for.
+func (s *signIn) Fetched() int {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return s.fetched
+}
+
+// printable drops what a terminal would take for a control sequence from
+// text that came in a request anyone could make.
+func printable(s string) string {
+	return strings.Map(func(r rune) rune {
+		if unicode.IsPrint(r) {
+			return r
+		}
+		return -1
+	}, s)
 }
 
 // openBrowser opens url in the user's browser: the programs $BROWSER names

@@ -200,6 +200,7 @@ func (a *app) toolsCall(ctx context.Context, name string, pairs []string, o tool
 			if interrupted() {
 				return a.interruptedErr(s)
 			}
+			a.noteMissing(ctx, s, "tools")
 			return err
 		}
 		schema = tool.InputSchema
@@ -221,6 +222,9 @@ func (a *app) toolsCall(ctx context.Context, name string, pairs []string, o tool
 		}
 		if rpcCode(err) == jsonrpc.CodeInvalidParams {
 			if uerr := s.unknownTool(ctx, name); uerr != nil {
+				// The tool may be missing because its server is down
+				// or waits for a sign-in: say which, and what to run.
+				a.noteMissing(ctx, s, "tools")
 				return uerr
 			}
 		}
