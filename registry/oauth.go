@@ -1,8 +1,10 @@
 package registry
 
 import (
+	"log/slog"
 	"net/url"
 	"slices"
+	"strings"
 )
 
 // OAuth is a remote server's sign-in settings, the oauth key of its entry:
@@ -63,3 +65,25 @@ func (p *parser) oauth(t *table, s *Server) {
 	}
 	s.OAuth = o
 }
+
+// String describes the settings with the client secret masked, so that
+// printing them shows no secret.
+func (o OAuth) String() string {
+	s := "oauth{client_id=" + o.ClientID
+	if o.ClientSecret != "" || o.RawClientSecret != "" {
+		s += " client_secret=***"
+	}
+	if o.ClientMetadataURL != "" {
+		s += " client_metadata_url=" + o.ClientMetadataURL
+	}
+	if len(o.Scopes) > 0 {
+		s += " scopes=" + strings.Join(o.Scopes, ",")
+	}
+	return s + "}"
+}
+
+// GoString keeps %#v from printing the client secret.
+func (o OAuth) GoString() string { return "registry.OAuth" + strings.TrimPrefix(o.String(), "oauth") }
+
+// LogValue makes slog print the settings without the client secret.
+func (o OAuth) LogValue() slog.Value { return slog.StringValue(o.String()) }

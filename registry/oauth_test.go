@@ -1,6 +1,7 @@
 package registry
 
 import (
+	"fmt"
 	"path/filepath"
 	"slices"
 	"strings"
@@ -73,5 +74,14 @@ func TestOAuthRoundTrip(t *testing.T) {
 	reg := mustParse(t, got, envOf("SECRET", "x"))
 	if back := reg.Server("tracker").Spec(); back.OAuth == nil || back.OAuth.RawClientSecret != "${SECRET}" || back.OAuth.ClientID != "mcphub" {
 		t.Errorf("Spec() = %+v", back.OAuth)
+	}
+}
+
+func TestOAuthPrintsNoSecret(t *testing.T) {
+	o := &OAuth{ClientID: "c", ClientSecret: "s3cret", RawClientSecret: "${S}", Scopes: []string{"a"}}
+	for _, s := range []string{fmt.Sprint(o), fmt.Sprintf("%v %+v %#v", *o, o, o), o.LogValue().String()} {
+		if strings.Contains(s, "s3cret") || !strings.Contains(s, "client_id=c") {
+			t.Errorf("printed as %q", s)
+		}
 	}
 }
