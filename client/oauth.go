@@ -329,8 +329,11 @@ func (a *authorizer) newHandler(reuse *Grant, fetched *bool) (*auth.Authorizatio
 	case reuse != nil:
 		// go-sdk presents it only to the authorization server whose
 		// validated metadata states this issuer.
-		hcfg.PreregisteredClient = &oauthex.ClientCredentials{ClientID: reuse.ClientID, Issuer: reuse.Issuer,
-			ClientSecretAuth: &oauthex.ClientSecretAuth{ClientSecret: reuse.ClientSecret}}
+		pre := &oauthex.ClientCredentials{ClientID: reuse.ClientID, Issuer: reuse.Issuer}
+		if reuse.ClientSecret != "" {
+			pre.ClientSecretAuth = &oauthex.ClientSecretAuth{ClientSecret: reuse.ClientSecret}
+		}
+		hcfg.PreregisteredClient = pre
 	}
 	h, err := auth.NewAuthorizationCodeHandler(hcfg)
 	if err != nil {
@@ -925,13 +928,13 @@ func (a *authorizer) want(scopes []string) {
 }
 
 // reusableLocked returns the stored registration a sign-in presents
-// instead of registering anew, nil for none: a confidential client mcphub
-// registered for this redirect, with an authorization server whose issuer
-// is known, whose secret has not expired. A public client is registered
-// anew: go-sdk would authenticate it as a confidential one. a.mu is held.
+// instead of registering anew, nil for none: a client mcphub registered
+// for this redirect, with an authorization server whose issuer is known,
+// whose secret (if any) has not expired. A public one authenticates as
+// "none" (see publicClient). a.mu is held.
 func (a *authorizer) reusableLocked() *Grant {
 	g := a.grant
-	if a.noReuse || a.cfg.ClientID != "" || g == nil || !g.Dynamic || g.ClientID == "" || g.ClientSecret == "" ||
+	if a.noReuse || a.cfg.ClientID != "" || g == nil || !g.Dynamic || g.ClientID == "" ||
 		g.Issuer == "" || g.RedirectURL != a.cfg.RedirectURL {
 		return nil
 	}

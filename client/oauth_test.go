@@ -52,6 +52,7 @@ type fakeAS struct {
 	exchangeFn func(w http.ResponseWriter, code string) bool
 	registerFn func(w http.ResponseWriter) bool // answers a registration when it returns true
 	public     bool                             // registers public clients (no secret)
+	emptyBasic int                              // token requests with Basic and an empty secret
 	secretExp  int64                            // client_secret_expires_at of registrations
 	registers  int
 	authorizes int
@@ -146,6 +147,9 @@ func (as *fakeAS) token(w http.ResponseWriter, r *http.Request) {
 	}
 	as.mu.Lock()
 	defer as.mu.Unlock()
+	if ok && secret == "" {
+		as.emptyBasic++
+	}
 	if known, found := as.clients[id]; !found || known != secret {
 		writeJSON(w, http.StatusUnauthorized, map[string]string{"error": "invalid_client"})
 		return
@@ -1392,9 +1396,11 @@ func TestOAuthConfiguredScopes(t *testing.T) {
 	}
 }
 
-// TestOAuthRegistrationNotReused checks that a public registration, or
-// one whose secret has expired, is not presented again.
-func TestOAuthRegistrationNotReused(t *testing.T) {
+// TestOAuthRegistrationReuse checks that a public registration is
+// presented again (authenticating as "none": client_id in the body, never
+// a Basic header with an empty secret), and one whose secret has expired
+// is not.
+func TestOAuthRegistrationReuse(t *testing.T) {
 	for name, setup := range map[string]func(as *fakeAS){
 		"public":         func(as *fakeAS) { as.public = true },
 		"expired secret": func(as *fakeAS) { as.secretExp = time.Now().Add(30 * time.Second).Unix() },
@@ -1423,7 +1429,16 @@ func TestOAuthRegistrationNotReused(t *testing.T) {
 			c.Close()
 			as.revoke()
 			second := signIn(t, res, store)
-			if registers, _, _ := as.counts(); registers != 2 || second.ClientID == first.ClientID {
+			registers, _, _ := as.counts()
+			as.mu.Lock()
+			emptyBasic := as.emptyBasic
+			as.mu.Unlock()
+			switch {
+			case name == "public" && (registers != 1 || second.ClientID != first.ClientID):
+				t.Errorf("registered %d times, want the public client reused", registers)
+			case name == "public" && emptyBasic != 0:
+				t.Errorf("%d token requests sent Basic with an empty secret", emptyBasic)
+			case name != "public" && (registers != 2 || second.ClientID == first.ClientID):
 				t.Errorf("registered %d times, want 2", registers)
 			}
 		})

@@ -337,6 +337,7 @@ func (r *asRecorder) RoundTrip(req *http.Request) (*http.Response, error) {
 	if req.Method == http.MethodPost {
 		switch mediaType(req.Header.Get("Content-Type")) {
 		case "application/x-www-form-urlencoded":
+			req = publicClient(req)
 			q := r.noteForm(req)
 			exchange, resource = q.Get("grant_type") == "authorization_code", q.Get("resource")
 		case "application/json":
@@ -443,6 +444,45 @@ func (r *asRecorder) noteForm(req *http.Request) url.Values {
 		r.a.addSecrets(q.Get(k))
 	}
 	return q
+}
+
+// publicClient rewrites a token request that authenticates a client
+// without a secret by HTTP Basic with an empty password, as x/oauth2 does
+// when go-sdk leaves the style to it (a pre-registered or reused public
+// client): a public client does not authenticate (token endpoint auth
+// method "none", RFC 6749 §2.3.1), it names itself with client_id in the
+// body, and an authorization server that takes only "none" refuses the
+// Basic header. Any other request is returned as it is.
+func publicClient(req *http.Request) *http.Request {
+	user, pw, ok := req.BasicAuth()
+	if !ok || pw != "" || req.GetBody == nil {
+		return req
+	}
+	body, err := req.GetBody()
+	if err != nil {
+		return req
+	}
+	b, err := io.ReadAll(io.LimitReader(body, maxASBody))
+	body.Close()
+	if err != nil {
+		return req
+	}
+	q, err := url.ParseQuery(string(b))
+	if err != nil {
+		return req
+	}
+	if id, err := url.QueryUnescape(user); err == nil {
+		user = id
+	}
+	if q.Get("client_id") == "" {
+		q.Set("client_id", user)
+	}
+	form := q.Encode()
+	out := req.Clone(req.Context())
+	out.Header.Del("Authorization")
+	out.Body, out.ContentLength = io.NopCloser(strings.NewReader(form)), int64(len(form))
+	out.GetBody = func() (io.ReadCloser, error) { return io.NopCloser(strings.NewReader(form)), nil }
+	return out
 }
 
 // beginFlight starts noting one sign-in.
