@@ -57,7 +57,7 @@ const probeExample = `  mcphub probe -- npx -y @modelcontextprotocol/server-ever
   mcphub probe --url http://127.0.0.1:3000/mcp --header "Authorization=Bearer $TOKEN"
   mcphub probe --url http://127.0.0.1:3000/sse --transport sse
   mcphub probe --url http://127.0.0.1:3000/mcp --call add --args '{"a":1,"b":2}'
-  mcphub probe --url https://mcp.tracker.example.com/mcp --client-id mcphub --client-secret "$SECRET" --save tracker`
+  mcphub probe --url https://mcp.tracker.example.com/mcp --client-id mcphub --client-secret '${SECRET}' --save tracker`
 
 func newProbeCmd(a *app) *cobra.Command {
 	var f probeFlags
@@ -82,7 +82,7 @@ func newProbeCmd(a *app) *cobra.Command {
 	fl.BoolVar(&f.asJSON, "json", false, "print one JSON object instead of tables")
 	fl.BoolVarP(&f.verbose, "verbose", "v", false, "log the connection's debug messages to stderr")
 	fl.StringVar(&f.clientID, "client-id", "", "sign in as this client registered beforehand with the server's authorization server")
-	fl.StringVar(&f.clientSecret, "client-secret", "", "the registered client's secret (with --client-id)")
+	fl.StringVar(&f.clientSecret, "client-secret", "", "the registered client's secret (with --client-id); '${VAR}' reads it from the environment, out of the process list")
 	fl.StringVar(&f.clientMetadataURL, "client-metadata-url", "", "sign in with the client ID metadata document at this https URL")
 	fl.StringSliceVar(&f.scopes, "scope", nil, "ask for these scopes instead of the ones the server names (repeat, or comma-separated)")
 	fl.StringVar(&f.save, "save", "", "keep the tokens for the registry server NAME (same URL), as mcphub login does")
@@ -115,6 +115,16 @@ func (f *probeFlags) config(args []string) (client.Config, error) {
 	}
 	if f.clientSecret != "" && f.clientID == "" {
 		return cfg, errors.New("--client-secret needs --client-id")
+	}
+	// '${NAME}' (quoted, so that the shell leaves it) reads the secret
+	// from the environment, which keeps it out of the process list.
+	if name, ok := strings.CutPrefix(f.clientSecret, "${"); ok && strings.HasSuffix(name, "}") {
+		name = strings.TrimSuffix(name, "}")
+		v, set := os.LookupEnv(name)
+		if !set || v == "" {
+			return cfg, fmt.Errorf("--client-secret names ${%s}, which is not set in this shell", name)
+		}
+		f.clientSecret = v
 	}
 	if signIn {
 		cfg.OAuth = &client.OAuthConfig{ClientID: f.clientID, ClientSecret: f.clientSecret, ClientMetadataURL: f.clientMetadataURL, Scopes: f.scopes}
