@@ -194,6 +194,8 @@ const (
 	maxAttemptKeys = 32
 	// oauthHTTPTimeout bounds each request to an authorization server.
 	oauthHTTPTimeout = 30 * time.Second
+	// maxWanted bounds the scopes a grant keeps for the next sign-in.
+	maxWanted = 32
 	// maxSecrets bounds the remembered token values masked in errors.
 	maxSecrets = 64
 	// maxASBody bounds what is read of an authorization server's answer.
@@ -563,11 +565,13 @@ func (a *authorizer) refresh(ctx context.Context, old *oauth2.Token) error {
 		if tok.RefreshToken == "" {
 			tok.RefreshToken = old.RefreshToken
 		}
-		ng := *g
-		ng.Token = tok
 		a.mu.Lock()
 		current := a.gen == gen // not replaced by a sign-in meanwhile
 		if current {
+			// From the grant in force: it may want scopes (want) that
+			// the copy taken before the refresh did not.
+			ng := *a.grant
+			ng.Token = tok
 			a.setOwnLocked(&ng)
 		}
 		a.mu.Unlock()
@@ -597,7 +601,7 @@ func (a *authorizer) refresh(ctx context.Context, old *oauth2.Token) error {
 		if dropClient {
 			a.setGrantLocked(nil)
 		} else {
-			ng := *g
+			ng := *a.grant
 			ng.Token = nil
 			a.setOwnLocked(&ng)
 		}
@@ -915,13 +919,17 @@ func union(lists ...[]string) []string {
 func (a *authorizer) want(scopes []string) {
 	a.mu.Lock()
 	g := a.grant
-	if g == nil || len(scopes) == 0 || len(union(g.Wanted, scopes)) == len(g.Wanted) {
+	if g == nil || len(scopes) == 0 || len(union(g.Wanted, scopes)) == len(g.Wanted) || len(g.Wanted) >= maxWanted {
 		a.mu.Unlock()
 		return
 	}
+	// The token is the same: the grant is replaced in place, without a
+	// new generation, so that a refresh in flight still installs its
+	// token (and keeps what is wanted).
 	ng := *g
 	ng.Wanted = union(g.Wanted, scopes)
-	a.setOwnLocked(&ng)
+	ng.Saved = stamp(g.Saved)
+	a.grant = &ng
 	a.mu.Unlock()
 	a.persist()
 	a.c.log.Warn("the server wants more scopes for a request; the next sign-in asks for them", "scopes", scopes)

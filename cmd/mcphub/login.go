@@ -164,7 +164,8 @@ func (a *app) login(ctx context.Context, name string, timeout time.Duration, asJ
 	// without its token (the registration of mcphub with the
 	// authorization server is reused), and the stored token is replaced
 	// only when the new sign-in succeeds.
-	cfg.OAuth.Store, cfg.OAuth.Fetch, cfg.OAuth.RedirectURL = tokenless{store}, si.Fetch, si.RedirectURL()
+	view := &tokenless{TokenStore: store}
+	cfg.OAuth.Store, cfg.OAuth.Fetch, cfg.OAuth.RedirectURL = view, si.Fetch, si.RedirectURL()
 	cfg.Logger = slog.New(slog.NewTextHandler(a.stderr, &slog.HandlerOptions{Level: slog.LevelWarn}))
 	conn := client.New(cfg, nil)
 	defer conn.Close()
@@ -181,7 +182,9 @@ func (a *app) login(ctx context.Context, name string, timeout time.Duration, asJ
 		return fmt.Errorf("login %s: no answer from the browser within %s; run it again, or give it longer with --timeout", name, timeout)
 	}
 	res := loginResult{Server: name, Store: store.Backend()}
-	if g, gerr := client.LoadGrant(store, spec.URL); gerr != nil || g == nil || g.Token == nil {
+	if !view.saved() {
+		// No new token was stored: the sign-in failed, could not be
+		// kept, or was never asked for. The stored grant is as it was.
 		switch {
 		case err != nil:
 			return fmt.Errorf("login %s: %w", name, err)
@@ -234,10 +237,38 @@ func (a *app) logout(ctx context.Context, name string, asJSON bool) error {
 }
 
 // tokenless is a view of the grant store without tokens, for a sign-in:
-// the stored client registration is read, a new grant is written.
-type tokenless struct{ client.TokenStore }
+// the stored client registration is read, a new grant is written, and
+// nothing is deleted (a sign-in that fails leaves the stored grant, token
+// and all, as it was).
+type tokenless struct {
+	client.TokenStore
+	mu    sync.Mutex
+	token bool // a grant holding a token was written
+}
 
-func (t tokenless) Load(key string) ([]byte, error) {
+// saved reports whether the sign-in stored a token.
+func (t *tokenless) saved() bool {
+	t.mu.Lock()
+	defer t.mu.Unlock()
+	return t.token
+}
+
+func (t *tokenless) Save(key string, data []byte) error {
+	if err := t.TokenStore.Save(key, data); err != nil {
+		return err
+	}
+	var g client.Grant
+	if json.Unmarshal(data, &g) == nil && g.Token != nil && g.Token.AccessToken != "" {
+		t.mu.Lock()
+		t.token = true
+		t.mu.Unlock()
+	}
+	return nil
+}
+
+func (t *tokenless) Delete(string) error { return nil }
+
+func (t *tokenless) Load(key string) ([]byte, error) {
 	data, err := t.TokenStore.Load(key)
 	if err != nil || data == nil {
 		return data, err

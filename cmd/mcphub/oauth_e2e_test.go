@@ -160,6 +160,7 @@ func TestLoginThenHubUsesTokens(t *testing.T) {
 
 	f := e.startHub()
 	s := f.connect("/mcp", nil)
+	s.waitTools(t, []string{"tracker__echo"}, nil) // the catalog is published a moment after the server connects
 	s.mustEcho(t, "tracker__echo", "hello through the hub")
 	if tok := lastToken(e.fake.served(), "tools/call", "echo"); tok != g.Token.AccessToken {
 		t.Errorf("the hub's call carried another token than the one login stored")
@@ -196,6 +197,7 @@ func refreshAcrossCall(t *testing.T, expiresIn int, quiet bool) {
 
 	f := e.startHub()
 	s := f.connect("/mcp", nil)
+	s.waitTools(t, []string{"tracker__echo"}, nil) // the catalog is published a moment after the server connects
 	type result struct {
 		text string
 		err  error
@@ -274,6 +276,7 @@ func TestHubNeedsLoginWhenRefreshFails(t *testing.T) {
 	e.login()
 	f := e.startHub()
 	s := f.connect("/mcp", nil)
+	s.waitTools(t, []string{"tracker__echo"}, nil) // the catalog is published a moment after the server connects
 	s.mustEcho(t, "tracker__echo", "before")
 
 	e.fake.setRefreshErr("invalid_grant")
@@ -361,5 +364,26 @@ func TestProbeSignIn(t *testing.T) {
 	}
 	if live, last := e.fake.liveRefreshToken(g.Token.RefreshToken); !live || !last {
 		t.Errorf("probe --save stored a refresh token the server no longer takes, or not its last one (live %v, last %v)", live, last)
+	}
+}
+
+// TestFailedLoginKeepsTheOldToken: a login the user refuses, or whose
+// code the authorization server does not take, fails (exit 1) and leaves
+// the token stored before as it was.
+func TestFailedLoginKeepsTheOldToken(t *testing.T) {
+	for _, mode := range []string{"deny", "badcode"} {
+		t.Run(mode, func(t *testing.T) {
+			e := newOAuthEnv(t, 3600)
+			e.login()
+			before := e.grant()
+			t.Setenv(browserModeEnv, mode)
+			code, out, errOut := e.cli("login", "tracker", "--timeout", "20s")
+			if code == 0 || strings.Contains(out, "signed in to tracker") {
+				t.Errorf("a failed login exited %d:\n%s%s", code, out, errOut)
+			}
+			if g := e.grant(); g == nil || g.Token == nil || g.Token.AccessToken != before.Token.AccessToken {
+				t.Errorf("the token stored before is gone: %+v", g)
+			}
+		})
 	}
 }

@@ -341,11 +341,48 @@ func init() {
 	}
 }
 
+// browserModeEnv makes the test browser a user who refuses the sign-in
+// ("deny": back to the redirect with error=access_denied) or one whose
+// redirect carries a code the authorization server never issued
+// ("badcode").
+const browserModeEnv = "MCPHUB_TEST_BROWSER_MODE"
+
+// browserTarget is where the test browser goes for the authorization URL
+// target, by its mode.
+func browserTarget(hc *http.Client, target string) string {
+	u, err := url.Parse(target)
+	if err != nil {
+		return target
+	}
+	switch os.Getenv(browserModeEnv) {
+	case "deny":
+		q := u.Query()
+		return q.Get("redirect_uri") + "?error=access_denied&state=" + url.QueryEscape(q.Get("state"))
+	case "badcode":
+		noFollow := &http.Client{Timeout: hc.Timeout, CheckRedirect: func(*http.Request, []*http.Request) error { return http.ErrUseLastResponse }}
+		resp, err := noFollow.Get(target)
+		if err != nil {
+			return target
+		}
+		resp.Body.Close()
+		loc, err := url.Parse(resp.Header.Get("Location"))
+		if err != nil {
+			return target
+		}
+		q := loc.Query()
+		q.Set("code", "bogus")
+		loc.RawQuery = q.Encode()
+		return loc.String()
+	}
+	return target
+}
+
 func browserMain(dir, target string) int {
 	pid := strconv.Itoa(os.Getpid())
 	os.WriteFile(filepath.Join(dir, pid+".pid"), nil, 0o600)
 	hc := &http.Client{Timeout: 30 * time.Second}
 	result := "ok"
+	target = browserTarget(hc, target)
 	resp, err := hc.Get(target)
 	switch {
 	case err != nil:
