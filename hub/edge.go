@@ -120,7 +120,8 @@ func (e *edge) serverRoute(serve func(http.ResponseWriter, *http.Request, string
 func (e *edge) serveProfile(w http.ResponseWriter, r *http.Request) {
 	name := r.PathValue("profile")
 	reg := e.servers.registry()
-	if reg.Profile(name) == nil {
+	prof := reg.Profile(name)
+	if prof == nil {
 		names := make([]string, len(reg.Profiles))
 		for i, p := range reg.Profiles {
 			names[i] = p.Name
@@ -135,7 +136,7 @@ func (e *edge) serveProfile(w http.ResponseWriter, r *http.Request) {
 		httpError(w, http.StatusNotFound, msg)
 		return
 	}
-	if prof := reg.Profile(name); prof.Problem != "" {
+	if prof.Problem != "" {
 		// What a profile with a problem would select is not what its
 		// author meant (a key of the wrong type reads as "every tool"):
 		// it serves nothing until the file is fixed.

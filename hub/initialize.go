@@ -66,12 +66,13 @@ func (ss *serverSet) initializeResult(endpoint, version, hubVersion string) json
 	}
 	var subscribe, completions bool
 	var instructions []string
+	reg := ss.registry()
 	var prof *registry.Profile
 	if name, ok := endpointProfile(endpoint); ok {
-		prof = ss.registry().Profile(name)
+		prof = reg.Profile(name)
 	}
 	for _, e := range ss.sorted() {
-		if endpoint != "" && e.spec.Name != endpoint && (prof == nil || !prof.SelectsServer(e.spec)) {
+		if !endpointSees(reg, endpoint, e.spec) {
 			continue
 		}
 		sum := e.initSummary()

@@ -270,7 +270,7 @@ func TestProfileProblemEndsSessions(t *testing.T) {
 	if web.session() != nil {
 		t.Error("the session of a profile with a problem lives on")
 	}
-	if !th.h.servers.sees("", "beta") || th.h.servers.sees(profileEndpoint("web"), "beta") || len(th.h.servers.of(profileEndpoint("web"))) != 0 {
+	if sees := th.h.servers.seers("beta"); !sees("") || sees(profileEndpoint("web")) || len(th.h.servers.of(profileEndpoint("web"))) != 0 {
 		t.Error("a profile with a problem still sees its servers")
 	}
 	r := th.send(http.MethodPost, "/profiles/web/mcp", initReq("2025-11-25", `{}`))

@@ -2,9 +2,6 @@ package hub
 
 import (
 	"context"
-	"crypto/sha256"
-	"encoding/hex"
-	"encoding/json"
 	"fmt"
 	"log/slog"
 	"path/filepath"
@@ -263,34 +260,42 @@ func (ss *serverSet) upstreamsSince(gen uint64, unchanged bool) (map[string]Upst
 func (ss *serverSet) of(endpoint string) []*serverEntry {
 	ss.mu.RLock()
 	defer ss.mu.RUnlock()
-	var prof *registry.Profile
-	if name, ok := endpointProfile(endpoint); ok {
-		if prof = ss.reg.Profile(name); prof == nil || prof.Problem != "" {
-			return nil // a profile with a problem serves nothing
-		}
-	}
 	var out []*serverEntry
-	for name, e := range ss.entries {
-		if endpoint == "" || endpoint == name || prof != nil && prof.SelectsServer(e.spec) {
+	for _, e := range ss.entries {
+		if endpointSees(ss.reg, endpoint, e.spec) {
 			out = append(out, e)
 		}
 	}
 	return out
 }
 
-// sees reports whether an endpoint's view includes a server.
-func (ss *serverSet) sees(endpoint, server string) bool {
-	switch name, ok := endpointProfile(endpoint); {
+// seers returns whether each endpoint's view includes server, the set's
+// state read once for every endpoint asked about.
+func (ss *serverSet) seers(server string) func(endpoint string) bool {
+	ss.mu.RLock()
+	reg, e := ss.reg, ss.entries[server]
+	ss.mu.RUnlock()
+	if e == nil {
+		// A server that is gone still reaches /mcp's sessions and its
+		// own endpoint's, which see it by name.
+		return func(endpoint string) bool { return endpoint == "" || endpoint == server }
+	}
+	return func(endpoint string) bool { return endpointSees(reg, endpoint, e.spec) }
+}
+
+// endpointSees reports whether an endpoint's view includes the server of
+// spec: /mcp every one, /{server}/mcp its own, a profile's those it
+// selects, unless the profile has a problem (it serves nothing).
+func endpointSees(reg *registry.Registry, endpoint string, spec *registry.Server) bool {
+	name, ok := endpointProfile(endpoint)
+	switch {
 	case endpoint == "":
 		return true
 	case !ok:
-		return endpoint == server
-	default:
-		ss.mu.RLock()
-		defer ss.mu.RUnlock()
-		prof, e := ss.reg.Profile(name), ss.entries[server]
-		return prof != nil && prof.Problem == "" && e != nil && prof.SelectsServer(e.spec)
+		return endpoint == spec.Name
 	}
+	p := reg.Profile(name)
+	return p != nil && p.Problem == "" && p.SelectsServer(spec)
 }
 
 // close stops every upstream and waits for them and for the background work.
@@ -472,7 +477,6 @@ type builder struct {
 	members uint64     // serverSet.members the order was taken at
 	sep     string
 	reg     *registry.Registry
-	key     string // viewsKey of reg
 	order   []*serverEntry
 	parts   map[string]*part
 }
@@ -512,38 +516,6 @@ func (p *part) profilePiece(reg *registry.Registry, prof *registry.Profile) *pie
 	return pc
 }
 
-// viewsKey fingerprints what of a registry shapes the views beyond each
-// server's own entry: the profiles (their positions aside), the global
-// overrides and the servers' tags. Builds compare it to know when every
-// piece must be made again.
-func viewsKey(reg *registry.Registry) string {
-	var k struct {
-		Profiles  []registry.Profile
-		Overrides map[string]*registry.ToolOverride
-		Tags      map[string][]string
-	}
-	for _, p := range reg.Profiles {
-		c := *p
-		c.Line = 0
-		k.Profiles = append(k.Profiles, c)
-	}
-	k.Overrides = reg.Overrides
-	for _, s := range reg.Servers {
-		if len(s.Tags) > 0 {
-			if k.Tags == nil {
-				k.Tags = map[string][]string{}
-			}
-			k.Tags[s.Name] = s.Tags
-		}
-	}
-	if len(k.Profiles) == 0 && k.Overrides == nil && k.Tags == nil {
-		return ""
-	}
-	b, _ := json.Marshal(k)
-	sum := sha256.Sum256(b)
-	return hex.EncodeToString(sum[:])
-}
-
 // fits reports whether the part was made for e's upstream and catalog
 // settings (the lists aside).
 func (p *part) fits(e *serverEntry) bool {
@@ -563,20 +535,18 @@ func (ss *serverSet) buildViews(dirty map[string]bool) time.Duration {
 	ss.mu.RLock()
 	members, reg := ss.members, ss.reg
 	sep := reg.Hub.Separator
-	key := b.key
-	if reg != b.reg {
-		key = viewsKey(reg)
-	}
-	all := b.parts == nil || members != b.members || sep != b.sep || key != b.key
+	// A change of the profiles, the overrides or the servers' tags
+	// reshapes every piece once.
+	reshaped := b.parts == nil || sep != b.sep || reg != b.reg && !registry.SameViews(b.reg, reg)
+	all := reshaped || members != b.members
 	if all {
 		b.order = ss.sortedLocked()
 	}
 	ss.mu.RUnlock()
-	reshaped := b.parts == nil || sep != b.sep || key != b.key
 	if reshaped {
 		b.parts = map[string]*part{}
 	}
-	b.members, b.sep, b.reg, b.key = members, sep, reg, key
+	b.members, b.sep, b.reg = members, sep, reg
 	var changed []string
 	update := func(e *serverEntry) {
 		name := e.spec.Name
@@ -663,6 +633,9 @@ func (ss *serverSet) publishProfiles(old map[string]*catalog, changed []string, 
 	b := &ss.build
 	out := make(map[string]*catalog, len(b.reg.Profiles))
 	for _, prof := range b.reg.Profiles {
+		if prof.Problem != "" {
+			continue // not served: its endpoint answers 503
+		}
 		sel := profileServers(prof, b.order)
 		prev := old[prof.Name]
 		if prev != nil && !gone && !slices.ContainsFunc(sel, func(e *serverEntry) bool { return slices.Contains(changed, e.spec.Name) }) {

@@ -153,9 +153,9 @@ func (set *sessionSet) len() int {
 	return len(set.byID)
 }
 
-// of returns the sessions that see server: every /mcp session and the
-// server's own /{server}/mcp sessions; for a per-session connection, just
-// that session.
+// of returns the sessions that see server: every /mcp session, the
+// server's own /{server}/mcp sessions and those of the profiles that
+// select it; for a per-session connection, just that session.
 func (set *sessionSet) of(server, sessionID string) []*session {
 	set.mu.RLock()
 	defer set.mu.RUnlock()
@@ -165,9 +165,10 @@ func (set *sessionSet) of(server, sessionID string) []*session {
 		}
 		return nil
 	}
+	sees := set.servers.seers(server)
 	var out []*session
 	for _, s := range set.byID {
-		if set.servers.sees(s.endpoint, server) {
+		if sees(s.endpoint) {
 			out = append(out, s)
 		}
 	}

@@ -100,6 +100,10 @@ func sameLiveSettings(a, b *Server) bool {
 
 // sameViews compares profiles, overrides and the tags of the servers in
 // both registries (oldS and newS, by name); a nil registry has none.
+// SameViews reports whether two registries shape the hub's views alike:
+// the same profiles (their positions aside), overrides and server tags.
+func SameViews(old, new *Registry) bool { return sameViews(old, new, byName(old), byName(new)) }
+
 func sameViews(old, new *Registry, oldS, newS map[string]*Server) bool {
 	var op, np []*Profile
 	var oo, no map[string]*ToolOverride

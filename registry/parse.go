@@ -328,11 +328,10 @@ func (p *parser) fail(path []string, server, format string, args ...any) *Error 
 // table reads typed keys out of one decoded TOML table, reporting every type
 // mismatch at the key's own position.
 type table struct {
-	p       *parser
-	m       map[string]any
-	path    []string
-	server  string
-	profile string // the profile the table belongs to, if any
+	p      *parser
+	m      map[string]any
+	path   []string
+	server string
 }
 
 func (t *table) has(key string) bool { _, ok := t.m[key]; return ok }
@@ -344,7 +343,6 @@ func (t *table) errf(key string, format string, args ...any) *Error {
 // at reports a problem at a path below the table.
 func (t *table) at(sub []string, format string, args ...any) *Error {
 	e := t.p.fail(append(slices.Clone(t.path), sub...), t.server, format, args...)
-	e.profile = t.profile
 	return e
 }
 

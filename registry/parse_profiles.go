@@ -170,7 +170,7 @@ func (p *parser) views(reg *Registry, raw map[string]any) {
 	if !validSeparator(sep) {
 		sep = "" // hub.separator's own error says why; names are not checked against it
 	}
-	reg.Overrides = p.overrides([]string{"overrides"}, "", raw["overrides"], k, sep)
+	reg.Overrides = p.overrides([]string{"overrides"}, raw["overrides"], k, sep)
 	p.checkNames(reg, nil, k, sep)
 	reg.Profiles = p.profiles(reg, raw["profiles"], k, sep)
 }
@@ -201,7 +201,7 @@ func (p *parser) profile(reg *Registry, name string, raw any, k *known, sep stri
 	// Every problem found from here on is the profile's, even when its name
 	// is not valid, and even one reported at a global override.
 	defer p.own(len(p.errs), name)
-	t := &table{p: p, path: path, profile: name}
+	t := &table{p: p, path: path}
 	if msg := checkNameOf("profile", name); msg != "" {
 		t.at(nil, "%s", msg)
 	}
@@ -245,7 +245,7 @@ func (p *parser) profile(reg *Registry, name string, raw any, k *known, sep stri
 			t.errf("mode", `%q is not a mode; use "full" (the profile's tools as they are, the default) or "search" (three tools that find, describe and call them)`, mode)
 		}
 	}
-	pr.Overrides = p.overrides(append(slices.Clone(path), "overrides"), name, m["overrides"], k, sep)
+	pr.Overrides = p.overrides(append(slices.Clone(path), "overrides"), m["overrides"], k, sep)
 	if !unsure {
 		p.checkSelection(t, pr, k, sep)
 		p.checkNames(reg, pr, k, sep)
@@ -379,11 +379,11 @@ func (p *parser) checkNames(reg *Registry, pr *Profile, k *known, sep string) {
 
 // overrides reads a table of tool overrides by qualified name: [overrides]
 // or a profile's overrides.
-func (p *parser) overrides(at []string, profile string, raw any, k *known, sep string) map[string]*ToolOverride {
+func (p *parser) overrides(at []string, raw any, k *known, sep string) map[string]*ToolOverride {
 	if raw == nil {
 		return nil
 	}
-	t := &table{p: p, path: at, profile: profile}
+	t := &table{p: p, path: at}
 	m, ok := raw.(map[string]any)
 	if !ok {
 		t.at(nil, `must be a table of tool overrides; write [%s."SERVER%sTOOL"] tables, one per tool`, toml.Key(at), cmp.Or(sep, DefaultSeparator))
@@ -393,7 +393,7 @@ func (p *parser) overrides(at []string, profile string, raw any, k *known, sep s
 	out := map[string]*ToolOverride{}
 	for _, key := range slices.Sorted(maps.Keys(m)) {
 		keyOK := p.checkQualified(t, key, k, sep)
-		if o := p.override(append(slices.Clone(at), key), profile, m[key]); o != nil && keyOK {
+		if o := p.override(append(slices.Clone(at), key), m[key]); o != nil && keyOK {
 			out[key] = o
 		}
 	}
@@ -427,8 +427,8 @@ func (p *parser) checkQualified(t *table, key string, k *known, sep string) bool
 }
 
 // override reads one override table; nil when it sets nothing.
-func (p *parser) override(at []string, profile string, raw any) *ToolOverride {
-	t := &table{p: p, path: at, profile: profile}
+func (p *parser) override(at []string, raw any) *ToolOverride {
+	t := &table{p: p, path: at}
 	m, ok := raw.(map[string]any)
 	if !ok {
 		t.at(nil, "an override must be a table; write [%s] followed by name, title, description, annotations or args", toml.Key(at))
@@ -465,7 +465,7 @@ func annotations(t *table) map[string]json.RawMessage {
 		t.errf("annotations", "must be a table, like annotations = { readOnlyHint = true }, not %s", typeName(v))
 		return nil
 	}
-	sub := &table{p: t.p, m: m, path: append(slices.Clone(t.path), "annotations"), profile: t.profile}
+	sub := &table{p: t.p, m: m, path: append(slices.Clone(t.path), "annotations")}
 	sub.unknown(annotationKeys, annotationAliases)
 	out := map[string]json.RawMessage{}
 	for _, key := range annotationKeys {
