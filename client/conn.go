@@ -563,6 +563,10 @@ func (c *Conn) Close() error {
 			c.tr.CloseIdleConnections()
 		}
 		c.handlers.Stop()
+		if c.auth != nil {
+			c.auth.settle(5 * time.Second)
+			c.auth.base.CloseIdleConnections()
+		}
 	})
 	return c.closeErr
 }

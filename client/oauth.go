@@ -59,7 +59,6 @@ type Grant struct {
 	// oauth2.AuthStyleInParams (client_secret_post, or none with an empty
 	// secret); never AuthStyleAutoDetect.
 	AuthStyle oauth2.AuthStyle `json:"auth_style"`
-	AuthURL   string           `json:"auth_url,omitempty"`
 	TokenURL  string           `json:"token_url"`
 	// Resource is the resource indicator (RFC 8707) the token was asked
 	// for, sent again with every refresh.
@@ -240,6 +239,7 @@ type authorizer struct {
 	// says the last write failed.
 	dirty, writing, stale bool
 	written               chan struct{}
+	idle                  chan struct{} // closed when the writer in progress exits
 
 	secrets   []string
 	redactor  *redact.Redactor // over secrets; nil when stale
@@ -441,13 +441,16 @@ func (a *authorizer) persist() <-chan struct{} {
 	done := a.written
 	a.dirty = true
 	if !a.writing {
-		a.writing = true
-		go a.writeLoop()
+		a.writing, a.idle = true, make(chan struct{})
+		go a.writeLoop(a.idle)
 	}
 	return done
 }
 
-func (a *authorizer) writeLoop() {
+// writeLoop writes the grant until no change is left to write, then
+// closes idle. Close waits for it a while (see settle).
+func (a *authorizer) writeLoop(idle chan struct{}) {
+	defer close(idle)
 	for {
 		a.mu.Lock()
 		if !a.dirty {
@@ -479,6 +482,25 @@ func (a *authorizer) writeLoop() {
 		if a.cfg.OnChange != nil {
 			a.cfg.OnChange()
 		}
+	}
+}
+
+// settle waits, at most limit, for the grant's last change to be written:
+// a refresh just before Close must not lose the rotated refresh token, but
+// a keychain that waits for the user must not hold Close for ever.
+func (a *authorizer) settle(limit time.Duration) {
+	a.mu.Lock()
+	idle := a.idle
+	a.mu.Unlock()
+	if idle == nil {
+		return
+	}
+	t := time.NewTimer(limit)
+	defer t.Stop()
+	select {
+	case <-idle:
+	case <-t.C:
+		a.c.log.Warn("closing before the OAuth grant was stored; the store did not answer", "waited", limit)
 	}
 }
 
@@ -762,7 +784,6 @@ func (a *authorizer) refreshDelay(now, from, exp time.Time) time.Duration {
 // expired token. A refresh that fails for a reason that may pass is
 // retried with backoff until the token expires.
 func (a *authorizer) refreshLoop(ctx context.Context) {
-	defer a.base.CloseIdleConnections()
 	var retry time.Duration
 	for {
 		a.mu.Lock()
@@ -843,7 +864,7 @@ func (a *authorizer) signedIn(oc *oauth2.Config, tok *oauth2.Token, reuse *Grant
 	}
 	g := &Grant{
 		ClientID: oc.ClientID, ClientSecret: oc.ClientSecret, AuthStyle: style,
-		AuthURL: oc.Endpoint.AuthURL, TokenURL: oc.Endpoint.TokenURL, Resource: n.resource,
+		TokenURL: oc.Endpoint.TokenURL, Resource: n.resource,
 		RedirectURL: oc.RedirectURL, Scopes: scopes, Token: tok,
 	}
 	if n.tokenURL == oc.Endpoint.TokenURL {

@@ -1681,3 +1681,35 @@ func TestOAuthHubRecordsWantedScopes(t *testing.T) {
 		t.Errorf("after signing in the grant still wants %v", g.Wanted)
 	}
 }
+
+// TestOAuthCloseWaitsForSave checks that Close waits for a save in
+// progress (a refresh just before the hub stops must not lose the rotated
+// refresh token), when the store answers.
+func TestOAuthCloseWaitsForSave(t *testing.T) {
+	as := newFakeAS(t, "a")
+	res := newFakeResource(t, as, false)
+	store := &gateStore{memStore: newMemStore(), entered: make(chan struct{}, 1), release: make(chan struct{})}
+	signIn(t, res, store.memStore)
+	c, _ := newOAuthConn(t, res, &OAuthConfig{Store: store}, TransportStreamableHTTP)
+	timers := useFakeTimers(c)
+	startOAuth(t, c)
+	store.block.Store(true)
+	timers.next(t).fire <- time.Now()
+	recv(t, as.refreshed, "a refresh")
+	recv(t, store.entered, "the refreshed grant to be saved")
+	closed := make(chan error, 1)
+	go func() { closed <- c.Close() }()
+	// Close may not return while the save is in progress; a Close that
+	// did not wait is back within this window.
+	select {
+	case <-closed:
+		t.Fatal("Close returned before the grant was stored")
+	case <-time.After(300 * time.Millisecond):
+	}
+	close(store.release)
+	recv(t, closed, "Close")
+	g := store.grant(t, res.url)
+	if cur, _ := c.auth.current(); g == nil || g.Token == nil || g.Token.RefreshToken != cur.Token.RefreshToken {
+		t.Errorf("after Close the store holds %+v, want the refreshed grant", g)
+	}
+}

@@ -342,8 +342,7 @@ func (t *table) errf(key string, format string, args ...any) *Error {
 
 // at reports a problem at a path below the table.
 func (t *table) at(sub []string, format string, args ...any) *Error {
-	e := t.p.fail(append(slices.Clone(t.path), sub...), t.server, format, args...)
-	return e
+	return t.p.fail(append(slices.Clone(t.path), sub...), t.server, format, args...)
 }
 
 func (t *table) str(key string, dst *string) bool {
