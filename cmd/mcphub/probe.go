@@ -21,6 +21,7 @@ import (
 	"github.com/mcphub/mcphub/client"
 	"github.com/mcphub/mcphub/internal/jsonrpc"
 	"github.com/mcphub/mcphub/internal/redact"
+	"github.com/mcphub/mcphub/registry"
 )
 
 type probeFlags struct {
@@ -117,15 +118,16 @@ func (f *probeFlags) config(args []string) (client.Config, error) {
 		return cfg, errors.New("--client-secret needs --client-id")
 	}
 	// '${NAME}' (quoted, so that the shell leaves it) reads the secret
-	// from the environment, which keeps it out of the process list.
-	if name, ok := strings.CutPrefix(f.clientSecret, "${"); ok && strings.HasSuffix(name, "}") {
-		name = strings.TrimSuffix(name, "}")
-		v, set := os.LookupEnv(name)
-		if !set || v == "" {
-			return cfg, fmt.Errorf("--client-secret names ${%s}, which is not set in this shell", name)
-		}
-		f.clientSecret = v
+	// from the environment, as the registry's client_secret does, which
+	// keeps it out of the process list.
+	secret, unset, err := registry.Expand(f.clientSecret, os.LookupEnv)
+	switch {
+	case err != nil:
+		return cfg, fmt.Errorf("--client-secret: %w", err)
+	case len(unset) > 0:
+		return cfg, fmt.Errorf("--client-secret names ${%s}, which is not set in this shell", unset[0])
 	}
+	f.clientSecret = secret
 	if signIn {
 		cfg.OAuth = &client.OAuthConfig{ClientID: f.clientID, ClientSecret: f.clientSecret, ClientMetadataURL: f.clientMetadataURL, Scopes: f.scopes}
 	}
@@ -190,9 +192,10 @@ func runProbe(ctx context.Context, a *app, cfg client.Config, f probeFlags) erro
 	if cfg.URL != "" && cfg.OAuth == nil && (os.Getenv("BROWSER") != "" || isTerminal(a.stderr)) {
 		cfg.OAuth = &client.OAuthConfig{}
 	}
+	var si *signIn
 	if cfg.OAuth != nil {
-		si, err := a.probeSignIn(&cfg, f)
-		if err != nil {
+		var err error
+		if si, err = a.probeSignIn(&cfg, f); err != nil {
 			return err
 		}
 		defer si.Close()
@@ -226,10 +229,9 @@ func runProbe(ctx context.Context, a *app, cfg client.Config, f probeFlags) erro
 			printCallResult(a.stdout, f.call, res)
 		}
 	}
-	if f.save != "" {
-		if g, err := client.LoadGrant(cfg.OAuth.Store, cfg.URL); err == nil && g != nil && g.Token != nil {
-			fmt.Fprintf(a.stderr, "tokens kept for %s in the %s; hub: %s\n", f.save, a.oauthStore().Backend(), a.reconnectOnHub(ctx, f.save))
-		}
+	if f.save != "" && si.Fetched() > 0 {
+		// This run signed in: the hub is told of the new tokens.
+		fmt.Fprintf(a.stderr, "tokens kept for %s in the %s; hub: %s\n", f.save, a.oauthStore().Backend(), a.reconnectOnHub(ctx, f.save))
 	}
 	if f.asJSON {
 		enc := json.NewEncoder(a.stdout)

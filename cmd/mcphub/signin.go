@@ -14,7 +14,6 @@ import (
 	"strings"
 	"sync"
 	"time"
-	"unicode"
 
 	"github.com/modelcontextprotocol/go-sdk/auth"
 )
@@ -140,9 +139,9 @@ func (s *signIn) Fetch(ctx context.Context, args *auth.AuthorizationArgs) (*auth
 	select {
 	case r := <-s.got:
 		if r.err != "" && r.code == "" {
-			msg := "sign-in refused by the authorization server: " + printable(oneLine(r.err, 100))
+			msg := "sign-in refused by the authorization server: " + oneLine(stripControls(r.err), 100)
 			if r.desc != "" {
-				msg += " (" + printable(oneLine(r.desc, 200)) + ")"
+				msg += " (" + oneLine(stripControls(r.desc), 200) + ")"
 			}
 			return nil, errors.New(msg)
 		}
@@ -155,20 +154,12 @@ func (s *signIn) Fetch(ctx context.Context, args *auth.AuthorizationArgs) (*auth
 // Fetched reports how many authorizations the sign-in asked the browser
 // for.
 func (s *signIn) Fetched() int {
+	if s == nil {
+		return 0
+	}
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	return s.fetched
-}
-
-// printable drops what a terminal would take for a control sequence from
-// text that came in a request anyone could make.
-func printable(s string) string {
-	return strings.Map(func(r rune) rune {
-		if unicode.IsPrint(r) {
-			return r
-		}
-		return -1
-	}, s)
 }
 
 // openBrowser opens url in the user's browser: the programs $BROWSER names

@@ -91,8 +91,8 @@ func TestSignInCallbackTakesOnlyItsState(t *testing.T) {
 	}
 }
 
-func TestPrintable(t *testing.T) {
-	if got := printable("a\x1b]0;pwned\ab\u00e9"); strings.ContainsAny(got, "\x1b\a") || got != "a]0;pwnedb\u00e9" {
-		t.Errorf("printable = %q", got)
+func TestStripControlsOfAnAnswer(t *testing.T) {
+	if got := stripControls("a\x1b]0;pwned\ab\u00e9"); strings.ContainsAny(got, "\x1b\a") || got != "a]0;pwnedb\u00e9" {
+		t.Errorf("stripControls = %q", got)
 	}
 }
