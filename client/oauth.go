@@ -478,10 +478,12 @@ func (a *authorizer) writeLoop(idle chan struct{}) {
 		if err != nil {
 			a.c.log.Warn("could not store the OAuth grant; it lasts as long as this connection", "err", a.scrubErr(err))
 		}
-		close(done)
+		// Told before done closes: whoever waits for the write (a sign-in)
+		// then knows the others were told too.
 		if a.cfg.OnChange != nil {
 			a.cfg.OnChange()
 		}
+		close(done)
 	}
 }
 
