@@ -51,6 +51,9 @@ func (c *Conn) CallWithID(ctx context.Context, id json.RawMessage, method string
 	c.mu.Unlock()
 	defer c.forget(key)
 
+	// The protocol's own _meta keys belong to one hop: a session-era
+	// server negotiated once and reads none of a client's.
+	params = jsonrpc.StripReservedMeta(params)
 	msg := jsonrpc.NewRequest(id, method, params)
 	if err := t.send(ctx, msg, msg.Encode()); err != nil {
 		if ctx.Err() != nil && method != "initialize" {

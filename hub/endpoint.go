@@ -79,12 +79,19 @@ func allSame(vs []string) bool {
 	return true
 }
 
-// checkVersionHeader enforces MCP-Protocol-Version: absent means 2025-03-26
-// (or the negotiated version), present must be a version mcphub serves.
+// checkVersionHeader enforces MCP-Protocol-Version for the session era:
+// absent means 2025-03-26 (or the negotiated version), present must be a
+// version mcphub serves. A GET or DELETE of the stateless era, which has
+// neither, is answered 405.
 func checkVersionHeader(w http.ResponseWriter, r *http.Request) bool {
 	v := r.Header.Get("MCP-Protocol-Version")
 	if v == "" || jsonrpc.IsSessionVersion(v) {
 		return true
+	}
+	if r.Method != http.MethodPost && jsonrpc.EraOf(v) == jsonrpc.EraStateless {
+		w.Header().Set("Allow", "POST")
+		httpError(w, http.StatusMethodNotAllowed, "Method Not Allowed: a "+v+" client only POSTs (no GET stream, no session to DELETE)")
+		return false
 	}
 	httpError(w, http.StatusBadRequest, fmt.Sprintf("Bad Request: Unsupported protocol version %q (supported versions: %s)", v, strings.Join(jsonrpc.SessionVersions, ", ")))
 	return false
@@ -116,6 +123,13 @@ func (e *edge) servePost(w http.ResponseWriter, r *http.Request, endpoint string
 	if msg, body = e.readMessage(w, r); msg == nil {
 		return
 	}
+	if modernRequest(r, msg) {
+		e.serveModern(w, r, endpoint, msg)
+		return
+	}
+	if !checkVersionHeader(w, r) {
+		return
+	}
 	if msg.Method == "initialize" {
 		if !msg.IsRequest() {
 			httpError(w, http.StatusBadRequest, "Bad Request: initialize must be a request")
@@ -144,7 +158,8 @@ func (e *edge) servePost(w http.ResponseWriter, r *http.Request, endpoint string
 
 // readMessage reads and decodes a POST's one JSON-RPC message, answering
 // what is wrong with it itself (nil message): the media type, the body's
-// size or pace, the protocol version header, a batch, invalid JSON-RPC.
+// size or pace, a batch, invalid JSON-RPC. The protocol version header is
+// checked once the message says which era it speaks.
 func (e *edge) readMessage(w http.ResponseWriter, r *http.Request) (*jsonrpc.Message, []byte) {
 	if mt := mediaType(r.Header.Get("Content-Type")); mt != "application/json" {
 		httpError(w, http.StatusUnsupportedMediaType, "Unsupported Media Type: Content-Type must be application/json")
@@ -164,9 +179,6 @@ func (e *edge) readMessage(w http.ResponseWriter, r *http.Request) (*jsonrpc.Mes
 		default:
 			httpError(w, http.StatusBadRequest, "Bad Request: could not read the body")
 		}
-		return nil, body
-	}
-	if !checkVersionHeader(w, r) {
 		return nil, body
 	}
 	if jsonrpc.IsBatch(body) {

@@ -74,7 +74,6 @@ func TestHTTPSessionStatuses(t *testing.T) {
 		{"protocol version absent", "/mcp", ping, []string{"Mcp-Session-Id", c.sid, "MCP-Protocol-Version", ""}, 200},
 		{"protocol version supported", "/mcp", ping, []string{"Mcp-Session-Id", c.sid, "MCP-Protocol-Version", "2025-06-18"}, 200},
 		{"protocol version unsupported", "/mcp", ping, []string{"Mcp-Session-Id", c.sid, "MCP-Protocol-Version", "1999-01-01"}, 400},
-		{"protocol version stateless era", "/mcp", ping, []string{"Mcp-Session-Id", c.sid, "MCP-Protocol-Version", "2026-07-28"}, 400},
 		{"wrong Content-Type", "/mcp", ping, []string{"Mcp-Session-Id", c.sid, "Content-Type", "text/plain"}, 415},
 		{"no Content-Type", "/mcp", ping, []string{"Mcp-Session-Id", c.sid, "Content-Type", ""}, 415},
 		{"Content-Type with charset", "/mcp", ping, []string{"Mcp-Session-Id", c.sid, "Content-Type", "application/json; charset=utf-8"}, 200},

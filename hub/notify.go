@@ -97,6 +97,16 @@ func (f *fanout) flush() {
 			s.deliver(jsonrpc.NewNotification(m, nil).Encode())
 		}
 	}
+	for _, l := range f.sessions.listenersOf("") {
+		if l.created.After(since[l.endpoint]) {
+			continue
+		}
+		for _, m := range slices.Sorted(maps.Keys(pending[l.endpoint])) {
+			if l.methods[m] {
+				l.offer(jsonrpc.NewNotification(m, nil))
+			}
+		}
+	}
 }
 
 // stop cancels a pending window.
@@ -117,6 +127,13 @@ func (f *fanout) notification(server, sessionID string, msg *jsonrpc.Message) {
 		for _, s := range f.sessions.of(server, sessionID) {
 			if s.subscribed(uri) {
 				s.deliver(data)
+			}
+		}
+		if sessionID == "" {
+			for _, l := range f.sessions.listenersOf(server) {
+				if l.uris[uri] {
+					l.offer(msg)
+				}
 			}
 		}
 	case "notifications/message":

@@ -30,6 +30,11 @@ type sessionSet struct {
 	mu   sync.RWMutex
 	byID map[string]*session
 
+	// listeners are the open subscriptions/listen streams of stateless
+	// clients (see listen).
+	lmu       sync.Mutex
+	listeners map[*listener]struct{}
+
 	// calls are the goroutines that run calls answered on an SSE stream:
 	// they outlive their HTTP request, and closeAll waits for them.
 	calls goroutines.Group
@@ -213,6 +218,11 @@ func (set *sessionSet) endEndpoint(endpoint string) {
 	for _, s := range set.list() {
 		if s.endpoint == endpoint {
 			set.end(s)
+		}
+	}
+	for _, l := range set.listenersOf("") {
+		if l.endpoint == endpoint {
+			l.end()
 		}
 	}
 }

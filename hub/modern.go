@@ -1,0 +1,369 @@
+package hub
+
+import (
+	"context"
+	"encoding/json"
+	"net/http"
+	"strconv"
+	"sync"
+	"time"
+
+	"github.com/mcphub/mcphub/internal/jsonrpc"
+	"github.com/mcphub/mcphub/internal/sse"
+)
+
+// The 2026-07-28 revision is stateless: no initialize and no session; each
+// request carries its protocol version and client capabilities in _meta,
+// and is answered on its own POST. The hub serves it beside the session era
+// on every endpoint, choosing by how each request speaks (modernRequest).
+
+// modernRequest reports whether a POSTed message speaks the stateless era:
+// its MCP-Protocol-Version header says 2026-07-28, or its _meta names a
+// protocol version and the header names no session-era one. Everything else
+// (initialize, requests of a session) is served as before.
+func modernRequest(r *http.Request, m *jsonrpc.Message) bool {
+	hv := r.Header.Get("MCP-Protocol-Version")
+	if jsonrpc.EraOf(hv) == jsonrpc.EraStateless {
+		return true
+	}
+	if jsonrpc.IsSessionVersion(hv) {
+		return false
+	}
+	_, has := jsonrpc.MetaMember(m.Params, jsonrpc.MetaProtocolVersion)
+	return has
+}
+
+// modernRoutes are the methods of the stateless era; the session era's
+// table serves those they share. What the revision removed (initialize,
+// ping, logging/setLevel, resources/subscribe and unsubscribe) is not here
+// and is answered 404 with -32601, as any unknown method.
+var modernRoutes = map[string]bool{
+	"server/discover":          true,
+	"subscriptions/listen":     true,
+	"tools/list":               true,
+	"prompts/list":             true,
+	"resources/list":           true,
+	"resources/templates/list": true,
+	"tools/call":               true,
+	"prompts/get":              true,
+	"resources/read":           true,
+	"completion/complete":      true,
+}
+
+// modernHeaderNamed are the methods whose Mcp-Name header repeats a member
+// of params.
+var modernHeaderNamed = map[string]string{
+	"tools/call":     "name",
+	"prompts/get":    "name",
+	"resources/read": "uri",
+}
+
+// Caching hints (SEP-2549) on list and read results. The hub's lists
+// follow its upstreams live, so a client may reuse them briefly; a client
+// that must see changes at once listens for them (subscriptions/listen).
+const (
+	listTTL      = 10 * time.Second
+	cacheScope   = "private"
+	modernMaxLog = 200 // bounds a client-chosen value in an error message
+)
+
+// modernCall is one stateless request: its checked _meta and the
+// per-request state a session would otherwise hold.
+type modernCall struct {
+	m        *jsonrpc.Message
+	version  string
+	caps     json.RawMessage
+	info     json.RawMessage
+	logLevel string // "" = the client asked for no log messages
+}
+
+// serveModern serves one message of the stateless era.
+func (e *edge) serveModern(w http.ResponseWriter, r *http.Request, endpoint string, m *jsonrpc.Message) {
+	switch m.Kind() {
+	case jsonrpc.KindNotification:
+		// The revision defines no client notification over HTTP (closing
+		// a stream cancels its request); one is accepted and dropped.
+		w.WriteHeader(http.StatusAccepted)
+		return
+	case jsonrpc.KindResponse, jsonrpc.KindErrorResponse:
+		writeRPCError(w, http.StatusBadRequest, nil, jsonrpc.NewError(jsonrpc.CodeInvalidRequest,
+			"Invalid Request: a 2026-07-28 client sends no responses; server requests come as input_required results"))
+		return
+	}
+	mc, rpcErr, status := checkModern(r, m)
+	if rpcErr != nil {
+		writeRPCError(w, status, m.ID, rpcErr)
+		return
+	}
+	e.sessions.modern(w, r, endpoint, mc)
+}
+
+// checkModern checks a stateless request's _meta and headers, in the order
+// the revision gives: the required _meta members (-32602), the version
+// header against _meta (-32020), the version itself (-32022), the method
+// (404, -32601), then the Mcp-Method and Mcp-Name headers (-32020).
+func checkModern(r *http.Request, m *jsonrpc.Message) (*modernCall, *jsonrpc.Error, int) {
+	meta, ok := jsonrpc.Member(m.Params, "_meta")
+	if !ok || len(meta) == 0 || meta[0] != '{' {
+		return nil, jsonrpc.NewError(jsonrpc.CodeInvalidParams,
+			"Invalid params: a 2026-07-28 request carries _meta with "+jsonrpc.MetaProtocolVersion+" and "+jsonrpc.MetaClientCapabilities), http.StatusBadRequest
+	}
+	mc := &modernCall{m: m}
+	var hasVersion, hasCaps bool
+	jsonrpc.Members(meta, func(k []byte, v json.RawMessage) {
+		switch string(k) {
+		case jsonrpc.MetaProtocolVersion:
+			mc.version, hasVersion = jsonrpc.String(v)
+		case jsonrpc.MetaClientCapabilities:
+			mc.caps, hasCaps = v, len(v) > 0 && v[0] == '{'
+		case jsonrpc.MetaClientInfo:
+			mc.info = v
+		case jsonrpc.MetaLogLevel:
+			mc.logLevel, _ = jsonrpc.String(v)
+		}
+	})
+	switch {
+	case !hasVersion:
+		return nil, jsonrpc.NewError(jsonrpc.CodeInvalidParams, "Invalid params: _meta lacks "+jsonrpc.MetaProtocolVersion+" (a string)"), http.StatusBadRequest
+	case !hasCaps:
+		return nil, jsonrpc.NewError(jsonrpc.CodeInvalidParams, "Invalid params: _meta lacks "+jsonrpc.MetaClientCapabilities+" (an object)"), http.StatusBadRequest
+	}
+	if hv := r.Header.Get("MCP-Protocol-Version"); hv != mc.version {
+		return nil, jsonrpc.NewError(jsonrpc.CodeHeaderMismatch, "Header mismatch: MCP-Protocol-Version "+
+			strconv.Quote(logValue(hv))+" is not the _meta protocol version "+strconv.Quote(logValue(mc.version))), http.StatusBadRequest
+	}
+	if jsonrpc.EraOf(mc.version) != jsonrpc.EraStateless {
+		return nil, unsupportedVersion(mc.version), http.StatusBadRequest
+	}
+	if mc.logLevel != "" && levelRank(mc.logLevel) < 0 {
+		return nil, jsonrpc.Errorf(jsonrpc.CodeInvalidParams, "Invalid params: unknown log level %q in _meta", logValue(mc.logLevel)), http.StatusBadRequest
+	}
+	if !modernRoutes[m.Method] {
+		return nil, jsonrpc.Errorf(jsonrpc.CodeMethodNotFound, "Method not found: %s (the 2026-07-28 revision has no such method)", logValue(m.Method)), http.StatusNotFound
+	}
+	if hm := r.Header.Get("Mcp-Method"); hm != m.Method {
+		return nil, jsonrpc.Errorf(jsonrpc.CodeHeaderMismatch, "Header mismatch: Mcp-Method %q is not the body's method %q", logValue(hm), logValue(m.Method)), http.StatusBadRequest
+	}
+	if member, ok := modernHeaderNamed[m.Method]; ok {
+		want, _ := jsonrpc.StringMember(m.Params, member)
+		hn, err := jsonrpc.DecodeHeaderValue(r.Header.Get("Mcp-Name"))
+		if err != nil || hn != want {
+			return nil, jsonrpc.Errorf(jsonrpc.CodeHeaderMismatch, "Header mismatch: Mcp-Name is not params.%s %q", member, logValue(want)), http.StatusBadRequest
+		}
+	}
+	return mc, nil, 0
+}
+
+// unsupportedVersion is the -32022 error for a version the hub does not
+// serve, listing those it does.
+func unsupportedVersion(requested string) *jsonrpc.Error {
+	data := []byte(`{"supported":`)
+	data = appendVersions(data)
+	data = append(data, `,"requested":`...)
+	data = jsonrpc.AppendString(data, requested)
+	data = append(data, '}')
+	return jsonrpc.NewError(jsonrpc.CodeUnsupportedProtocolVersion, "Unsupported protocol version").WithData(data)
+}
+
+// appendVersions appends the versions the hub serves, newest first.
+func appendVersions(dst []byte) []byte {
+	dst = append(dst, '[')
+	for i := len(jsonrpc.Versions) - 1; i >= 0; i-- {
+		dst = jsonrpc.AppendString(dst, jsonrpc.Versions[i])
+		if i > 0 {
+			dst = append(dst, ',')
+		}
+	}
+	return append(dst, ']')
+}
+
+// modern runs one stateless request: it gets a session that lives as long
+// as the request (never listed, stored or resumed) so the router serves it
+// as it serves a session's, and its answer is JSON, or an SSE stream
+// without event ids once the call has something to say before its result.
+func (set *sessionSet) modern(w http.ResponseWriter, r *http.Request, endpoint string, mc *modernCall) {
+	m := mc.m
+	if m.Method == "server/discover" {
+		if !set.servers.warmed(r.Context()) {
+			return
+		}
+		writeJSONReply(w, http.StatusOK, m.ID, jsonrpc.NewResponse(m.ID, set.servers.discoverResult(endpoint, set.version)).Encode())
+		return
+	}
+	if m.Method == "subscriptions/listen" {
+		set.listen(w, r, endpoint, mc)
+		return
+	}
+	// The call ends with its connection (closing the stream is the
+	// cancellation) or with the hub.
+	ctx, cancel := context.WithCancelCause(r.Context())
+	defer cancel(nil)
+	stop := context.AfterFunc(set.ctx, func() { cancel(errSessionEnded) })
+	defer stop()
+	s := newSession(ctx, endpoint, mc.version, mc.info, mc.caps)
+	s.id = "" // the shared upstream connections serve it
+	defer s.close()
+
+	out := &modernReply{w: w, sse: parseAccept(acceptHeader(r)).mode >= acceptSSEOnly}
+	ctl := http.NewResponseController(w)
+	ctl.SetWriteDeadline(time.Time{})
+	res, err := set.router.route(ctx, s, m, &modernPeer{sessionPeer: sessionPeer{s: s, send: out.send}, level: mc.logLevel})
+	if r.Context().Err() != nil {
+		return // the client closed the stream: the request is cancelled
+	}
+	var body []byte
+	status := http.StatusOK
+	if err != nil {
+		var e *jsonrpc.Error
+		e, status = modernError(err, endpoint)
+		body = jsonrpc.NewErrorResponse(m.ID, e).Encode()
+	} else {
+		body = jsonrpc.NewResponse(m.ID, modernResult(m.Method, res)).Encode()
+	}
+	ctl.SetWriteDeadline(time.Now().Add(writeTimeout))
+	out.finish(status, body)
+}
+
+// modernError is rpcError for a stateless client: a resource that does not
+// exist is -32602 with the URI (the revision retired -32002), and what the
+// method table refuses is 404.
+func modernError(err error, endpoint string) (*jsonrpc.Error, int) {
+	e, status := rpcError(err, endpoint)
+	switch e.Code {
+	case codeResourceNotFound:
+		e = jsonrpc.NewError(jsonrpc.CodeInvalidParams, e.Message).WithData(e.Data)
+	case jsonrpc.CodeMissingRequiredCapability:
+		status = http.StatusBadRequest
+	}
+	return e, status
+}
+
+// modernResult is a result as a 2026-07-28 client reads it: with resultType
+// (results of session-era servers have none: they are complete), and the
+// caching hints on lists and reads.
+func modernResult(method string, res json.RawMessage) json.RawMessage {
+	out := res
+	if _, ok := jsonrpc.Member(out, "resultType"); !ok {
+		if o, err := jsonrpc.SetMember(out, "resultType", jsonrpc.Quote("complete")); err == nil {
+			out = o
+		}
+	}
+	switch method {
+	case "tools/list", "prompts/list", "resources/list", "resources/templates/list", "resources/read":
+		if rt, _ := jsonrpc.StringMember(out, "resultType"); rt != "complete" {
+			break
+		}
+		if _, ok := jsonrpc.Member(out, "ttlMs"); !ok {
+			if o, err := jsonrpc.SetMember(out, "ttlMs", strconv.AppendInt(nil, listTTL.Milliseconds(), 10)); err == nil {
+				out = o
+			}
+		}
+		if _, ok := jsonrpc.Member(out, "cacheScope"); !ok {
+			if o, err := jsonrpc.SetMember(out, "cacheScope", jsonrpc.Quote(cacheScope)); err == nil {
+				out = o
+			}
+		}
+	}
+	return out
+}
+
+// discoverResult answers server/discover: the endpoint's capabilities,
+// instructions and serverInfo as initialize would give them, with the
+// versions the hub serves.
+func (ss *serverSet) discoverResult(endpoint, hubVersion string) json.RawMessage {
+	init := ss.initializeResult(endpoint, jsonrpc.Version20260728, hubVersion)
+	out, err := jsonrpc.DeleteMember(init, "protocolVersion")
+	if err != nil {
+		return init
+	}
+	info, _ := jsonrpc.Member(out, "serverInfo")
+	if out, err = jsonrpc.DeleteMember(out, "serverInfo"); err != nil {
+		return init
+	}
+	out, _ = jsonrpc.SetMember(out, "supportedVersions", appendVersions(nil))
+	if info != nil {
+		if o, err := jsonrpc.SetMeta(out, jsonrpc.MetaServerInfo, info); err == nil {
+			out = o
+		}
+	}
+	out, _ = jsonrpc.SetMember(out, "ttlMs", strconv.AppendInt(nil, listTTL.Milliseconds(), 10))
+	out, _ = jsonrpc.SetMember(out, "cacheScope", jsonrpc.Quote(cacheScope))
+	return modernResult("server/discover", out)
+}
+
+// modernPeer takes what an upstream sends about a stateless call: progress
+// for its token, log messages only at the level its _meta asked for (none
+// without one).
+type modernPeer struct {
+	sessionPeer
+	level string
+}
+
+func (p *modernPeer) Forwarded(json.RawMessage, string, json.RawMessage) {}
+
+func (p *modernPeer) Notify(msg *jsonrpc.Message) {
+	switch msg.Method {
+	case "notifications/message":
+		level, _ := jsonrpc.StringMember(msg.Params, "level")
+		if p.level == "" || !admits(p.level, level) {
+			return
+		}
+	case "notifications/progress":
+		if !p.advance(msg.Params) {
+			return
+		}
+	default:
+		return // nothing else relates to the request
+	}
+	p.send(msg.Encode())
+}
+
+func (p *modernPeer) Request(ctx context.Context, method string, params json.RawMessage) (json.RawMessage, error) {
+	return nil, jsonrpc.Errorf(jsonrpc.CodeMethodNotFound, "a 2026-07-28 client takes no %s request; the server must ask with an input_required result", method)
+}
+
+// modernReply answers a stateless call: JSON, unless something is sent
+// before the result and the client takes SSE; then an SSE stream without
+// event ids (the revision does not resume streams), which the result ends.
+type modernReply struct {
+	w   http.ResponseWriter
+	sse bool
+
+	mu     sync.Mutex
+	sw     *sse.Writer // once streaming
+	failed bool
+}
+
+func (o *modernReply) send(data []byte) {
+	o.mu.Lock()
+	defer o.mu.Unlock()
+	if !o.sse || o.failed {
+		return // a JSON reply carries only the result
+	}
+	if o.sw == nil {
+		sseHeaders(o.w)
+		o.sw = sse.NewWriter(flushWriter{o.w, http.NewResponseController(o.w)})
+	}
+	o.writeLocked(data)
+}
+
+func (o *modernReply) writeLocked(data []byte) {
+	if o.sw.WriteEvent(sse.Event{Data: string(data), HasData: true}) != nil {
+		o.failed = true
+	}
+}
+
+func (o *modernReply) finish(status int, body []byte) {
+	o.mu.Lock()
+	defer o.mu.Unlock()
+	if o.sw != nil {
+		if !o.failed {
+			o.writeLocked(body)
+		}
+		return
+	}
+	o.w.Header().Set("Content-Type", "application/json")
+	o.w.Header().Set("Content-Length", strconv.Itoa(len(body)))
+	o.w.WriteHeader(status)
+	o.w.Write(body)
+}

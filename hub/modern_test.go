@@ -1,0 +1,317 @@
+package hub
+
+import (
+	"context"
+	"encoding/json"
+	"fmt"
+	"net/http"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/mcphub/mcphub/internal/jsonrpc"
+)
+
+// modernMeta is the _meta of a 2026-07-28 request; extra members follow.
+func modernMeta(extra string) string {
+	m := `"io.modelcontextprotocol/protocolVersion":"2026-07-28","io.modelcontextprotocol/clientCapabilities":{},"io.modelcontextprotocol/clientInfo":{"name":"t","version":"1"}`
+	if extra != "" {
+		m += "," + extra
+	}
+	return "{" + m + "}"
+}
+
+// modernBody is a 2026-07-28 request whose params get the standard _meta
+// (params "" = none but _meta).
+func modernBody(id int, method, params string) string {
+	p := `{"_meta":` + modernMeta("") + `}`
+	if params != "" {
+		p = strings.Replace(params, "{", `{"_meta":`+modernMeta("")+`,`, 1)
+	}
+	return rpc(id, method, p)
+}
+
+// modernHeaders are the headers a 2026-07-28 client sends with a request
+// for method (and the name it names, if any); kv follow and override.
+func modernHeaders(method, name string, kv ...string) []string {
+	h := []string{"MCP-Protocol-Version", "2026-07-28", "Mcp-Method", method}
+	if name != "" {
+		h = append(h, "Mcp-Name", name)
+	}
+	return append(h, kv...)
+}
+
+// TestModernChecks: a 2026-07-28 request is checked as the revision says,
+// each error echoing the request's id with its code and HTTP status.
+func TestModernChecks(t *testing.T) {
+	th := startHub(t, twoServers, nil)
+	meta := modernMeta("")
+	tests := []struct {
+		name   string
+		body   string
+		kv     []string
+		status int
+		code   int
+	}{
+		{"no _meta", rpc(7, "server/discover", `{}`), modernHeaders("server/discover", ""), 400, jsonrpc.CodeInvalidParams},
+		{"no protocol version", rpc(7, "server/discover", `{"_meta":{"io.modelcontextprotocol/clientCapabilities":{}}}`), modernHeaders("server/discover", ""), 400, jsonrpc.CodeInvalidParams},
+		{"no client capabilities", rpc(7, "server/discover", `{"_meta":{"io.modelcontextprotocol/protocolVersion":"2026-07-28"}}`), modernHeaders("server/discover", ""), 400, jsonrpc.CodeInvalidParams},
+		{"header and _meta differ", rpc(7, "server/discover", `{"_meta":{"io.modelcontextprotocol/protocolVersion":"v999","io.modelcontextprotocol/clientCapabilities":{}}}`), modernHeaders("server/discover", ""), 400, jsonrpc.CodeHeaderMismatch},
+		{"no version header", modernBody(7, "server/discover", ""), modernHeaders("server/discover", "", "MCP-Protocol-Version", ""), 400, jsonrpc.CodeHeaderMismatch},
+		{"unknown log level", rpc(7, "tools/list", `{"_meta":`+modernMeta(`"io.modelcontextprotocol/logLevel":"loud"`)+`}`), modernHeaders("tools/list", ""), 400, jsonrpc.CodeInvalidParams},
+		{"initialize is removed", modernBody(7, "initialize", ""), modernHeaders("initialize", ""), 404, jsonrpc.CodeMethodNotFound},
+		{"ping is removed", modernBody(7, "ping", ""), modernHeaders("ping", ""), 404, jsonrpc.CodeMethodNotFound},
+		{"logging/setLevel is removed", modernBody(7, "logging/setLevel", `{"level":"info"}`), modernHeaders("logging/setLevel", ""), 404, jsonrpc.CodeMethodNotFound},
+		{"resources/subscribe is removed", modernBody(7, "resources/subscribe", `{"uri":"x:a"}`), modernHeaders("resources/subscribe", ""), 404, jsonrpc.CodeMethodNotFound},
+		{"unknown method", modernBody(7, "unknown/method", ""), modernHeaders("unknown/method", ""), 404, jsonrpc.CodeMethodNotFound},
+		{"no Mcp-Method", modernBody(7, "tools/list", ""), modernHeaders("tools/list", "", "Mcp-Method", ""), 400, jsonrpc.CodeHeaderMismatch},
+		{"Mcp-Method of another method", modernBody(7, "tools/list", ""), modernHeaders("prompts/list", ""), 400, jsonrpc.CodeHeaderMismatch},
+		{"Mcp-Method values are case-sensitive", modernBody(7, "tools/list", ""), modernHeaders("TOOLS/LIST", ""), 400, jsonrpc.CodeHeaderMismatch},
+		{"no Mcp-Name", modernBody(7, "tools/call", `{"name":"alpha__a"}`), modernHeaders("tools/call", ""), 400, jsonrpc.CodeHeaderMismatch},
+		{"Mcp-Name of another tool", modernBody(7, "tools/call", `{"name":"alpha__a"}`), modernHeaders("tools/call", "alpha__b"), 400, jsonrpc.CodeHeaderMismatch},
+		{"Mcp-Name with broken base64", modernBody(7, "resources/read", `{"uri":"x:a"}`), modernHeaders("resources/read", "=?base64?eDph!?="), 400, jsonrpc.CodeHeaderMismatch},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			r := th.send(http.MethodPost, "/mcp", tt.body, tt.kv...)
+			if r.status != tt.status {
+				t.Fatalf("status = %d %s, want %d", r.status, r.body, tt.status)
+			}
+			rpcErr(t, r, tt.code, "7")
+			if r.header.Get("Mcp-Session-Id") != "" {
+				t.Error("a stateless request was given a session id")
+			}
+		})
+	}
+
+	t.Run("unsupported version lists the supported ones", func(t *testing.T) {
+		body := rpc(8, "server/discover", `{"_meta":{"io.modelcontextprotocol/protocolVersion":"v999","io.modelcontextprotocol/clientCapabilities":{}}}`)
+		r := th.send(http.MethodPost, "/mcp", body, modernHeaders("server/discover", "", "MCP-Protocol-Version", "v999")...)
+		if r.status != 400 {
+			t.Fatalf("status = %d %s, want 400", r.status, r.body)
+		}
+		e := rpcErr(t, r, jsonrpc.CodeUnsupportedProtocolVersion, "8")
+		var data struct {
+			Supported []string `json:"supported"`
+			Requested string   `json:"requested"`
+		}
+		if err := json.Unmarshal(e.Data, &data); err != nil || data.Requested != "v999" || len(data.Supported) != len(jsonrpc.Versions) || data.Supported[0] != "2026-07-28" {
+			t.Errorf("data = %s", e.Data)
+		}
+	})
+	t.Run("GET and DELETE are not allowed", func(t *testing.T) {
+		for _, m := range []string{http.MethodGet, http.MethodDelete} {
+			r := th.send(m, "/mcp", "", "MCP-Protocol-Version", "2026-07-28")
+			if r.status != http.StatusMethodNotAllowed || r.header.Get("Allow") != "POST" {
+				t.Errorf("%s: %d Allow %q, want 405 with Allow POST", m, r.status, r.header.Get("Allow"))
+			}
+		}
+	})
+	t.Run("a notification is accepted and dropped", func(t *testing.T) {
+		r := th.send(http.MethodPost, "/mcp", `{"jsonrpc":"2.0","method":"notifications/cancelled","params":{"requestId":1,"_meta":`+meta+`}}`,
+			modernHeaders("notifications/cancelled", "")...)
+		if r.status != http.StatusAccepted {
+			t.Errorf("status = %d %s, want 202", r.status, r.body)
+		}
+	})
+	t.Run("a response is refused", func(t *testing.T) {
+		r := th.send(http.MethodPost, "/mcp", `{"jsonrpc":"2.0","id":3,"result":{}}`, modernHeaders("", "")...)
+		if r.status != http.StatusBadRequest {
+			t.Errorf("status = %d %s, want 400", r.status, r.body)
+		}
+	})
+	t.Run("a session-era header keeps the session era", func(t *testing.T) {
+		r := th.send(http.MethodPost, "/mcp", modernBody(9, "tools/list", ""), "MCP-Protocol-Version", "2025-11-25")
+		if r.status != 400 || !strings.Contains(string(r.body), "Mcp-Session-Id") {
+			t.Errorf("status = %d %s, want the session era's 400 for a missing session", r.status, r.body)
+		}
+	})
+}
+
+// TestModernDiscover: server/discover gives the view's capabilities, the
+// versions the hub serves, and mcphub's serverInfo in _meta.
+func TestModernDiscover(t *testing.T) {
+	th := startHub(t, twoServers, nil)
+	r := th.send(http.MethodPost, "/mcp", modernBody(1, "server/discover", ""), modernHeaders("server/discover", "")...)
+	if r.status != 200 {
+		t.Fatalf("status = %d %s", r.status, r.body)
+	}
+	var res struct {
+		ResultType        string          `json:"resultType"`
+		SupportedVersions []string        `json:"supportedVersions"`
+		Capabilities      json.RawMessage `json:"capabilities"`
+		TTL               *int            `json:"ttlMs"`
+		CacheScope        string          `json:"cacheScope"`
+		ProtocolVersion   *string         `json:"protocolVersion"`
+		Meta              map[string]struct {
+			Name string `json:"name"`
+		} `json:"_meta"`
+	}
+	if err := json.Unmarshal(r.msg(t).Result, &res); err != nil {
+		t.Fatal(err)
+	}
+	if res.ResultType != "complete" || res.TTL == nil || res.CacheScope == "" || res.ProtocolVersion != nil {
+		t.Errorf("discover = %s", r.body)
+	}
+	if strings.Join(res.SupportedVersions, ",") != "2026-07-28,2025-11-25,2025-06-18,2025-03-26,2024-11-05" {
+		t.Errorf("supportedVersions = %v", res.SupportedVersions)
+	}
+	if _, ok := jsonrpc.Member(res.Capabilities, "tools"); !ok {
+		t.Errorf("capabilities = %s", res.Capabilities)
+	}
+	if res.Meta[jsonrpc.MetaServerInfo].Name != "mcphub" {
+		t.Errorf("_meta = %v, want mcphub's serverInfo", res.Meta)
+	}
+	if n := th.h.sessions.len(); n != 0 {
+		t.Errorf("%d sessions after a stateless request", n)
+	}
+}
+
+// TestModernCall: a stateless call reaches the upstream on its shared
+// connection without the protocol's _meta, and its result says it is
+// complete; lists carry the caching hints.
+func TestModernCall(t *testing.T) {
+	th := startHub(t, twoServers, map[string]*fakeUpstream{"alpha": newFake("alpha").setList("tools/list", toolItems("a"))})
+	r := th.send(http.MethodPost, "/mcp", modernBody(2, "tools/call", `{"name":"alpha__a","arguments":{"x":1}}`), modernHeaders("tools/call", "alpha__a")...)
+	if r.status != 200 {
+		t.Fatalf("status = %d %s", r.status, r.body)
+	}
+	if rt, _ := jsonrpc.StringMember(r.msg(t).Result, "resultType"); rt != "complete" {
+		t.Errorf("result = %s, want resultType complete", r.body)
+	}
+	c := th.fakes["alpha"].nextCall(t)
+	if c.Session != "" {
+		t.Errorf("the call came from session %q, want the shared connection", c.Session)
+	}
+	if name, _ := jsonrpc.StringMember(c.Params, "name"); name != "a" {
+		t.Errorf("upstream params = %s", c.Params)
+	}
+
+	r = th.send(http.MethodPost, "/mcp", modernBody(3, "tools/list", ""), modernHeaders("tools/list", "")...)
+	res := r.msg(t).Result
+	ttl, _ := jsonrpc.Member(res, "ttlMs")
+	scope, _ := jsonrpc.StringMember(res, "cacheScope")
+	rt, _ := jsonrpc.StringMember(res, "resultType")
+	if string(ttl) != fmt.Sprint(listTTL.Milliseconds()) || scope != cacheScope || rt != "complete" {
+		t.Errorf("tools/list = %s", res)
+	}
+
+	// A base64 Mcp-Name names the same tool.
+	r = th.send(http.MethodPost, "/mcp", modernBody(4, "tools/call", `{"name":"alpha__a"}`), modernHeaders("tools/call", jsonrpc.EncodeHeaderValue(" alpha__a"))...)
+	if r.status != 400 {
+		t.Errorf("a name with a space encoded for another name: %d %s", r.status, r.body)
+	}
+	r = th.send(http.MethodPost, "/mcp", modernBody(5, "tools/call", `{"name":"alpha__a"}`), modernHeaders("tools/call", "=?base64?YWxwaGFfX2E=?=")...)
+	if r.status != 200 {
+		t.Errorf("a base64 Mcp-Name: %d %s", r.status, r.body)
+	}
+	if n := th.h.sessions.len(); n != 0 {
+		t.Errorf("%d sessions after stateless requests", n)
+	}
+}
+
+// TestModernResourceNotFound: a stateless client gets -32602 with the URI
+// for a resource no server offers (the revision retired -32002).
+func TestModernResourceNotFound(t *testing.T) {
+	th := startHub(t, twoServers, nil)
+	const uri = "test://nonexistent"
+	r := th.send(http.MethodPost, "/mcp", modernBody(6, "resources/read", `{"uri":"`+uri+`"}`), modernHeaders("resources/read", uri)...)
+	e := rpcErr(t, r, jsonrpc.CodeInvalidParams, "6")
+	if got, _ := jsonrpc.StringMember(e.Data, "uri"); got != uri {
+		t.Errorf("data = %s", e.Data)
+	}
+}
+
+// TestModernStream: what the upstream sends about a stateless call comes
+// on the call's SSE stream before its result, without event ids: progress
+// always, log messages only at the level the request's _meta asks for.
+func TestModernStream(t *testing.T) {
+	fake := newFake("alpha").setList("tools/list", toolItems("a")).setHandler(func(ctx context.Context, c *fakeCall) (json.RawMessage, error) {
+		c.Peer.Notify(jsonrpc.NewNotification("notifications/message", json.RawMessage(`{"level":"debug","data":"low"}`)))
+		c.Peer.Notify(jsonrpc.NewNotification("notifications/message", json.RawMessage(`{"level":"warning","data":"high"}`)))
+		c.Peer.Notify(jsonrpc.NewNotification("notifications/progress", json.RawMessage(`{"progressToken":"p1","progress":1}`)))
+		c.Peer.Notify(jsonrpc.NewNotification("notifications/resources/updated", json.RawMessage(`{"uri":"x:a"}`)))
+		return json.RawMessage(`{"content":[]}`), nil
+	})
+	th := startHub(t, twoServers, map[string]*fakeUpstream{"alpha": fake})
+	read := func(level string) []string {
+		t.Helper()
+		meta := modernMeta(`"progressToken":"p1"`)
+		if level != "" {
+			meta = modernMeta(`"progressToken":"p1","io.modelcontextprotocol/logLevel":"` + level + `"`)
+		}
+		s := th.open(http.MethodPost, "/mcp", rpc(1, "tools/call", `{"name":"alpha__a","_meta":`+meta+`}`), modernHeaders("tools/call", "alpha__a")...)
+		if ct := s.resp.Header.Get("Content-Type"); ct != "text/event-stream" {
+			t.Fatalf("Content-Type %q, want an SSE stream", ct)
+		}
+		var got []string
+		for {
+			ev := s.next()
+			if ev.HasID {
+				t.Errorf("event %q has an id; the revision does not resume streams", ev.Data)
+			}
+			m, err := jsonrpc.Decode([]byte(ev.Data))
+			if err != nil {
+				t.Fatal(err)
+			}
+			if m.Method == "" {
+				got = append(got, "result")
+				s.wantEnd()
+				return got
+			}
+			d, _ := jsonrpc.StringMember(m.Params, "data")
+			got = append(got, m.Method+" "+d)
+		}
+	}
+	if got := strings.Join(read(""), ", "); got != "notifications/progress , result" {
+		t.Errorf("without a log level: %s", got)
+	}
+	if got := strings.Join(read("info"), ", "); got != "notifications/message high, notifications/progress , result" {
+		t.Errorf("at info: %s", got)
+	}
+}
+
+// TestModernListen: subscriptions/listen acknowledges first, then sends
+// only what the client opted in to, each tagged with its subscription id;
+// a second filter does not hear what the first does.
+func TestModernListen(t *testing.T) {
+	fake := newFake("alpha").setList("tools/list", toolItems("a"))
+	th := startHub(t, twoServers, map[string]*fakeUpstream{"alpha": fake}, func(o *Options) { o.ListChangedDelay = time.Millisecond })
+	open := func(id int, filter string) *sseClient {
+		s := th.open(http.MethodPost, "/mcp", modernBody(id, "subscriptions/listen", `{"notifications":`+filter+`}`), modernHeaders("subscriptions/listen", "")...)
+		if s.resp.StatusCode != 200 {
+			t.Fatalf("listen: %d", s.resp.StatusCode)
+		}
+		m, _ := s.nextMsg()
+		if m.Method != "notifications/subscriptions/acknowledged" {
+			t.Fatalf("first message %s, want the acknowledgement", m.Method)
+		}
+		if sub, _ := jsonrpc.MetaMember(m.Params, jsonrpc.MetaSubscriptionID); string(sub) != fmt.Sprint(id) {
+			t.Errorf("ack params = %s, want subscription id %d", m.Params, id)
+		}
+		return s
+	}
+	tools := open(41, `{"toolsListChanged":true}`)
+	prompts := open(42, `{"promptsListChanged":true}`)
+	eventually(t, "both listeners registered", func() bool { return len(th.h.sessions.listenersOf("")) == 2 })
+
+	fake.setList("tools/list", toolItems("a", "b")).changed()
+	m, _ := tools.nextMsg()
+	if m.Method != "notifications/tools/list_changed" {
+		t.Fatalf("got %s, want tools/list_changed", m.Method)
+	}
+	if sub, _ := jsonrpc.MetaMember(m.Params, jsonrpc.MetaSubscriptionID); string(sub) != "41" {
+		t.Errorf("params = %s, want subscription id 41", m.Params)
+	}
+	// The flush that reached the first listener has passed the second.
+	for _, l := range th.h.sessions.listenersOf("") {
+		if string(l.id) == "42" && len(l.ch) != 0 {
+			t.Errorf("the prompts-only listener was given %d notifications", len(l.ch))
+		}
+	}
+	prompts.stop()
+	eventually(t, "a closed listener is dropped", func() bool { return len(th.h.sessions.listenersOf("")) == 1 })
+	if n := th.h.sessions.len(); n != 0 {
+		t.Errorf("%d sessions for listeners", n)
+	}
+}
