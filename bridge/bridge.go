@@ -138,6 +138,9 @@ type Status struct {
 	// while there is none, PID also 0 for a remote server.
 	Transport string
 	PID       int
+	// Protocol is the revision the current connection speaks:
+	// 2026-07-28 (stateless) or the session's negotiated one.
+	Protocol string
 	// Since is when the last connection was made.
 	Since time.Time
 	// LastError is why the last attempt failed or connection was lost.

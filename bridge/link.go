@@ -405,6 +405,9 @@ func (l *link) status() Status {
 	st := Status{State: l.state, Since: l.since, LastError: l.lastErr, Restarts: l.restarts}
 	if l.conn != nil {
 		st.Transport, st.PID = l.conn.Transport(), l.conn.PID()
+		if init := l.conn.Initialize(); init != nil {
+			st.Protocol = init.ProtocolVersion
+		}
 	}
 	return st
 }

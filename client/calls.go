@@ -44,6 +44,24 @@ func (c *Conn) CallWithID(ctx context.Context, id json.RawMessage, method string
 	if c.ctx.Err() != nil {
 		return nil, ErrClosed
 	}
+	ping := false
+	if c.Modern() {
+		if c.modernLocal(method, params) {
+			return json.RawMessage(`{}`), nil
+		}
+		if method == "ping" {
+			// A stateless server has no ping; discover proves it answers.
+			method, params, ping = "server/discover", nil, true
+		}
+		var err error
+		if params, err = c.withModernMeta(ctx, params); err != nil {
+			return nil, err
+		}
+	} else if method != "server/discover" { // the era probe's are its own
+		// The protocol's own _meta keys belong to one hop: a session-era
+		// server negotiated once and reads none of a client's.
+		params = jsonrpc.StripReservedMeta(params)
+	}
 	ch := make(chan result, 1)
 	key := string(id)
 	c.mu.Lock()
@@ -51,9 +69,6 @@ func (c *Conn) CallWithID(ctx context.Context, id json.RawMessage, method string
 	c.mu.Unlock()
 	defer c.forget(key)
 
-	// The protocol's own _meta keys belong to one hop: a session-era
-	// server negotiated once and reads none of a client's.
-	params = jsonrpc.StripReservedMeta(params)
 	msg := jsonrpc.NewRequest(id, method, params)
 	if err := t.send(ctx, msg, msg.Encode()); err != nil {
 		if ctx.Err() != nil && method != "initialize" {
@@ -64,6 +79,9 @@ func (c *Conn) CallWithID(ctx context.Context, id json.RawMessage, method string
 	res, cancelled, err := wait(ctx, ch, t)
 	if cancelled && method != "initialize" {
 		c.cancelUpstream(id, err)
+	}
+	if ping && err == nil {
+		res = json.RawMessage(`{}`)
 	}
 	return res, err
 }
@@ -124,6 +142,10 @@ func (c *Conn) cancelUpstream(id json.RawMessage, why error) {
 	repeats := cancelRepeats
 	if _, ordered := c.transport().(*stdioTransport); ordered {
 		repeats = nil
+	} else if c.Modern() {
+		// Over HTTP a stateless request is cancelled by closing its
+		// stream, which the caller's context did.
+		return
 	}
 	c.handlers.Go(func() {
 		send := func() {
@@ -152,6 +174,14 @@ func (c *Conn) Notify(ctx context.Context, method string, params json.RawMessage
 	t := c.transport()
 	if t == nil {
 		return ErrNotStarted
+	}
+	if c.Modern() {
+		_, stdio := t.(*stdioTransport)
+		if method != "notifications/cancelled" || !stdio {
+			// The stateless era has no other client notification, and
+			// none over HTTP, where closing a stream cancels.
+			return nil
+		}
 	}
 	msg := jsonrpc.NewNotification(method, params)
 	return t.send(ctx, msg, msg.Encode())
@@ -204,6 +234,9 @@ func (c *Conn) deliver(m *jsonrpc.Message, related json.RawMessage) {
 		}
 		ch <- result{msg: m}
 	case jsonrpc.KindNotification:
+		if m.Method == "notifications/subscriptions/acknowledged" {
+			return // the listen stream's, for the connection alone
+		}
 		if c.handler != nil {
 			c.handler.HandleNotification(m, related)
 		}

@@ -205,6 +205,9 @@ type Conn struct {
 	closeOnce sync.Once
 	closeErr  error
 
+	// modern is the stateless era's state (see modern.go).
+	modern modernState
+
 	// auth is the OAuth state of a remote server with Config.OAuth; nil
 	// otherwise, or when authErr says why it could not be set up.
 	auth    *authorizer
@@ -357,29 +360,58 @@ type versioned interface {
 	setProtocolVersion(v string)
 }
 
-// handshake sends initialize and notifications/initialized.
+// handshake establishes the era and, for the session era, the session:
+// initialize, then notifications/initialized.
 func (c *Conn) handshake(ctx context.Context) error {
 	return c.handshakeSince(ctx, time.Now())
 }
 
 // handshakeSince is handshake for a connection that began to start at
-// began, which a wait for initialize that times out is measured from.
+// began, which a wait for an answer that times out is measured from.
+//
+// Without a pinned ProtocolVersion the era is found as the revision asks a
+// dual-era client to: over Streamable HTTP server/discover goes first, and
+// any answer but a 2026-07-28 discover result falls back to initialize.
+// Over stdio initialize goes first and server/discover follows only when
+// the server refuses it: one process serves the hub alone, so a session
+// costs it nothing, and it keeps the server-to-client requests that tools
+// written for the session era need. The legacy HTTP+SSE transport
+// predates the stateless era, and a session renewal keeps the era the
+// first handshake found.
 func (c *Conn) handshakeSince(ctx context.Context, began time.Time) error {
 	offered := c.cfg.ProtocolVersion
+	caps, info := c.capabilities(), c.clientInfo()
+	t := c.transport()
+	_, sse := t.(*legacy)
+	_, stdio := t.(*stdioTransport)
+	auto := offered == "" && !sse && !c.modern.sessionEra()
+	if (auto && !stdio) || jsonrpc.EraOf(offered) == jsonrpc.EraStateless {
+		res, err := c.discover(ctx, info, caps)
+		switch {
+		case err == nil:
+			c.becomeModern(res)
+			return nil
+		case offered != "" || !errors.Is(err, errNotModern):
+			return fmt.Errorf("server/discover: %w", c.noAnswer(ctx, began, err))
+		}
+		c.log.Debug("the server does not speak 2026-07-28; initializing a session", "err", err)
+	}
 	if offered == "" {
 		offered = jsonrpc.LatestSessionVersion
-	}
-	caps := c.cfg.Capabilities
-	if caps == nil {
-		caps = defaultCapabilities
-	}
-	info := c.cfg.ClientInfo
-	if info.Name == "" {
-		info = Implementation{Name: "mcphub", Version: "dev"}
 	}
 	params := fmt.Appendf(nil, `{"protocolVersion":%s,"capabilities":%s,"clientInfo":{"name":%s,"version":%s}}`,
 		jsonrpc.Quote(offered), caps, jsonrpc.Quote(info.Name), jsonrpc.Quote(info.Version))
 	raw, err := c.Call(ctx, "initialize", params)
+	var refused *jsonrpc.Error
+	if err != nil && auto && stdio && errors.As(err, &refused) {
+		// A server of the stateless era alone refuses initialize.
+		res, derr := c.discover(ctx, info, caps)
+		if derr == nil {
+			c.becomeModern(res)
+			return nil
+		}
+		c.log.Debug("server/discover after a refused initialize", "err", derr)
+	}
 	if err != nil {
 		return fmt.Errorf("initialize: %w", c.noAnswer(ctx, began, err))
 	}
@@ -390,6 +422,9 @@ func (c *Conn) handshakeSince(ctx context.Context, began time.Time) error {
 	if !jsonrpc.IsSessionVersion(res.ProtocolVersion) {
 		return fmt.Errorf("%w: the server answered %q to mcphub's %q; mcphub speaks %v", ErrVersion, c.excerpt(res.ProtocolVersion, false, 64), offered, jsonrpc.SessionVersions)
 	}
+	c.modern.mu.Lock()
+	c.modern.legacy = true
+	c.modern.mu.Unlock()
 	if v, ok := c.t.(versioned); ok {
 		v.setProtocolVersion(res.ProtocolVersion)
 	}
@@ -401,6 +436,22 @@ func (c *Conn) handshakeSince(ctx context.Context, began time.Time) error {
 		s.initialized()
 	}
 	return nil
+}
+
+// capabilities are the client capabilities declared upstream.
+func (c *Conn) capabilities() json.RawMessage {
+	if c.cfg.Capabilities != nil {
+		return c.cfg.Capabilities
+	}
+	return defaultCapabilities
+}
+
+// clientInfo is the client's name and version as declared upstream.
+func (c *Conn) clientInfo() Implementation {
+	if c.cfg.ClientInfo.Name == "" {
+		return Implementation{Name: "mcphub", Version: "dev"}
+	}
+	return c.cfg.ClientInfo
 }
 
 // noAnswer turns a deadline that ended the wait for initialize into a

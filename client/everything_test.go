@@ -51,12 +51,14 @@ func freePort(t *testing.T) string {
 }
 
 // startEverythingHTTP runs the server on a free port, waits until it
-// accepts connections and stops it by its PID at cleanup.
-func startEverythingHTTP(t *testing.T, bin string) string {
+// accepts connections and stops it by its PID at cleanup. A stateless
+// server speaks 2026-07-28 (and the session era without server requests);
+// a stateful one only the session era.
+func startEverythingHTTP(t *testing.T, bin string, stateless bool) string {
 	t.Helper()
 	addr := "127.0.0.1:" + freePort(t)
 	out := &syncBuffer{}
-	cmd := exec.Command(bin, "-http="+addr, "-stateless=false")
+	cmd := exec.Command(bin, "-http="+addr, "-stateless="+strconv.FormatBool(stateless))
 	cmd.Stdout, cmd.Stderr = out, out
 	if err := cmd.Start(); err != nil {
 		t.Fatal(err)
@@ -107,11 +109,13 @@ func TestEverythingServer(t *testing.T) {
 	bin := everythingServer(t)
 	for _, mode := range []string{"stdio", "http"} {
 		t.Run(mode, func(t *testing.T) {
-			cfg := Config{Name: "everything"}
+			// The session era: server-to-client requests travel as
+			// requests (TestEverythingServerModern has the other era).
+			cfg := Config{Name: "everything", ProtocolVersion: jsonrpc.LatestSessionVersion}
 			if mode == "stdio" {
 				cfg.Command = bin
 			} else {
-				cfg.URL = startEverythingHTTP(t, bin)
+				cfg.URL = startEverythingHTTP(t, bin, false)
 				cfg.Transport = TransportStreamableHTTP
 			}
 			h := newRelHandler()

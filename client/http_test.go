@@ -412,9 +412,15 @@ func TestStreamableSessionHeadersAndReplyKinds(t *testing.T) {
 	}
 
 	seen := f.requests(nil)
-	if len(seen) == 0 || seen[0].rpc() != "initialize" {
-		t.Fatalf("the first request was not initialize: %+v", seen)
+	// The era probe comes first: server/discover with the 2026-07-28
+	// headers, answered as a session-era server does.
+	if len(seen) < 2 || seen[0].rpc() != "server/discover" || seen[1].rpc() != "initialize" {
+		t.Fatalf("the first requests were not server/discover, then initialize: %+v", seen)
 	}
+	if h := seen[0].header; h.Get("MCP-Protocol-Version") != jsonrpc.Version20260728 || h.Get("Mcp-Method") != "server/discover" || h.Get("Mcp-Session-Id") != "" {
+		t.Errorf("server/discover headers: %v", h)
+	}
+	seen = seen[1:]
 	initializedAt := -1
 	for i, s := range seen {
 		what := fmt.Sprintf("request %d (%s %s)", i, s.method, s.rpc())

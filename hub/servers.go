@@ -363,6 +363,7 @@ func (ss *serverSet) status() (servers []ServerStatus, reg *registry.Registry, r
 		if e := entries[i]; e != nil {
 			us := e.up.Status()
 			st.State, st.Transport, st.PID, st.LastError, st.Restarts = us.State, us.Transport, us.PID, us.LastError, us.Restarts
+			st.Protocol = us.Protocol
 			if !us.Since.IsZero() && us.State == StateConnected {
 				st.UptimeSeconds = time.Since(us.Since).Round(time.Second).Seconds()
 			}

@@ -65,6 +65,9 @@ type ServerStatus struct {
 	State     string `json:"state"`
 	Transport string `json:"transport,omitempty"`
 	PID       int    `json:"pid,omitempty"`
+	// Protocol is the revision spoken upstream: 2026-07-28 (stateless)
+	// or a session's negotiated one.
+	Protocol string `json:"protocol,omitempty"`
 	// UptimeSeconds counts since the current connection was established.
 	UptimeSeconds float64 `json:"uptime_seconds,omitempty"`
 	// Tools counts the tools clients see: those the server's allow and

@@ -58,6 +58,7 @@ type UpstreamStatus struct {
 	State     string
 	Transport string
 	PID       int
+	Protocol  string    // the revision the connection speaks
 	Since     time.Time // when the current connection was established
 	LastError string
 	Restarts  int

@@ -384,6 +384,9 @@ func specEqual(a, b ServerSpec) bool {
 		if s.Share == ShareServer {
 			s.Share = ""
 		}
+		if s.Protocol == ProtocolAuto {
+			s.Protocol = ""
+		}
 		if s.Prefix != nil && *s.Prefix == s.Name {
 			s.Prefix = nil
 		}
@@ -400,7 +403,7 @@ func specEqual(a, b ServerSpec) bool {
 	return a.Name == b.Name && a.Command == b.Command && slices.Equal(a.Args, b.Args) &&
 		maps.Equal(a.Env, b.Env) && a.Cwd == b.Cwd && a.URL == b.URL && a.Transport == b.Transport &&
 		maps.Equal(a.Headers, b.Headers) && a.Disabled == b.Disabled && samePrefix &&
-		a.Share == b.Share && slices.Equal(a.Allow, b.Allow) && slices.Equal(a.Deny, b.Deny) &&
+		a.Share == b.Share && a.Protocol == b.Protocol && slices.Equal(a.Allow, b.Allow) && slices.Equal(a.Deny, b.Deny) &&
 		slices.Equal(a.Tags, b.Tags) &&
 		a.ConnectTimeout == b.ConnectTimeout && a.CallTimeout == b.CallTimeout &&
 		slices.Equal(a.EnvPassthrough, b.EnvPassthrough) && a.InheritEnv == b.InheritEnv

@@ -50,6 +50,9 @@ func encodeServer(s ServerSpec) (string, error) {
 	if s.Share != "" {
 		kv("share", quoteString(s.Share))
 	}
+	if s.Protocol != "" {
+		kv("protocol", quoteString(s.Protocol))
+	}
 	if len(s.Allow) > 0 {
 		kv("allow", quoteStrings(s.Allow))
 	}
@@ -93,7 +96,7 @@ func encodeServer(s ServerSpec) (string, error) {
 }
 
 func specUTF8(s ServerSpec) error {
-	all := []string{s.Name, s.Command, s.Cwd, s.URL, s.Transport, s.Share}
+	all := []string{s.Name, s.Command, s.Cwd, s.URL, s.Transport, s.Share, s.Protocol}
 	all = append(all, s.Args...)
 	all = append(all, s.Allow...)
 	all = append(all, s.Deny...)

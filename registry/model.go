@@ -80,6 +80,12 @@ const (
 	TransportSSE = "sse"
 )
 
+// ProtocolAuto is the default of a server's protocol key: over Streamable
+// HTTP the hub asks server/discover first and speaks 2026-07-28 to a server
+// that offers it; over stdio it initializes a session and asks
+// server/discover only when the server refuses initialize.
+const ProtocolAuto = "auto"
+
 // Values of a server's share key.
 const (
 	// ShareServer shares one upstream connection among all downstream
@@ -268,6 +274,9 @@ type Server struct {
 	Prefix string
 	// Share is ShareServer or ShareSession.
 	Share string
+	// Protocol is ProtocolAuto (the era is found when connecting) or the
+	// protocol revision to speak: a session-era one, or 2026-07-28.
+	Protocol string
 	// Allow and Deny are tool-name globs in path.Match syntax.
 	Allow, Deny []string
 	// Tags are labels profiles choose servers by.
@@ -289,6 +298,14 @@ type Server struct {
 	// edit elsewhere in the file that only moves the entry does not count
 	// as a change of it.
 	problemID string
+}
+
+// ProtocolVersion is the revision the server is pinned to, "" for auto.
+func (s *Server) ProtocolVersion() string {
+	if s.Protocol == ProtocolAuto {
+		return ""
+	}
+	return s.Protocol
 }
 
 // Kind reports whether the server is a stdio or a remote server.
@@ -332,6 +349,7 @@ func (s *Server) Hash() string {
 	put(s.Transport)
 	putMap(s.Headers)
 	put(s.Share)
+	put(s.Protocol)
 	put(s.ConnectTimeout.String())
 	put(fmt.Sprint(s.InheritEnv))
 	if o := s.OAuth; o != nil {
@@ -441,6 +459,9 @@ func (s *Server) Spec() ServerSpec {
 	if s.Share != ShareServer {
 		sp.Share = s.Share
 	}
+	if s.Protocol != ProtocolAuto {
+		sp.Protocol = s.Protocol
+	}
 	if s.Prefix != s.Name {
 		p := s.Prefix
 		sp.Prefix = &p
@@ -480,9 +501,10 @@ type ServerSpec struct {
 	// Prefix is nil for the default (the name); a pointer to "" means
 	// unprefixed.
 	Prefix *string
-	// Share, Allow, Deny, Tags, ConnectTimeout and CallTimeout are written
-	// when they are set.
+	// Share, Protocol, Allow, Deny, Tags, ConnectTimeout and CallTimeout
+	// are written when they are set.
 	Share          string
+	Protocol       string
 	Allow, Deny    []string
 	Tags           []string
 	ConnectTimeout time.Duration

@@ -13,6 +13,7 @@ import (
 	"time"
 
 	"github.com/BurntSushi/toml"
+	"github.com/mcphub/mcphub/internal/jsonrpc"
 )
 
 // Load reads and parses the registry at path, expanding ${VAR} from the
@@ -115,7 +116,7 @@ var (
 		"stream_buffer_bytes", "buffer_bytes", "event_retention", "event_retention_bytes", "store_max_bytes",
 		"audit_log_bodies", "session_ttl", "tls_cert", "tls_key", "env_passthrough"}
 	serverKeys = []string{"command", "args", "env", "cwd", "url", "transport", "headers",
-		"enabled", "prefix", "share", "allow", "deny", "connect_timeout", "call_timeout",
+		"enabled", "prefix", "share", "protocol", "allow", "deny", "connect_timeout", "call_timeout",
 		"env_passthrough", "inherit_env", "tags", "oauth"}
 	// serverAliases are the names other clients' configs use.
 	serverAliases = map[string]string{"type": "transport", "disabled": "enabled",
@@ -250,6 +251,12 @@ func (p *parser) server(name string, raw any) *Server {
 		if msg := checkPrefix(s.Prefix); msg != "" {
 			t.errf("prefix", "%s", msg)
 		}
+	}
+	if t.str("protocol", &s.Protocol) && s.Protocol != ProtocolAuto && !slices.Contains(jsonrpc.Versions, s.Protocol) {
+		t.errf("protocol", "%q is not a protocol revision mcphub speaks; use \"auto\" (the default) or one of %s", s.Protocol, strings.Join(jsonrpc.Versions, ", "))
+	}
+	if s.Protocol == "" {
+		s.Protocol = ProtocolAuto
 	}
 	if t.str("share", &s.Share) && s.Share != ShareServer && s.Share != ShareSession {
 		t.errf("share", "%q is not a share mode; use \"server\" (one connection for all sessions) or \"session\" (one per session)", s.Share)

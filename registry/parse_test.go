@@ -288,6 +288,7 @@ func TestHashCoversConnectionFieldsOnly(t *testing.T) {
 		func(s *Server) { s.Transport = "sse" },
 		func(s *Server) { s.Headers = map[string]string{"A": "b"} },
 		func(s *Server) { s.Share = "session" },
+		func(s *Server) { s.Protocol = "2026-07-28" },
 		func(s *Server) { s.ConnectTimeout = time.Hour },
 	}
 	for i, f := range same {
@@ -303,6 +304,19 @@ func TestHashCoversConnectionFieldsOnly(t *testing.T) {
 		if s.Hash() == h {
 			t.Errorf("differ[%d] kept the hash", i)
 		}
+	}
+}
+
+// TestProtocolKey: protocol is "auto" by default, takes a revision mcphub
+// speaks, and refuses anything else at its position.
+func TestProtocolKey(t *testing.T) {
+	reg := mustParse(t, "[servers.a]\ncommand = \"x\"\n[servers.b]\ncommand = \"x\"\nprotocol = \"2025-11-25\"\n", envOf())
+	if a, b := reg.Server("a"), reg.Server("b"); a.Protocol != ProtocolAuto || a.ProtocolVersion() != "" || b.ProtocolVersion() != "2025-11-25" || b.Spec().Protocol != "2025-11-25" || a.Spec().Protocol != "" {
+		t.Errorf("a %q, b %q", a.Protocol, b.Protocol)
+	}
+	errs := parseErrors(t, "[servers.a]\ncommand = \"x\"\nprotocol = \"2027-01-01\"\n", envOf())
+	if msg := errs.Error(); !strings.Contains(msg, "hub.toml:3:") || !strings.Contains(msg, "2026-07-28") {
+		t.Errorf("error = %s", msg)
 	}
 }
 

@@ -218,7 +218,7 @@ func goldenHubStatus(addr string) hub.Status {
 		Servers: []hub.ServerStatus{
 			{Name: "flaky", State: hub.StateCrashLoop, Transport: "stdio", Restarts: 5,
 				LastError: "process exited with status 1: Error: Cannot find module './flaky-server.js'\n    at Module._resolveFilename (node:internal/modules/cjs/loader:1145:15)"},
-			{Name: "github", State: hub.StateConnected, Transport: "stdio", PID: 48213,
+			{Name: "github", State: hub.StateConnected, Transport: "stdio", PID: 48213, Protocol: "2025-11-25",
 				UptimeSeconds: 3723.6, Tools: 26, Prompts: 0, Resources: 1, Restarts: 1},
 			{Name: "internal", State: hub.StateFailed, Transport: "streamable-http", Restarts: 3,
 				LastError: `connect: Post "https://mcp.internal.example.com/mcp?api_key=***": HTTP 401 Unauthorized`},

@@ -212,7 +212,10 @@ func (a *app) openView(ctx context.Context, v hubView, h client.Handler) (*hubSe
 		HTTPClient: &http.Client{Transport: wire, CheckRedirect: wire.checkRedirect},
 		ClientInfo: client.Implementation{Name: "mcphub-cli", Version: mcphubVersion()},
 		// No roots, sampling or elicitation: the CLI answers none of them.
-		Capabilities:    json.RawMessage(`{}`),
+		Capabilities: json.RawMessage(`{}`),
+		// A session, as the hub counts and lists them; a call the user
+		// interrupts is cancelled by notifications/cancelled.
+		ProtocolVersion: jsonrpc.LatestSessionVersion,
 		MaxMessageBytes: cliMessageLimit,
 		Logger:          slog.New(slog.DiscardHandler),
 	}

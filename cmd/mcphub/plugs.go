@@ -30,8 +30,9 @@ func newStoredUpstream(log *slog.Logger, db *store.Store, tokens client.TokenSto
 			Command: spec.Command, Args: spec.Args, Env: spec.Env, Dir: spec.Cwd,
 			EnvPassthrough: spec.EnvAllow, InheritEnv: spec.InheritEnv, EnvDeny: spec.EnvDeny,
 			URL: spec.URL, Transport: spec.Transport, Headers: spec.Headers,
-			ClientInfo: client.Implementation{Name: "mcphub", Version: mcphubVersion()},
-			OnProcess:  onProcess,
+			ClientInfo:      client.Implementation{Name: "mcphub", Version: mcphubVersion()},
+			ProtocolVersion: spec.ProtocolVersion(),
+			OnProcess:       onProcess,
 			// A line or body over this is never read whole: the call it
 			// answers fails at once, saying the size (see messageLimit).
 			MaxMessageBytes: messageLimit(hc.MaxResponseBytes),

@@ -97,16 +97,19 @@ func (a *app) statusTarget() (t hubTarget, noRegistry bool, err error) {
 func printStatus(a *app, st *hub.Status) {
 	fmt.Fprintf(a.stdout, "mcphub %s at %s, %d sessions\n\n", st.Version, st.URL, st.Sessions)
 	tw := tabwriter.NewWriter(a.stdout, 0, 4, 2, ' ', 0)
-	fmt.Fprintln(tw, "SERVER\tSTATE\tPID\tUPTIME\tTOOLS\tRESTARTS\tLAST ERROR")
+	fmt.Fprintln(tw, "SERVER\tSTATE\tPID\tPROTOCOL\tUPTIME\tTOOLS\tRESTARTS\tLAST ERROR")
 	for _, s := range st.Servers {
-		pid, uptime := "-", "-"
+		pid, uptime, protocol := "-", "-", "-"
 		if s.PID > 0 {
 			pid = fmt.Sprint(s.PID)
+		}
+		if s.Protocol != "" {
+			protocol = s.Protocol
 		}
 		if s.UptimeSeconds > 0 {
 			uptime = (time.Duration(s.UptimeSeconds) * time.Second).String()
 		}
-		fmt.Fprintf(tw, "%s\t%s\t%s\t%s\t%d\t%d\t%s\n", s.Name, s.State, pid, uptime, s.Tools, s.Restarts, oneLine(s.LastError, 80))
+		fmt.Fprintf(tw, "%s\t%s\t%s\t%s\t%s\t%d\t%d\t%s\n", s.Name, s.State, pid, protocol, uptime, s.Tools, s.Restarts, oneLine(s.LastError, 80))
 	}
 	tw.Flush()
 	// A failed server's whole reason, when the table had to cut it: it is
