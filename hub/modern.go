@@ -3,8 +3,10 @@ package hub
 import (
 	"context"
 	"encoding/json"
+	"fmt"
 	"net/http"
 	"strconv"
+	"strings"
 	"sync"
 	"time"
 
@@ -194,34 +196,100 @@ func (set *sessionSet) modern(w http.ResponseWriter, r *http.Request, endpoint s
 		set.listen(w, r, endpoint, mc)
 		return
 	}
-	// The call ends with its connection (closing the stream is the
-	// cancellation) or with the hub.
-	ctx, cancel := context.WithCancelCause(r.Context())
-	defer cancel(nil)
-	stop := context.AfterFunc(set.ctx, func() { cancel(errSessionEnded) })
-	defer stop()
-	s := newSession(ctx, endpoint, mc.version, mc.info, mc.caps)
-	s.id = "" // the shared upstream connections serve it
-	defer s.close()
-
+	name := ""
+	if member, ok := modernHeaderNamed[m.Method]; ok {
+		name, _ = jsonrpc.StringMember(m.Params, member)
+	}
 	out := &modernReply{w: w, sse: parseAccept(acceptHeader(r)).mode >= acceptSSEOnly}
+	var call *mrtrCall
+	if state, _ := jsonrpc.StringMember(m.Params, "requestState"); strings.HasPrefix(state, mrtrStatePrefix) {
+		// A retry of a call that asked for input: its answers go to the
+		// waiting server requests, and the call goes on.
+		call = set.parked.take(state)
+		if call == nil || call.endpoint != endpoint || call.method != m.Method || call.name != name {
+			if call != nil {
+				call.cancel(errClientCancelled)
+			}
+			writeJSONReply(w, http.StatusOK, m.ID, jsonrpc.NewErrorResponse(m.ID, jsonrpc.NewError(jsonrpc.CodeInvalidParams,
+				"Invalid params: requestState names no call waiting for input here (expired, used, or altered); make the request again without it")).Encode())
+			return
+		}
+		responses, _ := jsonrpc.Member(m.Params, "inputResponses")
+		call.setSink(out.send)
+		call.answer(responses)
+	} else {
+		call = newMRTRCall(set.ctx, endpoint, m.Method, name, parseClientCaps(mc.caps))
+		call.setSink(out.send)
+		s := newSession(call.ctx, endpoint, mc.version, mc.info, mc.caps)
+		s.id = "" // the shared upstream connections serve it
+		peer := &modernPeer{sessionPeer: sessionPeer{s: s, send: call.emit}, level: mc.logLevel, call: call}
+		if !set.calls.Go(func() {
+			defer s.close()
+			call.res, call.err = set.router.route(call.ctx, s, m, peer)
+			close(call.done)
+		}) {
+			call.cancel(errSessionEnded)
+			httpError(w, http.StatusServiceUnavailable, "Service Unavailable: mcphub is stopping")
+			return
+		}
+	}
+	set.awaitModern(w, r, endpoint, m, call, out)
+}
+
+// awaitModern answers a stateless call: with its result, or, when the
+// server asked for input, with input_required naming what it asked (the
+// asks of mrtrGather gathered into one round) and the call parked for the
+// client's retry. Closing the stream before either cancels the call.
+func (set *sessionSet) awaitModern(w http.ResponseWriter, r *http.Request, endpoint string, m *jsonrpc.Message, call *mrtrCall, out *modernReply) {
+	stop := context.AfterFunc(r.Context(), func() { call.cancel(errClientCancelled) })
 	ctl := http.NewResponseController(w)
 	ctl.SetWriteDeadline(time.Time{})
-	res, err := set.router.route(ctx, s, m, &modernPeer{sessionPeer: sessionPeer{s: s, send: out.send}, level: mc.logLevel})
-	if r.Context().Err() != nil {
-		return // the client closed the stream: the request is cancelled
+	finish := func(body []byte, status int) {
+		ctl.SetWriteDeadline(time.Now().Add(writeTimeout))
+		out.finish(status, body)
 	}
-	var body []byte
-	status := http.StatusOK
-	if err != nil {
-		var e *jsonrpc.Error
-		e, status = modernError(err, endpoint)
-		body = jsonrpc.NewErrorResponse(m.ID, e).Encode()
-	} else {
-		body = jsonrpc.NewResponse(m.ID, modernResult(m.Method, res)).Encode()
+	for {
+		select {
+		case <-call.done:
+			stop()
+			call.setSink(nil)
+			if r.Context().Err() != nil {
+				return
+			}
+			if capName := call.missingCapability(); capName != "" {
+				e := jsonrpc.Errorf(jsonrpc.CodeMissingRequiredCapability, "Missing required client capability: the server asked for %s, which the client did not declare", capName).
+					WithData(fmt.Appendf(nil, `{"requiredCapabilities":{%s:{}}}`, jsonrpc.Quote(capName)))
+				finish(jsonrpc.NewErrorResponse(m.ID, e).Encode(), http.StatusBadRequest)
+				return
+			}
+			if call.err != nil {
+				e, status := modernError(call.err, endpoint)
+				finish(jsonrpc.NewErrorResponse(m.ID, e).Encode(), status)
+				return
+			}
+			finish(jsonrpc.NewResponse(m.ID, modernResult(m.Method, call.res)).Encode(), http.StatusOK)
+			return
+		case <-call.wake:
+			gather := time.NewTimer(mrtrGather)
+			select {
+			case <-gather.C:
+			case <-call.done:
+				gather.Stop()
+			}
+			if !call.pending() {
+				continue // answered meanwhile, or the call ended: look again
+			}
+			if !stop() {
+				return // the client left: the call is cancelled
+			}
+			call.setSink(nil)
+			state := set.parked.park(call)
+			finish(jsonrpc.NewResponse(m.ID, call.inputRequired(state)).Encode(), http.StatusOK)
+			return
+		case <-r.Context().Done():
+			return
+		}
 	}
-	ctl.SetWriteDeadline(time.Now().Add(writeTimeout))
-	out.finish(status, body)
 }
 
 // modernError is rpcError for a stateless client: a resource that does not
@@ -244,7 +312,14 @@ func modernError(err error, endpoint string) (*jsonrpc.Error, int) {
 func modernResult(method string, res json.RawMessage) json.RawMessage {
 	out := res
 	if _, ok := jsonrpc.Member(out, "resultType"); !ok {
-		if o, err := jsonrpc.SetMember(out, "resultType", jsonrpc.Quote("complete")); err == nil {
+		// A session-era server that asks for input in its result (the Go
+		// SDK's, after one round of server requests) says so only by
+		// inputRequests.
+		rt := "complete"
+		if _, asks := jsonrpc.Member(out, "inputRequests"); asks {
+			rt = "input_required"
+		}
+		if o, err := jsonrpc.SetMember(out, "resultType", jsonrpc.Quote(rt)); err == nil {
 			out = o
 		}
 	}
@@ -293,10 +368,12 @@ func (ss *serverSet) discoverResult(endpoint, hubVersion string) json.RawMessage
 
 // modernPeer takes what an upstream sends about a stateless call: progress
 // for its token, log messages only at the level its _meta asked for (none
-// without one).
+// without one), and requests for input, which the call asks its client
+// for with input_required.
 type modernPeer struct {
 	sessionPeer
 	level string
+	call  *mrtrCall
 }
 
 func (p *modernPeer) Forwarded(json.RawMessage, string, json.RawMessage) {}
@@ -319,7 +396,10 @@ func (p *modernPeer) Notify(msg *jsonrpc.Message) {
 }
 
 func (p *modernPeer) Request(ctx context.Context, method string, params json.RawMessage) (json.RawMessage, error) {
-	return nil, jsonrpc.Errorf(jsonrpc.CodeMethodNotFound, "a 2026-07-28 client takes no %s request; the server must ask with an input_required result", method)
+	if _, ok := modernHeaderNamed[p.call.method]; !ok {
+		return nil, jsonrpc.Errorf(jsonrpc.CodeMethodNotFound, "a 2026-07-28 client answers %s only for tools/call, prompts/get and resources/read", method)
+	}
+	return p.call.ask(ctx, method, params)
 }
 
 // modernReply answers a stateless call: JSON, unless something is sent

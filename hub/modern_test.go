@@ -315,3 +315,112 @@ func TestModernListen(t *testing.T) {
 		t.Errorf("%d sessions for listeners", n)
 	}
 }
+
+// TestModernInputRequired: a session-era server's requests for input
+// reach a stateless client as one input_required result; its retry with
+// inputResponses answers them and the call completes. A requestState the
+// hub did not mint for that call is refused.
+func TestModernInputRequired(t *testing.T) {
+	fake := newFake("alpha").setList("tools/list", toolItems("ask")).setHandler(func(ctx context.Context, c *fakeCall) (json.RawMessage, error) {
+		// Two asks at once, as the Go SDK sends them: one round.
+		type answer struct {
+			res json.RawMessage
+			err error
+		}
+		name, roots := make(chan answer, 1), make(chan answer, 1)
+		go func() {
+			r, err := c.Peer.Request(ctx, "elicitation/create", json.RawMessage(`{"message":"name?","requestedSchema":{"type":"object","properties":{}}}`))
+			name <- answer{r, err}
+		}()
+		go func() {
+			r, err := c.Peer.Request(ctx, "roots/list", nil)
+			roots <- answer{r, err}
+		}()
+		n, r := <-name, <-roots
+		if n.err != nil || r.err != nil {
+			return nil, fmt.Errorf("asks failed: %v %v", n.err, r.err)
+		}
+		return json.RawMessage(`{"content":[{"type":"text","text":` + string(jsonrpc.Quote(string(n.res)+" "+string(r.res))) + `}]}`), nil
+	})
+	th := startHub(t, twoServers, map[string]*fakeUpstream{"alpha": fake})
+	caps := `"io.modelcontextprotocol/protocolVersion":"2026-07-28","io.modelcontextprotocol/clientCapabilities":{"elicitation":{},"roots":{}}`
+	call := func(id int, extra string) reply {
+		return th.send(http.MethodPost, "/mcp", rpc(id, "tools/call", `{"name":"alpha__ask","_meta":{`+caps+`}`+extra+`}`), modernHeaders("tools/call", "alpha__ask")...)
+	}
+	r := call(1, "")
+	res := r.msg(t).Result
+	var ir struct {
+		ResultType    string `json:"resultType"`
+		RequestState  string `json:"requestState"`
+		InputRequests map[string]struct {
+			Method string          `json:"method"`
+			Params json.RawMessage `json:"params"`
+		} `json:"inputRequests"`
+	}
+	if err := json.Unmarshal(res, &ir); err != nil || ir.ResultType != "input_required" || len(ir.InputRequests) != 2 || ir.RequestState == "" {
+		t.Fatalf("first round: %s", r.body)
+	}
+	responses := map[string]string{}
+	for key, req := range ir.InputRequests {
+		switch req.Method {
+		case "elicitation/create":
+			responses[key] = `{"action":"accept","content":{"name":"Ada"}}`
+		case "roots/list":
+			responses[key] = `{"roots":[]}`
+		default:
+			t.Errorf("asked for %s", req.Method)
+		}
+	}
+	var rs []string
+	for k, v := range responses {
+		rs = append(rs, string(jsonrpc.Quote(k))+":"+v)
+	}
+	inputs := `,"inputResponses":{` + strings.Join(rs, ",") + `}`
+
+	// A state the hub never minted, or minted for another call, is refused.
+	if r := call(2, inputs+`,"requestState":"`+ir.RequestState+`-TAMPERED"`); !strings.Contains(string(r.body), `"code":-32602`) {
+		t.Errorf("a tampered requestState: %s", r.body)
+	}
+	r = call(3, inputs+`,"requestState":"`+ir.RequestState+`"`)
+	text, _ := jsonrpc.Member(r.msg(t).Result, "content")
+	if !strings.Contains(string(text), "Ada") || !strings.Contains(string(text), "roots") {
+		t.Errorf("the retry: %s", r.body)
+	}
+	// A requestState works once.
+	if r := call(4, inputs+`,"requestState":"`+ir.RequestState+`"`); !strings.Contains(string(r.body), `"code":-32602`) {
+		t.Errorf("a used requestState: %s", r.body)
+	}
+	if n := fake.callCount("tools/call"); n != 1 {
+		t.Errorf("the upstream saw %d calls, want the one that was parked and resumed", n)
+	}
+}
+
+// TestModernMissingCapability: a server that asks a stateless client for
+// input it did not declare gets an error, and the client -32021 naming
+// the capability.
+func TestModernMissingCapability(t *testing.T) {
+	fake := newFake("alpha").setList("tools/list", toolItems("sample")).setHandler(func(ctx context.Context, c *fakeCall) (json.RawMessage, error) {
+		if _, err := c.Peer.Request(ctx, "sampling/createMessage", json.RawMessage(`{"messages":[],"maxTokens":1}`)); err != nil {
+			return nil, err
+		}
+		return json.RawMessage(`{"content":[]}`), nil
+	})
+	th := startHub(t, twoServers, map[string]*fakeUpstream{"alpha": fake})
+	r := th.send(http.MethodPost, "/mcp", modernBody(1, "tools/call", `{"name":"alpha__sample"}`), modernHeaders("tools/call", "alpha__sample")...)
+	if r.status != http.StatusBadRequest {
+		t.Errorf("status %d, want 400", r.status)
+	}
+	e := rpcErr(t, r, jsonrpc.CodeMissingRequiredCapability, "1")
+	if _, ok := jsonrpc.Member(mustMember(t, e.Data, "requiredCapabilities"), "sampling"); !ok {
+		t.Errorf("data = %s", e.Data)
+	}
+}
+
+func mustMember(t *testing.T, obj json.RawMessage, key string) json.RawMessage {
+	t.Helper()
+	v, ok := jsonrpc.Member(obj, key)
+	if !ok {
+		t.Fatalf("%s has no %s", obj, key)
+	}
+	return v
+}

@@ -35,6 +35,9 @@ type sessionSet struct {
 	lmu       sync.Mutex
 	listeners map[*listener]struct{}
 
+	// parked are stateless calls waiting for their client's input.
+	parked parkedCalls
+
 	// calls are the goroutines that run calls answered on an SSE stream:
 	// they outlive their HTTP request, and closeAll waits for them.
 	calls goroutines.Group
@@ -245,6 +248,7 @@ func (set *sessionSet) closeAll() {
 	for _, s := range all {
 		s.close()
 	}
+	set.parked.cancelAll()
 	set.calls.Stop()
 }
 

@@ -1,0 +1,260 @@
+package hub
+
+import (
+	"context"
+	"crypto/rand"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"strconv"
+	"sync"
+	"time"
+
+	"github.com/mcphub/mcphub/internal/jsonrpc"
+)
+
+// Multi-round-trip requests (SEP-2322) between the eras. A session-era
+// server asks its client for sampling, elicitation or roots with a request
+// in the middle of a call; a 2026-07-28 client takes no requests and is
+// asked with an input_required result instead, then retries the call with
+// inputResponses and the requestState it was given. The hub holds the
+// upstream call meanwhile ("parks" it) and answers the server's requests
+// with the client's responses when the retry comes.
+
+// mrtrStatePrefix marks a requestState the hub minted; any other state is
+// the upstream's own and travels to it untouched.
+const mrtrStatePrefix = "mcphub-mrtr:"
+
+// mrtrGather is how long a call that asks for input waits for more asks
+// before answering input_required: a server asks for several inputs at
+// once (the Go SDK sends them concurrently) and the client should get them
+// in one round.
+const mrtrGather = 50 * time.Millisecond
+
+// mrtrParkFor bounds how long a parked call waits for the client's retry.
+const mrtrParkFor = 5 * time.Minute
+
+// errMissingCapability ends a call whose server asked for input the client
+// did not declare it can give.
+var errMissingCapability = errors.New("the client lacks a capability the server asked for")
+
+// inputAsk is one server request waiting for the client's response.
+type inputAsk struct {
+	key    string
+	method string
+	params json.RawMessage
+	answer chan json.RawMessage
+}
+
+// mrtrCall is a stateless call that may ask its client for input: it runs
+// on its own (the HTTP request that started it may end while it waits for
+// the retry) until it finishes or nobody retries it.
+type mrtrCall struct {
+	endpoint, method, name string
+
+	ctx    context.Context
+	cancel context.CancelCauseFunc
+	done   chan struct{} // closed when res and err are set
+	res    json.RawMessage
+	err    error
+
+	mu      sync.Mutex
+	sink    func([]byte) // the current round's reply; nil between rounds
+	caps    clientCaps
+	asks    map[string]*inputAsk // key → unanswered ask
+	nextKey int
+	wake    chan struct{} // signalled when an ask arrives
+	missing string        // the capability a refused ask needed
+	park    *time.Timer   // cancels the call when no retry comes
+}
+
+func newMRTRCall(parent context.Context, endpoint, method, name string, caps clientCaps) *mrtrCall {
+	ctx, cancel := context.WithCancelCause(parent)
+	return &mrtrCall{endpoint: endpoint, method: method, name: name, ctx: ctx, cancel: cancel,
+		done: make(chan struct{}), caps: caps, asks: map[string]*inputAsk{}, wake: make(chan struct{}, 1)}
+}
+
+// setSink directs what the upstream sends about the call (progress, log
+// messages) to the reply of the current round.
+func (c *mrtrCall) setSink(f func([]byte)) {
+	c.mu.Lock()
+	c.sink = f
+	c.mu.Unlock()
+}
+
+// emit sends a message to the current round's reply; between rounds it is
+// dropped, as a stateless stream cannot be resumed.
+func (c *mrtrCall) emit(data []byte) {
+	c.mu.Lock()
+	f := c.sink
+	c.mu.Unlock()
+	if f != nil {
+		f(data)
+	}
+}
+
+func (c *mrtrCall) missingCapability() string {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	return c.missing
+}
+
+// ask is the server's request for input, made on the call's behalf: it
+// waits for the client's response, which comes with a retry.
+func (c *mrtrCall) ask(ctx context.Context, method string, params json.RawMessage) (json.RawMessage, error) {
+	if !c.caps.allows(method) {
+		c.mu.Lock()
+		c.missing = capabilityOf(method)
+		c.mu.Unlock()
+		c.cancel(errMissingCapability)
+		return nil, jsonrpc.Errorf(jsonrpc.CodeMissingRequiredCapability, "the client did not declare the capability %s needs", method)
+	}
+	a := &inputAsk{method: method, params: params, answer: make(chan json.RawMessage, 1)}
+	c.mu.Lock()
+	c.nextKey++
+	a.key = inputKey(method, c.nextKey)
+	c.asks[a.key] = a
+	c.mu.Unlock()
+	select {
+	case c.wake <- struct{}{}:
+	default:
+	}
+	select {
+	case res := <-a.answer:
+		return res, nil
+	case <-ctx.Done():
+	case <-c.ctx.Done():
+	}
+	c.mu.Lock()
+	delete(c.asks, a.key)
+	c.mu.Unlock()
+	return nil, jsonrpc.NewError(jsonrpc.CodeInternalError, "the client did not answer")
+}
+
+// inputKey names an ask in inputRequests by what it asks for.
+func inputKey(method string, n int) string {
+	switch method {
+	case "sampling/createMessage":
+		return "sampling-" + strconv.Itoa(n)
+	case "elicitation/create":
+		return "elicitation-" + strconv.Itoa(n)
+	case "roots/list":
+		return "roots-" + strconv.Itoa(n)
+	}
+	return "input-" + strconv.Itoa(n)
+}
+
+// capabilityOf is the client capability a server request needs.
+func capabilityOf(method string) string {
+	switch method {
+	case "sampling/createMessage":
+		return "sampling"
+	case "elicitation/create":
+		return "elicitation"
+	case "roots/list":
+		return "roots"
+	}
+	return method
+}
+
+// answer hands the client's inputResponses to the asks they name, and
+// reports whether any was answered.
+func (c *mrtrCall) answer(responses json.RawMessage) bool {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	answered := false
+	jsonrpc.Members(responses, func(k []byte, v json.RawMessage) {
+		if a := c.asks[string(k)]; a != nil {
+			delete(c.asks, a.key)
+			a.answer <- v
+			answered = true
+		}
+	})
+	return answered
+}
+
+// inputRequired is the input_required result asking for every unanswered
+// ask, with the requestState that resumes the call.
+func (c *mrtrCall) inputRequired(state string) json.RawMessage {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	out := []byte(`{"resultType":"input_required","inputRequests":{`)
+	first := true
+	for key, a := range c.asks {
+		if !first {
+			out = append(out, ',')
+		}
+		first = false
+		out = jsonrpc.AppendString(out, key)
+		out = append(out, `:{"method":`...)
+		out = jsonrpc.AppendString(out, a.method)
+		if len(a.params) > 0 {
+			out = append(out, `,"params":`...)
+			out = append(out, a.params...)
+		}
+		out = append(out, '}')
+	}
+	out = append(out, `},"requestState":`...)
+	out = jsonrpc.AppendString(out, state)
+	return append(out, '}')
+}
+
+func (c *mrtrCall) pending() bool {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	return len(c.asks) > 0
+}
+
+// parkedCalls are the calls waiting for their client's retry, by the
+// requestState they were given.
+type parkedCalls struct {
+	mu    sync.Mutex
+	calls map[string]*mrtrCall
+}
+
+// park keeps c for a retry and returns the requestState naming it; the
+// call is cancelled when no retry takes it within mrtrParkFor.
+func (p *parkedCalls) park(c *mrtrCall) string {
+	state := mrtrStatePrefix + rand.Text()
+	p.mu.Lock()
+	if p.calls == nil {
+		p.calls = map[string]*mrtrCall{}
+	}
+	p.calls[state] = c
+	p.mu.Unlock()
+	c.mu.Lock()
+	c.park = time.AfterFunc(mrtrParkFor, func() {
+		if p.take(state) != nil {
+			c.cancel(fmt.Errorf("no retry with its requestState came within %s", mrtrParkFor))
+		}
+	})
+	c.mu.Unlock()
+	return state
+}
+
+// take removes and returns the call a requestState names, nil for none.
+func (p *parkedCalls) take(state string) *mrtrCall {
+	p.mu.Lock()
+	c := p.calls[state]
+	delete(p.calls, state)
+	p.mu.Unlock()
+	if c != nil {
+		c.mu.Lock()
+		if c.park != nil {
+			c.park.Stop()
+		}
+		c.mu.Unlock()
+	}
+	return c
+}
+
+// cancelAll cancels every parked call, as the hub stops.
+func (p *parkedCalls) cancelAll() {
+	p.mu.Lock()
+	calls := p.calls
+	p.calls = nil
+	p.mu.Unlock()
+	for _, c := range calls {
+		c.cancel(errSessionEnded)
+	}
+}
