@@ -424,3 +424,41 @@ func mustMember(t *testing.T, obj json.RawMessage, key string) json.RawMessage {
 	}
 	return v
 }
+
+// TestSessionClientStatelessUpstream: a stateless server's input_required
+// result reaches a session-era client as requests on its call's stream;
+// the hub retries the call with the answers and the server's requestState,
+// and the complete result arrives without resultType.
+func TestSessionClientStatelessUpstream(t *testing.T) {
+	fake := newFake("alpha").setList("tools/list", toolItems("ask"))
+	fake.setStatus(UpstreamStatus{State: StateConnected, Transport: "fake", Protocol: "2026-07-28", Since: time.Now()})
+	retried := make(chan json.RawMessage, 1)
+	fake.setHandler(func(ctx context.Context, c *fakeCall) (json.RawMessage, error) {
+		if _, ok := jsonrpc.Member(c.Params, "inputResponses"); !ok {
+			return json.RawMessage(`{"resultType":"input_required","inputRequests":{"who":{"method":"elicitation/create","params":{"message":"name?","requestedSchema":{"type":"object","properties":{}}}}},"requestState":"server-state-1"}`), nil
+		}
+		retried <- c.Params
+		return json.RawMessage(`{"resultType":"complete","content":[{"type":"text","text":"hello"}]}`), nil
+	})
+	th := startHub(t, twoServers, map[string]*fakeUpstream{"alpha": fake})
+	c := th.connect("/mcp", "2025-11-25", `{"elicitation":{}}`)
+	s := c.postStream(rpc(7, "tools/call", `{"name":"alpha__ask","arguments":{"a":1}}`))
+	req, _ := s.nextMsg()
+	if req.Method != "elicitation/create" || !req.IsRequest() || !strings.Contains(string(req.Params), "name?") {
+		t.Fatalf("first event = %s %s, want the elicitation request", req.Method, req.Params)
+	}
+	if r := c.post(fmt.Sprintf(`{"jsonrpc":"2.0","id":%s,"result":{"action":"accept","content":{"n":"Ada"}}}`, req.ID)); r.status != http.StatusAccepted {
+		t.Fatalf("posting the answer: %d %s", r.status, r.body)
+	}
+	p := <-retried
+	state, _ := jsonrpc.StringMember(p, "requestState")
+	resp, _ := jsonrpc.Member(p, "inputResponses")
+	args, _ := jsonrpc.Member(p, "arguments")
+	if state != "server-state-1" || string(resp) != `{"who":{"action":"accept","content":{"n":"Ada"}}}` || string(args) != `{"a":1}` {
+		t.Errorf("the retry's params: %s", p)
+	}
+	m, _ := s.nextMsg()
+	if string(m.ID) != "7" || m.Error != nil || strings.Contains(string(m.Result), "resultType") || !strings.Contains(string(m.Result), "hello") {
+		t.Errorf("final event = id %s %s %+v, want the result without resultType", m.ID, m.Result, m.Error)
+	}
+}

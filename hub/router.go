@@ -241,6 +241,9 @@ func (r *router) forward(ctx context.Context, s *session, server, method string,
 	ctx, cancel := context.WithTimeoutCause(ctx, timeout, &timeoutError{server: server, method: method, timeout: timeout})
 	defer cancel()
 	res, err := e.up.Call(ctx, s.id, method, params, peer)
+	if err == nil && jsonrpc.EraOf(s.version) == jsonrpc.EraSession && e.up.Status().Protocol == jsonrpc.Version20260728 {
+		res, err = r.fulfilInputs(ctx, e.up, s, method, params, peer, res)
+	}
 	if err != nil && ctx.Err() != nil && errors.Is(context.Cause(ctx), errTimeout) {
 		return nil, context.Cause(ctx)
 	}
