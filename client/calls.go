@@ -83,6 +83,9 @@ func (c *Conn) CallWithID(ctx context.Context, id json.RawMessage, method string
 	if ping && err == nil {
 		res = json.RawMessage(`{}`)
 	}
+	if method == "tools/list" && err == nil && c.Modern() {
+		c.noteParamHeaders(res)
+	}
 	return res, err
 }
 

@@ -6,6 +6,7 @@ import (
 	"errors"
 	"fmt"
 	"maps"
+	"net/http"
 	"slices"
 	"sync"
 	"time"
@@ -36,11 +37,12 @@ const discoverWait = 10 * time.Second
 type modernState struct {
 	mu      sync.Mutex
 	on      bool
-	legacy  bool            // a session was initialized: the era is known
-	level   string          // for requests whose _meta names none
-	subs    map[string]bool // resources the listen stream subscribes to
-	caps    json.RawMessage // the server's, to choose the listen filter
-	restart chan struct{}   // wakes the listen loop to reopen with new filters
+	legacy  bool                     // a session was initialized: the era is known
+	level   string                   // for requests whose _meta names none
+	subs    map[string]bool          // resources the listen stream subscribes to
+	caps    json.RawMessage          // the server's, to choose the listen filter
+	restart chan struct{}            // wakes the listen loop to reopen with new filters
+	params  map[string][]paramHeader // tool → arguments mirrored in headers
 }
 
 func (m *modernState) sessionEra() bool {
@@ -79,6 +81,12 @@ func (c *Conn) discover(ctx context.Context, info Implementation, caps json.RawM
 		jsonrpc.Quote(jsonrpc.MetaClientCapabilities), caps,
 		jsonrpc.Quote(jsonrpc.MetaClientInfo), jsonrpc.Quote(info.Name), jsonrpc.Quote(info.Version))
 	raw, err := c.Call(pctx, "server/discover", params)
+	var rpcErr *jsonrpc.Error
+	if errors.As(err, &rpcErr) && rpcErr.Code == jsonrpc.CodeUnsupportedProtocolVersion && offersModern(rpcErr.Data) {
+		// A server may refuse a first request for its own reasons while
+		// naming 2026-07-28 among its versions: asked again, once.
+		raw, err = c.Call(pctx, "server/discover", params)
+	}
 	if err != nil {
 		if ctx.Err() != nil {
 			return nil, ctx.Err()
@@ -122,6 +130,132 @@ func (c *Conn) discover(ctx context.Context, info Implementation, caps json.RawM
 	res.Raw = append(out, '}')
 	return res, nil
 }
+
+// offersModern reports whether an UnsupportedProtocolVersion error's data
+// names 2026-07-28 among the server's versions.
+func offersModern(data json.RawMessage) bool {
+	var d struct {
+		Supported []string `json:"supported"`
+	}
+	return json.Unmarshal(data, &d) == nil && slices.Contains(d.Supported, jsonrpc.Version20260728)
+}
+
+// paramHeader is a tool argument a stateless server wants mirrored in an
+// Mcp-Param-{Name} header (its inputSchema property's x-mcp-header).
+type paramHeader struct {
+	arg, header string
+}
+
+// noteParamHeaders records, from a tools/list result, which arguments of
+// each tool travel in headers too (SEP-2243).
+func (c *Conn) noteParamHeaders(result json.RawMessage) {
+	var r struct {
+		Tools []struct {
+			Name        string `json:"name"`
+			InputSchema struct {
+				Properties map[string]struct {
+					Header string `json:"x-mcp-header"`
+				} `json:"properties"`
+			} `json:"inputSchema"`
+		} `json:"tools"`
+	}
+	if json.Unmarshal(result, &r) != nil {
+		return
+	}
+	c.modern.mu.Lock()
+	defer c.modern.mu.Unlock()
+	if c.modern.params == nil {
+		c.modern.params = map[string][]paramHeader{}
+	}
+	for _, t := range r.Tools {
+		var hs []paramHeader
+		for arg, p := range t.InputSchema.Properties {
+			if p.Header != "" {
+				hs = append(hs, paramHeader{arg: arg, header: p.Header})
+			}
+		}
+		if hs == nil {
+			delete(c.modern.params, t.Name)
+		} else {
+			c.modern.params[t.Name] = hs
+		}
+	}
+}
+
+// paramHeaders sets the Mcp-Param-* headers of a tools/call: each
+// annotated argument that is present and not null, a string as it is
+// (base64 where a header cannot carry it), an integer in decimal, a
+// boolean as true or false; other values are not mirrored.
+func (c *Conn) paramHeaders(h http.Header, params json.RawMessage) {
+	name, _ := jsonrpc.StringMember(params, "name")
+	c.modern.mu.Lock()
+	hs := c.modern.params[name]
+	c.modern.mu.Unlock()
+	if len(hs) == 0 {
+		return
+	}
+	args, _ := jsonrpc.Member(params, "arguments")
+	for _, p := range hs {
+		v, ok := jsonrpc.Member(args, p.arg)
+		if !ok || len(v) == 0 {
+			continue
+		}
+		var val string
+		switch {
+		case string(v) == "true" || string(v) == "false":
+			val = string(v)
+		case v[0] == '"':
+			s, _ := jsonrpc.String(v)
+			val = jsonrpc.EncodeHeaderValue(s)
+		case isInteger(v):
+			val = string(v)
+		default:
+			continue // null, a fraction, an object: nothing a header carries
+		}
+		h.Set("Mcp-Param-"+p.header, val)
+	}
+}
+
+// isInteger reports whether a JSON number is written as an integer.
+func isInteger(v json.RawMessage) bool {
+	for i, b := range v {
+		if !(b >= '0' && b <= '9' || i == 0 && b == '-') {
+			return false
+		}
+	}
+	return len(v) > 0 && v[len(v)-1] != '-'
+}
+
+// CallAnswering is Call for a client that answers the server's requests
+// for input itself: an input_required result is answered through the
+// Handler (each input as the request it stands for) and the call made
+// again with the answers, until it completes.
+func (c *Conn) CallAnswering(ctx context.Context, method string, params json.RawMessage) (json.RawMessage, error) {
+	ask := func(ctx context.Context, m string, p json.RawMessage) (json.RawMessage, error) {
+		if c.handler == nil {
+			return nil, fmt.Errorf("nothing answers %s", m)
+		}
+		return c.handler.HandleRequest(ctx, jsonrpc.NewRequest(nil, m, p), nil)
+	}
+	res, err := c.Call(ctx, method, params)
+	for round := 0; err == nil && jsonrpc.InputRequired(res); round++ {
+		if round == maxInputRounds {
+			return nil, fmt.Errorf("the server asked for input %d times; gave up", maxInputRounds)
+		}
+		var responses json.RawMessage
+		if responses, err = jsonrpc.AnswerInputs(ctx, res, ask); err != nil {
+			return nil, err
+		}
+		if params, err = jsonrpc.RetryParams(params, res, responses); err != nil {
+			return nil, err
+		}
+		res, err = c.Call(ctx, method, params)
+	}
+	return res, err
+}
+
+// maxInputRounds bounds the rounds of input CallAnswering gives one call.
+const maxInputRounds = 16
 
 // becomeModern switches the connection to the stateless era after a
 // successful discover and opens the listen stream.

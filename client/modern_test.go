@@ -120,6 +120,23 @@ func TestModernWire(t *testing.T) {
 		case "subscriptions/listen":
 			<-r.Context().Done()
 			return
+		case "tools/list":
+			res = `{"resultType":"complete","tools":[{"name":"w","inputSchema":{"type":"object","properties":{
+				"region":{"type":"string","x-mcp-header":"Region"},"n":{"type":"integer","x-mcp-header":"Priority"},
+				"f":{"type":"boolean","x-mcp-header":"Flag"},"x":{"type":"number","x-mcp-header":"Float"},
+				"gone":{"type":"string","x-mcp-header":"Gone"},"plain":{"type":"string"}}}}],"ttlMs":0,"cacheScope":"private"}`
+		case "tools/call":
+			if name, _ := jsonrpc.StringMember(m.Params, "name"); name == "ask" {
+				if _, ok := jsonrpc.Member(m.Params, "inputResponses"); !ok {
+					res = `{"resultType":"input_required","inputRequests":{"k":{"method":"roots/list"}},"requestState":"s1"}`
+					break
+				}
+				state, _ := jsonrpc.Member(m.Params, "requestState")
+				resp, _ := jsonrpc.Member(m.Params, "inputResponses")
+				res = `{"resultType":"complete","content":[{"type":"text","text":` + string(jsonrpc.Quote(string(state)+" "+string(resp))) + `}]}`
+				break
+			}
+			res = `{"resultType":"complete","content":[]}`
 		default:
 			res = `{"resultType":"complete","content":[]}`
 		}
@@ -127,7 +144,8 @@ func TestModernWire(t *testing.T) {
 		w.Write(jsonrpc.NewResponse(m.ID, json.RawMessage(res)).Encode())
 	}))
 	defer srv.Close()
-	c, logs := startHTTP(t, Config{Name: "wire", URL: srv.URL, Capabilities: json.RawMessage(`{"sampling":{}}`)}, nil)
+	rec := newRecorder()
+	c, logs := startHTTP(t, Config{Name: "wire", URL: srv.URL, Capabilities: json.RawMessage(`{"sampling":{}}`)}, rec)
 	if !c.Modern() || c.Initialize().ServerInfo.Name != "wire" {
 		t.Fatalf("modern %v, %+v\n%s", c.Modern(), c.Initialize(), logs)
 	}
@@ -137,6 +155,19 @@ func TestModernWire(t *testing.T) {
 	}
 	if _, err := c.Call(context.Background(), "resources/read", json.RawMessage(`{"uri":"file:///a"}`)); err != nil {
 		t.Fatal(err)
+	}
+	if _, err := c.Call(context.Background(), "tools/list", nil); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := c.Call(context.Background(), "tools/call", json.RawMessage(`{"name":"w","arguments":{"region":" eu ","n":42,"f":false,"x":1.5,"gone":null,"plain":"p"}}`)); err != nil {
+		t.Fatal(err)
+	}
+	// An input_required result is answered through the handler (roots/list
+	// as the recorder answers it) and the call made again with the state.
+	rec.answer = func(m *jsonrpc.Message) (json.RawMessage, error) { return json.RawMessage(`{"roots":[]}`), nil }
+	res, err := c.CallAnswering(context.Background(), "tools/call", json.RawMessage(`{"name":"ask"}`))
+	if err != nil || !strings.Contains(string(res), `\"s1\" {\"k\":{\"roots\":[]}}`) {
+		t.Errorf("CallAnswering: %v %s", err, res)
 	}
 	c.Close()
 	mu.Lock()
@@ -156,12 +187,23 @@ func TestModernWire(t *testing.T) {
 		caps, _ := jsonrpc.MetaMember(m.Params, jsonrpc.MetaClientCapabilities)
 		switch m.Method {
 		case "tools/call":
+			if name, _ := jsonrpc.StringMember(m.Params, "name"); name != "日本" {
+				break
+			}
 			if r.Header.Get("Mcp-Name") != "=?base64?5pel5pys?=" || string(caps) != `{"elicitation":{}}` {
 				t.Errorf("tools/call: Mcp-Name %q, capabilities %s", r.Header.Get("Mcp-Name"), caps)
 			}
 		case "resources/read":
 			if r.Header.Get("Mcp-Name") != "file:///a" || string(caps) != `{"sampling":{}}` {
 				t.Errorf("resources/read: Mcp-Name %q, capabilities %s", r.Header.Get("Mcp-Name"), caps)
+			}
+		}
+		if name, _ := jsonrpc.StringMember(m.Params, "name"); name == "w" {
+			want := map[string]string{"Mcp-Param-Region": "=?base64?IGV1IA==?=", "Mcp-Param-Priority": "42", "Mcp-Param-Flag": "false", "Mcp-Param-Float": "", "Mcp-Param-Gone": ""}
+			for k, v := range want {
+				if got := r.Header.Get(k); got != v {
+					t.Errorf("%s = %q, want %q", k, got, v)
+				}
 			}
 		}
 	}

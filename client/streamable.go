@@ -248,6 +248,9 @@ func (s *streamable) post(ctx context.Context, m *jsonrpc.Message, data []byte) 
 	}
 	if m.Method == "server/discover" || s.c.Modern() {
 		modernHeaders(req.Header, m)
+		if m.Method == "tools/call" {
+			s.c.paramHeaders(req.Header, m.Params)
+		}
 	}
 	sid := req.Header.Get("Mcp-Session-Id")
 	if m.IsRequest() {

@@ -270,74 +270,26 @@ const mrtrMaxRounds = 16
 // with the answers and the server's requestState until it completes. The
 // complete result loses resultType, which the session era does not have.
 func (r *router) fulfilInputs(ctx context.Context, up Upstream, s *session, method string, params json.RawMessage, peer jsonrpc.Peer, res json.RawMessage) (json.RawMessage, error) {
-	for round := 0; ; round++ {
-		rt, _ := jsonrpc.StringMember(res, "resultType")
-		if rt != "input_required" {
-			if out, err := jsonrpc.DeleteMember(res, "resultType"); err == nil {
-				res = out
-			}
-			return res, nil
-		}
+	for round := 0; jsonrpc.InputRequired(res); round++ {
 		if round == mrtrMaxRounds {
 			return nil, jsonrpc.Errorf(jsonrpc.CodeInternalError, "the server asked for input %d times in one call; mcphub gave up", mrtrMaxRounds)
 		}
 		if peer == nil {
 			return nil, jsonrpc.NewError(jsonrpc.CodeInternalError, "the server asked for input that nobody can give")
 		}
-		asks, _ := jsonrpc.Member(res, "inputRequests")
-		responses, err := askAll(ctx, peer, asks)
+		responses, err := jsonrpc.AnswerInputs(ctx, res, peer.Request)
 		if err != nil {
 			return nil, err
 		}
-		if params, err = jsonrpc.SetMember(params, "inputResponses", responses); err != nil {
-			return nil, jsonrpc.NewError(jsonrpc.CodeInvalidParams, "params must be an object")
-		}
-		if state, ok := jsonrpc.Member(res, "requestState"); ok {
-			params, err = jsonrpc.SetMember(params, "requestState", state)
-		} else {
-			params, err = jsonrpc.DeleteMember(params, "requestState")
-		}
-		if err != nil {
+		if params, err = jsonrpc.RetryParams(params, res, responses); err != nil {
 			return nil, jsonrpc.NewError(jsonrpc.CodeInvalidParams, "params must be an object")
 		}
 		if res, err = up.Call(ctx, s.id, method, params, peer); err != nil {
 			return nil, err
 		}
 	}
-}
-
-// askAll sends each of inputRequests' requests to the client at once and
-// returns the inputResponses object of their answers.
-func askAll(ctx context.Context, peer jsonrpc.Peer, asks json.RawMessage) (json.RawMessage, error) {
-	type ask struct {
-		key    string
-		method string
-		params json.RawMessage
-		res    json.RawMessage
-		err    error
+	if out, err := jsonrpc.DeleteMember(res, "resultType"); err == nil {
+		res = out
 	}
-	var all []*ask
-	jsonrpc.Members(asks, func(k []byte, v json.RawMessage) {
-		method, _ := jsonrpc.StringMember(v, "method")
-		params, _ := jsonrpc.Member(v, "params")
-		all = append(all, &ask{key: string(k), method: method, params: params})
-	})
-	var wg sync.WaitGroup
-	for _, a := range all {
-		wg.Go(func() { a.res, a.err = peer.Request(ctx, a.method, a.params) })
-	}
-	wg.Wait()
-	out := []byte{'{'}
-	for i, a := range all {
-		if a.err != nil {
-			return nil, fmt.Errorf("the server asked the client for %s, which failed: %w", a.method, a.err)
-		}
-		if i > 0 {
-			out = append(out, ',')
-		}
-		out = jsonrpc.AppendString(out, a.key)
-		out = append(out, ':')
-		out = append(out, a.res...)
-	}
-	return append(out, '}'), nil
+	return res, nil
 }

@@ -9,6 +9,7 @@ import (
 	"log/slog"
 	"os"
 	"os/signal"
+	"slices"
 	"sort"
 	"strings"
 	"syscall"
@@ -26,11 +27,12 @@ import (
 
 type probeFlags struct {
 	targetFlags
-	call    string
-	args    string
-	timeout time.Duration
-	asJSON  bool
-	verbose bool
+	calls    []string
+	args     []string
+	protocol string
+	timeout  time.Duration
+	asJSON   bool
+	verbose  bool
 	// Sign-in to a server behind OAuth (--url only).
 	clientID, clientSecret, clientMetadataURL, save string
 	scopes                                          []string
@@ -42,8 +44,16 @@ probe starts a stdio server (everything after --) or reaches a remote one
 (--url), performs the MCP handshake and prints the server's name and version,
 the negotiated protocol version, the transport, its capabilities and
 instructions, and its tools, prompts, resources and resource templates.
-With --call it then calls one tool and prints its result, showing progress
-notifications and log messages as they arrive.
+With --call it then calls a tool and prints its result, showing progress
+notifications and log messages as they arrive; --call and --args may be
+repeated, the first --args going with the first --call, and so on.
+
+probe speaks the protocol era the hub would: over Streamable HTTP it asks
+server/discover first and speaks 2026-07-28 to a server that offers it;
+a stdio server gets a session. --protocol pins a revision instead. When a
+server asks for input (a session-era request, or a 2026-07-28
+input_required result), probe answers roots/list with no roots and
+declines an elicitation; it cannot sample.
 
 Use it to debug a server before you add it to the registry.
 
@@ -58,6 +68,8 @@ const probeExample = `  mcphub probe -- npx -y @modelcontextprotocol/server-ever
   mcphub probe --url http://127.0.0.1:3000/mcp --header "Authorization=Bearer $TOKEN"
   mcphub probe --url http://127.0.0.1:3000/sse --transport sse
   mcphub probe --url http://127.0.0.1:3000/mcp --call add --args '{"a":1,"b":2}'
+  mcphub probe --url http://127.0.0.1:3000/mcp --call a --args '{"x":1}' --call b
+  mcphub probe --protocol 2025-11-25 -- ./my-server
   mcphub probe --url https://mcp.tracker.example.com/mcp --client-id mcphub --client-secret '${SECRET}' --save tracker`
 
 func newProbeCmd(a *app) *cobra.Command {
@@ -77,8 +89,9 @@ func newProbeCmd(a *app) *cobra.Command {
 	}
 	fl := cmd.Flags()
 	f.targetFlags.register(fl, client.TransportAuto)
-	fl.StringVar(&f.call, "call", "", "call this tool after listing")
-	fl.StringVar(&f.args, "args", "{}", "the tool's arguments, a JSON object (with --call)")
+	fl.StringArrayVar(&f.calls, "call", nil, "call this tool after listing (repeatable)")
+	fl.StringArrayVar(&f.args, "args", nil, "the arguments of the --call in the same position, a JSON object (default {})")
+	fl.StringVar(&f.protocol, "protocol", "auto", "the protocol revision to speak: auto, or one of "+strings.Join(jsonrpc.Versions, ", "))
 	fl.DurationVar(&f.timeout, "timeout", 60*time.Second, "how long to wait for connecting and for each request")
 	fl.BoolVar(&f.asJSON, "json", false, "print one JSON object instead of tables")
 	fl.BoolVarP(&f.verbose, "verbose", "v", false, "log the connection's debug messages to stderr")
@@ -104,11 +117,20 @@ func (f *probeFlags) config(args []string) (client.Config, error) {
 	if t.command != "" {
 		cfg.Name = t.command
 	}
-	if f.call == "" && f.args != "{}" {
-		return cfg, errors.New("--args needs --call TOOL")
+	if len(f.args) > len(f.calls) {
+		return cfg, fmt.Errorf("%d --args for %d --call: each --args goes with the --call in the same position", len(f.args), len(f.calls))
 	}
-	if !json.Valid([]byte(f.args)) || !strings.HasPrefix(strings.TrimSpace(f.args), "{") {
-		return cfg, fmt.Errorf("--args must be a JSON object, got %q", f.args)
+	for _, a := range f.args {
+		if !json.Valid([]byte(a)) || !strings.HasPrefix(strings.TrimSpace(a), "{") {
+			return cfg, fmt.Errorf("--args must be a JSON object, got %q", a)
+		}
+	}
+	switch {
+	case f.protocol == "" || f.protocol == registry.ProtocolAuto:
+	case slices.Contains(jsonrpc.Versions, f.protocol):
+		cfg.ProtocolVersion = f.protocol
+	default:
+		return cfg, fmt.Errorf("--protocol %q is not a revision mcphub speaks; use auto or one of %s", f.protocol, strings.Join(jsonrpc.Versions, ", "))
 	}
 	signIn := f.clientID != "" || f.clientSecret != "" || f.clientMetadataURL != "" || f.save != "" || len(f.scopes) > 0
 	if signIn && cfg.URL == "" {
@@ -168,8 +190,13 @@ func (h probeHandler) HandleNotification(m *jsonrpc.Message, _ json.RawMessage) 
 }
 
 func (h probeHandler) HandleRequest(_ context.Context, m *jsonrpc.Message, _ json.RawMessage) (json.RawMessage, error) {
-	if m.Method == "roots/list" {
+	switch m.Method {
+	case "roots/list":
 		return json.RawMessage(`{"roots":[]}`), nil
+	case "elicitation/create":
+		msg, _ := jsonrpc.StringMember(m.Params, "message")
+		fmt.Fprintf(h.out, "the server asked: %s; probe declines\n", oneLine(msg, 200))
+		return json.RawMessage(`{"action":"decline"}`), nil
 	}
 	fmt.Fprintf(h.out, "the server asked for %s; probe cannot answer it\n", m.Method)
 	return nil, jsonrpc.Errorf(jsonrpc.CodeMethodNotFound, "mcphub probe does not answer %s", m.Method)
@@ -216,17 +243,22 @@ func runProbe(ctx context.Context, a *app, cfg client.Config, f probeFlags) erro
 		printProbe(a.stdout, report)
 	}
 
-	if f.call != "" {
+	for i, tool := range f.calls {
+		args := "{}"
+		if i < len(f.args) {
+			args = f.args[i]
+		}
 		callCtx, cancel := context.WithTimeout(ctx, f.timeout)
-		defer cancel()
-		params := fmt.Appendf(nil, `{"name":%s,"arguments":%s,"_meta":{"progressToken":"probe"}}`, jsonrpc.Quote(f.call), f.args)
-		res, err := conn.Call(callCtx, "tools/call", params)
+		params := fmt.Appendf(nil, `{"name":%s,"arguments":%s,"_meta":{"progressToken":"probe"}}`, jsonrpc.Quote(tool), args)
+		res, err := conn.CallAnswering(callCtx, "tools/call", params)
+		cancel()
 		if err != nil {
-			return fmt.Errorf("call %s: %w", f.call, err)
+			return fmt.Errorf("call %s: %w", tool, err)
 		}
 		report.CallResult = res
+		report.Calls = append(report.Calls, probeCall{Tool: tool, Result: res})
 		if !f.asJSON {
-			printCallResult(a.stdout, f.call, res)
+			printCallResult(a.stdout, tool, res)
 		}
 	}
 	if f.save != "" && si.Fetched() > 0 {
@@ -252,7 +284,15 @@ type probeReport struct {
 	Prompts           []json.RawMessage     `json:"prompts"`
 	Resources         []json.RawMessage     `json:"resources"`
 	ResourceTemplates []json.RawMessage     `json:"resourceTemplates"`
-	CallResult        json.RawMessage       `json:"callResult,omitempty"`
+	// CallResult is the last call's result; Calls has every call's.
+	CallResult json.RawMessage `json:"callResult,omitempty"`
+	Calls      []probeCall     `json:"calls,omitempty"`
+}
+
+// probeCall is one --call's result.
+type probeCall struct {
+	Tool   string          `json:"tool"`
+	Result json.RawMessage `json:"result"`
 }
 
 func collectProbe(ctx context.Context, conn *client.Conn) (*probeReport, error) {

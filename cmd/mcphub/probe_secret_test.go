@@ -9,7 +9,7 @@ import (
 // from the environment, and names the variable when it is unset.
 func TestProbeClientSecretFromEnv(t *testing.T) {
 	t.Setenv("PROBE_TEST_SECRET", "s3cret")
-	f := probeFlags{clientID: "c", clientSecret: "${PROBE_TEST_SECRET}", args: "{}"}
+	f := probeFlags{clientID: "c", clientSecret: "${PROBE_TEST_SECRET}"}
 	f.url = "https://mcp.example.com/mcp"
 	cfg, err := f.config(nil)
 	if err != nil || cfg.OAuth == nil || cfg.OAuth.ClientSecret != "s3cret" {
