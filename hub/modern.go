@@ -1,6 +1,7 @@
 package hub
 
 import (
+	"bytes"
 	"context"
 	"encoding/json"
 	"fmt"
@@ -200,6 +201,17 @@ func (set *sessionSet) modern(w http.ResponseWriter, r *http.Request, endpoint s
 	if member, ok := modernHeaderNamed[m.Method]; ok {
 		name, _ = jsonrpc.StringMember(m.Params, member)
 	}
+	if m.Method == "tools/call" {
+		if view := set.servers.view(endpoint); view != nil {
+			if tool, ok := view.tool(name); ok {
+				args, _ := jsonrpc.Member(m.Params, "arguments")
+				if e := checkParamHeaders(r.Header, tool.item, args); e != nil {
+					writeRPCError(w, http.StatusBadRequest, m.ID, e)
+					return
+				}
+			}
+		}
+	}
 	out := &modernReply{w: w, sse: parseAccept(acceptHeader(r)).mode >= acceptSSEOnly}
 	var call *mrtrCall
 	if state, _ := jsonrpc.StringMember(m.Params, "requestState"); strings.HasPrefix(state, mrtrStatePrefix) {
@@ -276,8 +288,10 @@ func (set *sessionSet) awaitModern(w http.ResponseWriter, r *http.Request, endpo
 			case <-call.done:
 				gather.Stop()
 			}
-			if !call.pending() {
-				continue // answered meanwhile, or the call ended: look again
+			if !call.pending() || call.missingCapability() != "" {
+				// Answered meanwhile, or the call ended, or it is ending
+				// for want of a capability: look again.
+				continue
 			}
 			if !stop() {
 				return // the client left: the call is cancelled
@@ -446,4 +460,62 @@ func (o *modernReply) finish(status int, body []byte) {
 	o.w.Header().Set("Content-Length", strconv.Itoa(len(body)))
 	o.w.WriteHeader(status)
 	o.w.Write(body)
+}
+
+// checkParamHeaders checks the Mcp-Param-{Name} headers of a tools/call
+// against the arguments its tool's inputSchema marks with x-mcp-header
+// (SEP-2243): each present, non-null argument must come with its header
+// carrying the same value (base64 decoded; integers compared as numbers),
+// and no header may stand for an argument that is not there.
+func checkParamHeaders(h http.Header, item, args json.RawMessage) *jsonrpc.Error {
+	if !bytes.Contains(item, []byte("x-mcp-header")) {
+		return nil
+	}
+	var tool struct {
+		InputSchema struct {
+			Properties map[string]struct {
+				Header string `json:"x-mcp-header"`
+			} `json:"properties"`
+		} `json:"inputSchema"`
+	}
+	if json.Unmarshal(item, &tool) != nil {
+		return nil
+	}
+	for arg, p := range tool.InputSchema.Properties {
+		if p.Header == "" {
+			continue
+		}
+		name := "Mcp-Param-" + p.Header
+		hv, sent := h[http.CanonicalHeaderKey(name)]
+		v, ok := jsonrpc.Member(args, arg)
+		present := ok && string(v) != "null"
+		switch {
+		case !present && !sent:
+			continue
+		case !present:
+			return jsonrpc.Errorf(jsonrpc.CodeHeaderMismatch, "Header mismatch: %s is sent but arguments.%s is not", name, arg)
+		case !sent:
+			return jsonrpc.Errorf(jsonrpc.CodeHeaderMismatch, "Header mismatch: arguments.%s needs the %s header", arg, name)
+		}
+		got, err := jsonrpc.DecodeHeaderValue(hv[0])
+		if err != nil || !sameParam(got, v) {
+			return jsonrpc.Errorf(jsonrpc.CodeHeaderMismatch, "Header mismatch: %s does not carry arguments.%s", name, arg)
+		}
+	}
+	return nil
+}
+
+// sameParam reports whether a header value carries an argument's value: a
+// string as it is, a number as the same number, a boolean as true or false.
+func sameParam(header string, v json.RawMessage) bool {
+	switch {
+	case v[0] == '"':
+		s, _ := jsonrpc.String(v)
+		return s == header
+	case string(v) == "true" || string(v) == "false":
+		return header == string(v)
+	}
+	a, err1 := strconv.ParseFloat(header, 64)
+	b, err2 := strconv.ParseFloat(string(v), 64)
+	return err1 == nil && err2 == nil && a == b
 }

@@ -462,3 +462,38 @@ func TestSessionClientStatelessUpstream(t *testing.T) {
 		t.Errorf("final event = id %s %s %+v, want the result without resultType", m.ID, m.Result, m.Error)
 	}
 }
+
+// TestParamHeaders: Mcp-Param-* headers must carry the arguments their
+// tool marks with x-mcp-header, as SEP-2243 says.
+func TestParamHeaders(t *testing.T) {
+	item := json.RawMessage(`{"name":"t","inputSchema":{"type":"object","properties":{
+		"region":{"type":"string","x-mcp-header":"Region"},"n":{"type":"integer","x-mcp-header":"Priority"},
+		"on":{"type":"boolean","x-mcp-header":"On"},"q":{"type":"string"}}}}`)
+	for _, tt := range []struct {
+		name, args string
+		headers    map[string]string
+		ok         bool
+	}{
+		{"plain", `{"region":"eu","n":42,"on":true,"q":"x"}`, map[string]string{"Mcp-Param-Region": "eu", "Mcp-Param-Priority": "42", "Mcp-Param-On": "true"}, true},
+		{"base64", `{"region":"Hello"}`, map[string]string{"mcp-param-region": "=?base64?SGVsbG8=?="}, true},
+		{"bad padding", `{"region":"Hello"}`, map[string]string{"Mcp-Param-Region": "=?base64?SGVsbG8?="}, false},
+		{"bad characters", `{"region":"Hello"}`, map[string]string{"Mcp-Param-Region": "=?base64?SGVs!!!bG8=?="}, false},
+		{"literal that looks encoded", `{"region":"SGVsbG8="}`, map[string]string{"Mcp-Param-Region": "SGVsbG8="}, true},
+		{"half a marker is literal", `{"region":"=?base64?SGVsbG8="}`, map[string]string{"Mcp-Param-Region": "=?base64?SGVsbG8="}, true},
+		{"missing header", `{"region":"eu"}`, nil, false},
+		{"other value", `{"region":"eu"}`, map[string]string{"Mcp-Param-Region": "us"}, false},
+		{"number compared as a number", `{"n":42}`, map[string]string{"Mcp-Param-Priority": "42.0"}, true},
+		{"header without its argument", `{}`, map[string]string{"Mcp-Param-Region": "eu"}, false},
+		{"null argument, no header", `{"region":null}`, nil, true},
+		{"boolean case matters", `{"on":true}`, map[string]string{"Mcp-Param-On": "True"}, false},
+	} {
+		h := http.Header{}
+		for k, v := range tt.headers {
+			h.Set(k, v)
+		}
+		e := checkParamHeaders(h, item, json.RawMessage(tt.args))
+		if (e == nil) != tt.ok || (e != nil && e.Code != jsonrpc.CodeHeaderMismatch) {
+			t.Errorf("%s: %v, want ok=%v", tt.name, e, tt.ok)
+		}
+	}
+}
