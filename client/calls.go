@@ -54,7 +54,7 @@ func (c *Conn) CallWithID(ctx context.Context, id json.RawMessage, method string
 			method, params, ping = "server/discover", nil, true
 		}
 		var err error
-		if params, err = c.withModernMeta(ctx, params); err != nil {
+		if params, err = c.withModernMeta(params); err != nil {
 			return nil, err
 		}
 	} else if method != "server/discover" { // the era probe's are its own

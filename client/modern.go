@@ -58,12 +58,6 @@ func (c *Conn) Modern() bool {
 	return c.modern.on
 }
 
-// ClientCapabilitiesKey is the context key under which a caller may put
-// the raw capabilities of the client a request is made for: a stateless
-// server reads them in each request's _meta and asks only for what that
-// client can give. Without it, the connection's own are sent.
-type ClientCapabilitiesKey struct{}
-
 // errNotModern is discover's report of a server that does not speak the
 // stateless era: the connection falls back to initialize.
 var errNotModern = errors.New("the server does not speak 2026-07-28")
@@ -307,8 +301,8 @@ func (c *Conn) modernLocal(method string, params json.RawMessage) (handled bool)
 
 // withModernMeta sets the _meta members a stateless request carries:
 // the version, and the client's capabilities, info and log level unless
-// the request names its own (a stateless client's, passed through).
-func (c *Conn) withModernMeta(ctx context.Context, params json.RawMessage) (json.RawMessage, error) {
+// the request names its own (those of the client the hub relays for).
+func (c *Conn) withModernMeta(params json.RawMessage) (json.RawMessage, error) {
 	meta, ok := jsonrpc.Member(params, "_meta")
 	if !ok || len(meta) == 0 || meta[0] != '{' {
 		meta = json.RawMessage(`{}`)
@@ -324,11 +318,7 @@ func (c *Conn) withModernMeta(ctx context.Context, params json.RawMessage) (json
 		return nil, jsonrpc.NewError(jsonrpc.CodeInvalidParams, "malformed _meta")
 	}
 	if !has[jsonrpc.MetaClientCapabilities] {
-		caps, _ := ctx.Value(ClientCapabilitiesKey{}).(json.RawMessage)
-		if len(caps) == 0 {
-			caps = c.capabilities()
-		}
-		set(jsonrpc.MetaClientCapabilities, caps)
+		set(jsonrpc.MetaClientCapabilities, c.capabilities())
 	}
 	if !has[jsonrpc.MetaClientInfo] {
 		info := c.clientInfo()
@@ -400,7 +390,7 @@ func (c *Conn) listenLoop() {
 		ctx, cancel := context.WithCancel(c.ctx)
 		done := make(chan error, 1)
 		go func() {
-			params, err := c.withModernMeta(ctx, json.RawMessage(`{"notifications":`+filter+`}`))
+			params, err := c.withModernMeta(json.RawMessage(`{"notifications":`+filter+`}`))
 			if err == nil {
 				_, err = c.Call(ctx, "subscriptions/listen", params)
 			}

@@ -86,7 +86,7 @@ func TestEverythingServerModern(t *testing.T) {
 
 // TestModernWire: the stateless era's requests carry the version in the
 // header and _meta, Mcp-Method and Mcp-Name (base64 where needed), the
-// client's own capabilities unless the caller's context names others, and
+// client's own capabilities unless the request names others, and
 // no session; there is no GET stream and no DELETE.
 func TestModernWire(t *testing.T) {
 	var mu sync.Mutex
@@ -149,8 +149,8 @@ func TestModernWire(t *testing.T) {
 	if !c.Modern() || c.Initialize().ServerInfo.Name != "wire" {
 		t.Fatalf("modern %v, %+v\n%s", c.Modern(), c.Initialize(), logs)
 	}
-	ctx := context.WithValue(context.Background(), ClientCapabilitiesKey{}, json.RawMessage(`{"elicitation":{}}`))
-	if _, err := c.Call(ctx, "tools/call", json.RawMessage(`{"name":"日本","arguments":{}}`)); err != nil {
+	// The capabilities of the client the hub relays for travel as given.
+	if _, err := c.Call(context.Background(), "tools/call", json.RawMessage(`{"name":"日本","arguments":{},"_meta":{"io.modelcontextprotocol/clientCapabilities":{"elicitation":{}}}}`)); err != nil {
 		t.Fatal(err)
 	}
 	if _, err := c.Call(context.Background(), "resources/read", json.RawMessage(`{"uri":"file:///a"}`)); err != nil {

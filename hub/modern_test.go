@@ -457,6 +457,10 @@ func TestSessionClientStatelessUpstream(t *testing.T) {
 	if state != "server-state-1" || string(resp) != `{"who":{"action":"accept","content":{"n":"Ada"}}}` || string(args) != `{"a":1}` {
 		t.Errorf("the retry's params: %s", p)
 	}
+	// The stateless server is told this session's capabilities.
+	if caps, _ := jsonrpc.MetaMember(p, jsonrpc.MetaClientCapabilities); string(caps) != `{"elicitation":{}}` {
+		t.Errorf("the server was told capabilities %s", caps)
+	}
 	m, _ := s.nextMsg()
 	if string(m.ID) != "7" || m.Error != nil || strings.Contains(string(m.Result), "resultType") || !strings.Contains(string(m.Result), "hello") {
 		t.Errorf("final event = id %s %s %+v, want the result without resultType", m.ID, m.Result, m.Error)

@@ -240,8 +240,17 @@ func (r *router) forward(ctx context.Context, s *session, server, method string,
 	}
 	ctx, cancel := context.WithTimeoutCause(ctx, timeout, &timeoutError{server: server, method: method, timeout: timeout})
 	defer cancel()
+	modernUp := jsonrpc.EraOf(s.version) == jsonrpc.EraSession && e.up.Status().Protocol == jsonrpc.Version20260728
+	if modernUp && len(s.caps.raw) > 0 {
+		// A stateless server reads the client's capabilities in each
+		// request and asks only for what that client can give: this
+		// session's, not mcphub's.
+		if p, err := jsonrpc.SetMeta(params, jsonrpc.MetaClientCapabilities, s.caps.raw); err == nil {
+			params = p
+		}
+	}
 	res, err := e.up.Call(ctx, s.id, method, params, peer)
-	if err == nil && jsonrpc.EraOf(s.version) == jsonrpc.EraSession && e.up.Status().Protocol == jsonrpc.Version20260728 {
+	if err == nil && modernUp {
 		res, err = r.fulfilInputs(ctx, e.up, s, method, params, peer, res)
 	}
 	if err != nil && ctx.Err() != nil && errors.Is(context.Cause(ctx), errTimeout) {
