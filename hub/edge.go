@@ -14,6 +14,7 @@ import (
 	"strings"
 	"sync/atomic"
 
+	"github.com/mcphub/mcphub/internal/httphdr"
 	"github.com/mcphub/mcphub/internal/jsonrpc"
 	"github.com/mcphub/mcphub/registry"
 )
@@ -277,7 +278,17 @@ func isLoopbackName(host string) bool {
 func (e *edge) preflight(w http.ResponseWriter, r *http.Request) {
 	hdr := w.Header()
 	hdr.Set("Access-Control-Allow-Methods", "GET, POST, DELETE, OPTIONS")
-	hdr.Set("Access-Control-Allow-Headers", "Content-Type, Accept, Authorization, Mcp-Session-Id, MCP-Protocol-Version, Last-Event-ID")
+	allow := "Content-Type, Accept, Authorization, Mcp-Session-Id, MCP-Protocol-Version, Last-Event-ID, Mcp-Method, Mcp-Name"
+	// A 2026-07-28 tools/call carries Mcp-Param-{Name} headers whose names
+	// only the tool knows: those the browser asks for are allowed.
+	for _, v := range r.Header.Values("Access-Control-Request-Headers") {
+		for _, h := range strings.Split(v, ",") {
+			if h = strings.TrimSpace(h); len(h) > len("Mcp-Param-") && strings.EqualFold(h[:len("Mcp-Param-")], "Mcp-Param-") && httphdr.ValidName(h) {
+				allow += ", " + h
+			}
+		}
+	}
+	hdr.Set("Access-Control-Allow-Headers", allow)
 	hdr.Set("Access-Control-Max-Age", "600")
 	w.WriteHeader(http.StatusNoContent)
 }

@@ -12,6 +12,9 @@ import (
 	"github.com/mcphub/mcphub/internal/sse"
 )
 
+// maxListenResources bounds the resources one listen stream subscribes to.
+const maxListenResources = 256
+
 // listenQueue bounds the notifications a listener holds for a client that
 // reads slowly; past it the newest are dropped (list_changed only says
 // "look again", and a later one says it as well).
@@ -93,11 +96,17 @@ func (set *sessionSet) listen(w http.ResponseWriter, r *http.Request, endpoint s
 			add(o.key, json.RawMessage(`true`))
 		}
 	}
+	if len(f.ResourceSubscriptions) > maxListenResources {
+		writeRPCError(w, http.StatusBadRequest, mc.m.ID, jsonrpc.Errorf(jsonrpc.CodeInvalidParams,
+			"Invalid params: %d resourceSubscriptions; one stream takes at most %d", len(f.ResourceSubscriptions), maxListenResources))
+		return
+	}
 	// Resource subscriptions the hub can honour: a URI some server of the
 	// endpoint offers, subscribed upstream as resources/subscribe would be.
-	s := newSession(r.Context(), endpoint, mc.version, mc.info, mc.caps)
-	s.id = ""
+	s := newCallSession(r.Context(), endpoint, mc.version, mc.info, mc.caps)
 	defer s.close()
+	owners := map[string]string{} // uri → the server subscribed to
+	defer set.unsubscribeListener(s, owners)
 	var subscribed []string
 	for _, uri := range f.ResourceSubscriptions {
 		if l.uris[uri] {
@@ -107,15 +116,15 @@ func (set *sessionSet) listen(w http.ResponseWriter, r *http.Request, endpoint s
 		if err != nil {
 			continue
 		}
-		if set.router.countSubscription(server, uri, true) {
+		if set.router.countSubscription(server, "", uri, true) {
 			params := fmt.Appendf(nil, `{"uri":%s}`, jsonrpc.Quote(uri))
 			if _, err := set.router.forward(r.Context(), s, server, "resources/subscribe", params, nil); err != nil {
-				set.router.countSubscription(server, uri, false)
+				set.router.countSubscription(server, "", uri, false)
 				set.log.Debug("could not subscribe for a listener", "server", server, "uri", uri, "err", err)
 				continue
 			}
 		}
-		l.uris[uri] = true
+		l.uris[uri], owners[uri] = true, server
 		subscribed = append(subscribed, uri)
 	}
 	if len(f.ResourceSubscriptions) > 0 {
@@ -126,7 +135,6 @@ func (set *sessionSet) listen(w http.ResponseWriter, r *http.Request, endpoint s
 		add("resourceSubscriptions", list)
 	}
 	agreed = append(agreed, '}')
-	defer set.unsubscribeListener(endpoint, subscribed)
 
 	set.addListener(l)
 	defer set.removeListener(l)
@@ -167,18 +175,17 @@ func (set *sessionSet) listen(w http.ResponseWriter, r *http.Request, endpoint s
 	}
 }
 
-// unsubscribeListener releases a listener's resource subscriptions,
-// unsubscribing upstream where it held the last one.
-func (set *sessionSet) unsubscribeListener(endpoint string, uris []string) {
-	if len(uris) == 0 {
+// unsubscribeListener releases a listener's resource subscriptions (uri →
+// the server subscribed to), unsubscribing upstream where it held the last
+// one.
+func (set *sessionSet) unsubscribeListener(s *session, owners map[string]string) {
+	if len(owners) == 0 {
 		return
 	}
 	ctx, cancel := context.WithTimeout(set.ctx, 5*time.Second)
 	defer cancel()
-	s := &session{endpoint: endpoint}
-	for _, uri := range uris {
-		server, err := set.router.resourceOwner(s, uri)
-		if err != nil || !set.router.countSubscription(server, uri, false) {
+	for uri, server := range owners {
+		if !set.router.countSubscription(server, "", uri, false) {
 			continue
 		}
 		params := fmt.Appendf(nil, `{"uri":%s}`, jsonrpc.Quote(uri))

@@ -7,8 +7,6 @@ import (
 	"fmt"
 	"net/http"
 	"strconv"
-	"strings"
-	"sync"
 	"time"
 
 	"github.com/mcphub/mcphub/internal/jsonrpc"
@@ -212,9 +210,9 @@ func (set *sessionSet) modern(w http.ResponseWriter, r *http.Request, endpoint s
 			}
 		}
 	}
-	out := &modernReply{w: w, sse: parseAccept(acceptHeader(r)).mode >= acceptSSEOnly}
+	out := newModernReply(w, set.servers.registry().Hub.PostSSE && parseAccept(acceptHeader(r)).mode >= acceptSSEOnly)
 	var call *mrtrCall
-	if state, _ := jsonrpc.StringMember(m.Params, "requestState"); strings.HasPrefix(state, mrtrStatePrefix) {
+	if state, _ := jsonrpc.StringMember(m.Params, "requestState"); set.parked.ours(state) {
 		// A retry of a call that asked for input: its answers go to the
 		// waiting server requests, and the call goes on.
 		call = set.parked.take(state)
@@ -232,13 +230,13 @@ func (set *sessionSet) modern(w http.ResponseWriter, r *http.Request, endpoint s
 	} else {
 		call = newMRTRCall(set.ctx, endpoint, m.Method, name, parseClientCaps(mc.caps))
 		call.setSink(out.send)
-		s := newSession(call.ctx, endpoint, mc.version, mc.info, mc.caps)
-		s.id = "" // the shared upstream connections serve it
+		s := newCallSession(call.ctx, endpoint, mc.version, mc.info, mc.caps)
 		peer := &modernPeer{sessionPeer: sessionPeer{s: s, send: call.emit}, level: mc.logLevel, call: call}
 		if !set.calls.Go(func() {
 			defer s.close()
 			call.res, call.err = set.router.route(call.ctx, s, m, peer)
 			close(call.done)
+			set.parked.forget(call)
 		}) {
 			call.cancel(errSessionEnded)
 			httpError(w, http.StatusServiceUnavailable, "Service Unavailable: mcphub is stopping")
@@ -254,17 +252,17 @@ func (set *sessionSet) modern(w http.ResponseWriter, r *http.Request, endpoint s
 // client's retry. Closing the stream before either cancels the call.
 func (set *sessionSet) awaitModern(w http.ResponseWriter, r *http.Request, endpoint string, m *jsonrpc.Message, call *mrtrCall, out *modernReply) {
 	stop := context.AfterFunc(r.Context(), func() { call.cancel(errClientCancelled) })
-	ctl := http.NewResponseController(w)
-	ctl.SetWriteDeadline(time.Time{})
-	finish := func(body []byte, status int) {
-		ctl.SetWriteDeadline(time.Now().Add(writeTimeout))
-		out.finish(status, body)
-	}
+	defer call.setSink(nil)
+	// The call may outlast the response's write deadline; each write sets
+	// its own.
+	http.NewResponseController(w).SetWriteDeadline(time.Time{})
+	finish := func(body []byte, status int) { out.finish(status, body) }
 	for {
 		select {
+		case data := <-out.queue:
+			out.write(data)
 		case <-call.done:
 			stop()
-			call.setSink(nil)
 			if r.Context().Err() != nil {
 				return
 			}
@@ -297,7 +295,7 @@ func (set *sessionSet) awaitModern(w http.ResponseWriter, r *http.Request, endpo
 				return // the client left: the call is cancelled
 			}
 			call.setSink(nil)
-			state := set.parked.park(call)
+			state := set.parked.park(call, set.servers.registry().Hub.MaxSessions)
 			finish(jsonrpc.NewResponse(m.ID, call.inputRequired(state)).Encode(), http.StatusOK)
 			return
 		case <-r.Context().Done():
@@ -307,8 +305,8 @@ func (set *sessionSet) awaitModern(w http.ResponseWriter, r *http.Request, endpo
 }
 
 // modernError is rpcError for a stateless client: a resource that does not
-// exist is -32602 with the URI (the revision retired -32002), and what the
-// method table refuses is 404.
+// exist is -32602 with the URI (the revision retired -32002), and a
+// missing client capability is 400.
 func modernError(err error, endpoint string) (*jsonrpc.Error, int) {
 	e, status := rpcError(err, endpoint)
 	switch e.Code {
@@ -419,43 +417,73 @@ func (p *modernPeer) Request(ctx context.Context, method string, params json.Raw
 // modernReply answers a stateless call: JSON, unless something is sent
 // before the result and the client takes SSE; then an SSE stream without
 // event ids (the revision does not resume streams), which the result ends.
+// Only the handler's goroutine writes: what the upstream sends meanwhile
+// waits in a bounded queue (dropped past it, as a client that does not read
+// must not hold the upstream's reader), so nothing is written once the
+// handler has returned.
 type modernReply struct {
-	w   http.ResponseWriter
-	sse bool
-
-	mu     sync.Mutex
+	w      http.ResponseWriter
+	sse    bool
+	queue  chan []byte
 	sw     *sse.Writer // once streaming
 	failed bool
 }
 
+// modernQueue bounds the messages waiting to be written on a stateless
+// call's stream.
+const modernQueue = 256
+
+func newModernReply(w http.ResponseWriter, sse bool) *modernReply {
+	return &modernReply{w: w, sse: sse, queue: make(chan []byte, modernQueue)}
+}
+
+// send queues a message for the stream; any goroutine may call it.
 func (o *modernReply) send(data []byte) {
-	o.mu.Lock()
-	defer o.mu.Unlock()
-	if !o.sse || o.failed {
+	if !o.sse {
 		return // a JSON reply carries only the result
+	}
+	select {
+	case o.queue <- data:
+	default:
+	}
+}
+
+// write writes one queued message, opening the stream first.
+func (o *modernReply) write(data []byte) {
+	if o.failed {
+		return
 	}
 	if o.sw == nil {
 		sseHeaders(o.w)
 		o.sw = sse.NewWriter(flushWriter{o.w, http.NewResponseController(o.w)})
 	}
-	o.writeLocked(data)
-}
-
-func (o *modernReply) writeLocked(data []byte) {
+	http.NewResponseController(o.w).SetWriteDeadline(time.Now().Add(writeTimeout))
 	if o.sw.WriteEvent(sse.Event{Data: string(data), HasData: true}) != nil {
 		o.failed = true
 	}
 }
 
-func (o *modernReply) finish(status int, body []byte) {
-	o.mu.Lock()
-	defer o.mu.Unlock()
-	if o.sw != nil {
-		if !o.failed {
-			o.writeLocked(body)
+// drain writes what is queued.
+func (o *modernReply) drain() {
+	for {
+		select {
+		case data := <-o.queue:
+			o.write(data)
+		default:
+			return
 		}
+	}
+}
+
+// finish writes what is queued, then the response: the stream's last
+// event, or the JSON body.
+func (o *modernReply) finish(status int, body []byte) {
+	o.drain()
+	if o.sw != nil {
+		o.write(body)
 		return
 	}
+	http.NewResponseController(o.w).SetWriteDeadline(time.Now().Add(writeTimeout))
 	o.w.Header().Set("Content-Type", "application/json")
 	o.w.Header().Set("Content-Length", strconv.Itoa(len(body)))
 	o.w.WriteHeader(status)

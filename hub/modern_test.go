@@ -501,3 +501,106 @@ func TestParamHeaders(t *testing.T) {
 		}
 	}
 }
+
+// TestModernPartialRetry: a retry that answers only some of the inputs
+// asked for is asked again for the rest, under a new requestState.
+func TestModernPartialRetry(t *testing.T) {
+	fake := newFake("alpha").setList("tools/list", toolItems("ask")).setHandler(func(ctx context.Context, c *fakeCall) (json.RawMessage, error) {
+		r, err := c.Peer.Request(ctx, "roots/list", nil)
+		if err != nil {
+			return nil, err
+		}
+		return json.RawMessage(`{"content":[{"type":"text","text":` + string(jsonrpc.Quote(string(r))) + `}]}`), nil
+	})
+	th := startHub(t, twoServers, map[string]*fakeUpstream{"alpha": fake})
+	meta := `"_meta":{"io.modelcontextprotocol/protocolVersion":"2026-07-28","io.modelcontextprotocol/clientCapabilities":{"roots":{}}}`
+	call := func(id int, extra string) json.RawMessage {
+		r := th.send(http.MethodPost, "/mcp", rpc(id, "tools/call", `{"name":"alpha__ask",`+meta+extra+`}`), modernHeaders("tools/call", "alpha__ask")...)
+		return r.msg(t).Result
+	}
+	res := call(1, "")
+	state1, _ := jsonrpc.StringMember(res, "requestState")
+	res = call(2, `,"requestState":"`+state1+`","inputResponses":{"wrong-key":{}}`)
+	state2, _ := jsonrpc.StringMember(res, "requestState")
+	if !jsonrpc.InputRequired(res) || state2 == "" || state2 == state1 || !strings.Contains(string(res), "roots/list") {
+		t.Fatalf("a retry answering nothing: %s", res)
+	}
+	res = call(3, `,"requestState":"`+state2+`","inputResponses":{"roots-1":{"roots":[{"uri":"file:///r"}]}}`)
+	if !strings.Contains(string(res), "file:///r") {
+		t.Errorf("the full retry: %s", res)
+	}
+}
+
+// TestModernForeignState: a requestState minted by another mcphub (one
+// that serves this hub, say) is the upstream's own and reaches it.
+func TestModernForeignState(t *testing.T) {
+	th := startHub(t, twoServers, map[string]*fakeUpstream{"alpha": newFake("alpha").setList("tools/list", toolItems("a"))})
+	r := th.send(http.MethodPost, "/mcp", modernBody(1, "tools/call", `{"name":"alpha__a","requestState":"mcphub-mrtr:other:abc"}`), modernHeaders("tools/call", "alpha__a")...)
+	if r.status != 200 || r.msg(t).Error != nil {
+		t.Fatalf("%d %s", r.status, r.body)
+	}
+	if state, _ := jsonrpc.StringMember(th.fakes["alpha"].nextCall(t).Params, "requestState"); state != "mcphub-mrtr:other:abc" {
+		t.Errorf("the upstream got requestState %q", state)
+	}
+}
+
+// TestModernClientLeaves: a client that closes its stream cancels the call
+// upstream, and what the upstream sends after is dropped, not written.
+func TestModernClientLeaves(t *testing.T) {
+	done := make(chan error, 1)
+	fake := newFake("alpha").setList("tools/list", toolItems("slow")).setHandler(func(ctx context.Context, c *fakeCall) (json.RawMessage, error) {
+		for i := 1; ; i++ {
+			c.Peer.Notify(jsonrpc.NewNotification("notifications/progress", fmt.Appendf(nil, `{"progressToken":"p","progress":%d}`, i)))
+			select {
+			case <-ctx.Done():
+				done <- ctx.Err()
+				return nil, ctx.Err()
+			case <-time.After(time.Millisecond):
+			}
+		}
+	})
+	th := startHub(t, twoServers, map[string]*fakeUpstream{"alpha": fake})
+	s := th.open(http.MethodPost, "/mcp", rpc(1, "tools/call", `{"name":"alpha__slow","_meta":`+modernMeta(`"progressToken":"p"`)+`}`), modernHeaders("tools/call", "alpha__slow")...)
+	if m, _ := s.nextMsg(); m.Method != "notifications/progress" {
+		t.Fatalf("first event %s", m.Method)
+	}
+	s.stop()
+	select {
+	case err := <-done:
+		if err == nil {
+			t.Error("the call ended without a cancellation")
+		}
+	case <-time.After(waitFor):
+		t.Fatal("the upstream call was not cancelled when the client left")
+	}
+}
+
+// TestParkedCap: past the limit of calls waiting for input, the one
+// waiting longest is cancelled; a call that ends while parked is dropped.
+func TestParkedCap(t *testing.T) {
+	var p parkedCalls
+	a := newMRTRCall(context.Background(), "", "tools/call", "x", clientCaps{})
+	b := newMRTRCall(context.Background(), "", "tools/call", "y", clientCaps{})
+	sa := p.park(a, 1)
+	sb := p.park(b, 1)
+	if a.ctx.Err() == nil || p.take(sa) != nil {
+		t.Error("the older call was kept past the limit")
+	}
+	p.forget(b)
+	if p.take(sb) != nil {
+		t.Error("a forgotten call could still be taken")
+	}
+	if !p.ours(sb) || p.ours("mcphub-mrtr:other:x") {
+		t.Error("ours misjudges requestStates")
+	}
+}
+
+// TestPreflightParamHeaders: a preflight may ask for Mcp-Param-* headers.
+func TestPreflightParamHeaders(t *testing.T) {
+	th := startHub(t, twoServers, nil)
+	r := th.send(http.MethodOptions, "/mcp", "", "Origin", "http://127.0.0.1:5173", "Access-Control-Request-Headers", "mcp-method, mcp-param-region, x-other")
+	allow := r.header.Get("Access-Control-Allow-Headers")
+	if !strings.Contains(allow, "Mcp-Method") || !strings.Contains(allow, "mcp-param-region") || strings.Contains(allow, "x-other") {
+		t.Errorf("Access-Control-Allow-Headers = %q", allow)
+	}
+}

@@ -7,6 +7,7 @@ import (
 	"errors"
 	"fmt"
 	"strconv"
+	"strings"
 	"sync"
 	"time"
 
@@ -21,9 +22,11 @@ import (
 // upstream call meanwhile ("parks" it) and answers the server's requests
 // with the client's responses when the retry comes.
 
-// mrtrStatePrefix marks a requestState the hub minted; any other state is
-// the upstream's own and travels to it untouched.
-const mrtrStatePrefix = "mcphub-mrtr:"
+// mrtrStatePrefix starts a requestState this hub minted: the same for
+// every state of one run, different between runs and between hubs (one
+// mcphub may serve another). Any other state is the upstream's own and
+// travels to it untouched.
+var mrtrStatePrefix = "mcphub-mrtr:" + rand.Text()[:8] + ":"
 
 // mrtrGather is how long a call that asks for input waits for more asks
 // before answering input_required: a server asks for several inputs at
@@ -66,6 +69,8 @@ type mrtrCall struct {
 	wake    chan struct{} // signalled when an ask arrives
 	missing string        // the capability a refused ask needed
 	park    *time.Timer   // cancels the call when no retry comes
+	state   string        // the requestState it is parked under, "" when not
+	parked  time.Time
 }
 
 func newMRTRCall(parent context.Context, endpoint, method, name string, caps clientCaps) *mrtrCall {
@@ -157,20 +162,23 @@ func capabilityOf(method string) string {
 	return method
 }
 
-// answer hands the client's inputResponses to the asks they name, and
-// reports whether any was answered.
-func (c *mrtrCall) answer(responses json.RawMessage) bool {
+// answer hands the client's inputResponses to the asks they name. Asks
+// it leaves unanswered are asked again in the next input_required.
+func (c *mrtrCall) answer(responses json.RawMessage) {
 	c.mu.Lock()
 	defer c.mu.Unlock()
-	answered := false
 	jsonrpc.Members(responses, func(k []byte, v json.RawMessage) {
 		if a := c.asks[string(k)]; a != nil {
 			delete(c.asks, a.key)
 			a.answer <- v
-			answered = true
 		}
 	})
-	return answered
+	if len(c.asks) > 0 {
+		select {
+		case c.wake <- struct{}{}:
+		default:
+		}
+	}
 }
 
 // inputRequired is the input_required result asking for every unanswered
@@ -212,50 +220,83 @@ type parkedCalls struct {
 	calls map[string]*mrtrCall
 }
 
+// ours reports whether a requestState is one this hub minted.
+func (p *parkedCalls) ours(state string) bool { return strings.HasPrefix(state, mrtrStatePrefix) }
+
 // park keeps c for a retry and returns the requestState naming it; the
-// call is cancelled when no retry takes it within mrtrParkFor.
-func (p *parkedCalls) park(c *mrtrCall) string {
+// call is cancelled when no retry takes it within mrtrParkFor. At most
+// limit calls wait at once: past it the one waiting longest is cancelled.
+func (p *parkedCalls) park(c *mrtrCall, limit int) string {
 	state := mrtrStatePrefix + rand.Text()
 	p.mu.Lock()
 	if p.calls == nil {
 		p.calls = map[string]*mrtrCall{}
 	}
-	p.calls[state] = c
-	p.mu.Unlock()
+	var oldest *mrtrCall
+	if limit > 0 && len(p.calls) >= limit {
+		for _, o := range p.calls {
+			if oldest == nil || o.parked.Before(oldest.parked) {
+				oldest = o
+			}
+		}
+		p.removeLocked(oldest)
+	}
 	c.mu.Lock()
+	c.state, c.parked = state, time.Now()
 	c.park = time.AfterFunc(mrtrParkFor, func() {
 		if p.take(state) != nil {
 			c.cancel(fmt.Errorf("no retry with its requestState came within %s", mrtrParkFor))
 		}
 	})
 	c.mu.Unlock()
+	p.calls[state] = c
+	p.mu.Unlock()
+	if oldest != nil {
+		oldest.cancel(errors.New("too many calls waited for their clients' input"))
+	}
 	return state
 }
 
 // take removes and returns the call a requestState names, nil for none.
 func (p *parkedCalls) take(state string) *mrtrCall {
 	p.mu.Lock()
+	defer p.mu.Unlock()
 	c := p.calls[state]
-	delete(p.calls, state)
-	p.mu.Unlock()
 	if c != nil {
-		c.mu.Lock()
-		if c.park != nil {
-			c.park.Stop()
-		}
-		c.mu.Unlock()
+		p.removeLocked(c)
 	}
 	return c
 }
 
-// cancelAll cancels every parked call, as the hub stops.
-func (p *parkedCalls) cancelAll() {
+// forget removes a call that ended while it waited.
+func (p *parkedCalls) forget(c *mrtrCall) {
 	p.mu.Lock()
-	calls := p.calls
-	p.calls = nil
-	p.mu.Unlock()
-	for _, c := range calls {
-		c.cancel(errSessionEnded)
+	defer p.mu.Unlock()
+	c.mu.Lock()
+	state := c.state
+	c.mu.Unlock()
+	if state != "" && p.calls[state] == c {
+		p.removeLocked(c)
+	}
+}
+
+func (p *parkedCalls) removeLocked(c *mrtrCall) {
+	c.mu.Lock()
+	delete(p.calls, c.state)
+	c.state = ""
+	if c.park != nil {
+		c.park.Stop()
+	}
+	c.mu.Unlock()
+}
+
+// stop ends the waits as the hub stops (its context has cancelled the
+// calls themselves).
+func (p *parkedCalls) stop() {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	for _, c := range p.calls {
+		p.removeLocked(c)
 	}
 }
 

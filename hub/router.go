@@ -294,17 +294,18 @@ func (r *router) subscribe(ctx context.Context, c *call) (json.RawMessage, error
 		return json.RawMessage(`{}`), nil
 	}
 	r.store.saveSession(c.s, false)
-	if !r.countSubscription(server, c.p.uri, on) {
+	if !r.countSubscription(server, c.s.id, c.p.uri, on) {
 		return json.RawMessage(`{}`), nil
 	}
 	return r.forward(ctx, c.s, server, c.m.Method, c.m.Params, nil)
 }
 
 // countSubscription keeps the number of sessions subscribed to a URI and
-// reports whether the upstream must hear of this change. A per-session
-// upstream always does.
-func (r *router) countSubscription(server, uri string, on bool) bool {
-	if e := r.servers.get(server); e != nil && e.spec.Share == "session" {
+// reports whether the upstream must hear of this change. A session's own
+// upstream connection (share = "session") always does; stateless clients
+// (session "") share one connection and are counted.
+func (r *router) countSubscription(server, session, uri string, on bool) bool {
+	if e := r.servers.get(server); e != nil && e.spec.Share == "session" && session != "" {
 		return true
 	}
 	key := server + "\x00" + uri
@@ -340,7 +341,7 @@ func (r *router) release(s *session) {
 		if !ok {
 			server, ok = merged.resourceServer(uri)
 		}
-		if !ok || !r.countSubscription(server, uri, false) {
+		if !ok || !r.countSubscription(server, s.id, uri, false) {
 			continue
 		}
 		if e := r.servers.get(server); e != nil {
@@ -436,7 +437,7 @@ func (r *router) resubscribe(sessions []*session, group *goroutines.Group) {
 				return
 			}
 			for _, sb := range subs {
-				if !r.countSubscription(server, sb.uri, true) {
+				if !r.countSubscription(server, sb.s.id, sb.uri, true) {
 					continue
 				}
 				params := fmt.Appendf(nil, `{"uri":%s}`, jsonrpc.Quote(sb.uri))

@@ -77,9 +77,17 @@ func parseClientCaps(raw json.RawMessage) clientCaps {
 func newSessionID() string { return uuid.NewString() }
 
 func newSession(parent context.Context, endpoint, version string, clientInfo, caps json.RawMessage) *session {
+	s := newCallSession(parent, endpoint, version, clientInfo, caps)
+	s.id = newSessionID()
+	return s
+}
+
+// newCallSession is the session of one stateless request: it has no id
+// (the shared upstream connections serve it) and is never listed.
+func newCallSession(parent context.Context, endpoint, version string, clientInfo, caps json.RawMessage) *session {
 	ctx, cancel := context.WithCancel(parent)
 	s := &session{
-		id: newSessionID(), endpoint: endpoint, version: version, created: time.Now(),
+		endpoint: endpoint, version: version, created: time.Now(),
 		clientInfo: clientInfo, caps: parseClientCaps(caps),
 		ctx: ctx, cancel: cancel,
 		subs: map[string]struct{}{}, streams: map[string]*stream{},

@@ -248,7 +248,7 @@ func (set *sessionSet) closeAll() {
 	for _, s := range all {
 		s.close()
 	}
-	set.parked.cancelAll()
+	set.parked.stop()
 	set.calls.Stop()
 }
 

@@ -11,6 +11,7 @@ import (
 	"strings"
 	"time"
 
+	"github.com/mcphub/mcphub/internal/jsonrpc"
 	"github.com/mcphub/mcphub/internal/redact"
 )
 
@@ -298,6 +299,15 @@ type Server struct {
 	// edit elsewhere in the file that only moves the entry does not count
 	// as a change of it.
 	problemID string
+}
+
+// CheckProtocol checks a protocol key's value: ProtocolAuto or a revision
+// mcphub speaks.
+func CheckProtocol(v string) error {
+	if v == ProtocolAuto || slices.Contains(jsonrpc.Versions, v) {
+		return nil
+	}
+	return fmt.Errorf("%q is not a protocol revision mcphub speaks; use %q (the default) or one of %s", v, ProtocolAuto, strings.Join(jsonrpc.Versions, ", "))
 }
 
 // ProtocolVersion is the revision the server is pinned to, "" for auto.

@@ -13,7 +13,6 @@ import (
 	"time"
 
 	"github.com/BurntSushi/toml"
-	"github.com/mcphub/mcphub/internal/jsonrpc"
 )
 
 // Load reads and parses the registry at path, expanding ${VAR} from the
@@ -252,8 +251,10 @@ func (p *parser) server(name string, raw any) *Server {
 			t.errf("prefix", "%s", msg)
 		}
 	}
-	if t.str("protocol", &s.Protocol) && s.Protocol != ProtocolAuto && !slices.Contains(jsonrpc.Versions, s.Protocol) {
-		t.errf("protocol", "%q is not a protocol revision mcphub speaks; use \"auto\" (the default) or one of %s", s.Protocol, strings.Join(jsonrpc.Versions, ", "))
+	if t.str("protocol", &s.Protocol) {
+		if err := CheckProtocol(s.Protocol); err != nil {
+			t.errf("protocol", "%v", err)
+		}
 	}
 	if s.Protocol == "" {
 		s.Protocol = ProtocolAuto

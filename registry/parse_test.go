@@ -318,6 +318,10 @@ func TestProtocolKey(t *testing.T) {
 	if msg := errs.Error(); !strings.Contains(msg, "hub.toml:3:") || !strings.Contains(msg, "2026-07-28") {
 		t.Errorf("error = %s", msg)
 	}
+	errs = parseErrors(t, "[servers.a]\nurl = \"https://h/sse\"\ntransport = \"sse\"\nprotocol = \"2026-07-28\"\n", envOf())
+	if msg := errs.Error(); !strings.Contains(msg, "hub.toml:4:") || !strings.Contains(msg, "legacy HTTP+SSE") {
+		t.Errorf("2026-07-28 over sse: %s", msg)
+	}
 }
 
 func TestSpecRoundTrip(t *testing.T) {

@@ -12,6 +12,7 @@ import (
 	"strings"
 
 	"github.com/mcphub/mcphub/internal/httphdr"
+	"github.com/mcphub/mcphub/internal/jsonrpc"
 	"github.com/mcphub/mcphub/internal/textdist"
 )
 
@@ -51,6 +52,9 @@ func (p *parser) checkKind(t *table, s *Server) {
 		case "", TransportAuto, TransportStreamableHTTP, TransportSSE:
 		default:
 			t.errf("transport", `%q is not a transport; use "auto" (the default), "streamable-http" or "sse"`, s.Transport)
+		}
+		if s.Transport == TransportSSE && jsonrpc.EraOf(s.Protocol) == jsonrpc.EraStateless {
+			t.errf("protocol", `%s is not spoken over the legacy HTTP+SSE transport; use transport = "streamable-http" (or "auto")`, s.Protocol)
 		}
 	}
 }

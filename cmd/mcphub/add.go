@@ -42,7 +42,7 @@ kind is "stdio" or "remote"; warnings are the ones printed on stderr.`
 
 type addFlags struct {
 	targetFlags
-	prefix, share               string
+	prefix, share, protocol     string
 	allow, deny                 []string
 	connectTimeout, callTimeout time.Duration
 	disabled, noPrefix, force   bool
@@ -108,6 +108,7 @@ func newAddCmd(a *app) *cobra.Command {
 	fl.StringVar(&f.prefix, "prefix", "", "namespace prefix for this server's names (default: NAME)")
 	fl.BoolVar(&f.noPrefix, "no-prefix", false, "expose this server's names without a prefix")
 	fl.StringVar(&f.share, "share", "", `"server" (one upstream connection, default) or "session" (one per client session)`)
+	fl.StringVar(&f.protocol, "protocol", "", `the protocol era to speak: "auto" (default) or a revision such as 2025-11-25 or 2026-07-28`)
 	fl.StringArrayVar(&f.allow, "allow", nil, "expose only tools matching this glob (repeatable)")
 	fl.StringArrayVar(&f.deny, "deny", nil, "hide tools matching this glob (repeatable)")
 	fl.DurationVar(&f.connectTimeout, "connect-timeout", 0, "how long connecting may take (default 60s)")
@@ -123,7 +124,7 @@ func newAddCmd(a *app) *cobra.Command {
 // spec turns the command line into a registry entry. dash is the index of
 // the first argument after --, or -1.
 func (f *addFlags) spec(name string, rest []string, dash int) (registry.ServerSpec, error) {
-	s := registry.ServerSpec{Name: name, Share: f.share,
+	s := registry.ServerSpec{Name: name, Share: f.share, Protocol: f.protocol,
 		Allow: f.allow, Deny: f.deny, ConnectTimeout: f.connectTimeout, CallTimeout: f.callTimeout, Disabled: f.disabled}
 	if dash > 1 {
 		return s, fmt.Errorf("unexpected arguments before --: %q (only NAME goes there)", rest[:dash-1])

@@ -15,7 +15,6 @@ import (
 
 	"github.com/modelcontextprotocol/go-sdk/mcp"
 
-	"github.com/mcphub/mcphub/hub"
 	"github.com/mcphub/mcphub/internal/jsonrpc"
 )
 
@@ -28,8 +27,7 @@ import (
 // waits for both; it returns the hub and the everything-server binary.
 func erasHub(t *testing.T) (*procHub, *hubRun) {
 	t.Helper()
-	ev, _ := exec.LookPath("everything-server")
-	everything := interopNeed(t, "everything-server", "MCPHUB_EVERYTHING_SERVER", ev, filepath.Join("..", "..", ".cache", "bin", "everything-server"))
+	everything := everythingServer(t)
 	url := startStatelessEverything(t, everything)
 	h := newProcHub(t)
 	h.write(t, h.registry("",
@@ -86,7 +84,7 @@ func startStatelessEverything(t *testing.T, bin string) string {
 // server's session-era requests (of an input_required tool and of one
 // written for the session era) reach it as input_required.
 func TestErasGoSDKClient(t *testing.T) {
-	h, run := erasHub(t)
+	h, _ := erasHub(t)
 	var progress atomic.Int32
 	var elicited atomic.Int32
 	opts := &mcp.ClientOptions{
@@ -155,7 +153,10 @@ func TestErasGoSDKClient(t *testing.T) {
 	if elicited.Load() == before {
 		t.Error("the elicitation handler was not asked")
 	}
-	st := h.waitStatus(t, run, 5*time.Second, "the hub answers", func(*hub.Status) error { return nil })
+	st, err := h.status()
+	if err != nil {
+		t.Fatal(err)
+	}
 	if st.Sessions != 0 {
 		t.Errorf("%d sessions: a 2026-07-28 client opens none", st.Sessions)
 	}

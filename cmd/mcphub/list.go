@@ -28,6 +28,7 @@ type listEntry struct {
 	Enabled   bool     `json:"enabled"`
 	Prefix    string   `json:"prefix"`
 	Share     string   `json:"share"`
+	Protocol  string   `json:"protocol"`
 	// Problem says why the hub cannot serve the entry as written (an unset
 	// ${VAR}, say), with file:line and the fix; the hub shows it failed.
 	Problem string `json:"problem,omitempty"`
@@ -120,7 +121,7 @@ func listEntries(reg *registry.Registry, st *hub.Status) []listEntry {
 	}
 	entries := make([]listEntry, 0, len(reg.Servers))
 	for _, s := range reg.Servers {
-		e := listEntry{Name: s.Name, Kind: string(s.Kind()), Enabled: s.Enabled, Prefix: s.Prefix, Share: s.Share, Problem: s.Problem, Live: live[s.Name]}
+		e := listEntry{Name: s.Name, Kind: string(s.Kind()), Enabled: s.Enabled, Prefix: s.Prefix, Share: s.Share, Protocol: s.Protocol, Problem: s.Problem, Live: live[s.Name]}
 		if s.Kind() == registry.KindRemote {
 			e.URL, e.Transport = redact.URL(s.URL), s.Transport
 		} else {

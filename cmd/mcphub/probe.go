@@ -9,7 +9,6 @@ import (
 	"log/slog"
 	"os"
 	"os/signal"
-	"slices"
 	"sort"
 	"strings"
 	"syscall"
@@ -125,12 +124,11 @@ func (f *probeFlags) config(args []string) (client.Config, error) {
 			return cfg, fmt.Errorf("--args must be a JSON object, got %q", a)
 		}
 	}
-	switch {
-	case f.protocol == "" || f.protocol == registry.ProtocolAuto:
-	case slices.Contains(jsonrpc.Versions, f.protocol):
+	if f.protocol != "" && f.protocol != registry.ProtocolAuto {
+		if err := registry.CheckProtocol(f.protocol); err != nil {
+			return cfg, fmt.Errorf("--protocol: %w", err)
+		}
 		cfg.ProtocolVersion = f.protocol
-	default:
-		return cfg, fmt.Errorf("--protocol %q is not a revision mcphub speaks; use auto or one of %s", f.protocol, strings.Join(jsonrpc.Versions, ", "))
 	}
 	signIn := f.clientID != "" || f.clientSecret != "" || f.clientMetadataURL != "" || f.save != "" || len(f.scopes) > 0
 	if signIn && cfg.URL == "" {

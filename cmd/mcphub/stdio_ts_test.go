@@ -76,8 +76,7 @@ func TestStdioFaceTSClient(t *testing.T) {
 	if _, err := os.Stat(filepath.Join(modules, "@modelcontextprotocol", "sdk", "package.json")); err != nil {
 		interopNeed(t, "@modelcontextprotocol/sdk", "MCPHUB_NODE_MODULES", "")
 	}
-	ev, _ := exec.LookPath("everything-server")
-	everything := interopNeed(t, "everything-server", "MCPHUB_EVERYTHING_SERVER", ev, filepath.Join(cache, "bin", "everything-server"))
+	everything := everythingServer(t)
 	script, err := filepath.Abs(filepath.Join("testdata", "stdio_ts_client.mjs"))
 	if err != nil {
 		t.Fatal(err)
@@ -201,6 +200,14 @@ func TestStdioFaceTSClient(t *testing.T) {
 }
 
 // strconvQuote quotes a path as a TOML basic string.
+// everythingServer finds the Go SDK's everything-server: $MCPHUB_EVERYTHING_SERVER,
+// on PATH, or where scripts/setup installs it.
+func everythingServer(t *testing.T) string {
+	t.Helper()
+	ev, _ := exec.LookPath("everything-server")
+	return interopNeed(t, "everything-server", "MCPHUB_EVERYTHING_SERVER", ev, filepath.Join("..", "..", ".cache", "bin", "everything-server"))
+}
+
 func strconvQuote(s string) string {
 	b, _ := json.Marshal(s)
 	return string(b)
