@@ -390,7 +390,7 @@ func (c *Conn) listenLoop() {
 		ctx, cancel := context.WithCancel(c.ctx)
 		done := make(chan error, 1)
 		go func() {
-			params, err := c.withModernMeta(json.RawMessage(`{"notifications":`+filter+`}`))
+			params, err := c.withModernMeta(json.RawMessage(`{"notifications":` + filter + `}`))
 			if err == nil {
 				_, err = c.Call(ctx, "subscriptions/listen", params)
 			}
