@@ -210,6 +210,39 @@ func (set *sessionSet) removeListener(l *listener) {
 	delete(set.listeners, l)
 }
 
+// holdLevel counts a stateless request that asks for log messages at
+// level while it runs, so the upstreams are asked for them (applyLevels);
+// the returned function ends the hold.
+func (set *sessionSet) holdLevel(level string) func() {
+	change := func(d int) {
+		set.lmu.Lock()
+		if set.levels == nil {
+			set.levels = map[string]int{}
+		}
+		if set.levels[level] += d; set.levels[level] <= 0 {
+			delete(set.levels, level)
+		}
+		set.lmu.Unlock()
+		set.fanout.applyLevels()
+	}
+	change(1)
+	return func() { change(-1) }
+}
+
+// statelessLevel is the lowest log level a stateless request in flight
+// asks for, "" for none.
+func (set *sessionSet) statelessLevel() string {
+	set.lmu.Lock()
+	defer set.lmu.Unlock()
+	want := ""
+	for l := range set.levels {
+		if want == "" || levelRank(l) < levelRank(want) {
+			want = l
+		}
+	}
+	return want
+}
+
 // listenersOf returns the listeners whose endpoint sees server ("" for
 // every listener).
 func (set *sessionSet) listenersOf(server string) []*listener {

@@ -211,6 +211,9 @@ func (set *sessionSet) modern(w http.ResponseWriter, r *http.Request, endpoint s
 		}
 	}
 	out := newModernReply(w, set.servers.registry().Hub.PostSSE && parseAccept(acceptHeader(r)).mode >= acceptSSEOnly)
+	if mc.logLevel != "" {
+		defer set.holdLevel(mc.logLevel)()
+	}
 	var call *mrtrCall
 	if state, _ := jsonrpc.StringMember(m.Params, "requestState"); set.parked.ours(state) {
 		// A retry of a call that asked for input: its answers go to the

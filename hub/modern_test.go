@@ -604,3 +604,30 @@ func TestPreflightParamHeaders(t *testing.T) {
 		t.Errorf("Access-Control-Allow-Headers = %q", allow)
 	}
 }
+
+// TestModernLogLevel: a stateless request's logLevel is asked of the
+// upstreams while it runs (the session era has one level per connection),
+// and the default is asked again when it ends.
+func TestModernLogLevel(t *testing.T) {
+	release := make(chan struct{})
+	fake := newFake("alpha").setList("tools/list", toolItems("a")).setHandler(func(ctx context.Context, c *fakeCall) (json.RawMessage, error) {
+		<-release
+		return json.RawMessage(`{"content":[]}`), nil
+	})
+	th := startHub(t, twoServers, map[string]*fakeUpstream{"alpha": fake})
+	levels := func() string {
+		fake.mu.Lock()
+		defer fake.mu.Unlock()
+		return strings.Join(fake.levels, ",")
+	}
+	got := make(chan reply, 1)
+	go func() {
+		got <- th.send(http.MethodPost, "/mcp", rpc(1, "tools/call", `{"name":"alpha__a","_meta":`+modernMeta(`"io.modelcontextprotocol/logLevel":"debug"`)+`}`), modernHeaders("tools/call", "alpha__a")...)
+	}()
+	eventually(t, "debug asked of the upstream", func() bool { return strings.HasSuffix(levels(), "debug") })
+	close(release)
+	if r := <-got; r.status != 200 {
+		t.Fatalf("%d %s", r.status, r.body)
+	}
+	eventually(t, "the default asked again", func() bool { return strings.HasSuffix(levels(), "debug,info") })
+}

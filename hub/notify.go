@@ -212,9 +212,10 @@ func admits(level, msgLevel string) bool {
 	return r < 0 || r >= levelRank(level)
 }
 
-// applyLevels sets every upstream to the lowest level any session wants.
+// applyLevels sets every upstream to the lowest level any session, or any
+// stateless request in flight, wants.
 func (f *fanout) applyLevels() {
-	want := ""
+	want := f.sessions.statelessLevel()
 	for _, s := range f.sessions.list() {
 		l := s.level()
 		if l == "" {
@@ -224,13 +225,19 @@ func (f *fanout) applyLevels() {
 			want = l
 		}
 	}
-	if want == "" {
-		return
-	}
 	// Levels are remembered per upstream, not per name: a replaced
 	// connection is a new upstream and must be told.
 	f.levelMu.Lock()
 	defer f.levelMu.Unlock()
+	if want == "" {
+		// Nobody wants messages: the servers keep the level they have,
+		// unless one below the default was asked for by requests that
+		// have ended, which would only cost traffic now.
+		if f.lastLevel == "" || levelRank(f.lastLevel) >= levelRank(defaultLogLevel) {
+			return
+		}
+		want = defaultLogLevel
+	}
 	running, gen := f.servers.upstreamsSince(f.levelsAt, want == f.lastLevel)
 	if running == nil {
 		return // the same upstreams were told this level

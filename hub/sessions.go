@@ -38,6 +38,10 @@ type sessionSet struct {
 	// parked are stateless calls waiting for their client's input.
 	parked parkedCalls
 
+	// levels counts the stateless requests in flight by the log level
+	// their _meta asks for (guarded by lmu).
+	levels map[string]int
+
 	// calls are the goroutines that run calls answered on an SSE stream:
 	// they outlive their HTTP request, and closeAll waits for them.
 	calls goroutines.Group
