@@ -46,7 +46,10 @@ func (c *Conn) CallWithID(ctx context.Context, id json.RawMessage, method string
 	}
 	ping := false
 	if c.Modern() {
-		if c.modernLocal(method, params) {
+		if handled, err := c.modernLocal(method, params); handled {
+			if err != nil {
+				return nil, err
+			}
 			return json.RawMessage(`{}`), nil
 		}
 		if method == "ping" {
@@ -57,10 +60,6 @@ func (c *Conn) CallWithID(ctx context.Context, id json.RawMessage, method string
 		if params, err = c.withModernMeta(params); err != nil {
 			return nil, err
 		}
-	} else if method != "server/discover" { // the era probe's are its own
-		// The protocol's own _meta keys belong to one hop: a session-era
-		// server negotiated once and reads none of a client's.
-		params = jsonrpc.StripReservedMeta(params)
 	}
 	ch := make(chan result, 1)
 	key := string(id)
@@ -71,13 +70,13 @@ func (c *Conn) CallWithID(ctx context.Context, id json.RawMessage, method string
 
 	msg := jsonrpc.NewRequest(id, method, params)
 	if err := t.send(ctx, msg, msg.Encode()); err != nil {
-		if ctx.Err() != nil && method != "initialize" {
+		if ctx.Err() != nil && method != "initialize" && method != "server/discover" {
 			c.cancelUpstream(id, ctx.Err())
 		}
 		return nil, err
 	}
 	res, cancelled, err := wait(ctx, ch, t)
-	if cancelled && method != "initialize" {
+	if cancelled && method != "initialize" && method != "server/discover" {
 		c.cancelUpstream(id, err)
 	}
 	if ping && err == nil {

@@ -341,6 +341,7 @@ func (c *Conn) startWith(ctx context.Context, t transport) error {
 			c.expectResumed(c.cfg.Resume.LastEventIDs)
 			if r.resume(ctx, *c.cfg.Resume) == nil {
 				c.setInit(res)
+				c.modern.setLegacy() // a stored session: the era is known
 				return nil
 			}
 			c.failResumed(ErrSessionExpired)
@@ -422,9 +423,7 @@ func (c *Conn) handshakeSince(ctx context.Context, began time.Time) error {
 	if !jsonrpc.IsSessionVersion(res.ProtocolVersion) {
 		return fmt.Errorf("%w: the server answered %q to mcphub's %q; mcphub speaks %v", ErrVersion, c.excerpt(res.ProtocolVersion, false, 64), offered, jsonrpc.SessionVersions)
 	}
-	c.modern.mu.Lock()
-	c.modern.legacy = true
-	c.modern.mu.Unlock()
+	c.modern.setLegacy()
 	if v, ok := c.t.(versioned); ok {
 		v.setProtocolVersion(res.ProtocolVersion)
 	}

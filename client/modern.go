@@ -6,11 +6,15 @@ import (
 	"errors"
 	"fmt"
 	"maps"
+	"math"
 	"net/http"
 	"slices"
+	"strconv"
 	"sync"
+	"sync/atomic"
 	"time"
 
+	"github.com/mcphub/mcphub/internal/httphdr"
 	"github.com/mcphub/mcphub/internal/jsonrpc"
 )
 
@@ -35,8 +39,8 @@ const discoverWait = 10 * time.Second
 
 // modernState is what a stateless connection keeps in place of a session.
 type modernState struct {
+	on      atomic.Bool // set once, by becomeModern
 	mu      sync.Mutex
-	on      bool
 	legacy  bool                     // a session was initialized: the era is known
 	level   string                   // for requests whose _meta names none
 	subs    map[string]bool          // resources the listen stream subscribes to
@@ -51,12 +55,14 @@ func (m *modernState) sessionEra() bool {
 	return m.legacy
 }
 
-// Modern reports whether the connection speaks the stateless era.
-func (c *Conn) Modern() bool {
-	c.modern.mu.Lock()
-	defer c.modern.mu.Unlock()
-	return c.modern.on
+func (m *modernState) setLegacy() {
+	m.mu.Lock()
+	m.legacy = true
+	m.mu.Unlock()
 }
+
+// Modern reports whether the connection speaks the stateless era.
+func (c *Conn) Modern() bool { return c.modern.on.Load() }
 
 // errNotModern is discover's report of a server that does not speak the
 // stateless era: the connection falls back to initialize.
@@ -86,10 +92,19 @@ func (c *Conn) discover(ctx context.Context, info Implementation, caps json.RawM
 			return nil, ctx.Err()
 		}
 		var he *HTTPError
-		if errors.As(err, &he) && (he.Status == 401 || he.Status == 403) {
+		switch {
+		case errors.As(err, &he) && (he.Status == 401 || he.Status == 403):
 			return nil, err // not an answer about eras
+		case errors.As(err, &rpcErr) && (rpcErr.Code == jsonrpc.CodeHeaderMismatch || rpcErr.Code == jsonrpc.CodeMissingRequiredCapability):
+			// Only a server of the stateless era says these: its
+			// refusal is the answer, not a reason to try initialize.
+			return nil, err
+		case errors.As(err, &he), errors.As(err, &rpcErr), errors.Is(err, context.DeadlineExceeded):
+			// A status, a JSON-RPC error, or silence: a session-era
+			// server, as the revision tells a dual-era client to read it.
+			return nil, fmt.Errorf("%w: %w", errNotModern, err)
 		}
-		return nil, fmt.Errorf("%w: %w", errNotModern, err)
+		return nil, err // the server could not be reached at all
 	}
 	var d struct {
 		SupportedVersions []string        `json:"supportedVersions"`
@@ -164,7 +179,9 @@ func (c *Conn) noteParamHeaders(result json.RawMessage) {
 	for _, t := range r.Tools {
 		var hs []paramHeader
 		for arg, p := range t.InputSchema.Properties {
-			if p.Header != "" {
+			// A name no header can carry is left out (such a tool fails
+			// its calls at the server, which will say why).
+			if p.Header != "" && httphdr.ValidName("Mcp-Param-"+p.Header) {
 				hs = append(hs, paramHeader{arg: arg, header: p.Header})
 			}
 		}
@@ -201,8 +218,8 @@ func (c *Conn) paramHeaders(h http.Header, params json.RawMessage) {
 		case v[0] == '"':
 			s, _ := jsonrpc.String(v)
 			val = jsonrpc.EncodeHeaderValue(s)
-		case isInteger(v):
-			val = string(v)
+		case wholeNumber(v) != "":
+			val = wholeNumber(v)
 		default:
 			continue // null, a fraction, an object: nothing a header carries
 		}
@@ -210,14 +227,14 @@ func (c *Conn) paramHeaders(h http.Header, params json.RawMessage) {
 	}
 }
 
-// isInteger reports whether a JSON number is written as an integer.
-func isInteger(v json.RawMessage) bool {
-	for i, b := range v {
-		if !(b >= '0' && b <= '9' || i == 0 && b == '-') {
-			return false
-		}
+// wholeNumber is a JSON number that is a whole number (42, 42.0, 4.2e1)
+// in decimal, "" for anything else.
+func wholeNumber(v json.RawMessage) string {
+	f, err := strconv.ParseFloat(string(v), 64)
+	if err != nil || f != math.Trunc(f) || math.Abs(f) > 1<<53 {
+		return ""
 	}
-	return len(v) > 0 && v[len(v)-1] != '-'
+	return strconv.FormatInt(int64(f), 10)
 }
 
 // CallAnswering is Call for a client that answers the server's requests
@@ -225,37 +242,29 @@ func isInteger(v json.RawMessage) bool {
 // Handler (each input as the request it stands for) and the call made
 // again with the answers, until it completes.
 func (c *Conn) CallAnswering(ctx context.Context, method string, params json.RawMessage) (json.RawMessage, error) {
-	ask := func(ctx context.Context, m string, p json.RawMessage) (json.RawMessage, error) {
+	res, err := c.Call(ctx, method, params)
+	if err != nil {
+		return nil, err
+	}
+	return jsonrpc.Rounds(ctx, params, res, func(ctx context.Context, p json.RawMessage) (json.RawMessage, error) {
+		return c.Call(ctx, method, p)
+	}, func(ctx context.Context, m string, p json.RawMessage) (json.RawMessage, error) {
 		if c.handler == nil {
 			return nil, fmt.Errorf("nothing answers %s", m)
 		}
 		return c.handler.HandleRequest(ctx, jsonrpc.NewRequest(nil, m, p), nil)
-	}
-	res, err := c.Call(ctx, method, params)
-	for round := 0; err == nil && jsonrpc.InputRequired(res); round++ {
-		if round == maxInputRounds {
-			return nil, fmt.Errorf("the server asked for input %d times; gave up", maxInputRounds)
-		}
-		var responses json.RawMessage
-		if responses, err = jsonrpc.AnswerInputs(ctx, res, ask); err != nil {
-			return nil, err
-		}
-		if params, err = jsonrpc.RetryParams(params, res, responses); err != nil {
-			return nil, err
-		}
-		res, err = c.Call(ctx, method, params)
-	}
-	return res, err
+	})
 }
-
-// maxInputRounds bounds the rounds of input CallAnswering gives one call.
-const maxInputRounds = 16
 
 // becomeModern switches the connection to the stateless era after a
 // successful discover and opens the listen stream.
 func (c *Conn) becomeModern(res *InitializeResult) {
 	c.modern.mu.Lock()
-	c.modern.on = true
+	if c.modern.on.Load() {
+		c.modern.mu.Unlock()
+		return
+	}
+	c.modern.on.Store(true)
 	c.modern.caps = res.Capabilities
 	c.modern.restart = make(chan struct{}, 1)
 	if c.modern.subs == nil {
@@ -272,7 +281,7 @@ func (c *Conn) becomeModern(res *InitializeResult) {
 // modernLocal answers what the stateless era removed and the connection
 // keeps itself: the log level, and the resources the listen stream
 // subscribes to. handled reports that method was one of them.
-func (c *Conn) modernLocal(method string, params json.RawMessage) (handled bool) {
+func (c *Conn) modernLocal(method string, params json.RawMessage) (handled bool, err error) {
 	m := &c.modern
 	switch method {
 	case "logging/setLevel":
@@ -280,23 +289,35 @@ func (c *Conn) modernLocal(method string, params json.RawMessage) (handled bool)
 		m.mu.Lock()
 		m.level = level
 		m.mu.Unlock()
-		return true
+		return true, nil
 	case "resources/subscribe", "resources/unsubscribe":
 		uri, _ := jsonrpc.StringMember(params, "uri")
+		if uri == "" {
+			return true, jsonrpc.NewError(jsonrpc.CodeInvalidParams, "params.uri is required")
+		}
 		m.mu.Lock()
-		if method == "resources/subscribe" {
+		res, _ := jsonrpc.Member(m.caps, "resources")
+		if v, _ := jsonrpc.Member(res, "subscribe"); string(v) != "true" {
+			m.mu.Unlock()
+			return true, jsonrpc.NewError(jsonrpc.CodeMethodNotFound, "the server offers no resource subscriptions")
+		}
+		on := method == "resources/subscribe"
+		changed := m.subs[uri] != on
+		if on {
 			m.subs[uri] = true
 		} else {
 			delete(m.subs, uri)
 		}
 		m.mu.Unlock()
-		select {
-		case m.restart <- struct{}{}:
-		default:
+		if changed {
+			select {
+			case m.restart <- struct{}{}:
+			default:
+			}
 		}
-		return true
+		return true, nil
 	}
-	return false
+	return false, nil
 }
 
 // withModernMeta sets the _meta members a stateless request carries:
@@ -390,10 +411,7 @@ func (c *Conn) listenLoop() {
 		ctx, cancel := context.WithCancel(c.ctx)
 		done := make(chan error, 1)
 		go func() {
-			params, err := c.withModernMeta(json.RawMessage(`{"notifications":` + filter + `}`))
-			if err == nil {
-				_, err = c.Call(ctx, "subscriptions/listen", params)
-			}
+			_, err := c.Call(ctx, "subscriptions/listen", json.RawMessage(`{"notifications":`+filter+`}`))
 			done <- err
 		}()
 		began := time.Now()
@@ -406,6 +424,11 @@ func (c *Conn) listenLoop() {
 			cancel()
 			if c.ctx.Err() != nil {
 				return
+			}
+			select {
+			case <-c.transport().done():
+				return // the connection is lost; a new one opens its own
+			default:
 			}
 			if time.Since(began) > time.Minute {
 				pause = time.Second

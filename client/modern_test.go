@@ -159,7 +159,7 @@ func TestModernWire(t *testing.T) {
 	if _, err := c.Call(context.Background(), "tools/list", nil); err != nil {
 		t.Fatal(err)
 	}
-	if _, err := c.Call(context.Background(), "tools/call", json.RawMessage(`{"name":"w","arguments":{"region":" eu ","n":42,"f":false,"x":1.5,"gone":null,"plain":"p"}}`)); err != nil {
+	if _, err := c.Call(context.Background(), "tools/call", json.RawMessage(`{"name":"w","arguments":{"region":" eu ","n":4.2e1,"f":false,"x":1.5,"gone":null,"plain":"p"}}`)); err != nil {
 		t.Fatal(err)
 	}
 	// An input_required result is answered through the handler (roots/list
@@ -206,5 +206,33 @@ func TestModernWire(t *testing.T) {
 				}
 			}
 		}
+	}
+}
+
+// TestResumedSessionRenewsWithoutProbe: a connection that resumed a
+// stored session knows its era: when the session expires it initializes
+// a new one at once, with no server/discover (which would go out on the
+// dead session and wait for itself).
+func TestResumedSessionRenewsWithoutProbe(t *testing.T) {
+	f := newFakeStreamable(t)
+	first, _ := startHTTP(t, Config{URL: f.url, Transport: TransportStreamableHTTP}, nil)
+	st := first.State()
+	first.cancel() // gone without a DELETE, as a hub killed -9
+	if st.SessionID == "" {
+		t.Fatal("no session to resume")
+	}
+	f.expire = map[string]int{st.SessionID: 0}
+	c, logs := startHTTP(t, Config{URL: f.url, Transport: TransportStreamableHTTP, Resume: &st}, nil)
+	before := len(f.requests(func(s seenReq) bool { return s.rpc() == "server/discover" }))
+	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+	defer cancel()
+	if res, err := callTool(ctx, c, "echo", `{}`); err != nil || !strings.Contains(string(res), "echo") {
+		t.Fatalf("a call on the expired session: %s %v\nlogs:\n%s", res, err, logs)
+	}
+	if n := len(f.requests(func(s seenReq) bool { return s.rpc() == "server/discover" })); n != before {
+		t.Errorf("the renewal asked server/discover %d times", n-before)
+	}
+	if c.Modern() {
+		t.Error("the renewed connection went stateless")
 	}
 }

@@ -231,7 +231,8 @@ func (e *sessionGone) Error() string { return "upstream session not found" }
 
 // post sends one message and hands the response to handleReply.
 func (s *streamable) post(ctx context.Context, m *jsonrpc.Message, data []byte) error {
-	isInit := m.Method == "initialize"
+	// initialize and the era probe go out without a session.
+	isInit := m.Method == "initialize" || m.Method == "server/discover"
 	// The POST's context ends with the transport, and with the caller's
 	// until the response is in. After that the rest of the stream (normally
 	// just its end) is drained whatever the caller does: a request context

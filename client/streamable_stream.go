@@ -32,7 +32,7 @@ func (s *streamable) readEvents(body io.Reader, key string, related json.RawMess
 		if ev.HasRetry {
 			b.server = time.Duration(ev.Retry) * time.Millisecond
 		}
-		if ev.HasID && ev.ID != "" {
+		if ev.HasID && ev.ID != "" && !s.c.Modern() {
 			// Only a new id is progress: a server that resends the same
 			// event and drops the stream must not get unlimited retries.
 			s.mu.Lock()
@@ -76,6 +76,12 @@ func (s *streamable) followPostStream(ctx context.Context, body io.Reader, id js
 		s.mu.Lock()
 		delete(s.lastIDs, key)
 		s.mu.Unlock()
+		return
+	}
+	if s.c.Modern() {
+		// The stateless revision resumes no stream: the request is lost
+		// and the caller makes it again if it wants.
+		s.c.failCall(id, fmt.Errorf("%w: the response stream ended before the response", ErrStreamFailed))
 		return
 	}
 	s.follow(key, b, err, false)

@@ -186,6 +186,10 @@ func TestModernCall(t *testing.T) {
 	if name, _ := jsonrpc.StringMember(c.Params, "name"); name != "a" {
 		t.Errorf("upstream params = %s", c.Params)
 	}
+	// The session-era upstream is not told what the client's _meta said.
+	if strings.Contains(string(c.Params), "io.modelcontextprotocol/") {
+		t.Errorf("upstream params carry the client's _meta: %s", c.Params)
+	}
 
 	r = th.send(http.MethodPost, "/mcp", modernBody(3, "tools/list", ""), modernHeaders("tools/list", "")...)
 	res := r.msg(t).Result

@@ -300,10 +300,6 @@ func (p *parkedCalls) stop() {
 	}
 }
 
-// mrtrMaxRounds bounds the rounds of input one call may ask a session-era
-// client for through the hub.
-const mrtrMaxRounds = 16
-
 // fulfilInputs turns a stateless server's input_required result for a
 // session-era client into what that client understands: each input it
 // asks for becomes a request on the client's session (sent together, as
@@ -311,23 +307,16 @@ const mrtrMaxRounds = 16
 // with the answers and the server's requestState until it completes. The
 // complete result loses resultType, which the session era does not have.
 func (r *router) fulfilInputs(ctx context.Context, up Upstream, s *session, method string, params json.RawMessage, peer jsonrpc.Peer, res json.RawMessage) (json.RawMessage, error) {
-	for round := 0; jsonrpc.InputRequired(res); round++ {
-		if round == mrtrMaxRounds {
-			return nil, jsonrpc.Errorf(jsonrpc.CodeInternalError, "the server asked for input %d times in one call; mcphub gave up", mrtrMaxRounds)
-		}
-		if peer == nil {
-			return nil, jsonrpc.NewError(jsonrpc.CodeInternalError, "the server asked for input that nobody can give")
-		}
-		responses, err := jsonrpc.AnswerInputs(ctx, res, peer.Request)
-		if err != nil {
-			return nil, err
-		}
-		if params, err = jsonrpc.RetryParams(params, res, responses); err != nil {
-			return nil, jsonrpc.NewError(jsonrpc.CodeInvalidParams, "params must be an object")
-		}
-		if res, err = up.Call(ctx, s.id, method, params, peer); err != nil {
-			return nil, err
-		}
+	if jsonrpc.InputRequired(res) && peer == nil {
+		return nil, jsonrpc.NewError(jsonrpc.CodeInternalError, "the server asked for input that nobody can give")
+	}
+	res, err := jsonrpc.Rounds(ctx, params, res, func(ctx context.Context, p json.RawMessage) (json.RawMessage, error) {
+		return up.Call(ctx, s.id, method, p, peer)
+	}, func(ctx context.Context, m string, p json.RawMessage) (json.RawMessage, error) {
+		return peer.Request(ctx, m, p)
+	})
+	if err != nil {
+		return nil, err
 	}
 	if out, err := jsonrpc.DeleteMember(res, "resultType"); err == nil {
 		res = out

@@ -240,7 +240,13 @@ func (r *router) forward(ctx context.Context, s *session, server, method string,
 	}
 	ctx, cancel := context.WithTimeoutCause(ctx, timeout, &timeoutError{server: server, method: method, timeout: timeout})
 	defer cancel()
-	modernUp := jsonrpc.EraOf(s.version) == jsonrpc.EraSession && e.up.Status().Protocol == jsonrpc.Version20260728
+	upModern := e.up.Status().Protocol == jsonrpc.Version20260728
+	if jsonrpc.EraOf(s.version) == jsonrpc.EraStateless && !upModern {
+		// What a stateless client's _meta says of it belongs to one hop:
+		// a session-era server negotiated once, with mcphub.
+		params = jsonrpc.StripReservedMeta(params)
+	}
+	modernUp := jsonrpc.EraOf(s.version) == jsonrpc.EraSession && upModern
 	if modernUp && len(s.caps.raw) > 0 {
 		// A stateless server reads the client's capabilities in each
 		// request and asks only for what that client can give: this

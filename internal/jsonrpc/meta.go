@@ -19,9 +19,6 @@ const (
 	MetaSubscriptionID     = "io.modelcontextprotocol/subscriptionId"
 )
 
-// reservedMetaPrefix starts every key the protocol itself puts in _meta.
-const reservedMetaPrefix = "io.modelcontextprotocol/"
-
 // The JSON-RPC codes the 2026-07-28 revision allocates.
 const (
 	CodeHeaderMismatch             = -32020
@@ -38,11 +35,11 @@ func MetaMember(params json.RawMessage, key string) (json.RawMessage, bool) {
 	return Member(meta, key)
 }
 
-// StripReservedMeta returns params without the protocol's own _meta keys
-// (io.modelcontextprotocol/...), which belong to one hop: a request
-// forwarded to another server carries the forwarder's, not its client's.
-// An _meta left empty is removed; params without such keys come back as
-// they are, not copied.
+// StripReservedMeta returns params without the _meta keys a 2026-07-28
+// request carries about its client (protocol version, capabilities, info,
+// log level), which belong to one hop: a session-era server negotiated once
+// and reads none of them. An _meta left empty is removed; params without
+// such keys come back as they are, not copied.
 func StripReservedMeta(params json.RawMessage) json.RawMessage {
 	meta, ok := Member(params, "_meta")
 	if !ok {
@@ -51,9 +48,10 @@ func StripReservedMeta(params json.RawMessage) json.RawMessage {
 	var drop []string
 	others := 0
 	Members(meta, func(k []byte, _ json.RawMessage) {
-		if strings.HasPrefix(string(k), reservedMetaPrefix) {
+		switch string(k) {
+		case MetaProtocolVersion, MetaClientCapabilities, MetaClientInfo, MetaLogLevel:
 			drop = append(drop, string(k))
-		} else {
+		default:
 			others++
 		}
 	})

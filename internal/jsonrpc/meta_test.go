@@ -12,6 +12,8 @@ func TestStripReservedMeta(t *testing.T) {
 		`{"name":"a","_meta":{"io.modelcontextprotocol/protocolVersion":"2026-07-28"}}`:                             `{"name":"a"}`,
 		`{"_meta":{"io.modelcontextprotocol/clientCapabilities":{},"progressToken":"t"},"name":"a"}`:                `{"_meta":{"progressToken":"t"},"name":"a"}`,
 		`{"_meta":{"x":1,"io.modelcontextprotocol/logLevel":"info","io.modelcontextprotocol/clientInfo":{}},"a":2}`: `{"_meta":{"x":1},"a":2}`,
+		// Other keys of the protocol's namespace (the tasks extension's) stay.
+		`{"_meta":{"io.modelcontextprotocol/related-task":{"taskId":"t"},"io.modelcontextprotocol/protocolVersion":"2026-07-28"}}`: `{"_meta":{"io.modelcontextprotocol/related-task":{"taskId":"t"}}}`,
 	} {
 		if got := string(StripReservedMeta([]byte(in))); got != want {
 			t.Errorf("StripReservedMeta(%s) = %s, want %s", in, got, want)

@@ -54,6 +54,34 @@ func AnswerInputs(ctx context.Context, result json.RawMessage, ask func(ctx cont
 	return append(out, '}'), nil
 }
 
+// MaxInputRounds bounds the rounds of input Rounds gives one request.
+const MaxInputRounds = 16
+
+// Rounds drives a request whose result may ask for input: while res is
+// input_required, it asks for the inputs (AnswerInputs with ask) and makes
+// the request again (call) with the answers, at most MaxInputRounds times,
+// and returns the first result that does not ask.
+func Rounds(ctx context.Context, params, res json.RawMessage,
+	call func(ctx context.Context, params json.RawMessage) (json.RawMessage, error),
+	ask func(ctx context.Context, method string, params json.RawMessage) (json.RawMessage, error)) (json.RawMessage, error) {
+	for round := 0; InputRequired(res); round++ {
+		if round == MaxInputRounds {
+			return nil, fmt.Errorf("the server asked for input %d times in one request; gave up", MaxInputRounds)
+		}
+		responses, err := AnswerInputs(ctx, res, ask)
+		if err != nil {
+			return nil, err
+		}
+		if params, err = RetryParams(params, res, responses); err != nil {
+			return nil, NewError(CodeInvalidParams, "params must be an object")
+		}
+		if res, err = call(ctx, params); err != nil {
+			return nil, err
+		}
+	}
+	return res, nil
+}
+
 // RetryParams returns the params of a request made again after an
 // input_required result: with the answers as inputResponses and the
 // result's requestState (none when it had none); every other member keeps
