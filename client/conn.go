@@ -404,8 +404,10 @@ func (c *Conn) handshakeSince(ctx context.Context, began time.Time) error {
 		jsonrpc.Quote(offered), caps, jsonrpc.Quote(info.Name), jsonrpc.Quote(info.Version))
 	raw, err := c.Call(ctx, "initialize", params)
 	var refused *jsonrpc.Error
-	if err != nil && auto && stdio && errors.As(err, &refused) {
-		// A server of the stateless era alone refuses initialize.
+	if err != nil && auto && errors.As(err, &refused) &&
+		(stdio || refused.Code == jsonrpc.CodeUnsupportedProtocolVersion && offersModern(refused.Data)) {
+		// A server of the stateless era alone refuses initialize (over
+		// HTTP, one that said so after a discover that failed meanwhile).
 		res, derr := c.discover(ctx, info, caps)
 		if derr == nil {
 			c.becomeModern(res)
