@@ -60,6 +60,11 @@ func (c *Conn) CallWithID(ctx context.Context, id json.RawMessage, method string
 		if params, err = c.withModernMeta(params); err != nil {
 			return nil, err
 		}
+	} else if method != "server/discover" { // the era probe's _meta is its own
+		// The hub strips what a stateless client's _meta says of it before
+		// a session-era server; a connection replaced meanwhile by one of
+		// the other era is covered here.
+		params = jsonrpc.StripReservedMeta(params)
 	}
 	ch := make(chan result, 1)
 	key := string(id)

@@ -228,11 +228,11 @@ func (set *sessionSet) modern(w http.ResponseWriter, r *http.Request, endpoint s
 			return
 		}
 		responses, _ := jsonrpc.Member(m.Params, "inputResponses")
-		call.setSink(out.send)
+		call.setSink(out)
 		call.answer(responses)
 	} else {
 		call = newMRTRCall(set.ctx, endpoint, m.Method, name, parseClientCaps(mc.caps))
-		call.setSink(out.send)
+		call.setSink(out)
 		s := newCallSession(call.ctx, endpoint, mc.version, mc.info, mc.caps)
 		peer := &modernPeer{sessionPeer: sessionPeer{s: s, send: call.emit}, level: mc.logLevel, call: call}
 		if !set.calls.Go(func() {
@@ -255,7 +255,7 @@ func (set *sessionSet) modern(w http.ResponseWriter, r *http.Request, endpoint s
 // client's retry. Closing the stream before either cancels the call.
 func (set *sessionSet) awaitModern(w http.ResponseWriter, r *http.Request, endpoint string, m *jsonrpc.Message, call *mrtrCall, out *modernReply) {
 	stop := context.AfterFunc(r.Context(), func() { call.cancel(errClientCancelled) })
-	defer call.setSink(nil)
+	defer call.clearSink(out)
 	// The call may outlast the response's write deadline; each write sets
 	// its own.
 	http.NewResponseController(w).SetWriteDeadline(time.Time{})
@@ -297,7 +297,7 @@ func (set *sessionSet) awaitModern(w http.ResponseWriter, r *http.Request, endpo
 			if !stop() {
 				return // the client left: the call is cancelled
 			}
-			call.setSink(nil)
+			call.clearSink(out)
 			state := set.parked.park(call, set.servers.registry().Hub.MaxSessions)
 			finish(jsonrpc.NewResponse(m.ID, call.inputRequired(state)).Encode(), http.StatusOK)
 			return

@@ -62,7 +62,7 @@ type mrtrCall struct {
 	err    error
 
 	mu      sync.Mutex
-	sink    func([]byte) // the current round's reply; nil between rounds
+	sink    *modernReply // the current round's reply; nil between rounds
 	caps    clientCaps
 	asks    map[string]*inputAsk // key → unanswered ask
 	nextKey int
@@ -81,9 +81,18 @@ func newMRTRCall(parent context.Context, endpoint, method, name string, caps cli
 
 // setSink directs what the upstream sends about the call (progress, log
 // messages) to the reply of the current round.
-func (c *mrtrCall) setSink(f func([]byte)) {
+func (c *mrtrCall) setSink(out *modernReply) {
 	c.mu.Lock()
-	c.sink = f
+	c.sink = out
+	c.mu.Unlock()
+}
+
+// clearSink stops sending to out, unless a retry has taken the call over.
+func (c *mrtrCall) clearSink(out *modernReply) {
+	c.mu.Lock()
+	if c.sink == out {
+		c.sink = nil
+	}
 	c.mu.Unlock()
 }
 
@@ -91,10 +100,10 @@ func (c *mrtrCall) setSink(f func([]byte)) {
 // dropped, as a stateless stream cannot be resumed.
 func (c *mrtrCall) emit(data []byte) {
 	c.mu.Lock()
-	f := c.sink
+	out := c.sink
 	c.mu.Unlock()
-	if f != nil {
-		f(data)
+	if out != nil {
+		out.send(data)
 	}
 }
 

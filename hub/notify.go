@@ -215,6 +215,10 @@ func admits(level, msgLevel string) bool {
 // applyLevels sets every upstream to the lowest level any session, or any
 // stateless request in flight, wants.
 func (f *fanout) applyLevels() {
+	// Computed and applied under one lock: two changes at once must not
+	// leave the older level applied last.
+	f.levelMu.Lock()
+	defer f.levelMu.Unlock()
 	want := f.sessions.statelessLevel()
 	for _, s := range f.sessions.list() {
 		l := s.level()
@@ -227,8 +231,6 @@ func (f *fanout) applyLevels() {
 	}
 	// Levels are remembered per upstream, not per name: a replaced
 	// connection is a new upstream and must be told.
-	f.levelMu.Lock()
-	defer f.levelMu.Unlock()
 	if want == "" {
 		// Nobody wants messages: the servers keep the level they have,
 		// unless one below the default was asked for by requests that

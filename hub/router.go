@@ -256,7 +256,8 @@ func (r *router) forward(ctx context.Context, s *session, server, method string,
 		}
 	}
 	res, err := e.up.Call(ctx, s.id, method, params, peer)
-	if err == nil && modernUp {
+	// Asked again: the connection may have been replaced during the call.
+	if err == nil && jsonrpc.EraOf(s.version) == jsonrpc.EraSession && e.up.Status().Protocol == jsonrpc.Version20260728 {
 		res, err = r.fulfilInputs(ctx, e.up, s, method, params, peer, res)
 	}
 	if err != nil && ctx.Err() != nil && errors.Is(context.Cause(ctx), errTimeout) {

@@ -199,7 +199,6 @@ func TestStdioFaceTSClient(t *testing.T) {
 	}
 }
 
-// strconvQuote quotes a path as a TOML basic string.
 // everythingServer finds the Go SDK's everything-server: $MCPHUB_EVERYTHING_SERVER,
 // on PATH, or where scripts/setup installs it.
 func everythingServer(t *testing.T) string {
@@ -208,6 +207,7 @@ func everythingServer(t *testing.T) string {
 	return interopNeed(t, "everything-server", "MCPHUB_EVERYTHING_SERVER", ev, filepath.Join("..", "..", ".cache", "bin", "everything-server"))
 }
 
+// strconvQuote quotes a path as a TOML basic string.
 func strconvQuote(s string) string {
 	b, _ := json.Marshal(s)
 	return string(b)
