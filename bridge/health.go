@@ -4,7 +4,6 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"net"
 	"net/http"
 	"net/url"
 	"sync"
@@ -331,16 +330,5 @@ func probeAddr(cfg client.Config) string {
 			u = pu
 		}
 	}
-	port := u.Port()
-	if port == "" {
-		switch u.Scheme {
-		case "https":
-			port = "443"
-		case "socks5", "socks5h":
-			port = "1080"
-		default:
-			port = "80"
-		}
-	}
-	return net.JoinHostPort(u.Hostname(), port)
+	return client.HostPort(u)
 }

@@ -550,6 +550,14 @@ type dialGuard struct {
 }
 
 func (g *dialGuard) allowProxy(u *url.URL) {
+	g.mu.Lock()
+	g.proxies[HostPort(u)] = true
+	g.mu.Unlock()
+}
+
+// HostPort is the host:port a URL (a server's, or a proxy's) is dialled
+// at: its port, else its scheme's default (https 443, socks5 1080, else 80).
+func HostPort(u *url.URL) string {
 	port := u.Port()
 	if port == "" {
 		switch strings.ToLower(u.Scheme) {
@@ -561,9 +569,7 @@ func (g *dialGuard) allowProxy(u *url.URL) {
 			port = "80"
 		}
 	}
-	g.mu.Lock()
-	g.proxies[net.JoinHostPort(u.Hostname(), port)] = true
-	g.mu.Unlock()
+	return net.JoinHostPort(u.Hostname(), port)
 }
 
 func (g *dialGuard) dial(ctx context.Context, network, addr string) (net.Conn, error) {
