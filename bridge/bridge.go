@@ -292,6 +292,15 @@ func (s *Server) regain() {
 // session it ends is not worth resuming) and hands the records to the
 // Server the hub serves on now. It is safe to call more than once.
 func (s *Server) Close() error {
+	s.mu.Lock()
+	closed := s.closed
+	s.mu.Unlock()
+	if s.persist != nil && !closed {
+		// A change just before Close may still be on its way to
+		// saveCatalog, which writes nothing once this Server is closing:
+		// the catalog is written now, while the records are ours.
+		s.persist.saveCatalog(s.Catalog())
+	}
 	if c := s.cfg.Claims; c != nil {
 		// The Server the hub serves on now, if the records were ours,
 		// writes its newest state, not the session this one ends.

@@ -137,6 +137,9 @@ type harness struct {
 	dialer  *fakeDialer
 	events  *eventLog
 	changed chan Status
+	// hold, when set before Start, is called with each status the server
+	// reports, inside its Changed call: a test can keep the report there.
+	hold func(Status)
 	// unreachable makes the server's TCP probes fail, as a server whose
 	// host is down or whose port is closed; probes receives the address
 	// of every probe, once it has been answered.
@@ -194,7 +197,13 @@ func newHarness(t *testing.T, cfg Config, setup func(c *fakeConn)) *harness {
 	}
 	cfg.Logger = slog.New(slog.DiscardHandler)
 	cfg.dial, cfg.clk, cfg.reach = h.dialer.dial, h.clk, h.reach
-	cfg.Changed = func() { h.changed <- h.srv.Status() }
+	cfg.Changed = func() {
+		st := h.srv.Status()
+		if h.hold != nil {
+			h.hold(st)
+		}
+		h.changed <- st
+	}
 	h.srv = New(cfg)
 	t.Cleanup(func() { h.srv.Close() })
 	return h

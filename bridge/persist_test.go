@@ -5,6 +5,7 @@ import (
 	"encoding/json"
 	"errors"
 	"slices"
+	"sync"
 	"testing"
 
 	"github.com/mcphub/mcphub/client"
@@ -204,6 +205,37 @@ func TestCatalogCache(t *testing.T) {
 	h.connect()
 	if n := len(st.catalogSaved); n != 0 {
 		t.Errorf("an unchanged catalog was written %d more times", n)
+	}
+}
+
+// TestCloseSavesTheCatalogOfALateChange: a Server closed while the report
+// of its connection is still under way (the catalog not yet saved) saves
+// its catalog before it gives the records up, so the next run has it.
+func TestCloseSavesTheCatalogOfALateChange(t *testing.T) {
+	st := newFakeStore(&eventLog{})
+	h := newHarness(t, Config{Client: client.Config{Command: "server"}, Store: st, Claims: NewClaims()}, nil)
+	entered, hold := make(chan struct{}), make(chan struct{})
+	release := sync.OnceFunc(func() { close(hold) })
+	defer release() // a failure below must not leave Close waiting
+	h.hold = func(s Status) {
+		if s.State == StateConnected {
+			close(entered)
+			<-hold
+		}
+	}
+	h.srv.Start(context.Background())
+	h.dialer.next(t)
+	recv(t, entered, "the connection reported")
+	closed := make(chan struct{})
+	go func() {
+		h.srv.Close()
+		close(closed)
+	}()
+	saved := recv(t, st.catalogSaved, "the catalog saved by Close")
+	release()
+	recv(t, closed, "Close to return")
+	if string(saved["initialize"]) != fakeInit || string(saved["tools/list"]) != `[{"name":"a"},{"name":"b"}]` {
+		t.Errorf("catalog saved = %q, want initialize and the tools array", saved)
 	}
 }
 
