@@ -61,10 +61,10 @@ func (c *Conn) CallWithID(ctx context.Context, id json.RawMessage, method string
 			return nil, err
 		}
 	} else if method != "server/discover" { // the era probe's _meta is its own
-		// The hub strips what a stateless client's _meta says of it before
-		// a session-era server; a connection replaced meanwhile by one of
+		// The hub strips a stateless request's hop-only _meta before a
+		// session-era server; a connection replaced meanwhile by one of
 		// the other era is covered here.
-		params = jsonrpc.StripReservedMeta(params)
+		params = jsonrpc.StripHopMeta(params)
 	}
 	ch := make(chan result, 1)
 	key := string(id)

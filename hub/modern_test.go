@@ -186,9 +186,13 @@ func TestModernCall(t *testing.T) {
 	if name, _ := jsonrpc.StringMember(c.Params, "name"); name != "a" {
 		t.Errorf("upstream params = %s", c.Params)
 	}
-	// The session-era upstream is not told what the client's _meta said.
-	if strings.Contains(string(c.Params), "io.modelcontextprotocol/") {
-		t.Errorf("upstream params carry the client's _meta: %s", c.Params)
+	// The session-era upstream is not told the request's protocol version
+	// (it would answer statelessly) but is told what the client declared.
+	if _, ok := jsonrpc.MetaMember(c.Params, jsonrpc.MetaProtocolVersion); ok {
+		t.Errorf("upstream params carry the request's protocol version: %s", c.Params)
+	}
+	if caps, _ := jsonrpc.MetaMember(c.Params, jsonrpc.MetaClientCapabilities); string(caps) != "{}" {
+		t.Errorf("upstream params lack the client's capabilities: %s", c.Params)
 	}
 
 	r = th.send(http.MethodPost, "/mcp", modernBody(3, "tools/list", ""), modernHeaders("tools/list", "")...)

@@ -242,9 +242,10 @@ func (r *router) forward(ctx context.Context, s *session, server, method string,
 	defer cancel()
 	upModern := e.up.Status().Protocol == jsonrpc.Version20260728
 	if jsonrpc.EraOf(s.version) == jsonrpc.EraStateless && !upModern {
-		// What a stateless client's _meta says of it belongs to one hop:
-		// a session-era server negotiated once, with mcphub.
-		params = jsonrpc.StripReservedMeta(params)
+		// A session-era server negotiated once, with mcphub: the request's
+		// protocol version and log level are not for it, what it says of
+		// its client is.
+		params = jsonrpc.StripHopMeta(params)
 	}
 	modernUp := jsonrpc.EraOf(s.version) == jsonrpc.EraSession && upModern
 	if modernUp && len(s.caps.raw) > 0 {

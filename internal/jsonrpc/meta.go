@@ -35,12 +35,16 @@ func MetaMember(params json.RawMessage, key string) (json.RawMessage, bool) {
 	return Member(meta, key)
 }
 
-// StripReservedMeta returns params without the _meta keys a 2026-07-28
-// request carries about its client (protocol version, capabilities, info,
-// log level), which belong to one hop: a session-era server negotiated once
-// and reads none of them. An _meta left empty is removed; params without
-// such keys come back as they are, not copied.
-func StripReservedMeta(params json.RawMessage) json.RawMessage {
+// StripHopMeta returns params ready for a session-era server: without the
+// _meta keys of a 2026-07-28 request that belong to its one hop, the
+// protocol version (a server that reads it would answer that request as
+// stateless, on a connection negotiated in the session era) and the log
+// level (asked of such a server with logging/setLevel). What the request
+// says of its client, its capabilities and info, stays: a server that reads
+// them (SEP-2575 lets a session-era server prefer them to the session's)
+// then asks only for what that client can give. An _meta left empty is
+// removed; params without such keys come back as they are, not copied.
+func StripHopMeta(params json.RawMessage) json.RawMessage {
 	meta, ok := Member(params, "_meta")
 	if !ok {
 		return params
@@ -49,7 +53,7 @@ func StripReservedMeta(params json.RawMessage) json.RawMessage {
 	others := 0
 	Members(meta, func(k []byte, _ json.RawMessage) {
 		switch string(k) {
-		case MetaProtocolVersion, MetaClientCapabilities, MetaClientInfo, MetaLogLevel:
+		case MetaProtocolVersion, MetaLogLevel:
 			drop = append(drop, string(k))
 		default:
 			others++

@@ -5,18 +5,20 @@ import (
 	"unicode/utf8"
 )
 
-func TestStripReservedMeta(t *testing.T) {
+func TestStripHopMeta(t *testing.T) {
 	for in, want := range map[string]string{
 		`{"name":"a"}`: `{"name":"a"}`,
-		`{"name":"a","_meta":{"progressToken":1}}`:                                                                  `{"name":"a","_meta":{"progressToken":1}}`,
-		`{"name":"a","_meta":{"io.modelcontextprotocol/protocolVersion":"2026-07-28"}}`:                             `{"name":"a"}`,
-		`{"_meta":{"io.modelcontextprotocol/clientCapabilities":{},"progressToken":"t"},"name":"a"}`:                `{"_meta":{"progressToken":"t"},"name":"a"}`,
-		`{"_meta":{"x":1,"io.modelcontextprotocol/logLevel":"info","io.modelcontextprotocol/clientInfo":{}},"a":2}`: `{"_meta":{"x":1},"a":2}`,
+		`{"name":"a","_meta":{"progressToken":1}}`:                                                          `{"name":"a","_meta":{"progressToken":1}}`,
+		`{"name":"a","_meta":{"io.modelcontextprotocol/protocolVersion":"2026-07-28"}}`:                     `{"name":"a"}`,
+		`{"_meta":{"io.modelcontextprotocol/protocolVersion":"2026-07-28","progressToken":"t"},"name":"a"}`: `{"_meta":{"progressToken":"t"},"name":"a"}`,
+		`{"_meta":{"x":1,"io.modelcontextprotocol/logLevel":"info"},"a":2}`:                                 `{"_meta":{"x":1},"a":2}`,
+		// What the request says of its client stays for the server to read.
+		`{"_meta":{"io.modelcontextprotocol/protocolVersion":"2026-07-28","io.modelcontextprotocol/clientCapabilities":{},"io.modelcontextprotocol/clientInfo":{"name":"c"}}}`: `{"_meta":{"io.modelcontextprotocol/clientCapabilities":{},"io.modelcontextprotocol/clientInfo":{"name":"c"}}}`,
 		// Other keys of the protocol's namespace (the tasks extension's) stay.
 		`{"_meta":{"io.modelcontextprotocol/related-task":{"taskId":"t"},"io.modelcontextprotocol/protocolVersion":"2026-07-28"}}`: `{"_meta":{"io.modelcontextprotocol/related-task":{"taskId":"t"}}}`,
 	} {
-		if got := string(StripReservedMeta([]byte(in))); got != want {
-			t.Errorf("StripReservedMeta(%s) = %s, want %s", in, got, want)
+		if got := string(StripHopMeta([]byte(in))); got != want {
+			t.Errorf("StripHopMeta(%s) = %s, want %s", in, got, want)
 		}
 	}
 }
