@@ -88,7 +88,7 @@ func (c *Conn) CallWithID(ctx context.Context, id json.RawMessage, method string
 		res = json.RawMessage(`{}`)
 	}
 	if method == "tools/list" && err == nil && c.Modern() {
-		c.noteParamHeaders(res)
+		res = c.keepValidTools(res)
 	}
 	return res, err
 }

@@ -14,7 +14,6 @@ import (
 	"sync/atomic"
 	"time"
 
-	"github.com/mcphub/mcphub/internal/httphdr"
 	"github.com/mcphub/mcphub/internal/jsonrpc"
 )
 
@@ -41,12 +40,12 @@ const discoverWait = 10 * time.Second
 type modernState struct {
 	on      atomic.Bool // set once, by becomeModern
 	mu      sync.Mutex
-	legacy  bool                     // a session was initialized: the era is known
-	level   string                   // for requests whose _meta names none
-	subs    map[string]bool          // resources the listen stream subscribes to
-	caps    json.RawMessage          // the server's, to choose the listen filter
-	restart chan struct{}            // wakes the listen loop to reopen with new filters
-	params  map[string][]paramHeader // tool → arguments mirrored in headers
+	legacy  bool                             // a session was initialized: the era is known
+	level   string                           // for requests whose _meta names none
+	subs    map[string]bool                  // resources the listen stream subscribes to
+	caps    json.RawMessage                  // the server's, to choose the listen filter
+	restart chan struct{}                    // wakes the listen loop to reopen with new filters
+	params  map[string][]jsonrpc.ParamHeader // tool → arguments mirrored in headers
 }
 
 func (m *modernState) sessionEra() bool {
@@ -149,48 +148,56 @@ func offersModern(data json.RawMessage) bool {
 	return json.Unmarshal(data, &d) == nil && slices.Contains(d.Supported, jsonrpc.Version20260728)
 }
 
-// paramHeader is a tool argument a stateless server wants mirrored in an
-// Mcp-Param-{Name} header (its inputSchema property's x-mcp-header).
-type paramHeader struct {
-	arg, header string
-}
-
-// noteParamHeaders records, from a tools/list result, which arguments of
-// each tool travel in headers too (SEP-2243).
-func (c *Conn) noteParamHeaders(result json.RawMessage) {
+// keepValidTools returns a tools/list result of a stateless server without
+// the tools whose x-mcp-header annotations a client must not honour
+// (SEP-2243: such a tool is left out, the others kept), each left out with
+// a warning that says why; it records which arguments of the others travel
+// in headers too. A result nothing is left out of comes back as it is, and
+// the tools kept are not re-encoded.
+func (c *Conn) keepValidTools(result json.RawMessage) json.RawMessage {
 	var r struct {
-		Tools []struct {
-			Name        string `json:"name"`
-			InputSchema struct {
-				Properties map[string]struct {
-					Header string `json:"x-mcp-header"`
-				} `json:"properties"`
-			} `json:"inputSchema"`
-		} `json:"tools"`
+		Tools []json.RawMessage `json:"tools"`
 	}
 	if json.Unmarshal(result, &r) != nil {
-		return
+		return result
 	}
+	kept := r.Tools[:0:0]
 	c.modern.mu.Lock()
-	defer c.modern.mu.Unlock()
 	if c.modern.params == nil {
-		c.modern.params = map[string][]paramHeader{}
+		c.modern.params = map[string][]jsonrpc.ParamHeader{}
 	}
 	for _, t := range r.Tools {
-		var hs []paramHeader
-		for arg, p := range t.InputSchema.Properties {
-			// A name no header can carry is left out (such a tool fails
-			// its calls at the server, which will say why).
-			if p.Header != "" && httphdr.ValidName("Mcp-Param-"+p.Header) {
-				hs = append(hs, paramHeader{arg: arg, header: p.Header})
-			}
+		name, _ := jsonrpc.StringMember(t, "name")
+		hs, err := jsonrpc.ParamHeaders(t)
+		switch {
+		case err != nil:
+			c.log.Warn("a tool is left out of tools/list: its x-mcp-header cannot be sent", "tool", name, "err", err)
+			delete(c.modern.params, name)
+			continue
+		case hs == nil:
+			delete(c.modern.params, name)
+		default:
+			c.modern.params[name] = hs
 		}
-		if hs == nil {
-			delete(c.modern.params, t.Name)
-		} else {
-			c.modern.params[t.Name] = hs
-		}
+		kept = append(kept, t)
 	}
+	c.modern.mu.Unlock()
+	if len(kept) == len(r.Tools) {
+		return result
+	}
+	list := []byte("[")
+	for i, t := range kept {
+		if i > 0 {
+			list = append(list, ',')
+		}
+		list = append(list, t...)
+	}
+	list = append(list, ']')
+	out, err := jsonrpc.SetMember(result, "tools", list)
+	if err != nil {
+		return result
+	}
+	return out
 }
 
 // paramHeaders sets the Mcp-Param-* headers of a tools/call: each
@@ -207,7 +214,7 @@ func (c *Conn) paramHeaders(h http.Header, params json.RawMessage) {
 	}
 	args, _ := jsonrpc.Member(params, "arguments")
 	for _, p := range hs {
-		v, ok := jsonrpc.Member(args, p.arg)
+		v, ok := p.Arg(args)
 		if !ok || len(v) == 0 {
 			continue
 		}
@@ -223,7 +230,7 @@ func (c *Conn) paramHeaders(h http.Header, params json.RawMessage) {
 		default:
 			continue // null, a fraction, an object: nothing a header carries
 		}
-		h.Set("Mcp-Param-"+p.header, val)
+		h.Set("Mcp-Param-"+p.Header, val)
 	}
 }
 

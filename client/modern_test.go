@@ -89,6 +89,11 @@ func TestEverythingServerModern(t *testing.T) {
 // client's own capabilities unless the request names others, and
 // no session; there is no GET stream and no DELETE.
 func TestModernWire(t *testing.T) {
+	const badTool = `,{"name":"bad","inputSchema":{"type":"object","properties":{"score":{"type":"number","x-mcp-header":"Score"}}}}`
+	listed := `{"resultType":"complete","tools":[{"name":"w","inputSchema":{"type":"object","properties":{
+				"region":{"type":"string","x-mcp-header":"Region"},"n":{"type":"integer","x-mcp-header":"Priority"},
+				"opts":{"type":"object","properties":{"f":{"type":"boolean","x-mcp-header":"Flag"}}},"x":{"type":"number"},
+				"gone":{"type":"string","x-mcp-header":"Gone"},"plain":{"type":"string"}}}}` + badTool + `,{"name":"ok"}],"ttlMs":0,"cacheScope":"private"}`
 	var mu sync.Mutex
 	var seen []*http.Request
 	var bodies []*jsonrpc.Message
@@ -121,10 +126,7 @@ func TestModernWire(t *testing.T) {
 			<-r.Context().Done()
 			return
 		case "tools/list":
-			res = `{"resultType":"complete","tools":[{"name":"w","inputSchema":{"type":"object","properties":{
-				"region":{"type":"string","x-mcp-header":"Region"},"n":{"type":"integer","x-mcp-header":"Priority"},
-				"f":{"type":"boolean","x-mcp-header":"Flag"},"x":{"type":"number","x-mcp-header":"Float"},
-				"gone":{"type":"string","x-mcp-header":"Gone"},"plain":{"type":"string"}}}}],"ttlMs":0,"cacheScope":"private"}`
+			res = listed
 		case "tools/call":
 			if name, _ := jsonrpc.StringMember(m.Params, "name"); name == "ask" {
 				if _, ok := jsonrpc.Member(m.Params, "inputResponses"); !ok {
@@ -156,10 +158,19 @@ func TestModernWire(t *testing.T) {
 	if _, err := c.Call(context.Background(), "resources/read", json.RawMessage(`{"uri":"file:///a"}`)); err != nil {
 		t.Fatal(err)
 	}
-	if _, err := c.Call(context.Background(), "tools/list", nil); err != nil {
+	// A tool whose x-mcp-header cannot be honoured is left out of the
+	// list, with a warning; the others keep their bytes.
+	list, err := c.Call(context.Background(), "tools/list", nil)
+	if err != nil {
 		t.Fatal(err)
 	}
-	if _, err := c.Call(context.Background(), "tools/call", json.RawMessage(`{"name":"w","arguments":{"region":" eu ","n":4.2e1,"f":false,"x":1.5,"gone":null,"plain":"p"}}`)); err != nil {
+	if want := strings.Replace(listed, badTool, "", 1); string(list) != want {
+		t.Errorf("tools/list = %s\nwant %s", list, want)
+	}
+	if !strings.Contains(logs.String(), "tool=bad") || !strings.Contains(logs.String(), "property score") {
+		t.Errorf("no warning names the tool left out and why:\n%s", logs)
+	}
+	if _, err := c.Call(context.Background(), "tools/call", json.RawMessage(`{"name":"w","arguments":{"region":" eu ","n":4.2e1,"opts":{"f":false},"x":1.5,"gone":null,"plain":"p"}}`)); err != nil {
 		t.Fatal(err)
 	}
 	// An input_required result is answered through the handler (roots/list
@@ -199,7 +210,7 @@ func TestModernWire(t *testing.T) {
 			}
 		}
 		if name, _ := jsonrpc.StringMember(m.Params, "name"); name == "w" {
-			want := map[string]string{"Mcp-Param-Region": "=?base64?IGV1IA==?=", "Mcp-Param-Priority": "42", "Mcp-Param-Flag": "false", "Mcp-Param-Float": "", "Mcp-Param-Gone": ""}
+			want := map[string]string{"Mcp-Param-Region": "=?base64?IGV1IA==?=", "Mcp-Param-Priority": "42", "Mcp-Param-Flag": "false", "Mcp-Param-Gone": ""}
 			for k, v := range want {
 				if got := r.Header.Get(k); got != v {
 					t.Errorf("%s = %q, want %q", k, got, v)

@@ -1,12 +1,12 @@
 package hub
 
 import (
-	"bytes"
 	"context"
 	"encoding/json"
 	"fmt"
 	"net/http"
 	"strconv"
+	"strings"
 	"time"
 
 	"github.com/mcphub/mcphub/internal/jsonrpc"
@@ -497,28 +497,18 @@ func (o *modernReply) finish(status int, body []byte) {
 // against the arguments its tool's inputSchema marks with x-mcp-header
 // (SEP-2243): each present, non-null argument must come with its header
 // carrying the same value (base64 decoded; integers compared as numbers),
-// and no header may stand for an argument that is not there.
+// and no header may stand for an argument that is not there. A tool whose
+// annotations a client must not honour (and so leaves out) is not checked.
 func checkParamHeaders(h http.Header, item, args json.RawMessage) *jsonrpc.Error {
-	if !bytes.Contains(item, []byte("x-mcp-header")) {
+	hs, err := jsonrpc.ParamHeaders(item)
+	if err != nil {
 		return nil
 	}
-	var tool struct {
-		InputSchema struct {
-			Properties map[string]struct {
-				Header string `json:"x-mcp-header"`
-			} `json:"properties"`
-		} `json:"inputSchema"`
-	}
-	if json.Unmarshal(item, &tool) != nil {
-		return nil
-	}
-	for arg, p := range tool.InputSchema.Properties {
-		if p.Header == "" {
-			continue
-		}
+	for _, p := range hs {
 		name := "Mcp-Param-" + p.Header
+		arg := strings.Join(p.Path, ".")
 		hv, sent := h[http.CanonicalHeaderKey(name)]
-		v, ok := jsonrpc.Member(args, arg)
+		v, ok := p.Arg(args)
 		present := ok && string(v) != "null"
 		switch {
 		case !present && !sent:

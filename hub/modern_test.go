@@ -480,7 +480,8 @@ func TestSessionClientStatelessUpstream(t *testing.T) {
 func TestParamHeaders(t *testing.T) {
 	item := json.RawMessage(`{"name":"t","inputSchema":{"type":"object","properties":{
 		"region":{"type":"string","x-mcp-header":"Region"},"n":{"type":"integer","x-mcp-header":"Priority"},
-		"on":{"type":"boolean","x-mcp-header":"On"},"q":{"type":"string"}}}}`)
+		"on":{"type":"boolean","x-mcp-header":"On"},"q":{"type":"string"},
+		"opts":{"type":"object","properties":{"zone":{"type":"string","x-mcp-header":"Zone"}}}}}}`)
 	for _, tt := range []struct {
 		name, args string
 		headers    map[string]string
@@ -498,6 +499,8 @@ func TestParamHeaders(t *testing.T) {
 		{"header without its argument", `{}`, map[string]string{"Mcp-Param-Region": "eu"}, false},
 		{"null argument, no header", `{"region":null}`, nil, true},
 		{"boolean case matters", `{"on":true}`, map[string]string{"Mcp-Param-On": "True"}, false},
+		{"nested argument", `{"opts":{"zone":"z1"}}`, map[string]string{"Mcp-Param-Zone": "z1"}, true},
+		{"nested argument without its header", `{"opts":{"zone":"z1"}}`, nil, false},
 	} {
 		h := http.Header{}
 		for k, v := range tt.headers {
