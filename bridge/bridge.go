@@ -246,7 +246,7 @@ func (s *Server) usePersistence() {
 	changed := s.cfg.Changed
 	s.cfg.Changed = func() {
 		changed()
-		p.saveCatalog(s.Catalog())
+		p.saveCatalog(s.Catalog)
 	}
 }
 
@@ -283,7 +283,7 @@ func (s *Server) regain() {
 		return
 	}
 	s.persist.regain()
-	s.persist.saveCatalog(s.Catalog())
+	s.persist.saveCatalog(s.Catalog)
 }
 
 // Close stops every connection and waits for them. With Config.Store set
@@ -299,7 +299,7 @@ func (s *Server) Close() error {
 		// A change just before Close may still be on its way to
 		// saveCatalog, which writes nothing once this Server is closing:
 		// the catalog is written now, while the records are ours.
-		s.persist.saveCatalog(s.Catalog())
+		s.persist.saveCatalog(s.Catalog)
 	}
 	if c := s.cfg.Claims; c != nil {
 		// The Server the hub serves on now, if the records were ours,

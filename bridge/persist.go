@@ -50,6 +50,9 @@ type persistence struct {
 	// flushes cannot write out of order and close waits for a write the
 	// timer started.
 	wmu sync.Mutex
+	// cmu is held across taking the catalog and writing it, so an older
+	// catalog is never written over a newer one.
+	cmu sync.Mutex
 
 	mu      sync.Mutex
 	pending *client.State
@@ -89,6 +92,7 @@ func (p *persistence) saveState(s client.State) {
 // meanwhile were not written.
 func (p *persistence) regain() {
 	p.mu.Lock()
+	p.savedCatalog = nil // the Server that owned the records may have written another
 	if p.closed || p.last == nil {
 		p.mu.Unlock()
 		return
@@ -249,10 +253,13 @@ func (p *persistence) resume() *client.State {
 	return &s
 }
 
-// saveCatalog records the server's catalog after a change. A catalog
-// without an initialize result (never connected, no cache) is not worth
-// keeping.
-func (p *persistence) saveCatalog(c Cache) {
+// saveCatalog records the server's catalog, as get returns it, after a
+// change. A catalog without an initialize result (never connected, no
+// cache) is not worth keeping.
+func (p *persistence) saveCatalog(get func() Cache) {
+	p.cmu.Lock()
+	defer p.cmu.Unlock()
+	c := get()
 	if c.Init == nil || !p.mayWrite() {
 		return
 	}

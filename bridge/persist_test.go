@@ -9,6 +9,7 @@ import (
 	"testing"
 
 	"github.com/mcphub/mcphub/client"
+	"github.com/mcphub/mcphub/internal/jsonrpc"
 )
 
 const remoteURL = "http://upstream.invalid/mcp"
@@ -236,6 +237,28 @@ func TestCloseSavesTheCatalogOfALateChange(t *testing.T) {
 	recv(t, closed, "Close to return")
 	if string(saved["initialize"]) != fakeInit || string(saved["tools/list"]) != `[{"name":"a"},{"name":"b"}]` {
 		t.Errorf("catalog saved = %q, want initialize and the tools array", saved)
+	}
+}
+
+// TestRegainWritesTheServingCatalog: when the Server that owned the
+// records closes, the one the hub serves on writes its own catalog even if
+// it is the one it loaded at its start: the closing one may have written
+// another since.
+func TestRegainWritesTheServingCatalog(t *testing.T) {
+	st := newFakeStore(&eventLog{})
+	cfg := Config{Client: client.Config{Command: "server"}, Store: st, Claims: NewClaims()}
+	old := startHarness(t, cfg, nil)
+	c1 := old.connect()
+	recv(t, st.catalogSaved, "the first catalog saved")
+	next := startHarness(t, cfg, nil) // loads that catalog, and connects to the same
+	next.connect()
+	c1.setList("tools/list", `{"name":"a"}`)
+	c1.handler.HandleNotification(jsonrpc.NewNotification("notifications/tools/list_changed", nil), nil)
+	recv(t, st.catalogSaved, "the old Server's changed catalog saved")
+	old.srv.Close()
+	saved := recv(t, st.catalogSaved, "the serving Server's catalog saved")
+	if got := string(saved["tools/list"]); got != `[{"name":"a"},{"name":"b"}]` {
+		t.Errorf("stored tools = %s, want the serving Server's", got)
 	}
 }
 
