@@ -139,14 +139,7 @@ func hideArgs(schema json.RawMessage, fixed []fixedArg) json.RawMessage {
 			if len(kept) == len(names) {
 				return schema
 			}
-			out := []byte{'['}
-			for i, n := range kept {
-				if i > 0 {
-					out = append(out, ',')
-				}
-				out = append(out, n...)
-			}
-			if s, err := jsonrpc.SetMember(schema, "required", append(out, ']')); err == nil {
+			if s, err := jsonrpc.SetMember(schema, "required", jsonrpc.AppendArray(nil, kept)); err == nil {
 				schema = s
 			}
 		}
@@ -247,14 +240,9 @@ func (e *edge) serveCatalog(w http.ResponseWriter, r *http.Request) {
 		httpError(w, http.StatusServiceUnavailable, "the profile's view is not built yet; try again")
 		return
 	}
-	out := fmt.Appendf(nil, `{"endpoint":%s,"mode":%s,"listed":[`, jsonrpc.Quote(endpointName(endpoint)), jsonrpc.Quote(mode))
-	for i, it := range view.items["tools/list"] {
-		if i > 0 {
-			out = append(out, ',')
-		}
-		out = append(out, it...)
-	}
-	out = append(out, `],"tools":[`...)
+	out := fmt.Appendf(nil, `{"endpoint":%s,"mode":%s,"listed":`, jsonrpc.Quote(endpointName(endpoint)), jsonrpc.Quote(mode))
+	out = jsonrpc.AppendArray(out, view.items["tools/list"])
+	out = append(out, `,"tools":[`...)
 	for i, t := range view.tools {
 		if i > 0 {
 			out = append(out, ',')

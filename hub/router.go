@@ -125,14 +125,8 @@ func (r *router) list(ctx context.Context, c *call) (json.RawMessage, error) {
 	out := make([]byte, 0, 64+len(items)*256)
 	out = append(out, '{')
 	out = jsonrpc.AppendString(out, listMember(c.m.Method))
-	out = append(out, ":["...)
-	for i, it := range items {
-		if i > 0 {
-			out = append(out, ',')
-		}
-		out = append(out, it...)
-	}
-	out = append(out, ']')
+	out = append(out, ':')
+	out = jsonrpc.AppendArray(out, items)
 	if next != "" {
 		out = append(out, `,"nextCursor":`...)
 		out = jsonrpc.AppendString(out, next)

@@ -610,18 +610,6 @@ func printRaw(w io.Writer, raw []byte) error {
 	return err
 }
 
-// rawArray is items as one JSON array.
-func rawArray(items []json.RawMessage) []byte {
-	out := []byte{'['}
-	for i, it := range items {
-		if i > 0 {
-			out = append(out, ',')
-		}
-		out = append(out, it...)
-	}
-	return append(out, ']')
-}
-
 // decodeItems decodes raw items into T, for the text tables.
 func decodeItems[T any](method string, raws []json.RawMessage) ([]T, error) {
 	items := make([]T, len(raws))
@@ -793,7 +781,7 @@ func listOf[T any](ctx context.Context, a *app, v hubView, asJSON bool, l lister
 	}
 	return a.listView(ctx, v, l.member, fetch, func() error {
 		if asJSON {
-			return printRaw(a.stdout, rawArray(raws))
+			return printRaw(a.stdout, jsonrpc.AppendArray(nil, raws))
 		}
 		items, err := decodeItems[T](l.method, raws)
 		if err != nil {

@@ -76,9 +76,9 @@ func (a *app) resourcesList(ctx context.Context, v hubView, asJSON bool) error {
 	return a.listView(ctx, v, "resources", fetch, func() error {
 		if asJSON {
 			out := []byte(`{"resources":`)
-			out = append(out, rawArray(resources)...)
+			out = jsonrpc.AppendArray(out, resources)
 			out = append(out, `,"resourceTemplates":`...)
-			out = append(out, rawArray(templates)...)
+			out = jsonrpc.AppendArray(out, templates)
 			return printRaw(a.stdout, append(out, '}'))
 		}
 		rs, err := decodeItems[resourceEntry]("resources/list", resources)

@@ -34,6 +34,19 @@ func (m *Message) Append(dst []byte) []byte {
 	return append(dst, '}')
 }
 
+// AppendArray appends items, raw, as one JSON array to dst and returns the
+// extended buffer; the items are not re-encoded.
+func AppendArray(dst []byte, items []json.RawMessage) []byte {
+	dst = append(dst, '[')
+	for i, it := range items {
+		if i > 0 {
+			dst = append(dst, ',')
+		}
+		dst = append(dst, it...)
+	}
+	return append(dst, ']')
+}
+
 // MarshalJSON encodes the message, so a Message can sit inside other values.
 func (m *Message) MarshalJSON() ([]byte, error) {
 	return m.Append(make([]byte, 0, 64+len(m.Params)+len(m.Result))), nil
