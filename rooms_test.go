@@ -17,7 +17,7 @@ const module = "github.com/mcphub/mcphub"
 
 // rooms is DESIGN.md's room table: what each room's production code may
 // import besides the standard library: each entry allows that package and
-// every package below it. A room not listed (internal/jsonrpc, internal/sse,
+// every package below it. A room not listed (internal/sse, internal/httphdr,
 // ...) may import only the standard library.
 var rooms = map[string][]string{
 	"cmd/mcphub":       {"*"},
@@ -33,6 +33,9 @@ var rooms = map[string][]string{
 	"internal/filelock": {"golang.org/x/sys"},
 	// The OAuth grants' store: the OS keychain, or a locked file.
 	"internal/keychain": {"github.com/zalando/go-keyring", "internal/filelock"},
+	// The HTTP token rule that the 2026-07-28 revision's Mcp-Param header
+	// names follow (jsonrpc.ParamHeaders); internal/httphdr is stdlib-only.
+	"internal/jsonrpc": {"internal/httphdr"},
 }
 
 // room returns the room a package belongs to: its path inside the module,
@@ -149,6 +152,8 @@ func TestRoomTableCatchesAViolation(t *testing.T) {
 		{module + "/store", module + "/registry", false},
 		{module + "/registry", module + "/client", false},
 		{module + "/internal/jsonrpc", module + "/hub", false},
+		{module + "/internal/jsonrpc", module + "/internal/sse", false},
+		{module + "/internal/httphdr", module + "/internal/jsonrpc", false},
 		{module + "/internal/sse", module + "/internal/jsonrpc", false},
 		{module + "/hub", "modernc.org/sqlite", false},
 		{module + "/registry", "github.com/spf13/cobra", false},
@@ -160,6 +165,7 @@ func TestRoomTableCatchesAViolation(t *testing.T) {
 		{module + "/store", "modernc.org/sqlite", true},
 		{module + "/cmd/mcphub", module + "/store", true},
 		{module + "/internal/jsonrpc", module + "/internal/jsonrpc", true},
+		{module + "/internal/jsonrpc", module + "/internal/httphdr", true},
 		{module + "/internal/filelock", "golang.org/x/sys/windows", true},
 		{module + "/internal/jsonrpc", "golang.org/x/sys/windows", false},
 	}

@@ -155,44 +155,34 @@ func offersModern(data json.RawMessage) bool {
 // in headers too. A result nothing is left out of comes back as it is, and
 // the tools kept are not re-encoded.
 func (c *Conn) keepValidTools(result json.RawMessage) json.RawMessage {
-	var r struct {
-		Tools []json.RawMessage `json:"tools"`
-	}
-	if json.Unmarshal(result, &r) != nil {
+	var tools []json.RawMessage
+	if raw, ok := jsonrpc.Member(result, "tools"); !ok || json.Unmarshal(raw, &tools) != nil {
 		return result
 	}
-	kept := r.Tools[:0:0]
+	var kept []json.RawMessage
 	c.modern.mu.Lock()
 	if c.modern.params == nil {
 		c.modern.params = map[string][]jsonrpc.ParamHeader{}
 	}
-	for _, t := range r.Tools {
+	for _, t := range tools {
 		name, _ := jsonrpc.StringMember(t, "name")
 		hs, err := jsonrpc.ParamHeaders(t)
-		switch {
-		case err != nil:
-			c.log.Warn("a tool is left out of tools/list: its x-mcp-header cannot be sent", "tool", name, "err", err)
+		if hs == nil {
 			delete(c.modern.params, name)
-			continue
-		case hs == nil:
-			delete(c.modern.params, name)
-		default:
+		} else {
 			c.modern.params[name] = hs
+		}
+		if err != nil {
+			c.log.Warn("a tool is left out of tools/list: its x-mcp-header cannot be sent", "tool", name, "err", err)
+			continue
 		}
 		kept = append(kept, t)
 	}
 	c.modern.mu.Unlock()
-	if len(kept) == len(r.Tools) {
+	if len(kept) == len(tools) {
 		return result
 	}
-	list := []byte("[")
-	for i, t := range kept {
-		if i > 0 {
-			list = append(list, ',')
-		}
-		list = append(list, t...)
-	}
-	list = append(list, ']')
+	list := jsonrpc.AppendArray(nil, kept)
 	out, err := jsonrpc.SetMember(result, "tools", list)
 	if err != nil {
 		return result

@@ -506,7 +506,6 @@ func checkParamHeaders(h http.Header, item, args json.RawMessage) *jsonrpc.Error
 	}
 	for _, p := range hs {
 		name := "Mcp-Param-" + p.Header
-		arg := strings.Join(p.Path, ".")
 		hv, sent := h[http.CanonicalHeaderKey(name)]
 		v, ok := p.Arg(args)
 		present := ok && string(v) != "null"
@@ -514,13 +513,13 @@ func checkParamHeaders(h http.Header, item, args json.RawMessage) *jsonrpc.Error
 		case !present && !sent:
 			continue
 		case !present:
-			return jsonrpc.Errorf(jsonrpc.CodeHeaderMismatch, "Header mismatch: %s is sent but arguments.%s is not", name, arg)
+			return jsonrpc.Errorf(jsonrpc.CodeHeaderMismatch, "Header mismatch: %s is sent but arguments.%s is not", name, strings.Join(p.Path, "."))
 		case !sent:
-			return jsonrpc.Errorf(jsonrpc.CodeHeaderMismatch, "Header mismatch: arguments.%s needs the %s header", arg, name)
+			return jsonrpc.Errorf(jsonrpc.CodeHeaderMismatch, "Header mismatch: arguments.%s needs the %s header", strings.Join(p.Path, "."), name)
 		}
 		got, err := jsonrpc.DecodeHeaderValue(hv[0])
 		if err != nil || !sameParam(got, v) {
-			return jsonrpc.Errorf(jsonrpc.CodeHeaderMismatch, "Header mismatch: %s does not carry arguments.%s", name, arg)
+			return jsonrpc.Errorf(jsonrpc.CodeHeaderMismatch, "Header mismatch: %s does not carry arguments.%s", name, strings.Join(p.Path, "."))
 		}
 	}
 	return nil

@@ -2,9 +2,9 @@ package jsonrpc
 
 import (
 	"bytes"
+	"cmp"
 	"encoding/json"
 	"fmt"
-	"sort"
 	"strings"
 
 	"github.com/mcphub/mcphub/internal/httphdr"
@@ -34,74 +34,56 @@ func (p ParamHeader) Arg(args json.RawMessage) (json.RawMessage, bool) {
 	return v, true
 }
 
-// headerSchema is what ParamHeaders reads of an inputSchema and of each of
-// its properties.
-type headerSchema struct {
-	Type       json.RawMessage         `json:"type"`
-	Header     json.RawMessage         `json:"x-mcp-header"`
-	Properties map[string]headerSchema `json:"properties"`
-}
-
 // ParamHeaders returns the x-mcp-header annotations of a tool (one item of
 // a tools/list result), of every property its inputSchema reaches through
-// properties keys, ordered by path. It fails, naming the property, for an
+// properties keys, in the order the schema lists them. Keys are matched
+// exactly, as JSON Schema does. It fails, naming the property, for an
 // annotation a client must not honour, and a client leaves such a tool out
 // of tools/list: a name that is not a non-empty HTTP token, a property
 // whose type is not string, integer or boolean, or a name another property
-// has already taken, in any case. A tool it cannot read has none.
+// has already taken, in any case. tool must be valid JSON.
 func ParamHeaders(tool json.RawMessage) ([]ParamHeader, error) {
-	if !bytes.Contains(tool, []byte("x-mcp-header")) {
-		return nil, nil
+	if !bytes.Contains(tool, []byte("x-mcp-header")) && !bytes.Contains(tool, []byte(`\u`)) {
+		return nil, nil // no such key, not even escaped
 	}
-	var t struct {
-		InputSchema headerSchema `json:"inputSchema"`
-	}
-	if json.Unmarshal(tool, &t) != nil {
-		return nil, nil
-	}
+	schema, _ := Member(tool, "inputSchema")
 	var out []ParamHeader
-	seen := map[string]string{} // lower-cased name → the path that took it
-	var walk func(props map[string]headerSchema, prefix []string) error
-	walk = func(props map[string]headerSchema, prefix []string) error {
-		names := make([]string, 0, len(props))
-		for k := range props {
-			names = append(names, k)
-		}
-		sort.Strings(names)
-		for _, k := range names {
-			p := props[k]
-			path := append(append([]string(nil), prefix...), k)
-			where := strings.Join(path, ".")
-			if p.Header != nil {
-				name, ok := String(p.Header)
-				switch typ, _ := String(p.Type); {
-				case !ok || !httphdr.ValidName(name):
-					return fmt.Errorf("property %s: x-mcp-header %s is not an HTTP header name", where, p.Header)
+	var err error
+	seen := map[string][]string{} // lower-cased name → the path that took it
+	var walk func(schema json.RawMessage, prefix []string)
+	walk = func(schema json.RawMessage, prefix []string) {
+		props, _ := Member(schema, "properties")
+		Members(props, func(k []byte, p json.RawMessage) {
+			if err != nil {
+				return
+			}
+			path := append(prefix[:len(prefix):len(prefix)], string(k))
+			if h, ok := Member(p, "x-mcp-header"); ok {
+				name, isString := String(h)
+				typ, _ := StringMember(p, "type")
+				other, taken := seen[strings.ToLower(name)]
+				switch {
+				case !isString || !httphdr.ValidName(name):
+					err = fmt.Errorf("property %s: x-mcp-header %s is not an HTTP header name", strings.Join(path, "."), h)
 				case typ != "string" && typ != "integer" && typ != "boolean":
-					return fmt.Errorf("property %s: x-mcp-header on a property of type %s; only string, integer and boolean can be", where, cmpOr(p.Type, "(none)"))
+					t, _ := Member(p, "type")
+					err = fmt.Errorf("property %s: x-mcp-header on a property of type %s; only string, integer and boolean can be", strings.Join(path, "."), cmp.Or(string(t), "(none)"))
+				case taken:
+					err = fmt.Errorf("property %s: x-mcp-header %q is taken by property %s", strings.Join(path, "."), name, strings.Join(other, "."))
+				default:
+					seen[strings.ToLower(name)] = path
+					out = append(out, ParamHeader{Path: path, Header: name})
 				}
-				if other, taken := seen[strings.ToLower(name)]; taken {
-					return fmt.Errorf("property %s: x-mcp-header %q is taken by property %s", where, name, other)
+				if err != nil {
+					return
 				}
-				seen[strings.ToLower(name)] = where
-				out = append(out, ParamHeader{Path: path, Header: name})
 			}
-			if err := walk(p.Properties, path); err != nil {
-				return err
-			}
-		}
-		return nil
+			walk(p, path)
+		})
 	}
-	if err := walk(t.InputSchema.Properties, nil); err != nil {
+	walk(schema, nil)
+	if err != nil {
 		return nil, err
 	}
 	return out, nil
-}
-
-// cmpOr is raw as text, or def when raw is empty.
-func cmpOr(raw json.RawMessage, def string) string {
-	if len(raw) == 0 {
-		return def
-	}
-	return string(raw)
 }

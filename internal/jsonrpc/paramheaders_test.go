@@ -20,11 +20,27 @@ func TestParamHeaders(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if s := fmt.Sprint(got); s != "[{[n] Priority} {[opts f] Flag} {[region] Region}]" {
+	if s := fmt.Sprint(got); s != "[{[region] Region} {[n] Priority} {[opts f] Flag}]" {
 		t.Errorf("ParamHeaders = %s", s)
 	}
-	if hs, err := ParamHeaders(tool(`"a":{"type":"string"}`)); hs != nil || err != nil {
-		t.Errorf("a tool without annotations: %v, %v", hs, err)
+	for _, props := range []string{
+		`"a":{"type":"string"}`,
+		// Keys are matched exactly: these are no annotations.
+		`"a":{"type":"number","X-MCP-Header":"A"}`,
+		`"a":{"Properties":{"b":{"type":"number","x-mcp-header":"B"}}}`,
+	} {
+		if hs, err := ParamHeaders(tool(props)); hs != nil || err != nil {
+			t.Errorf("ParamHeaders(%s) = %v, %v; want no annotations", props, hs, err)
+		}
+	}
+	// An escaped key is the same key.
+	if hs, err := ParamHeaders(tool(`"r":{"type":"string","x-mcp-head\u0065r":"R"}`)); err != nil || len(hs) != 1 || hs[0].Header != "R" {
+		t.Errorf("an escaped key: %v, %v", hs, err)
+	}
+	// A property schema that is true or false reads as one without
+	// annotations; the others are still read.
+	if hs, err := ParamHeaders(tool(`"any":true,"r":{"type":"string","x-mcp-header":"R"}`)); err != nil || len(hs) != 1 || hs[0].Header != "R" {
+		t.Errorf("beside a boolean schema: %v, %v", hs, err)
 	}
 
 	// The invalid annotations of the conformance suite's
@@ -80,6 +96,9 @@ func FuzzParamHeaders(f *testing.F) {
 	f.Add([]byte(tool(`"a":{"type":"string","x-mcp-header":"A"},"b":{"type":"string","x-mcp-header":"a"}`)))
 	f.Add([]byte(`{"inputSchema":{"properties":{"x-mcp-header":{}}}}`))
 	f.Fuzz(func(t *testing.T, data []byte) {
+		if !json.Valid(data) {
+			return // tools come from a decoded tools/list result
+		}
 		hs, err := ParamHeaders(data)
 		if err != nil {
 			return
