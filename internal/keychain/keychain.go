@@ -7,12 +7,8 @@
 // The keychain is probed once, on first use, by writing, reading back and
 // deleting a sentinel under the service. Any failure (no session bus on a
 // headless Linux, no Secret Service provider, a locked or refused keychain,
-// an unsupported system) makes the Store use the file, and Notice says why.
-// A long-lived Store that fell back (a hub started before the keychain was
-// unlocked) asks the keychain again when it loads or saves a secret, at
-// most every reprobeAfter: `mcphub login` in the user's terminal may have
-// saved a newer one in the keychain, and reads the keychain first. When the
-// keychain answers, the Store uses it from then on. Setting MCPHUB_KEYCHAIN=file in the environment
+// an unsupported system) makes the Store use the file for the rest of its
+// life, and Notice says why. Setting MCPHUB_KEYCHAIN=file in the environment
 // skips the keychain altogether (tests, CI, machines whose keychain prompts);
 // other values of it are ignored.
 //
@@ -35,7 +31,6 @@ import (
 	"runtime"
 	"strings"
 	"sync"
-	"time"
 	"unicode/utf8"
 
 	"github.com/zalando/go-keyring"
@@ -48,12 +43,6 @@ const EnvBackend = "MCPHUB_KEYCHAIN"
 // FileName is the name of the file, in the Store's directory, that holds the
 // secrets the keychain does not.
 const FileName = "oauth.json"
-
-// reprobeAfter is how long a Store that fell back to the file waits before
-// it asks the keychain again, on a Load. Loads are rare (a connection, a
-// 401), and a login a few seconds after the last probe is seen on the next
-// Load after the wait.
-const reprobeAfter = 10 * time.Second
 
 // windowsMaxValue is the largest encoded value sent to Windows Credential
 // Manager. go-keyring refuses more than 2560 bytes; the margin keeps clear
@@ -84,13 +73,11 @@ type Store struct {
 	// key; nil means any size can.
 	fits func(key, value string) bool
 
-	mu       sync.Mutex // guards the fields below and serializes every operation
-	probed   bool
-	probedAt time.Time        // when the keychain was last probed
-	now      func() time.Time // time.Now; tests replace it
-	useKC    bool
-	forced   bool   // MCPHUB_KEYCHAIN=file
-	reason   string // why the keychain is not used, when it is not and not forced
+	mu     sync.Mutex // guards the fields below and serializes every operation
+	probed bool
+	useKC  bool
+	forced bool   // MCPHUB_KEYCHAIN=file
+	reason string // why the keychain is not used, when it is not and not forced
 }
 
 // backend is the part of go-keyring a Store uses; tests replace it.
@@ -118,7 +105,6 @@ func Open(service, dir string) *Store {
 		path:    filepath.Join(dir, FileName),
 		kc:      osKeyring{},
 		fits:    platformFits(runtime.GOOS, service),
-		now:     time.Now,
 	}
 	if strings.EqualFold(strings.TrimSpace(os.Getenv(EnvBackend)), "file") {
 		s.forced = true
@@ -176,56 +162,28 @@ func (s *Store) Notice() string {
 }
 
 // Load returns the secret saved under key, or nil and no error when there is
-// none. It looks in the keychain first, then in the file; a Store that fell
-// back to the file may ask the keychain again first (see the package
-// comment).
+// none. It looks in the keychain first, then in the file.
 func (s *Store) Load(key string) ([]byte, error) {
 	if err := checkKey(key); err != nil {
 		return nil, err
 	}
 	s.mu.Lock()
 	defer s.mu.Unlock()
-	if s.keychainLocked() || s.reprobeLocked() {
-		if data, err := s.keychainLoad(key); data != nil || err != nil {
-			return data, err
+	if s.keychainLocked() {
+		value, err := s.kc.Get(s.service, key)
+		switch {
+		case err == nil:
+			data, err := base64.StdEncoding.DecodeString(value)
+			if err != nil {
+				return nil, fmt.Errorf("keychain: OS keychain entry %q of service %q is not base64 (%w); delete it and log in again",
+					key, s.service, err)
+			}
+			return data, nil
+		case !errors.Is(err, keyring.ErrNotFound):
+			return nil, fmt.Errorf("keychain: OS keychain: load %q: %w", key, err)
 		}
 	}
 	return s.fileLoad(key)
-}
-
-// keychainLoad returns the secret the keychain holds under key, nil when it
-// holds none. s.mu must be held.
-func (s *Store) keychainLoad(key string) ([]byte, error) {
-	value, err := s.kc.Get(s.service, key)
-	switch {
-	case errors.Is(err, keyring.ErrNotFound):
-		return nil, nil
-	case err != nil:
-		return nil, fmt.Errorf("keychain: OS keychain: load %q: %w", key, err)
-	}
-	data, err := base64.StdEncoding.DecodeString(value)
-	if err != nil {
-		return nil, fmt.Errorf("keychain: OS keychain entry %q of service %q is not base64 (%w); delete it and log in again",
-			key, s.service, err)
-	}
-	return data, nil
-}
-
-// reprobeLocked asks the keychain again, for a Store that fell back to the
-// file on its own (not by MCPHUB_KEYCHAIN) and last asked over reprobeAfter
-// ago, and reports whether it answers now. s.mu must be held.
-func (s *Store) reprobeLocked() bool {
-	if s.useKC || s.forced || s.now().Sub(s.probedAt) < reprobeAfter {
-		return false
-	}
-	s.probed = false
-	if !s.keychainLocked() {
-		return false
-	}
-	slog.Info("keychain: the OS keychain answers now; secrets are kept there from now on",
-		"service", s.service, "was", s.reason)
-	s.reason = ""
-	return true
 }
 
 // Save keeps data under key, replacing what was there. It goes to the
@@ -239,7 +197,7 @@ func (s *Store) Save(key string, data []byte) error {
 	value := base64.StdEncoding.EncodeToString(data)
 	s.mu.Lock()
 	defer s.mu.Unlock()
-	if !s.keychainLocked() && !s.reprobeLocked() {
+	if !s.keychainLocked() {
 		return s.fileSave(key, value)
 	}
 	if s.fits == nil || s.fits(key, value) {
@@ -290,7 +248,7 @@ func checkKey(key string) error {
 // the first call. s.mu must be held.
 func (s *Store) keychainLocked() bool {
 	if !s.probed {
-		s.probed, s.probedAt = true, s.now()
+		s.probed = true
 		if why := sessionBusMissing(runtime.GOOS, os.Getenv, exists); why != "" {
 			s.reason = why
 			return false

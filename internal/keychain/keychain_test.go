@@ -11,7 +11,6 @@ import (
 	"strings"
 	"sync"
 	"testing"
-	"time"
 
 	"github.com/zalando/go-keyring"
 )
@@ -329,88 +328,6 @@ func TestProbeOnceAndClean(t *testing.T) {
 	}
 	if !strings.Contains(s2.Notice(), "ServiceUnknown") {
 		t.Errorf("Notice = %q, want the D-Bus error", s2.Notice())
-	}
-}
-
-// TestFallbackAsksTheKeychainAgain: a Store that fell back to the file (a
-// hub started while the keychain was locked) sees what a login in another
-// process saved in the keychain once it answers, over an older copy in the
-// file too, asking it again at most every reprobeAfter on a Load, and keeps
-// its secrets there from then on.
-func TestFallbackAsksTheKeychainAgain(t *testing.T) {
-	autoEnv(t)
-	kc := newFake()
-	kc.err = errors.New("the collection is locked")
-	now := time.Unix(1_000_000, 0)
-	s := Open(service, t.TempDir())
-	s.kc, s.now = kc, func() time.Time { return now }
-	for k, v := range map[string]string{"linear": "stale", "other": "in the file"} {
-		if err := s.Save(k, []byte(v)); err != nil {
-			t.Fatal(err)
-		}
-	}
-	if n := s.Notice(); !strings.Contains(n, "locked") {
-		t.Fatalf("Notice = %q, want the fallback", n)
-	}
-	// Another process's login, once the keychain is unlocked.
-	kc.mu.Lock()
-	kc.err = nil
-	kc.items[service+"\x00linear"] = base64.StdEncoding.EncodeToString([]byte("fresh"))
-	kc.mu.Unlock()
-
-	calls := kc.calls
-	if got := mustLoad(t, s, "linear"); string(got) != "stale" || kc.calls != calls {
-		t.Errorf("Load within %s of the probe = %q with %d keychain calls; want the file's, with none", reprobeAfter, got, kc.calls-calls)
-	}
-	now = now.Add(reprobeAfter)
-	if got := mustLoad(t, s, "linear"); string(got) != "fresh" {
-		t.Fatalf("Load %s later = %q, want the keychain's newer grant", reprobeAfter, got)
-	}
-	if got := mustLoad(t, s, "other"); string(got) != "in the file" {
-		t.Errorf("Load of a secret only in the file = %q", got)
-	}
-	if b, n := s.Backend(), s.Notice(); b != "keychain" || n != "" {
-		t.Errorf("Backend %q, Notice %q; want the keychain and no notice", b, n)
-	}
-	// Secrets go to the keychain now; the file's copy of one saved again goes.
-	// (A Store that fell back asks again on a Save too: see below.)
-	if err := s.Save("other", []byte("renewed")); err != nil {
-		t.Fatal(err)
-	}
-	if _, inFile := fileEntries(t, s)["other"]; inFile || !kc.has("other") {
-		t.Errorf("after a save: in the file %v, in the keychain %v; want only the keychain", inFile, kc.has("other"))
-	}
-
-	// A keychain still refusing is asked no more than every reprobeAfter.
-	bad := newFake()
-	bad.err = errors.New("the collection is locked")
-	s2 := Open(service, t.TempDir())
-	s2.kc, s2.now = bad, func() time.Time { return now }
-	mustLoad(t, s2, "a")
-	before := bad.calls
-	mustLoad(t, s2, "a")
-	if bad.calls != before {
-		t.Errorf("asked the keychain again within %s (%d calls)", reprobeAfter, bad.calls-before)
-	}
-	now = now.Add(reprobeAfter)
-	mustLoad(t, s2, "a")
-	if bad.calls == before {
-		t.Errorf("did not ask the keychain again after %s", reprobeAfter)
-	}
-	if !strings.Contains(s2.Notice(), "locked") {
-		t.Errorf("Notice = %q, want the fallback still", s2.Notice())
-	}
-	// Once it answers, a refreshed grant saved by the fallen-back Store
-	// goes there, so a process reading the keychain first sees it.
-	bad.mu.Lock()
-	bad.err = nil
-	bad.mu.Unlock()
-	now = now.Add(reprobeAfter)
-	if err := s2.Save("a", []byte("refreshed")); err != nil {
-		t.Fatal(err)
-	}
-	if !bad.has("a") || s2.Backend() != "keychain" {
-		t.Errorf("a Save after the keychain answers: in the keychain %v, backend %q", bad.has("a"), s2.Backend())
 	}
 }
 
