@@ -29,6 +29,7 @@ import (
 	"os"
 	"path/filepath"
 	"runtime"
+	"strconv"
 	"strings"
 	"sync"
 	"unicode/utf8"
@@ -249,7 +250,7 @@ func checkKey(key string) error {
 func (s *Store) keychainLocked() bool {
 	if !s.probed {
 		s.probed = true
-		if why := sessionBusMissing(runtime.GOOS, os.Getenv, exists); why != "" {
+		if why := sessionBusMissing(runtime.GOOS, os.Getenv, exists, os.Getuid()); why != "" {
 			s.reason = why
 			return false
 		}
@@ -265,18 +266,26 @@ func (s *Store) keychainLocked() bool {
 }
 
 // sessionBusMissing says why Secret Service cannot be reached without
-// starting a D-Bus daemon, "" when it may be: go-keyring's D-Bus library
-// launches one (dbus-launch) when no session bus address is known, which
+// starting a D-Bus daemon, "" when it can: go-keyring's D-Bus library
+// (godbus) launches one (dbus-launch) when it finds no session bus, which
 // would leave a daemon behind every mcphub process on a headless machine.
-// macOS and Windows have no session bus to miss.
-func sessionBusMissing(goos string, getenv func(string) string, exists func(string) bool) string {
-	if goos == "darwin" || goos == "windows" || getenv("DBUS_SESSION_BUS_ADDRESS") != "" {
+// It looks where godbus looks: DBUS_SESSION_BUS_ADDRESS unless it is empty
+// or "autolaunch:", then the socket /run/user/UID/bus. (godbus also reads
+// an address from /run/user/UID/dbus-session; a machine with only that is
+// taken for one without a bus, which only costs it the keychain.) macOS and
+// Windows have no session bus to miss.
+func sessionBusMissing(goos string, getenv func(string) string, exists func(string) bool, uid int) string {
+	if goos == "darwin" || goos == "windows" {
 		return ""
 	}
-	if d := getenv("XDG_RUNTIME_DIR"); d != "" && exists(filepath.Join(d, "bus")) {
+	if a := getenv("DBUS_SESSION_BUS_ADDRESS"); a != "" && a != "autolaunch:" {
 		return ""
 	}
-	return "no D-Bus session bus (DBUS_SESSION_BUS_ADDRESS is unset), so no Secret Service"
+	bus := "/run/user/" + strconv.Itoa(uid) + "/bus"
+	if exists(bus) {
+		return ""
+	}
+	return "no D-Bus session bus (DBUS_SESSION_BUS_ADDRESS is unset and there is no " + bus + "), so no Secret Service"
 }
 
 func exists(path string) bool {

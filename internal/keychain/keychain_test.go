@@ -533,7 +533,7 @@ func TestMain(m *testing.M) {
 func TestSessionBusMissing(t *testing.T) {
 	env := func(kv map[string]string) func(string) string { return func(k string) string { return kv[k] } }
 	none := func(string) bool { return false }
-	all := func(string) bool { return true }
+	only := func(p string) func(string) bool { return func(q string) bool { return q == p } }
 	for _, tc := range []struct {
 		goos    string
 		env     map[string]string
@@ -542,13 +542,19 @@ func TestSessionBusMissing(t *testing.T) {
 	}{
 		{"linux", nil, none, true},
 		{"linux", map[string]string{"DBUS_SESSION_BUS_ADDRESS": "unix:path=/run/user/1000/bus"}, none, false},
-		{"linux", map[string]string{"XDG_RUNTIME_DIR": "/run/user/1000"}, all, false},
-		{"linux", map[string]string{"XDG_RUNTIME_DIR": "/run/user/1000"}, none, true},
+		// Where godbus looks when the variable is unset: the user's
+		// runtime directory under /run/user, whatever XDG_RUNTIME_DIR says.
+		{"linux", nil, only("/run/user/1000/bus"), false},
+		{"linux", map[string]string{"XDG_RUNTIME_DIR": "/tmp/rt"}, only("/tmp/rt/bus"), true},
+		{"linux", nil, only("/run/user/1001/bus"), true},
+		// godbus takes "autolaunch:" for no address, and launches a daemon.
+		{"linux", map[string]string{"DBUS_SESSION_BUS_ADDRESS": "autolaunch:"}, none, true},
+		{"linux", map[string]string{"DBUS_SESSION_BUS_ADDRESS": "autolaunch:"}, only("/run/user/1000/bus"), false},
 		{"freebsd", nil, none, true},
 		{"darwin", nil, none, false},
 		{"windows", nil, none, false},
 	} {
-		if got := sessionBusMissing(tc.goos, env(tc.env), tc.exists) != ""; got != tc.missing {
+		if got := sessionBusMissing(tc.goos, env(tc.env), tc.exists, 1000) != ""; got != tc.missing {
 			t.Errorf("%s %v: missing = %v, want %v", tc.goos, tc.env, got, tc.missing)
 		}
 	}
