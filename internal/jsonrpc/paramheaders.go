@@ -63,8 +63,10 @@ func ParamHeaders(tool json.RawMessage) ([]ParamHeader, error) {
 				typ, _ := StringMember(p, "type")
 				other, taken := seen[strings.ToLower(name)]
 				switch {
-				case !isString || !httphdr.ValidName(name):
-					err = fmt.Errorf("property %s: x-mcp-header %s is not an HTTP header name", strings.Join(path, "."), h)
+				case !isString:
+					err = fmt.Errorf("property %s: x-mcp-header is not a string", strings.Join(path, "."))
+				case !httphdr.ValidName(name):
+					err = fmt.Errorf("property %s: x-mcp-header %q is not an HTTP header name", strings.Join(path, "."), name)
 				case typ != "string" && typ != "integer" && typ != "boolean":
 					t, _ := Member(p, "type")
 					err = fmt.Errorf("property %s: x-mcp-header on a property of type %s; only string, integer and boolean can be", strings.Join(path, "."), cmp.Or(string(t), "(none)"))
