@@ -6,10 +6,8 @@ import (
 	"errors"
 	"fmt"
 	"maps"
-	"math"
 	"net/http"
 	"slices"
-	"strconv"
 	"sync"
 	"sync/atomic"
 	"time"
@@ -190,48 +188,17 @@ func (c *Conn) keepValidTools(result json.RawMessage) json.RawMessage {
 	return out
 }
 
-// paramHeaders sets the Mcp-Param-* headers of a tools/call: each
-// annotated argument that is present and not null, a string as it is
-// (base64 where a header cannot carry it), an integer in decimal, a
-// boolean as true or false; other values are not mirrored.
+// paramHeaders sets the Mcp-Param-* headers of a tools/call, for the
+// annotations its tool's listing had.
 func (c *Conn) paramHeaders(h http.Header, params json.RawMessage) {
 	name, _ := jsonrpc.StringMember(params, "name")
 	c.modern.mu.Lock()
 	hs := c.modern.params[name]
 	c.modern.mu.Unlock()
-	if len(hs) == 0 {
-		return
+	if len(hs) > 0 {
+		args, _ := jsonrpc.Member(params, "arguments")
+		jsonrpc.SetParamHeaders(h, hs, args)
 	}
-	args, _ := jsonrpc.Member(params, "arguments")
-	for _, p := range hs {
-		v, ok := p.Arg(args)
-		if !ok || len(v) == 0 {
-			continue
-		}
-		var val string
-		switch {
-		case string(v) == "true" || string(v) == "false":
-			val = string(v)
-		case v[0] == '"':
-			s, _ := jsonrpc.String(v)
-			val = jsonrpc.EncodeHeaderValue(s)
-		case wholeNumber(v) != "":
-			val = wholeNumber(v)
-		default:
-			continue // null, a fraction, an object: nothing a header carries
-		}
-		h.Set("Mcp-Param-"+p.Header, val)
-	}
-}
-
-// wholeNumber is a JSON number that is a whole number (42, 42.0, 4.2e1)
-// in decimal, "" for anything else.
-func wholeNumber(v json.RawMessage) string {
-	f, err := strconv.ParseFloat(string(v), 64)
-	if err != nil || f != math.Trunc(f) || math.Abs(f) > 1<<53 {
-		return ""
-	}
-	return strconv.FormatInt(int64(f), 10)
 }
 
 // CallAnswering is Call for a client that answers the server's requests

@@ -172,29 +172,6 @@ func (s *streamable) newRequest(ctx context.Context, method string, body []byte,
 	return req, nil
 }
 
-// modernHeaders are the headers of a stateless-era POST: the version its
-// _meta names, and the method and name it carries (SEP-2243).
-func modernHeaders(h http.Header, m *jsonrpc.Message) {
-	if v, ok := jsonrpc.MetaMember(m.Params, jsonrpc.MetaProtocolVersion); ok {
-		if s, ok := jsonrpc.String(v); ok {
-			h.Set("MCP-Protocol-Version", s)
-		}
-	}
-	h.Set("Mcp-Method", m.Method)
-	member := ""
-	switch m.Method {
-	case "tools/call", "prompts/get":
-		member = "name"
-	case "resources/read":
-		member = "uri"
-	}
-	if member != "" {
-		if name, ok := jsonrpc.StringMember(m.Params, member); ok {
-			h.Set("Mcp-Name", jsonrpc.EncodeHeaderValue(name))
-		}
-	}
-}
-
 // send POSTs one message. A request's reply is read as JSON or as an SSE
 // stream (in the background); a 404 on a live session renews it once and
 // retries, since a rejected POST was never processed.
@@ -248,7 +225,7 @@ func (s *streamable) post(ctx context.Context, m *jsonrpc.Message, data []byte) 
 		return err
 	}
 	if m.Method == "server/discover" || s.c.Modern() {
-		modernHeaders(req.Header, m)
+		jsonrpc.SetModernHeaders(req.Header, m)
 		if m.Method == "tools/call" {
 			s.c.paramHeaders(req.Header, m.Params)
 		}

@@ -5,6 +5,9 @@ import (
 	"cmp"
 	"encoding/json"
 	"fmt"
+	"math"
+	"net/http"
+	"strconv"
 	"strings"
 
 	"github.com/mcphub/mcphub/internal/httphdr"
@@ -88,4 +91,67 @@ func ParamHeaders(tool json.RawMessage) ([]ParamHeader, error) {
 		return nil, err
 	}
 	return out, nil
+}
+
+// SetModernHeaders sets the headers a 2026-07-28 request carries over
+// Streamable HTTP: MCP-Protocol-Version as its _meta names it, Mcp-Method,
+// and Mcp-Name for tools/call and prompts/get (params.name) and
+// resources/read (params.uri), base64-wrapped where a header cannot carry
+// it.
+func SetModernHeaders(h http.Header, m *Message) {
+	if v, ok := MetaMember(m.Params, MetaProtocolVersion); ok {
+		if s, ok := String(v); ok {
+			h.Set("MCP-Protocol-Version", s)
+		}
+	}
+	h.Set("Mcp-Method", m.Method)
+	member := ""
+	switch m.Method {
+	case "tools/call", "prompts/get":
+		member = "name"
+	case "resources/read":
+		member = "uri"
+	}
+	if member != "" {
+		if name, ok := StringMember(m.Params, member); ok {
+			h.Set("Mcp-Name", EncodeHeaderValue(name))
+		}
+	}
+}
+
+// SetParamHeaders sets the Mcp-Param-* headers of a tools/call whose tool
+// has the annotations hs: each annotated argument that is present and not
+// null, a string as it is (base64 where a header cannot carry it), an
+// integer in decimal, a boolean as true or false; other values are not
+// mirrored.
+func SetParamHeaders(h http.Header, hs []ParamHeader, args json.RawMessage) {
+	for _, p := range hs {
+		v, ok := p.Arg(args)
+		if !ok || len(v) == 0 {
+			continue
+		}
+		var val string
+		switch {
+		case string(v) == "true" || string(v) == "false":
+			val = string(v)
+		case v[0] == '"':
+			s, _ := String(v)
+			val = EncodeHeaderValue(s)
+		case wholeNumber(v) != "":
+			val = wholeNumber(v)
+		default:
+			continue // null, a fraction, an object: nothing a header carries
+		}
+		h.Set("Mcp-Param-"+p.Header, val)
+	}
+}
+
+// wholeNumber is a JSON number that is a whole number (42, 42.0, 4.2e1)
+// in decimal, "" for anything else.
+func wholeNumber(v json.RawMessage) string {
+	f, err := strconv.ParseFloat(string(v), 64)
+	if err != nil || f != math.Trunc(f) || math.Abs(f) > 1<<53 {
+		return ""
+	}
+	return strconv.FormatInt(int64(f), 10)
 }
