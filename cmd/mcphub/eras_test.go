@@ -4,7 +4,6 @@ import (
 	"context"
 	"encoding/json"
 	"net"
-	"os"
 	"os/exec"
 	"path/filepath"
 	"slices"
@@ -85,6 +84,30 @@ func startStatelessEverything(t *testing.T, bin string) string {
 // written for the session era) reach it as input_required.
 func TestErasGoSDKClient(t *testing.T) {
 	h, _ := erasHub(t)
+	erasGoSDKClient(t, h, &mcp.StreamableClientTransport{Endpoint: h.base() + "/mcp"})
+}
+
+// TestErasGoSDKClientStdio: the same client through `mcphub stdio`, which
+// relays its stateless requests to the hub one by one.
+func TestErasGoSDKClientStdio(t *testing.T) {
+	h, _ := erasHub(t)
+	cmd := exec.Command(h.bin, "stdio")
+	cmd.Env = h.env()
+	var stderr logBuffer
+	cmd.Stderr = &stderr
+	erasGoSDKClient(t, h, &mcp.CommandTransport{Command: cmd})
+	if cmd.Process != nil {
+		cmd.Process.Kill() // by its own PID, should closing stdin not have ended it
+	}
+	if t.Failed() {
+		t.Logf("mcphub stdio's log:\n%s", stderr.String())
+	}
+}
+
+// erasGoSDKClient runs the Go SDK's client, pinned to 2026-07-28, over
+// transport against the hub erasHub started.
+func erasGoSDKClient(t *testing.T, h *procHub, transport mcp.Transport) {
+	t.Helper()
 	var progress atomic.Int32
 	var elicited atomic.Int32
 	opts := &mcp.ClientOptions{
@@ -97,7 +120,7 @@ func TestErasGoSDKClient(t *testing.T) {
 	ctx, cancel := context.WithTimeout(context.Background(), 60*time.Second)
 	defer cancel()
 	c := mcp.NewClient(&mcp.Implementation{Name: "eras", Version: "0"}, opts)
-	cs, err := c.Connect(ctx, &mcp.StreamableClientTransport{Endpoint: h.base() + "/mcp"}, &mcp.ClientSessionOptions{ProtocolVersion: jsonrpc.Version20260728})
+	cs, err := c.Connect(ctx, transport, &mcp.ClientSessionOptions{ProtocolVersion: jsonrpc.Version20260728})
 	if err != nil {
 		t.Fatalf("connect: %v", err)
 	}
@@ -165,6 +188,24 @@ func TestErasGoSDKClient(t *testing.T) {
 // TestErasTSClient: the TypeScript SDK's v2 client pinned to 2026-07-28
 // does through the hub what TestErasGoSDKClient does.
 func TestErasTSClient(t *testing.T) {
+	h, _ := erasHub(t)
+	erasTSClient(t, h, h.base()+"/mcp")
+}
+
+// TestErasTSClientStdio: the same client through `mcphub stdio`, which
+// carries its stateless requests to the hub one by one.
+func TestErasTSClientStdio(t *testing.T) {
+	h, _ := erasHub(t)
+	erasTSClient(t, h, "--stdio", h.bin, "stdio")
+	if st, err := h.status(); err != nil || st.Sessions != 0 {
+		t.Errorf("status %v, %v: want no session for a 2026-07-28 client", st, err)
+	}
+}
+
+// erasTSClient runs testdata/eras_ts_client.mjs with args (the hub's URL,
+// or --stdio and a command) in the hub's environment and checks its report.
+func erasTSClient(t *testing.T, h *procHub, args ...string) {
+	t.Helper()
 	cache := filepath.Join("..", "..", ".cache")
 	node := interopNeed(t, "node", "MCPHUB_NODE", filepath.Join(cache, "node", "node_modules", ".bin", "node"))
 	modules := interopNeed(t, "the node_modules with @modelcontextprotocol/client", "MCPHUB_TS_CLIENT_MODULES", filepath.Join(cache, "node-tsv2", "node_modules"))
@@ -172,11 +213,10 @@ func TestErasTSClient(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	h, _ := erasHub(t)
 	ctx, cancel := context.WithTimeout(context.Background(), 60*time.Second)
 	defer cancel()
-	cmd := exec.CommandContext(ctx, node, script, h.base()+"/mcp")
-	cmd.Env = append(os.Environ(), "MCPHUB_NODE_MODULES="+modules)
+	cmd := exec.CommandContext(ctx, node, append([]string{script}, args...)...)
+	cmd.Env = h.env("MCPHUB_NODE_MODULES=" + modules)
 	var stderr logBuffer
 	cmd.Stderr = &stderr
 	out, err := cmd.Output()

@@ -137,12 +137,23 @@ func (f *face) run(ctx context.Context) error {
 	go f.writer()
 	msgs := make(chan *jsonrpc.Message)
 	go f.reader(msgs)
-	if err := f.handshake(ctx, msgs); err != nil {
+	first, err := f.handshake(ctx, msgs)
+	if err != nil {
 		f.shutdown(ctx, false)
 		if errors.Is(err, io.EOF) || ctx.Err() != nil {
 			return nil
 		}
 		return err
+	}
+	if first != nil {
+		init := f.runStateless(ctx, msgs, first)
+		if init == nil {
+			return nil
+		}
+		if err := f.open(ctx, init); err != nil {
+			f.shutdown(ctx, false)
+			return err
+		}
 	}
 	f.hub.startSupervising()
 	go f.sendNotes()
@@ -173,39 +184,48 @@ func (f *face) run(ctx context.Context) error {
 // handshake waits for the client's initialize, connects to the hub with the
 // client's own parameters and answers with the hub's result. Before it, ping
 // is answered and any other request refused, as a server does before
-// initialize (a 2026 client probing with server/discover then falls back to
-// initialize).
-func (f *face) handshake(ctx context.Context, msgs <-chan *jsonrpc.Message) error {
+// initialize, except a request of the 2026-07-28 revision, which has no
+// initialize: handshake returns it, and the face relays that client
+// statelessly (stdioface_stateless.go).
+func (f *face) handshake(ctx context.Context, msgs <-chan *jsonrpc.Message) (stateless *jsonrpc.Message, err error) {
 	for {
 		var m *jsonrpc.Message
 		var ok bool
 		select {
 		case m, ok = <-msgs:
 			if !ok {
-				return io.EOF
+				return nil, io.EOF
 			}
 		case <-ctx.Done():
-			return ctx.Err()
+			return nil, ctx.Err()
 		}
 		switch {
 		case m.Method == "initialize" && m.IsRequest():
-			res, err := f.hub.connectFirst(ctx, m.Params)
-			if err != nil {
-				// The hub's own refusal is passed on as it is.
-				rpcErr := jsonrpc.Errorf(jsonrpc.CodeInternalError, "mcphub stdio could not open a session on the hub: %v", err)
-				errors.As(err, &rpcErr)
-				f.send(jsonrpc.NewErrorResponse(m.ID, rpcErr))
-				return err
-			}
-			f.send(jsonrpc.NewResponse(m.ID, res))
-			f.greet()
-			return nil
+			return nil, f.open(ctx, m)
+		case statelessRequest(m):
+			return m, nil
 		case m.Method == "ping" && m.IsRequest():
 			f.send(jsonrpc.NewResponse(m.ID, nil))
 		case m.IsRequest():
 			f.send(jsonrpc.NewErrorResponse(m.ID, jsonrpc.Errorf(jsonrpc.CodeInvalidRequest, "the session is not initialized: send initialize first")))
 		}
 	}
+}
+
+// open connects to the hub with the client's initialize and answers it with
+// the hub's result, or with the hub's refusal.
+func (f *face) open(ctx context.Context, m *jsonrpc.Message) error {
+	res, err := f.hub.connectFirst(ctx, m.Params)
+	if err != nil {
+		// The hub's own refusal is passed on as it is.
+		rpcErr := jsonrpc.Errorf(jsonrpc.CodeInternalError, "mcphub stdio could not open a session on the hub: %v", err)
+		errors.As(err, &rpcErr)
+		f.send(jsonrpc.NewErrorResponse(m.ID, rpcErr))
+		return err
+	}
+	f.send(jsonrpc.NewResponse(m.ID, res))
+	f.greet()
+	return nil
 }
 
 // dispatch routes one message of the client's.

@@ -1,7 +1,9 @@
 // The TypeScript SDK's v2 client (@modelcontextprotocol/client), pinned to
-// protocol 2026-07-28, against a hub's /mcp, for TestErasTSClient. Usage:
+// protocol 2026-07-28, against a hub's /mcp or through `mcphub stdio`, for
+// TestErasTSClient and TestErasTSClientStdio. Usage:
 //
 //   MCPHUB_NODE_MODULES=/path/to/node_modules node eras_ts_client.mjs URL
+//   MCPHUB_NODE_MODULES=... node eras_ts_client.mjs --stdio MCPHUB stdio
 //
 // It lists the tools, then for each upstream prefix (st, hs) calls
 // PREFIX__test_tool_with_progress with an onprogress callback and
@@ -31,7 +33,18 @@ try {
     elicited++;
     return { action: 'accept', content: { name: 'Ada', username: 'ada' } };
   });
-  await client.connect(new StreamableHTTPClientTransport(new URL(process.argv[2])));
+  let transport;
+  if (process.argv[2] === '--stdio') {
+    const { StdioClientTransport } = await import(
+      pathToFileURL(path.join(modules, '@modelcontextprotocol/client/dist/stdio.mjs')).href
+    );
+    transport = new StdioClientTransport({
+      command: process.argv[3], args: process.argv.slice(4), env: process.env, stderr: 'inherit',
+    });
+  } else {
+    transport = new StreamableHTTPClientTransport(new URL(process.argv[2]));
+  }
+  await client.connect(transport);
   const report = { era: client.getNegotiatedProtocolVersion?.() ?? null, tools: [], progress: {}, answers: {} };
   report.tools = (await client.listTools()).tools.map((t) => t.name);
   const text = (r) => (r.content || []).filter((c) => c.type === 'text').map((c) => c.text).join('');
