@@ -32,11 +32,11 @@ relay reconnects (for up to 5 minutes) and resumes the same session, so the
 client notices nothing; a request that was in flight gets its answer when
 the hub can still give it, else an error saying the hub restarted.
 
-A client of the 2026-07-28 revision, which opens no session (its first
-request is server/discover or carries the revision's _meta), is relayed
-statelessly: each of its requests goes to the hub as its own request. One
-made while the hub is down waits for it, as above; one whose answer the
-hub was still streaming when it went away fails and is not resumed.
+A client of the 2026-07-28 revision, which opens no session (its requests
+carry the revision's _meta), is relayed statelessly: each of its requests
+goes to the hub as its own request. One made while the hub is down waits
+for it, as above; one whose answer the hub was still streaming when it
+went away fails and is not resumed.
 
 With --server NAME, the client sees that one server with its own tool names
 (the hub's /NAME/mcp endpoint) instead of every server with prefixed names.

@@ -85,7 +85,7 @@ type face struct {
 	hub faceHub // the connection to the hub
 
 	callsMu sync.Mutex
-	calls   map[string]context.CancelFunc // client request id → its cancel
+	calls   map[string]faceCall // client request id → the call relaying it
 	callsWG sync.WaitGroup
 
 	srvMu   sync.Mutex
@@ -96,6 +96,14 @@ type face struct {
 	// they name was being forwarded: a connection hands over a request on
 	// a goroutine of its own, but a notification at once.
 	srvEarly map[hubRequest]earlyCancel
+}
+
+// faceCall is a request of the client's being relayed. A long one
+// (subscriptions/listen) never ends on its own: stdin's end cancels it
+// instead of waiting for it.
+type faceCall struct {
+	cancel context.CancelFunc
+	long   bool
 }
 
 // earlyCancel is a cancellation of the hub's waiting for its request.
@@ -124,7 +132,7 @@ func newFace(cfg faceConfig) *face {
 		cfg: cfg, log: cfg.log, ctx: ctx, cancel: cancel,
 		out: make(chan []byte, 256), writerStop: make(chan struct{}), writerDone: make(chan struct{}),
 		notes: make(chan *jsonrpc.Message, 256),
-		calls: map[string]context.CancelFunc{}, srvWait: map[string]chan *jsonrpc.Message{},
+		calls: map[string]faceCall{}, srvWait: map[string]chan *jsonrpc.Message{},
 		srvHub: map[hubRequest]context.CancelCauseFunc{}, srvEarly: map[hubRequest]earlyCancel{},
 	}
 	f.hub.init(f)
@@ -146,9 +154,9 @@ func (f *face) run(ctx context.Context) error {
 		return err
 	}
 	if first != nil {
-		init := f.runStateless(ctx, msgs, first)
+		init, err := f.runStateless(ctx, msgs, first)
 		if init == nil {
-			return nil
+			return err
 		}
 		if err := f.open(ctx, init); err != nil {
 			f.shutdown(ctx, false)
@@ -253,8 +261,23 @@ func (f *face) dispatch(m *jsonrpc.Message) {
 	}
 }
 
-// startCall relays a request of the client's on its own goroutine.
+// startCall relays a request of the client's over the session.
 func (f *face) startCall(m *jsonrpc.Message) {
+	f.track(m, func(ctx context.Context) error {
+		res, err := f.hub.call(ctx, m)
+		if err == nil && ctx.Err() == nil {
+			f.send(jsonrpc.NewResponse(m.ID, res))
+		}
+		return err
+	})
+}
+
+// track runs relay, which answers request m, on its own goroutine, so that
+// stdin's end waits for it (or, for subscriptions/listen, cancels it) and
+// the client's notifications/cancelled stops it. An error relay returns is
+// the client's answer, unless the call was cancelled: a cancelled request
+// is not answered.
+func (f *face) track(m *jsonrpc.Message, relay func(ctx context.Context) error) {
 	ctx, cancel := context.WithCancel(f.ctx)
 	key := string(m.ID)
 	f.callsMu.Lock()
@@ -264,7 +287,7 @@ func (f *face) startCall(m *jsonrpc.Message) {
 		f.send(jsonrpc.NewErrorResponse(m.ID, jsonrpc.NewError(jsonrpc.CodeInvalidRequest, "a request with this id is already in flight")))
 		return
 	}
-	f.calls[key] = cancel
+	f.calls[key] = faceCall{cancel: cancel, long: m.Method == "subscriptions/listen"}
 	f.callsMu.Unlock()
 	f.callsWG.Add(1)
 	go func() {
@@ -275,15 +298,9 @@ func (f *face) startCall(m *jsonrpc.Message) {
 			f.callsMu.Unlock()
 			cancel()
 		}()
-		res, err := f.hub.call(ctx, m)
-		if ctx.Err() != nil {
-			return // cancelled by the client, or shutting down: no answer
-		}
-		if err != nil {
+		if err := relay(ctx); err != nil && ctx.Err() == nil {
 			f.send(jsonrpc.NewErrorResponse(m.ID, asRPCError(err)))
-			return
 		}
-		f.send(jsonrpc.NewResponse(m.ID, res))
 	}()
 }
 
@@ -306,10 +323,10 @@ func (f *face) cancelCall(params json.RawMessage) {
 		return
 	}
 	f.callsMu.Lock()
-	cancel := f.calls[string(id)]
+	c, ok := f.calls[string(id)]
 	f.callsMu.Unlock()
-	if cancel != nil {
-		cancel()
+	if ok {
+		c.cancel()
 	}
 }
 
@@ -552,6 +569,13 @@ func (f *face) reader(msgs chan<- *jsonrpc.Message) {
 // down), and what is queued for the client is written.
 func (f *face) shutdown(ctx context.Context, drain bool) {
 	if drain {
+		f.callsMu.Lock()
+		for _, c := range f.calls {
+			if c.long {
+				c.cancel()
+			}
+		}
+		f.callsMu.Unlock()
 		done := make(chan struct{})
 		go func() {
 			f.callsWG.Wait()

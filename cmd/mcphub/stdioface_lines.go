@@ -78,8 +78,12 @@ func decodeLine(line []byte, tooLong bool) (*jsonrpc.Message, *jsonrpc.Error) {
 // frameLine encodes m as one line, newline included. Raw members from the
 // hub may hold insignificant whitespace, newlines among it; compacting
 // removes it and keeps every value as it is.
-func frameLine(m *jsonrpc.Message) []byte {
-	line := m.Encode()
+func frameLine(m *jsonrpc.Message) []byte { return frameData(m.Encode()) }
+
+// frameData is frameLine for a message already encoded: line, without
+// line breaks, ending with one. line is the caller's no more: the newline
+// may be appended in place.
+func frameData(line []byte) []byte {
 	if bytes.ContainsAny(line, "\r\n") {
 		var buf bytes.Buffer
 		buf.Grow(len(line) + 1)

@@ -7,8 +7,8 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"mime"
 	"net/http"
-	"strings"
 	"sync"
 	"time"
 
@@ -17,17 +17,19 @@ import (
 )
 
 // The stdio face for a client of the 2026-07-28 revision. Such a client
-// opens no session: its first request is not initialize but one carrying
-// the revision's _meta (server/discover, usually). From then on each of its
-// requests goes to the hub's endpoint as one stateless POST with the
-// headers the revision asks for, and what the hub answers (a JSON body, or
-// an SSE stream of notifications ending with the response) is written back
-// line by line. The hub makes every check and every translation between
-// the eras; the face carries messages. A request that never reached the
-// hub (nothing accepted the connection: the hub is restarting, perhaps on
-// another port) waits for a hub to answer, as the session face does, and
-// is sent there; a stream the hub dropped is answered with an error, since
-// a stateless request is not resumed.
+// opens no session: every request it sends carries the revision's _meta.
+// From its first one on, each request goes to the hub's endpoint as one
+// stateless POST with the headers the revision asks for, and what the hub
+// answers (a JSON body, or an SSE stream of notifications ending with the
+// response) is written back line by line. The hub makes every check and
+// every translation between the eras; the face carries messages.
+// Cancelling a request closes its POST, which is how the revision cancels
+// over HTTP. A request that never reached the hub (nothing accepted the
+// connection: the hub is restarting, perhaps on another port) waits for a
+// hub to answer, as the session face does, and is sent there; one whose
+// answer the hub was still streaming when it went away fails, since a
+// stateless request is not resumed. A client that falls back to the
+// session era with initialize gets a session.
 
 // statelessRequest reports whether m, a client's message before any
 // initialize, opens the face in the 2026-07-28 revision: a request whose
@@ -49,17 +51,30 @@ type statelessFace struct {
 	mu     sync.Mutex
 	target hubTarget                        // where the hub answered last
 	params map[string][]jsonrpc.ParamHeader // tool → its Mcp-Param headers, from the lists relayed
-	listed bool                             // a tools/list has been relayed or fetched
-	reach  sync.Mutex                       // one wait for the hub at a time
+	listed bool                             // the tools have been listed, by the client or the face
+	wait   *hubWait                         // the wait for the hub under way, nil when none
+	failed chan struct{}                    // closed when the hub stayed away past giveUp
+	err    error                            // why, once failed is closed
+
+	listing sync.Mutex // one listing of the face's own at a time
+}
+
+// hubWait is one wait for the hub to answer again, shared by every request
+// that found it gone.
+type hubWait struct {
+	done chan struct{}
+	err  error
 }
 
 // runStateless relays, starting with first, the client's first request,
-// until stdin ends or ctx ends (a signal), when it shuts the face down and
-// returns nil, or until the client sends initialize (a dual-era client
+// until stdin ends or ctx ends (a signal), when it shuts the face down
+// and returns nil, nil; until the hub stays away past giveUp, when it
+// returns why; or until the client sends initialize (a dual-era client
 // falling back to the session era), which it returns unanswered for the
-// face to open a session with; requests in flight go on meanwhile.
-func (f *face) runStateless(ctx context.Context, msgs <-chan *jsonrpc.Message, first *jsonrpc.Message) *jsonrpc.Message {
-	sf := &statelessFace{f: f, target: f.cfg.hub, params: map[string][]jsonrpc.ParamHeader{}}
+// face to open a session with, along with where the hub answers now.
+// Requests in flight go on meanwhile.
+func (f *face) runStateless(ctx context.Context, msgs <-chan *jsonrpc.Message, first *jsonrpc.Message) (*jsonrpc.Message, error) {
+	sf := &statelessFace{f: f, target: f.cfg.hub, params: map[string][]jsonrpc.ParamHeader{}, failed: make(chan struct{})}
 	f.log.Info("relaying a 2026-07-28 client to the hub statelessly", "url", sf.target.url(f.cfg.path))
 	sf.dispatch(first)
 	for {
@@ -67,16 +82,26 @@ func (f *face) runStateless(ctx context.Context, msgs <-chan *jsonrpc.Message, f
 		case m, ok := <-msgs:
 			if !ok {
 				f.shutdown(ctx, true)
-				return nil
+				return nil, nil
 			}
 			if m.IsRequest() && m.Method == "initialize" {
 				f.log.Info("the client turned to the session era")
-				return m
+				f.hub.mu.Lock()
+				f.hub.target = sf.current()
+				f.hub.mu.Unlock()
+				return m, nil
 			}
 			sf.dispatch(m)
+		case <-sf.failed:
+			f.shutdown(ctx, false)
+			return nil, sf.err
+		case <-f.writerDone:
+			// The client no longer reads its stdout: it is gone.
+			f.shutdown(ctx, false)
+			return nil, nil
 		case <-ctx.Done():
 			f.shutdown(ctx, false)
-			return nil
+			return nil, nil
 		}
 	}
 }
@@ -86,11 +111,10 @@ func (sf *statelessFace) dispatch(m *jsonrpc.Message) {
 	f := sf.f
 	switch m.Kind() {
 	case jsonrpc.KindRequest:
-		sf.startCall(m)
+		f.track(m, func(ctx context.Context) error { return sf.relay(ctx, m) })
 	case jsonrpc.KindNotification:
 		if m.Method == "notifications/cancelled" {
-			// A stateless request is cancelled by closing its stream,
-			// which ending its POST does.
+			// Ending the request's POST is its cancellation.
 			f.cancelCall(m.Params)
 			return
 		}
@@ -100,110 +124,85 @@ func (sf *statelessFace) dispatch(m *jsonrpc.Message) {
 	}
 }
 
-// startCall relays a request on its own goroutine, tracked like the
-// session face's calls so that stdin's end waits for it and a
-// cancellation stops it.
-func (sf *statelessFace) startCall(m *jsonrpc.Message) {
-	f := sf.f
-	ctx, cancel := context.WithCancel(f.ctx)
-	key := string(m.ID)
-	f.callsMu.Lock()
-	if _, dup := f.calls[key]; dup {
-		f.callsMu.Unlock()
-		cancel()
-		f.send(jsonrpc.NewErrorResponse(m.ID, jsonrpc.NewError(jsonrpc.CodeInvalidRequest, "a request with this id is already in flight")))
-		return
-	}
-	f.calls[key] = cancel
-	f.callsMu.Unlock()
-	f.callsWG.Add(1)
-	go func() {
-		defer f.callsWG.Done()
-		defer func() {
-			f.callsMu.Lock()
-			delete(f.calls, key)
-			f.callsMu.Unlock()
-			cancel()
-		}()
-		if err := sf.relay(ctx, m); err != nil && ctx.Err() == nil {
-			f.send(jsonrpc.NewErrorResponse(m.ID, asRPCError(err)))
-		}
-	}()
-}
-
 // relay sends one request to the hub and writes back what the hub answers
-// for it, the response last. It returns an error only when no response was
-// written.
+// for it, the response last. It returns an error only when it wrote no
+// response.
 func (sf *statelessFace) relay(ctx context.Context, m *jsonrpc.Message) error {
 	if m.Method == "tools/call" {
 		sf.learnTools(ctx, m)
 	}
-	resp, err := sf.post(ctx, m)
-	if err != nil {
+	var answered bool
+	status, body, err := sf.exchange(ctx, m, func(msg *jsonrpc.Message, data []byte) bool {
+		if msg.IsResponse() {
+			if m.Method == "tools/list" && msg.Result != nil {
+				sf.note(msg.Result)
+			}
+			if !bytes.Equal(msg.ID, m.ID) {
+				// A refusal the hub could not tie to the request (id
+				// null): the client is told under the id it waits on.
+				rpcErr := msg.Error
+				if rpcErr == nil {
+					rpcErr = jsonrpc.Errorf(jsonrpc.CodeInternalError, "the hub answered id %s to request %s", msg.ID, m.ID)
+				}
+				data = jsonrpc.NewErrorResponse(m.ID, rpcErr).Encode()
+			}
+			answered = true
+		}
+		sf.f.queue(frameData(data))
+		return answered
+	})
+	switch {
+	case answered:
+		return nil
+	case err != nil:
 		return err
 	}
-	defer resp.Body.Close()
-	ct := resp.Header.Get("Content-Type")
-	if strings.HasPrefix(ct, "text/event-stream") {
+	return hubAnswerError(sf.current(), status, body)
+}
+
+// exchange POSTs m and hands each JSON-RPC message of the answer (the JSON
+// body, or each SSE message event) to each, which returns true once it has
+// the response. It returns the status, and the body when it was no JSON-RPC
+// message; an error when the answer ended early or the POST failed.
+func (sf *statelessFace) exchange(ctx context.Context, m *jsonrpc.Message, each func(msg *jsonrpc.Message, data []byte) bool) (int, []byte, error) {
+	resp, err := sf.post(ctx, m)
+	if err != nil {
+		return 0, nil, err
+	}
+	defer func() {
+		// Read to the end (a little), so the connection goes back to the
+		// pool instead of being closed.
+		io.Copy(io.Discard, io.LimitReader(resp.Body, 64<<10))
+		resp.Body.Close()
+	}()
+	if mt, _, _ := mime.ParseMediaType(resp.Header.Get("Content-Type")); mt == "text/event-stream" {
 		r := sse.NewReader(resp.Body, faceMaxLine)
 		defer r.Release()
 		for {
 			ev, err := r.Next()
 			if err != nil {
-				return fmt.Errorf("the hub's stream for %s ended before its response (%w); a stateless request is not resumed: send it again", m.Method, err)
+				return resp.StatusCode, nil, fmt.Errorf("the hub's stream for %s ended before its response (%w); a stateless request is not resumed: send it again", m.Method, err)
 			}
-			if ev.Data == "" {
+			if ev.Data == "" || (ev.Type != "" && ev.Type != "message") {
 				continue
 			}
-			if msg, ok := sf.write(m, []byte(ev.Data)); ok && msg.IsResponse() {
-				return nil
+			data := []byte(ev.Data)
+			if msg, err := jsonrpc.Decode(data); err == nil && each(msg, data) {
+				return resp.StatusCode, nil, nil
 			}
 		}
 	}
 	body, err := io.ReadAll(io.LimitReader(resp.Body, faceMaxLine+1))
-	if err != nil {
-		return fmt.Errorf("reading the hub's answer to %s: %w", m.Method, err)
+	switch {
+	case err != nil:
+		return resp.StatusCode, nil, fmt.Errorf("reading the hub's answer to %s: %w", m.Method, err)
+	case len(body) > faceMaxLine:
+		return resp.StatusCode, nil, fmt.Errorf("the hub's answer to %s is over %d MiB", m.Method, faceMaxLine>>20)
 	}
-	if len(body) > faceMaxLine {
-		return fmt.Errorf("the hub's answer to %s is over %d MiB", m.Method, faceMaxLine>>20)
+	if msg, err := jsonrpc.Decode(body); err == nil && msg.IsResponse() && each(msg, body) {
+		return resp.StatusCode, nil, nil
 	}
-	if msg, ok := sf.write(m, body); ok && msg.IsResponse() {
-		return nil
-	}
-	return hubAnswerError(sf.current(), resp.StatusCode, body)
-}
-
-// write passes one message of the hub's to the client, as one line, and
-// learns the Mcp-Param headers of the tools a tools/list result lists. It
-// returns the message, false when data is not one.
-func (sf *statelessFace) write(req *jsonrpc.Message, data []byte) (*jsonrpc.Message, bool) {
-	msg, err := jsonrpc.Decode(data)
-	if err != nil {
-		sf.f.log.Debug("the hub sent something that is not a JSON-RPC message", "err", err)
-		return nil, false
-	}
-	if msg.IsResponse() && req.Method == "tools/list" && msg.Result != nil {
-		sf.note(msg.Result)
-	}
-	if msg.IsResponse() && !bytes.Equal(msg.ID, req.ID) {
-		// A refusal the hub could not tie to the request (id null): the
-		// client is told under the id it waits on.
-		rpcErr := msg.Error
-		if rpcErr == nil {
-			rpcErr = jsonrpc.Errorf(jsonrpc.CodeInternalError, "the hub answered id %s to request %s", msg.ID, req.ID)
-		}
-		msg = jsonrpc.NewErrorResponse(req.ID, rpcErr)
-		data = msg.Encode()
-	}
-	line := data
-	if bytes.ContainsAny(line, "\r\n") {
-		var buf bytes.Buffer
-		if json.Compact(&buf, line) == nil {
-			line = buf.Bytes()
-		}
-	}
-	sf.f.queue(append(line[:len(line):len(line)], '\n'))
-	return msg, true
+	return resp.StatusCode, body, nil
 }
 
 // note records the Mcp-Param headers of the tools of a tools/list result
@@ -216,7 +215,6 @@ func (sf *statelessFace) note(result json.RawMessage) {
 	}
 	sf.mu.Lock()
 	defer sf.mu.Unlock()
-	sf.listed = true
 	for _, t := range tools {
 		name, _ := jsonrpc.StringMember(t, "name")
 		if hs, err := jsonrpc.ParamHeaders(t); err == nil && hs != nil {
@@ -225,31 +223,54 @@ func (sf *statelessFace) note(result json.RawMessage) {
 			delete(sf.params, name)
 		}
 	}
+	if _, more := jsonrpc.Member(result, "nextCursor"); !more {
+		sf.listed = true
+	}
 }
 
-// learnTools lists the tools once, under the call's own _meta, when the
-// client calls one before any tools/list went through the face: the hub
-// refuses a call without the Mcp-Param headers its tool asks for.
+// learnTools lists every tool once, under the call's protocol version,
+// capabilities and client info, when the client calls one before it listed
+// them through the face: the hub refuses a call without the Mcp-Param
+// headers its tool asks for. Calls made meanwhile wait for the listing; a
+// listing that fails is not tried again (a call that needed its headers
+// gets the hub's refusal saying so).
 func (sf *statelessFace) learnTools(ctx context.Context, call *jsonrpc.Message) {
+	sf.listing.Lock()
+	defer sf.listing.Unlock()
 	sf.mu.Lock()
 	listed := sf.listed
 	sf.mu.Unlock()
 	if listed {
 		return
 	}
-	params := json.RawMessage(`{}`)
-	if meta, ok := jsonrpc.Member(call.Params, "_meta"); ok {
-		params, _ = jsonrpc.SetMember(params, "_meta", meta)
+	meta := json.RawMessage(`{}`)
+	for _, k := range []string{jsonrpc.MetaProtocolVersion, jsonrpc.MetaClientCapabilities, jsonrpc.MetaClientInfo} {
+		if v, ok := jsonrpc.MetaMember(call.Params, k); ok {
+			meta, _ = jsonrpc.SetMember(meta, k, v)
+		}
 	}
+	params, _ := jsonrpc.SetMember(json.RawMessage(`{}`), "_meta", meta)
+	defer func() {
+		sf.mu.Lock()
+		sf.listed = true
+		sf.mu.Unlock()
+	}()
 	cursor := ""
-	for page := 0; page < 100; page++ {
+	for range maxFaceListPages {
 		p := params
 		if cursor != "" {
 			p, _ = jsonrpc.SetMember(p, "cursor", jsonrpc.Quote(cursor))
 		}
-		res, err := sf.call(ctx, jsonrpc.NewRequest(jsonrpc.IntID(-1), "tools/list", p))
-		if err != nil {
-			sf.f.log.Debug("could not list the tools for their Mcp-Param headers", "err", err)
+		var res json.RawMessage
+		var rpcErr *jsonrpc.Error
+		_, _, err := sf.exchange(ctx, jsonrpc.NewRequest(jsonrpc.IntID(-1), "tools/list", p), func(msg *jsonrpc.Message, _ []byte) bool {
+			if msg.IsResponse() {
+				res, rpcErr = msg.Result, msg.Error
+			}
+			return msg.IsResponse()
+		})
+		if err != nil || rpcErr != nil || res == nil {
+			sf.f.log.Debug("could not list the tools for their Mcp-Param headers", "err", cmpErr(err, rpcErr))
 			return
 		}
 		sf.note(res)
@@ -259,46 +280,24 @@ func (sf *statelessFace) learnTools(ctx context.Context, call *jsonrpc.Message) 
 	}
 }
 
-// call is a request of the face's own (its answer is not the client's): the
-// result, or why there is none.
-func (sf *statelessFace) call(ctx context.Context, m *jsonrpc.Message) (json.RawMessage, error) {
-	resp, err := sf.post(ctx, m)
-	if err != nil {
-		return nil, err
+// maxFaceListPages bounds the pages of the face's own listing.
+const maxFaceListPages = 100
+
+// cmpErr is err, or rpcErr when err is nil.
+func cmpErr(err error, rpcErr *jsonrpc.Error) error {
+	if err == nil && rpcErr != nil {
+		return rpcErr
 	}
-	defer resp.Body.Close()
-	var data []byte
-	if strings.HasPrefix(resp.Header.Get("Content-Type"), "text/event-stream") {
-		r := sse.NewReader(resp.Body, faceMaxLine)
-		defer r.Release()
-		for {
-			ev, err := r.Next()
-			if err != nil {
-				return nil, err
-			}
-			if msg, err := jsonrpc.Decode([]byte(ev.Data)); err == nil && msg.IsResponse() {
-				data = []byte(ev.Data)
-				break
-			}
-		}
-	} else if data, err = io.ReadAll(io.LimitReader(resp.Body, faceMaxLine)); err != nil {
-		return nil, err
-	}
-	msg, err := jsonrpc.Decode(data)
-	switch {
-	case err != nil:
-		return nil, err
-	case msg.Error != nil:
-		return nil, msg.Error
-	}
-	return msg.Result, nil
+	return err
 }
 
 // post sends m to the hub. A POST that never reached it waits for a hub to
-// answer (see reachHub) and goes there.
+// answer and goes there, at most faceMaxResends times; one the hub refuses
+// with 401 goes again once when the token in force has changed since.
 func (sf *statelessFace) post(ctx context.Context, m *jsonrpc.Message) (*http.Response, error) {
 	body := m.Encode()
-	for {
+	retoken := true
+	for resends := 0; ; resends++ {
 		t := sf.current()
 		req, err := http.NewRequestWithContext(ctx, http.MethodPost, t.url(sf.f.cfg.path), bytes.NewReader(body))
 		if err != nil {
@@ -316,13 +315,35 @@ func (sf *statelessFace) post(ctx context.Context, m *jsonrpc.Message) (*http.Re
 			jsonrpc.SetParamHeaders(req.Header, hs, args)
 		}
 		resp, err := t.do(req)
-		if err == nil || !errors.Is(err, errNoHub) || ctx.Err() != nil {
+		switch {
+		case err == nil && resp.StatusCode == http.StatusUnauthorized && retoken && sf.tokenChanged(ctx, t):
+			retoken = false
+			resp.Body.Close()
+			continue
+		case err == nil, !errors.Is(err, errNoHub), ctx.Err() != nil:
 			return resp, err
+		case resends >= faceMaxResends:
+			return nil, fmt.Errorf("the request did not reach the hub in %d tries: %w", resends+1, err)
 		}
 		if err := sf.waitHub(ctx, t); err != nil {
 			return nil, err
 		}
 	}
+}
+
+// tokenChanged reports whether the hub's token in force now differs from
+// the one t sent (auth turned on, or the token file replaced, which the hub
+// applies at once), and makes the new one the target's.
+func (sf *statelessFace) tokenChanged(ctx context.Context, t hubTarget) bool {
+	fresh, err := sf.f.cfg.find(ctx)
+	if err != nil || fresh.token == t.token {
+		return false
+	}
+	sf.f.log.Info("the hub's token changed; sending the registry's token in force now")
+	sf.mu.Lock()
+	sf.target = fresh
+	sf.mu.Unlock()
+	return true
 }
 
 // current is where the hub answered last.
@@ -333,23 +354,49 @@ func (sf *statelessFace) current() hubTarget {
 }
 
 // waitHub waits for a hub to answer after one at failed did not, unless
-// another request found it meanwhile, and makes it the target.
+// another request found it meanwhile. Requests share one wait (reachHub,
+// which starts a hub this face started again); each stops waiting when its
+// ctx ends. A hub that stays away past giveUp fails this request and every
+// later one, and ends the face.
 func (sf *statelessFace) waitHub(ctx context.Context, failed hubTarget) error {
-	sf.reach.Lock()
-	defer sf.reach.Unlock()
-	if t := sf.current(); t != failed {
+	sf.mu.Lock()
+	select {
+	case <-sf.failed:
+		sf.mu.Unlock()
+		return sf.err
+	default:
+	}
+	if sf.target != failed {
+		sf.mu.Unlock()
 		return nil // found by a request that waited first
 	}
-	if ctx.Err() != nil {
+	w := sf.wait
+	if w == nil {
+		w = &hubWait{done: make(chan struct{})}
+		sf.wait = w
+		sf.f.callsWG.Add(1) // the request waiting is tracked, so shutdown waits for this too
+		go func() {
+			defer sf.f.callsWG.Done()
+			t, err := sf.f.hub.reachHub(time.Now().Add(sf.f.cfg.giveUp))
+			sf.mu.Lock()
+			sf.wait, w.err = nil, err
+			switch {
+			case err == nil:
+				sf.target = t
+				sf.f.log.Info("the hub answers again", "url", t.url(sf.f.cfg.path))
+			case sf.f.ctx.Err() == nil:
+				sf.err = err
+				close(sf.failed)
+			}
+			sf.mu.Unlock()
+			close(w.done)
+		}()
+	}
+	sf.mu.Unlock()
+	select {
+	case <-w.done:
+		return w.err
+	case <-ctx.Done():
 		return ctx.Err()
 	}
-	t, err := sf.f.hub.reachHub(time.Now().Add(sf.f.cfg.giveUp))
-	if err != nil {
-		return err
-	}
-	sf.mu.Lock()
-	sf.target = t
-	sf.mu.Unlock()
-	sf.f.log.Info("the hub answers again", "url", t.url(sf.f.cfg.path))
-	return nil
 }

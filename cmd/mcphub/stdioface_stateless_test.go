@@ -27,7 +27,8 @@ func modernParams(version string, params map[string]any) map[string]any {
 // tools/list goes with its Mcp-Param header (the hub refuses it without);
 // the hub's refusals pass through as they are; a call made while the hub
 // is down waits for it and goes to the restarted hub; and a client that
-// turns to the session era with initialize gets a session.
+// turns to the session era with initialize gets a session. A listen stream
+// is cancelled by notifications/cancelled, and by stdin's end.
 func TestStdioFaceStateless(t *testing.T) {
 	h, run := erasHub(t)
 	p := startStdioProc(t, h, nil)
@@ -59,11 +60,33 @@ func TestStdioFaceStateless(t *testing.T) {
 		t.Errorf("a call after the restart: %s", echo.Encode())
 	}
 
+	// A listen stream: its acknowledgement comes through; cancelled, it
+	// gets no response. The second one is open when stdin ends, which
+	// cancels it rather than waiting for it.
+	acked := func(n int) bool {
+		got, _ := p.messages(func(m *jsonrpc.Message) bool { return m.Method == "notifications/subscriptions/acknowledged" })
+		return len(got) >= n
+	}
+	listen := modernParams(jsonrpc.Version20260728, map[string]any{"notifications": map[string]any{"toolsListChanged": true}})
+	cancelled := p.send(6, "subscriptions/listen", listen)
+	if !poll(10*time.Second, func() bool { return acked(1) }) {
+		t.Fatal("no acknowledgement of the listen stream")
+	}
+	p.notify("notifications/cancelled", map[string]any{"requestId": 6})
+	if !holds(300*time.Millisecond, func() bool { return len(cancelled) == 0 }) {
+		t.Errorf("the cancelled listen got a response: %s", (<-cancelled).Encode())
+	}
+	p.send(7, "subscriptions/listen", listen)
+	if !poll(10*time.Second, func() bool { return acked(2) }) {
+		t.Fatal("no acknowledgement of the second listen stream")
+	}
+
 	if st, err := h.status(); err != nil || st.Sessions != 0 {
 		t.Errorf("status %+v, %v: a 2026-07-28 client opens no session", st, err)
 	}
 
-	// A dual-era client that turns to the session era gets a session.
+	// A dual-era client that turns to the session era gets a session (the
+	// listen stream goes on).
 	if init := p.initialize(); init.Error != nil {
 		t.Fatalf("initialize after stateless requests: %s", init.Encode())
 	}
@@ -73,8 +96,12 @@ func TestStdioFaceStateless(t *testing.T) {
 	if m := p.request("tools/call", map[string]any{"name": "st__test_simple_text", "arguments": map[string]any{}}); m.Error != nil {
 		t.Errorf("a call in the session: %s", m.Encode())
 	}
+	began := time.Now()
 	if code := p.exitCode(t); code != 0 {
 		t.Errorf("mcphub stdio exited %d at stdin's end, want 0\n%s", code, p.stderr.String())
+	}
+	if took := time.Since(began); took >= faceDrain {
+		t.Errorf("mcphub stdio took %s to exit with a listen stream open; it waited for the stream instead of cancelling it", took)
 	}
 	if bad := p.badLines(); len(bad) > 0 {
 		t.Errorf("stdout lines that are not one JSON-RPC message: %q", bad)
