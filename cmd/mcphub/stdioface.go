@@ -87,6 +87,9 @@ type face struct {
 	callsMu sync.Mutex
 	calls   map[string]faceCall // client request id → the call relaying it
 	callsWG sync.WaitGroup
+	// bg counts work of the face's own that outlives the call that began
+	// it (a wait for the hub, a listing); it ends with f.ctx.
+	bg sync.WaitGroup
 
 	srvMu   sync.Mutex
 	srvNext atomic.Int64
@@ -592,6 +595,7 @@ func (f *face) shutdown(ctx context.Context, drain bool) {
 	f.cancel()
 	f.hub.close()
 	f.callsWG.Wait()
+	f.bg.Wait()
 	close(f.writerStop)
 	<-f.writerDone
 }

@@ -48,15 +48,14 @@ func statelessRequest(m *jsonrpc.Message) bool {
 type statelessFace struct {
 	f *face
 
-	mu     sync.Mutex
-	target hubTarget                        // where the hub answered last
-	params map[string][]jsonrpc.ParamHeader // tool → its Mcp-Param headers, from the lists relayed
-	listed bool                             // the tools have been listed, by the client or the face
-	wait   *hubWait                         // the wait for the hub under way, nil when none
-	failed chan struct{}                    // closed when the hub stayed away past giveUp
-	err    error                            // why, once failed is closed
-
-	listing sync.Mutex // one listing of the face's own at a time
+	mu      sync.Mutex
+	target  hubTarget                        // where the hub answered last
+	params  map[string][]jsonrpc.ParamHeader // tool → its Mcp-Param headers, from the lists relayed
+	listed  bool                             // the hub has listed the tools, to the client or the face
+	listing chan struct{}                    // closed when the face's own listing under way ends; nil when none
+	wait    *hubWait                         // the wait for the hub under way, nil when none
+	failed  chan struct{}                    // closed when the hub stayed away past giveUp
+	err     error                            // why, once failed is closed
 }
 
 // hubWait is one wait for the hub to answer again, shared by every request
@@ -86,6 +85,16 @@ func (f *face) runStateless(ctx context.Context, msgs <-chan *jsonrpc.Message, f
 			}
 			if m.IsRequest() && m.Method == "initialize" {
 				f.log.Info("the client turned to the session era")
+				sf.mu.Lock()
+				w := sf.wait
+				sf.mu.Unlock()
+				if w != nil {
+					// The session opens where the hub answers again.
+					select {
+					case <-w.done:
+					case <-ctx.Done():
+					}
+				}
 				f.hub.mu.Lock()
 				f.hub.target = sf.current()
 				f.hub.mu.Unlock()
@@ -93,7 +102,8 @@ func (f *face) runStateless(ctx context.Context, msgs <-chan *jsonrpc.Message, f
 			}
 			sf.dispatch(m)
 		case <-sf.failed:
-			f.shutdown(ctx, false)
+			// The calls waiting for the hub fail now; they get to say so.
+			f.shutdown(ctx, true)
 			return nil, sf.err
 		case <-f.writerDone:
 			// The client no longer reads its stdout: it is gone.
@@ -169,10 +179,13 @@ func (sf *statelessFace) exchange(ctx context.Context, m *jsonrpc.Message, each 
 	if err != nil {
 		return 0, nil, err
 	}
+	ended := false
 	defer func() {
-		// Read to the end (a little), so the connection goes back to the
-		// pool instead of being closed.
-		io.Copy(io.Discard, io.LimitReader(resp.Body, 64<<10))
+		if ended {
+			// Read to the end (a little), so the connection goes back
+			// to the pool instead of being closed.
+			io.Copy(io.Discard, io.LimitReader(resp.Body, 64<<10))
+		}
 		resp.Body.Close()
 	}()
 	if mt, _, _ := mime.ParseMediaType(resp.Header.Get("Content-Type")); mt == "text/event-stream" {
@@ -188,6 +201,7 @@ func (sf *statelessFace) exchange(ctx context.Context, m *jsonrpc.Message, each 
 			}
 			data := []byte(ev.Data)
 			if msg, err := jsonrpc.Decode(data); err == nil && each(msg, data) {
+				ended = true
 				return resp.StatusCode, nil, nil
 			}
 		}
@@ -199,6 +213,7 @@ func (sf *statelessFace) exchange(ctx context.Context, m *jsonrpc.Message, each 
 	case len(body) > faceMaxLine:
 		return resp.StatusCode, nil, fmt.Errorf("the hub's answer to %s is over %d MiB", m.Method, faceMaxLine>>20)
 	}
+	ended = true
 	if msg, err := jsonrpc.Decode(body); err == nil && msg.IsResponse() && each(msg, body) {
 		return resp.StatusCode, nil, nil
 	}
@@ -228,33 +243,53 @@ func (sf *statelessFace) note(result json.RawMessage) {
 	}
 }
 
-// learnTools lists every tool once, under the call's protocol version,
-// capabilities and client info, when the client calls one before it listed
-// them through the face: the hub refuses a call without the Mcp-Param
-// headers its tool asks for. Calls made meanwhile wait for the listing; a
-// listing that fails is not tried again (a call that needed its headers
-// gets the hub's refusal saying so).
+// learnTools makes sure the tools have been listed before a call, when the
+// client calls one before it listed them through the face: the hub refuses
+// a call without the Mcp-Param headers its tool asks for. The face lists
+// them itself, once for every call waiting, on a goroutine of its own (a
+// call cancelled meanwhile stops waiting, not the listing), under the
+// call's protocol version, capabilities and client info. A listing the hub
+// refused counts as done (a call that needed the headers gets the hub's
+// refusal saying so); one that did not reach the hub is tried again by the
+// next call.
 func (sf *statelessFace) learnTools(ctx context.Context, call *jsonrpc.Message) {
-	sf.listing.Lock()
-	defer sf.listing.Unlock()
 	sf.mu.Lock()
-	listed := sf.listed
-	sf.mu.Unlock()
-	if listed {
+	if sf.listed {
+		sf.mu.Unlock()
 		return
 	}
-	meta := json.RawMessage(`{}`)
-	for _, k := range []string{jsonrpc.MetaProtocolVersion, jsonrpc.MetaClientCapabilities, jsonrpc.MetaClientInfo} {
-		if v, ok := jsonrpc.MetaMember(call.Params, k); ok {
-			meta, _ = jsonrpc.SetMember(meta, k, v)
+	done := sf.listing
+	if done == nil {
+		done = make(chan struct{})
+		sf.listing = done
+		meta := json.RawMessage(`{}`)
+		for _, k := range []string{jsonrpc.MetaProtocolVersion, jsonrpc.MetaClientCapabilities, jsonrpc.MetaClientInfo} {
+			if v, ok := jsonrpc.MetaMember(call.Params, k); ok {
+				meta, _ = jsonrpc.SetMember(meta, k, v)
+			}
 		}
+		sf.f.bg.Add(1)
+		go func() {
+			defer sf.f.bg.Done()
+			answered := sf.listAll(meta)
+			sf.mu.Lock()
+			sf.listing = nil
+			sf.listed = sf.listed || answered
+			sf.mu.Unlock()
+			close(done)
+		}()
 	}
+	sf.mu.Unlock()
+	select {
+	case <-done:
+	case <-ctx.Done():
+	}
+}
+
+// listAll lists every tool under meta for their Mcp-Param headers, and
+// reports whether the hub answered (with the list, or a refusal).
+func (sf *statelessFace) listAll(meta json.RawMessage) bool {
 	params, _ := jsonrpc.SetMember(json.RawMessage(`{}`), "_meta", meta)
-	defer func() {
-		sf.mu.Lock()
-		sf.listed = true
-		sf.mu.Unlock()
-	}()
 	cursor := ""
 	for range maxFaceListPages {
 		p := params
@@ -263,33 +298,30 @@ func (sf *statelessFace) learnTools(ctx context.Context, call *jsonrpc.Message) 
 		}
 		var res json.RawMessage
 		var rpcErr *jsonrpc.Error
-		_, _, err := sf.exchange(ctx, jsonrpc.NewRequest(jsonrpc.IntID(-1), "tools/list", p), func(msg *jsonrpc.Message, _ []byte) bool {
+		_, _, err := sf.exchange(sf.f.ctx, jsonrpc.NewRequest(jsonrpc.IntID(-1), "tools/list", p), func(msg *jsonrpc.Message, _ []byte) bool {
 			if msg.IsResponse() {
 				res, rpcErr = msg.Result, msg.Error
 			}
 			return msg.IsResponse()
 		})
-		if err != nil || rpcErr != nil || res == nil {
-			sf.f.log.Debug("could not list the tools for their Mcp-Param headers", "err", cmpErr(err, rpcErr))
-			return
+		switch {
+		case err != nil:
+			sf.f.log.Debug("could not list the tools for their Mcp-Param headers", "err", err)
+			return false
+		case rpcErr != nil || res == nil:
+			sf.f.log.Debug("the hub refused to list the tools for their Mcp-Param headers", "err", rpcErr)
+			return true
 		}
 		sf.note(res)
 		if cursor, _ = jsonrpc.StringMember(res, "nextCursor"); cursor == "" {
-			return
+			return true
 		}
 	}
+	return true
 }
 
 // maxFaceListPages bounds the pages of the face's own listing.
 const maxFaceListPages = 100
-
-// cmpErr is err, or rpcErr when err is nil.
-func cmpErr(err error, rpcErr *jsonrpc.Error) error {
-	if err == nil && rpcErr != nil {
-		return rpcErr
-	}
-	return err
-}
 
 // post sends m to the hub. A POST that never reached it waits for a hub to
 // answer and goes there, at most faceMaxResends times; one the hub refuses
@@ -374,9 +406,9 @@ func (sf *statelessFace) waitHub(ctx context.Context, failed hubTarget) error {
 	if w == nil {
 		w = &hubWait{done: make(chan struct{})}
 		sf.wait = w
-		sf.f.callsWG.Add(1) // the request waiting is tracked, so shutdown waits for this too
+		sf.f.bg.Add(1)
 		go func() {
-			defer sf.f.callsWG.Done()
+			defer sf.f.bg.Done()
 			t, err := sf.f.hub.reachHub(time.Now().Add(sf.f.cfg.giveUp))
 			sf.mu.Lock()
 			sf.wait, w.err = nil, err
