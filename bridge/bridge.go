@@ -73,6 +73,9 @@ type Config struct {
 	// servers are never pinged: their exit is seen at once.
 	PingInterval time.Duration
 	PingTimeout  time.Duration
+	// PingBudget, when set, is shared by the Servers of one hub and
+	// spreads their idle pings (see PingBudget).
+	PingBudget *PingBudget
 	// Cache is the catalog of an earlier run, served until the server has
 	// connected; nil for none (then it is loaded from Store, if set).
 	Cache *Cache

@@ -95,6 +95,39 @@ func TestPingOnIdle(t *testing.T) {
 	h.connect()
 }
 
+// TestPingBudgetSpreadsIdlePings: Servers sharing a PingBudget take turns
+// for their idle pings; a connection whose check falls due while another
+// has the slot waits for the next one.
+func TestPingBudgetSpreadsIdlePings(t *testing.T) {
+	cfg := healthConfig()
+	cfg.PingBudget = NewPingBudget(5 * time.Second)
+	h := startHarness(t, cfg, nil)
+	c := h.connect()
+	expectTimer(t, h.clk, 2*time.Second, "after connecting")
+	if d := cfg.PingBudget.reserve(h.clk.Now()); d != 0 { // another server pings now
+		t.Fatalf("a free budget made the first ping wait %v", d)
+	}
+	h.clk.advance(2 * time.Second)
+	expectTimer(t, h.clk, 3*time.Second, "waiting for the budget's next slot")
+	c.noMoreCalls(t)
+	h.clk.advance(3 * time.Second)
+	expectTimer(t, h.clk, time.Second, "the ping's timeout")
+	expectPing(t, c).answer(`{}`)
+	expectTimer(t, h.clk, 2*time.Second, "after an answered ping")
+
+	// Slots are booked one spacing apart from now, never in the past.
+	b := NewPingBudget(50 * time.Millisecond)
+	t0 := time.Unix(1000, 0)
+	for i, want := range []time.Duration{0, 50 * time.Millisecond, 100 * time.Millisecond} {
+		if got := b.reserve(t0); got != want {
+			t.Errorf("reservation %d = %v, want %v", i, got, want)
+		}
+	}
+	if got := b.reserve(t0.Add(time.Second)); got != 0 {
+		t.Errorf("a reservation after the booked slots = %v, want 0", got)
+	}
+}
+
 // TestSlowPingWithActivityKeepsConnection checks that a ping left
 // unanswered does not end a connection on which the server sent something
 // meanwhile: it is busy, not gone.

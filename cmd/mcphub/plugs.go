@@ -25,6 +25,7 @@ import (
 // opens a browser.
 func newStoredUpstream(log *slog.Logger, db *store.Store, tokens client.TokenStore, onProcess func(int, bool)) hub.NewUpstreamFunc {
 	claims := bridge.NewClaims()
+	pings := bridge.NewPingBudget(bridge.DefaultPingSpacing)
 	return func(spec *registry.Server, hc registry.Hub, events hub.UpstreamEvents) hub.Upstream {
 		cc := client.Config{
 			Command: spec.Command, Args: spec.Args, Env: spec.Env, Dir: spec.Cwd,
@@ -57,7 +58,7 @@ func newStoredUpstream(log *slog.Logger, db *store.Store, tokens client.TokenSto
 			ConnectTimeout: spec.ConnectTimeout, RequestTimeout: hc.RequestTimeout,
 			MaxResponseBytes: hc.MaxResponseBytes,
 			Changed:          events.Changed, Notification: events.Notification, Request: events.Request,
-			Logger: log,
+			Logger: log, PingBudget: pings,
 		}
 		if db != nil {
 			cfg.Store, cfg.Claims = db, claims
