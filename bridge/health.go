@@ -34,22 +34,33 @@ import (
 // succeeds, so a server back from a long outage is reconnected within about
 // PingInterval instead of at the end of a wait that has grown to Max.
 
-// PingBudget spreads the idle pings of every Server that shares it: at
-// most one starts per spacing. With a few remote servers nothing waits;
-// with hundreds, each is pinged less often than PingInterval asks, so an
-// idle hub stays idle (200 servers at 1.5 s would be 133 pings a second).
-// A transport failure still brings its ping at once.
+// PingBudget spreads the idle pings of every Server that shares it: one
+// per spacing on average, with a burst of up to burst pings at once, so
+// that as many servers as fall due together (all of them connect at the
+// hub's start) are pinged at once. Past that, each is pinged less often
+// than PingInterval asks, and an idle hub stays idle (200 servers at 1.5 s
+// would be 133 pings a second). A transport failure still brings its ping
+// at once.
 type PingBudget struct {
 	spacing time.Duration
+	burst   time.Duration // (burst pings - 1) × spacing
 	mu      sync.Mutex
-	next    time.Time // the earliest start of the next idle ping
+	next    time.Time // when the budget is spent, booked pings counted
 }
 
-// NewPingBudget returns a budget of one idle ping per spacing.
-func NewPingBudget(spacing time.Duration) *PingBudget { return &PingBudget{spacing: spacing} }
+// NewPingBudget returns a budget of one idle ping per spacing on average,
+// up to burst at once.
+func NewPingBudget(spacing time.Duration, burst int) *PingBudget {
+	return &PingBudget{spacing: spacing, burst: time.Duration(max(burst, 1)-1) * spacing}
+}
 
-// DefaultPingSpacing is the hub's budget: at most 20 idle pings a second.
-const DefaultPingSpacing = 50 * time.Millisecond
+// The hub's budget: 20 idle pings a second, 30 at once, so that up to 30
+// remote servers are pinged every DefaultPingInterval as if there were no
+// budget.
+const (
+	DefaultPingSpacing = 50 * time.Millisecond
+	DefaultPingBurst   = 30
+)
 
 // reserve books the next idle ping slot at or after now and returns how
 // long until it.
@@ -59,8 +70,11 @@ func (b *PingBudget) reserve(now time.Time) time.Duration {
 	if b.next.Before(now) {
 		b.next = now
 	}
-	at := b.next
-	b.next = at.Add(b.spacing)
+	at := b.next.Add(-b.burst)
+	if at.Before(now) {
+		at = now
+	}
+	b.next = b.next.Add(b.spacing)
 	return at.Sub(now)
 }
 
@@ -172,7 +186,9 @@ func (l *link) watch(conn upstreamConn, h *health) error {
 			wait := every - h.silent()
 			switch {
 			case wait > 0:
-				slot = time.Time{} // the server spoke: a slot booked is let go
+				if !slot.After(clk.Now()) {
+					slot = time.Time{} // used, or the server spoke since
+				}
 			case budget != nil:
 				now := clk.Now()
 				if slot.IsZero() {

@@ -100,7 +100,7 @@ func TestPingOnIdle(t *testing.T) {
 // has the slot waits for the next one.
 func TestPingBudgetSpreadsIdlePings(t *testing.T) {
 	cfg := healthConfig()
-	cfg.PingBudget = NewPingBudget(5 * time.Second)
+	cfg.PingBudget = NewPingBudget(5*time.Second, 1)
 	h := startHarness(t, cfg, nil)
 	c := h.connect()
 	expectTimer(t, h.clk, 2*time.Second, "after connecting")
@@ -115,16 +115,19 @@ func TestPingBudgetSpreadsIdlePings(t *testing.T) {
 	expectPing(t, c).answer(`{}`)
 	expectTimer(t, h.clk, 2*time.Second, "after an answered ping")
 
-	// Slots are booked one spacing apart from now, never in the past.
-	b := NewPingBudget(50 * time.Millisecond)
+	// A burst of 3 go at once; then slots are one spacing apart, never in
+	// the past; a budget unused for a while has its burst again.
+	b := NewPingBudget(50*time.Millisecond, 3)
 	t0 := time.Unix(1000, 0)
-	for i, want := range []time.Duration{0, 50 * time.Millisecond, 100 * time.Millisecond} {
+	for i, want := range []time.Duration{0, 0, 0, 50 * time.Millisecond, 100 * time.Millisecond} {
 		if got := b.reserve(t0); got != want {
 			t.Errorf("reservation %d = %v, want %v", i, got, want)
 		}
 	}
-	if got := b.reserve(t0.Add(time.Second)); got != 0 {
-		t.Errorf("a reservation after the booked slots = %v, want 0", got)
+	for i := range 3 {
+		if got := b.reserve(t0.Add(time.Second)); got != 0 {
+			t.Errorf("reservation %d of a rested budget = %v, want 0", i, got)
+		}
 	}
 }
 

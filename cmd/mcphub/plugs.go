@@ -25,7 +25,7 @@ import (
 // opens a browser.
 func newStoredUpstream(log *slog.Logger, db *store.Store, tokens client.TokenStore, onProcess func(int, bool)) hub.NewUpstreamFunc {
 	claims := bridge.NewClaims()
-	pings := bridge.NewPingBudget(bridge.DefaultPingSpacing)
+	pings := bridge.NewPingBudget(bridge.DefaultPingSpacing, bridge.DefaultPingBurst)
 	return func(spec *registry.Server, hc registry.Hub, events hub.UpstreamEvents) hub.Upstream {
 		cc := client.Config{
 			Command: spec.Command, Args: spec.Args, Env: spec.Env, Dir: spec.Cwd,
