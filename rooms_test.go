@@ -28,6 +28,9 @@ var rooms = map[string][]string{
 	"bridge": {"client", "internal"},
 	"hub":    {"registry", "internal", "github.com/google/uuid"},
 	"store":  {"modernc.org/sqlite"},
+	// The background service: unit generation and the kardianos wrapper.
+	// The CLI passes in what it knows of hub.toml and the running hub.
+	"service": {"github.com/kardianos/service"},
 	// The file lock shared by registry edits and serve.lock: LockFileEx
 	// on Windows.
 	"internal/filelock": {"golang.org/x/sys"},
@@ -157,7 +160,13 @@ func TestRoomTableCatchesAViolation(t *testing.T) {
 		{module + "/internal/sse", module + "/internal/jsonrpc", false},
 		{module + "/hub", "modernc.org/sqlite", false},
 		{module + "/registry", "github.com/spf13/cobra", false},
+		{module + "/service", module + "/hub", false},
+		{module + "/service", module + "/client", false},
+		{module + "/service", module + "/cmd/mcphub", false},
+		{module + "/service", "golang.org/x/term", false},
+		{module + "/hub", "github.com/kardianos/service", false},
 		{module + "/hub", module + "/registry", true},
+		{module + "/service", "github.com/kardianos/service", true},
 		{module + "/hub", module + "/internal/jsonrpc", true},
 		{module + "/bridge", module + "/client", true},
 		{module + "/client", "golang.org/x/sys/windows", true},

@@ -18,6 +18,7 @@ import (
 	"github.com/mcphub/mcphub/client"
 	"github.com/mcphub/mcphub/hub"
 	"github.com/mcphub/mcphub/registry"
+	"github.com/mcphub/mcphub/service"
 	"github.com/mcphub/mcphub/store"
 )
 
@@ -55,7 +56,7 @@ func newServeCmd(a *app) *cobra.Command {
 		RunE: func(cmd *cobra.Command, _ []string) error {
 			// Started by a service manager (mcphub service install), the hub
 			// answers it and stops when it asks; from a shell, on signals.
-			if handled, err := runServeAsService(func(ctx context.Context) error { return runServe(ctx, a, f) }); handled {
+			if handled, err := service.Run(func(ctx context.Context) error { return runServe(ctx, a, f) }); handled {
 				return err
 			}
 			return runServe(context.Background(), a, f)
@@ -123,7 +124,7 @@ func runServe(ctx context.Context, a *app, f serveFlags) error {
 	// directory is this hub's: a second hub never rotates it too. Under a
 	// service manager, which keeps the console in a file or journal of its
 	// own, the console then gets warnings and errors only.
-	log, closeLog := withLogFile(log, level, a.dataDir, underServiceManager())
+	log, closeLog := withLogFile(log, level, a.dataDir, service.UnderManager())
 	defer closeLog()
 	slog.SetDefault(log)
 	reapLeftovers(a.dataDir, log)

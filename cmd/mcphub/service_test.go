@@ -1,24 +1,21 @@
 package main
 
 import (
-	"context"
 	"encoding/json"
 	"errors"
 	"fmt"
 	"io/fs"
-	"maps"
 	"os"
 	"os/exec"
 	"path/filepath"
 	"slices"
 	"strings"
-	"sync"
 	"testing"
-	"time"
 
-	"github.com/kardianos/service"
+	kservice "github.com/kardianos/service"
 
 	"github.com/mcphub/mcphub/client"
+	"github.com/mcphub/mcphub/service"
 )
 
 // fakeServiceManager stands for systemd, launchd or the Windows service
@@ -61,16 +58,16 @@ func (f *fakeServiceManager) Stop() error {
 	return nil
 }
 
-func (f *fakeServiceManager) Status() (service.Status, error) {
+func (f *fakeServiceManager) Status() (kservice.Status, error) {
 	switch {
 	case f.statusErr != nil:
-		return service.StatusUnknown, f.statusErr
+		return kservice.StatusUnknown, f.statusErr
 	case !f.installed:
-		return service.StatusUnknown, service.ErrNotInstalled
+		return kservice.StatusUnknown, kservice.ErrNotInstalled
 	case f.running:
-		return service.StatusRunning, nil
+		return kservice.StatusRunning, nil
 	}
-	return service.StatusStopped, nil
+	return kservice.StatusStopped, nil
 }
 
 // serviceEnviron is the installing shell's environment in the tests: what
@@ -100,7 +97,7 @@ const serviceTestPassword = "svc-test-windows-password"
 
 // fakeServiceHost is a host of goos whose service manager is f; opened
 // records the config of each service opened.
-func fakeServiceHost(t *testing.T, goos string, f *fakeServiceManager, opened *[]*service.Config) serviceHost {
+func fakeServiceHost(t *testing.T, goos string, f *fakeServiceManager, opened *[]*kservice.Config) serviceHost {
 	platform := map[string]string{"linux": "linux-systemd", "darwin": "darwin-launchd", "windows": "windows-service"}[goos]
 	home := t.TempDir()
 	environ := slices.Clone(serviceEnviron)
@@ -108,20 +105,22 @@ func fakeServiceHost(t *testing.T, goos string, f *fakeServiceManager, opened *[
 		environ[0] = `Path=C:\Users\u\AppData\Roaming\npm;C:\Windows\system32`
 	}
 	return serviceHost{
-		goos:       goos,
-		platform:   platform,
-		executable: func() (string, error) { return "/opt/mcphub/bin/mcphub", nil },
-		args0:      "mcphub",
-		lookPath:   func(string) (string, error) { return "", exec.ErrNotFound },
-		environ:    func() []string { return environ },
-		homeDir:    func() (string, error) { return home, nil },
-		account:    func() (string, error) { return `CORP\u`, nil },
-		probe:      func() error { return nil },
-		unitState:  func() (string, string, error) { return "active", "running", nil },
-		open: func(cfg *service.Config) (serviceManager, error) {
-			*opened = append(*opened, cfg)
-			return f, nil
+		Host: service.Host{
+			GOOS:      goos,
+			Platform:  platform,
+			Environ:   func() []string { return environ },
+			HomeDir:   func() (string, error) { return home, nil },
+			Account:   func() (string, error) { return `CORP\u`, nil },
+			Probe:     func() error { return nil },
+			UnitState: func() (string, string, error) { return "active", "running", nil },
+			Open: func(cfg *kservice.Config) (service.Manager, error) {
+				*opened = append(*opened, cfg)
+				return f, nil
+			},
 		},
+		executable:   func() (string, error) { return "/opt/mcphub/bin/mcphub", nil },
+		args0:        "mcphub",
+		lookPath:     func(string) (string, error) { return "", exec.ErrNotFound },
 		stdin:        strings.NewReader(""),
 		isTerminal:   func() bool { return true },
 		readPassword: func() ([]byte, error) { return []byte(serviceTestPassword), nil },
@@ -149,93 +148,6 @@ func serviceCLI(t *testing.T, dir string, args ...string) (int, string, string) 
 	return code, out, errOut
 }
 
-func TestServiceInstallConfig(t *testing.T) {
-	dir := t.TempDir()
-	t.Chdir(dir)
-	for _, goos := range []string{"linux", "darwin", "windows"} {
-		t.Run(goos, func(t *testing.T) {
-			var opened []*service.Config
-			h := fakeServiceHost(t, goos, &fakeServiceManager{}, &opened)
-			c := &serviceCtl{a: &app{configPath: "hub.toml", dataDir: "state"}, h: h}
-			p, err := c.plan()
-			if err != nil {
-				t.Fatal(err)
-			}
-			cfg := p.cfg
-			if cfg.Name != "mcphub" || cfg.DisplayName == "" || cfg.Description == "" {
-				t.Errorf("name %q, display name %q, description %q", cfg.Name, cfg.DisplayName, cfg.Description)
-			}
-			if cfg.Executable != "/opt/mcphub/bin/mcphub" {
-				t.Errorf("executable %q", cfg.Executable)
-			}
-			want := []string{"serve", "--config", filepath.Join(dir, "hub.toml"), "--data-dir", filepath.Join(dir, "state")}
-			if !slices.Equal(cfg.Arguments, want) {
-				t.Errorf("arguments %q, want %q", cfg.Arguments, want)
-			}
-			if v, ok := cfg.Option["UserService"].(bool); !ok || !v {
-				t.Errorf("UserService option %v, want true", cfg.Option["UserService"])
-			}
-			pathName := "PATH"
-			if goos == "windows" {
-				pathName = "Path"
-			}
-			wantEnv := []string{"HTTPS_PROXY", "NODE_EXTRA_CA_CERTS", pathName, "no_proxy"}
-			if got := slices.Sorted(maps.Keys(cfg.EnvVars)); !slices.Equal(got, wantEnv) {
-				t.Errorf("env vars %q, want exactly %q", got, wantEnv)
-			}
-			if cfg.EnvVars["HTTPS_PROXY"] != "http://proxy.corp:3128" || cfg.EnvVars["NODE_EXTRA_CA_CERTS"] != "/etc/corp-ca.pem" {
-				t.Errorf("env values %q", cfg.EnvVars)
-			}
-			if !slices.Equal(p.held, []string{"ALL_PROXY", "HTTP_PROXY"}) {
-				t.Errorf("held back %q, want the proxies with credentials", p.held)
-			}
-			for k, v := range cfg.EnvVars {
-				for _, s := range serviceSecrets {
-					if strings.Contains(k+"="+v, s) {
-						t.Errorf("unit gets secret %s=%s", k, v)
-					}
-				}
-			}
-			switch goos {
-			case "linux":
-				script, _ := cfg.Option["SystemdScript"].(string)
-				if !strings.Contains(script, "WantedBy=default.target") || cfg.Option["Restart"] != "on-failure" {
-					t.Errorf("systemd unit: Restart %v, script:\n%s", cfg.Option["Restart"], script)
-				}
-			case "darwin":
-				if cfg.Option["KeepAlive"] != true || cfg.Option["RunAtLoad"] != true {
-					t.Errorf("launchd options %v", cfg.Option)
-				}
-			case "windows":
-				if cfg.Option["OnFailure"] != "restart" {
-					t.Errorf("windows options %v", cfg.Option)
-				}
-				if cfg.UserName != `CORP\u` {
-					t.Errorf("the service runs as %q, want the current user (not LocalSystem)", cfg.UserName)
-				}
-			}
-			if goos != "windows" && cfg.UserName != "" {
-				t.Errorf("user name %q: a user unit runs as its user", cfg.UserName)
-			}
-		})
-	}
-}
-
-func TestServiceEnvEscapesForSystemd(t *testing.T) {
-	environ := []string{"PATH=/mnt/c/Program Files/nodejs:/usr/bin", `SSL_CERT_FILE=/etc/100%\ca.pem`}
-	env, _ := serviceEnv("linux", environ)
-	if got, want := env["PATH"], `/mnt/c/Program\x20Files/nodejs:/usr/bin`; got != want {
-		t.Errorf("PATH in the unit %q, want %q", got, want)
-	}
-	if got, want := env["SSL_CERT_FILE"], `/etc/100%%\\ca.pem`; got != want {
-		t.Errorf("SSL_CERT_FILE in the unit %q, want %q", got, want)
-	}
-	env, _ = serviceEnv("darwin", environ)
-	if env["PATH"] != "/mnt/c/Program Files/nodejs:/usr/bin" {
-		t.Errorf("launchd escapes its own plist; PATH %q", env["PATH"])
-	}
-}
-
 func TestServiceInstallRefusesGoBuild(t *testing.T) {
 	for _, exe := range []string{
 		"/tmp/go-build3311442/b001/exe/mcphub",
@@ -243,7 +155,7 @@ func TestServiceInstallRefusesGoBuild(t *testing.T) {
 		"/tmp/go-build998/b001/mcphub.test",
 	} {
 		f := &fakeServiceManager{}
-		var opened []*service.Config
+		var opened []*kservice.Config
 		h := fakeServiceHost(t, "linux", f, &opened)
 		h.executable = func() (string, error) { return exe, nil }
 		useServiceHost(t, h)
@@ -265,11 +177,11 @@ func TestServiceInstallRefusesGoBuild(t *testing.T) {
 }
 
 func TestServiceStatusNotInstalled(t *testing.T) {
-	var opened []*service.Config
+	var opened []*kservice.Config
 	h := fakeServiceHost(t, "linux", &fakeServiceManager{}, &opened)
 	useServiceHost(t, h)
 	dir := t.TempDir()
-	home, _ := h.homeDir()
+	home, _ := h.HomeDir()
 	unit := filepath.Join(home, ".config", "systemd", "user", "mcphub.service")
 
 	code, out, errOut := serviceCLI(t, dir, "service", "status")
@@ -286,11 +198,11 @@ func TestServiceStatusNotInstalled(t *testing.T) {
 	}
 
 	code, out, _ = serviceCLI(t, dir, "service", "status", "--json")
-	var st serviceState
+	var st service.State
 	if code != 0 || json.Unmarshal([]byte(out), &st) != nil {
 		t.Fatalf("exit %d, JSON %q", code, out)
 	}
-	if want := (serviceState{Installed: false, State: "not installed", Platform: "linux-systemd", UnitFile: unit}); st != want {
+	if want := (service.State{Installed: false, State: "not installed", Platform: "linux-systemd", UnitFile: unit}); st != want {
 		t.Errorf("status %+v, want %+v", st, want)
 	}
 }
@@ -302,21 +214,21 @@ func TestServiceStatusWithoutUserSystemd(t *testing.T) {
 		wants []string
 	}{
 		{"no session bus", func(h *serviceHost) {
-			h.probe = func() error {
-				return fmt.Errorf("%w: systemctl --user: Failed to connect to bus: No medium found", errNoUserManager)
+			h.Probe = func() error {
+				return fmt.Errorf("%w: systemctl --user: Failed to connect to bus: No medium found", service.ErrNoUserManager)
 			}
 		}, []string{"systemd user services are not available here (no user session bus)", "run mcphub serve from your shell", "loginctl enable-linger $USER"}},
-		{"not systemd", func(h *serviceHost) { h.platform = "unix-systemv" }, []string{"systemd user services are not available here", "run mcphub serve from your shell"}},
+		{"not systemd", func(h *serviceHost) { h.Platform = "unix-systemv" }, []string{"systemd user services are not available here", "run mcphub serve from your shell"}},
 	}
 	for _, tc := range cases {
 		t.Run(tc.name, func(t *testing.T) {
 			f := &fakeServiceManager{}
-			var opened []*service.Config
+			var opened []*kservice.Config
 			h := fakeServiceHost(t, "linux", f, &opened)
 			tc.host(&h)
 			useServiceHost(t, h)
 			code, out, _ := serviceCLI(t, t.TempDir(), "service", "status", "--json")
-			var st serviceState
+			var st service.State
 			if code != 1 || json.Unmarshal([]byte(out), &st) != nil || st.State != "unavailable" || !strings.Contains(st.Error, tc.wants[0]) {
 				t.Errorf("status --json: exit %d, stdout %q", code, out)
 			}
@@ -340,7 +252,7 @@ func TestServiceStatusWithoutUserSystemd(t *testing.T) {
 
 func TestServiceInstall(t *testing.T) {
 	f := &fakeServiceManager{}
-	var opened []*service.Config
+	var opened []*kservice.Config
 	useServiceHost(t, fakeServiceHost(t, "linux", f, &opened))
 	dir := t.TempDir()
 
@@ -380,7 +292,7 @@ func TestServiceInstall(t *testing.T) {
 
 	f.calls = nil
 	code, out, _ = serviceCLI(t, dir, "service", "stop", "--json")
-	var st serviceState
+	var st service.State
 	if code != 0 || json.Unmarshal([]byte(out), &st) != nil || st.State != "stopped" || !st.Installed {
 		t.Errorf("stop --json: exit %d, %q", code, out)
 	}
@@ -403,7 +315,7 @@ func TestServiceInstall(t *testing.T) {
 
 func TestServiceInstallTokenFromEnvironment(t *testing.T) {
 	f := &fakeServiceManager{}
-	var opened []*service.Config
+	var opened []*kservice.Config
 	useServiceHost(t, fakeServiceHost(t, "linux", f, &opened))
 	dir := t.TempDir()
 	if err := os.WriteFile(filepath.Join(dir, "hub.toml"), []byte("[hub]\nauth = \"token\"\n"), 0o600); err != nil {
@@ -428,7 +340,7 @@ func TestServiceInstallTokenFromEnvironment(t *testing.T) {
 
 func TestServiceErrorsSayTheFix(t *testing.T) {
 	f := &fakeServiceManager{installErr: fmt.Errorf("OpenSCManager: %w", fs.ErrPermission)}
-	var opened []*service.Config
+	var opened []*kservice.Config
 	useServiceHost(t, fakeServiceHost(t, "windows", f, &opened))
 	code, _, errOut := serviceCLI(t, t.TempDir(), "service", "install")
 	if code != 1 || !strings.Contains(errOut, "Run as administrator") {
@@ -443,162 +355,6 @@ func TestServiceErrorsSayTheFix(t *testing.T) {
 	}
 }
 
-// fakeRunner is a service manager running the program: Run starts it, and
-// stops it when told to.
-type fakeRunner struct {
-	p    service.Interface
-	stop chan struct{} // closed to ask the service to stop
-}
-
-func (r *fakeRunner) Run() error {
-	if err := r.p.Start(nil); err != nil {
-		return err
-	}
-	<-r.stop
-	return r.p.Stop(nil)
-}
-
-func TestServeUnderManager(t *testing.T) {
-	open := func(r *fakeRunner) func(service.Interface) (serviceRunner, error) {
-		return func(p service.Interface) (serviceRunner, error) {
-			r.p = p
-			return r, nil
-		}
-	}
-
-	t.Run("stop request cancels the hub", func(t *testing.T) {
-		r := &fakeRunner{stop: make(chan struct{})}
-		running := make(chan struct{})
-		go func() { <-running; close(r.stop) }()
-		err := serveUnderManager(open(r), func(ctx context.Context) error {
-			close(running)
-			<-ctx.Done()
-			return nil
-		}, time.Minute)
-		if err != nil {
-			t.Fatal(err)
-		}
-	})
-
-	t.Run("a hub that fails ends the service", func(t *testing.T) {
-		r := &fakeRunner{stop: make(chan struct{})}
-		defer close(r.stop)
-		boom := errors.New("listen tcp 127.0.0.1:7733: address already in use")
-		err := serveUnderManager(open(r), func(context.Context) error { return boom }, time.Minute)
-		if !errors.Is(err, boom) {
-			t.Fatalf("err %v, want %v", err, boom)
-		}
-	})
-
-	t.Run("a hub that does not stop", func(t *testing.T) {
-		r := &fakeRunner{stop: make(chan struct{})}
-		release := make(chan struct{})
-		defer close(release)
-		running := make(chan struct{})
-		go func() { <-running; close(r.stop) }()
-		err := serveUnderManager(open(r), func(context.Context) error {
-			close(running)
-			<-release
-			return nil
-		}, 10*time.Millisecond)
-		if err == nil || !strings.Contains(err.Error(), "did not stop") {
-			t.Fatalf("err %v", err)
-		}
-	})
-
-	t.Run("no service manager", func(t *testing.T) {
-		ran := false
-		err := serveUnderManager(func(service.Interface) (serviceRunner, error) {
-			return nil, service.ErrNoServiceSystemDetected
-		}, func(context.Context) error { ran = true; return nil }, time.Minute)
-		if !errors.Is(err, service.ErrNoServiceSystemDetected) || ran {
-			t.Fatalf("err %v, ran %v", err, ran)
-		}
-	})
-}
-
-// Only Windows goes through kardianos's Run: systemd and launchd stop the
-// hub with SIGTERM, which serve handles itself, without a time limit of
-// mcphub's.
-func TestServeAsServiceOnlyOnWindows(t *testing.T) {
-	run := func(context.Context) error {
-		t.Error("run called through the service manager")
-		return nil
-	}
-	for _, tc := range []struct {
-		goos        string
-		interactive bool
-	}{{"linux", false}, {"darwin", false}, {"linux", true}, {"windows", true}} {
-		handled, err := serveAsService(tc.goos, func() bool { return tc.interactive }, run)
-		if handled || err != nil {
-			t.Errorf("%s (interactive %v): handled %v, err %v", tc.goos, tc.interactive, handled, err)
-		}
-	}
-	if service.Interactive() {
-		if handled, err := runServeAsService(run); handled || err != nil {
-			t.Errorf("from a shell: handled %v, err %v", handled, err)
-		}
-	}
-}
-
-// stoppingRunner is the Windows service manager's Run as it is: after the
-// program's Stop returns, it still has to report the service stopped
-// before Run returns. A process that exits in between has crashed, as far
-// as Windows can tell, and is restarted.
-type stoppingRunner struct {
-	p            service.Interface
-	stop         chan struct{} // closed to ask the service to stop
-	stopReturned chan struct{} // closed once the program's Stop returned
-	report       chan struct{} // closed to let Run report the stop and return
-	mu           sync.Mutex
-	events       *[]string
-}
-
-func (r *stoppingRunner) Run() error {
-	if err := r.p.Start(nil); err != nil {
-		return err
-	}
-	<-r.stop
-	err := r.p.Stop(nil)
-	close(r.stopReturned)
-	<-r.report
-	r.mu.Lock()
-	*r.events = append(*r.events, "run returned")
-	r.mu.Unlock()
-	return err
-}
-
-func TestServeUnderManagerWaitsForTheStopReport(t *testing.T) {
-	var events []string
-	r := &stoppingRunner{stop: make(chan struct{}), stopReturned: make(chan struct{}), report: make(chan struct{}), events: &events}
-	running := make(chan struct{})
-	result := make(chan error, 1)
-	go func() {
-		err := serveUnderManager(func(p service.Interface) (serviceRunner, error) {
-			r.p = p
-			return r, nil
-		}, func(ctx context.Context) error {
-			close(running)
-			<-ctx.Done()
-			return nil
-		}, time.Minute)
-		r.mu.Lock()
-		events = append(events, "serve returned")
-		r.mu.Unlock()
-		result <- err
-	}()
-	<-running
-	close(r.stop)
-	<-r.stopReturned
-	close(r.report)
-	if err := <-result; err != nil {
-		t.Fatal(err)
-	}
-	if !slices.Equal(events, []string{"run returned", "serve returned"}) {
-		t.Errorf("events %q: serveUnderManager returned before the manager's Run reported the stop", events)
-	}
-}
-
 func TestServiceInstallWindowsAccount(t *testing.T) {
 	install := func(t *testing.T, h serviceHost, f *fakeServiceManager, args ...string) (int, string, string) {
 		t.Helper()
@@ -608,7 +364,7 @@ func TestServiceInstallWindowsAccount(t *testing.T) {
 
 	t.Run("password from the terminal", func(t *testing.T) {
 		f := &fakeServiceManager{}
-		var opened []*service.Config
+		var opened []*kservice.Config
 		h := fakeServiceHost(t, "windows", f, &opened)
 		code, out, errOut := install(t, h, f)
 		if code != 0 || !slices.Equal(f.calls, []string{"install", "start"}) {
@@ -625,7 +381,7 @@ func TestServiceInstallWindowsAccount(t *testing.T) {
 
 	t.Run("password from stdin", func(t *testing.T) {
 		f := &fakeServiceManager{}
-		var opened []*service.Config
+		var opened []*kservice.Config
 		h := fakeServiceHost(t, "windows", f, &opened)
 		h.isTerminal = func() bool { return false }
 		h.readPassword = func() ([]byte, error) { t.Error("asked the terminal with --password-stdin"); return nil, nil }
@@ -638,7 +394,7 @@ func TestServiceInstallWindowsAccount(t *testing.T) {
 
 	t.Run("no terminal and no --password-stdin", func(t *testing.T) {
 		f := &fakeServiceManager{}
-		var opened []*service.Config
+		var opened []*kservice.Config
 		h := fakeServiceHost(t, "windows", f, &opened)
 		h.isTerminal = func() bool { return false }
 		code, _, errOut := install(t, h, f)
@@ -649,7 +405,7 @@ func TestServiceInstallWindowsAccount(t *testing.T) {
 
 	t.Run("empty password", func(t *testing.T) {
 		f := &fakeServiceManager{}
-		var opened []*service.Config
+		var opened []*kservice.Config
 		h := fakeServiceHost(t, "windows", f, &opened)
 		code, _, errOut := install(t, h, f, "--password-stdin")
 		if code != 1 || !strings.Contains(errOut, "no password given") || len(f.calls) != 0 {
@@ -659,7 +415,7 @@ func TestServiceInstallWindowsAccount(t *testing.T) {
 
 	t.Run("a reinstall refused for want of a password keeps the service", func(t *testing.T) {
 		f := &fakeServiceManager{installed: true, running: true}
-		var opened []*service.Config
+		var opened []*kservice.Config
 		h := fakeServiceHost(t, "windows", f, &opened)
 		h.readPassword = func() ([]byte, error) { return nil, errors.New("the terminal went away") }
 		code, _, errOut := install(t, h, f, "--force")
@@ -669,8 +425,8 @@ func TestServiceInstallWindowsAccount(t *testing.T) {
 	})
 
 	t.Run("logon failure", func(t *testing.T) {
-		f := &fakeServiceManager{startErr: errServiceLogonFailed}
-		var opened []*service.Config
+		f := &fakeServiceManager{startErr: service.ErrLogonFailed}
+		var opened []*kservice.Config
 		h := fakeServiceHost(t, "windows", f, &opened)
 		code, _, errOut := install(t, h, f)
 		if code != 1 || !strings.Contains(errOut, "Log on as a service") || !strings.Contains(errOut, "password was wrong") {
@@ -689,7 +445,7 @@ func TestServiceInstallWindowsAccount(t *testing.T) {
 
 	t.Run("--password-stdin elsewhere", func(t *testing.T) {
 		f := &fakeServiceManager{}
-		var opened []*service.Config
+		var opened []*kservice.Config
 		h := fakeServiceHost(t, "linux", f, &opened)
 		code, _, errOut := install(t, h, f, "--password-stdin")
 		if code != 1 || !strings.Contains(errOut, "only a Windows service needs your password") || len(f.calls) != 0 {
@@ -702,9 +458,9 @@ func TestServiceInstallWindowsAccount(t *testing.T) {
 // which kardianos/service calls running.
 func TestServiceStatusRestarting(t *testing.T) {
 	f := &fakeServiceManager{installed: true, running: true}
-	var opened []*service.Config
+	var opened []*kservice.Config
 	h := fakeServiceHost(t, "linux", f, &opened)
-	h.unitState = func() (string, string, error) { return "activating", "auto-restart", nil }
+	h.UnitState = func() (string, string, error) { return "activating", "auto-restart", nil }
 	useServiceHost(t, h)
 	dir := t.TempDir()
 	code, out, _ := serviceCLI(t, dir, "service", "status")
@@ -712,7 +468,7 @@ func TestServiceStatusRestarting(t *testing.T) {
 		t.Errorf("status: exit %d\n%s", code, out)
 	}
 	code, out, _ = serviceCLI(t, dir, "service", "status", "--json")
-	var st serviceState
+	var st service.State
 	if code != 0 || json.Unmarshal([]byte(out), &st) != nil || st.State != "restarting" || !st.Installed {
 		t.Errorf("status --json: exit %d, %q", code, out)
 	}
@@ -721,48 +477,11 @@ func TestServiceStatusRestarting(t *testing.T) {
 		t.Errorf("stop of a restarting unit: exit %d, calls %v", code, f.calls)
 	}
 
-	h.unitState = func() (string, string, error) { return "", "", errors.New("systemctl: no bus") }
+	h.UnitState = func() (string, string, error) { return "", "", errors.New("systemctl: no bus") }
 	f.running = true
 	useServiceHost(t, h)
 	if code, out, _ := serviceCLI(t, dir, "service", "status"); code != 0 || !strings.Contains(out, "mcphub service: running\n") {
 		t.Errorf("status when systemctl show fails: exit %d\n%s", code, out)
-	}
-}
-
-// The unit gives up after 5 starts within a minute; ExecStart's words keep
-// a $ from systemd's expansion, while Environment= values take it as is.
-func TestServiceSystemdUnit(t *testing.T) {
-	var opened []*service.Config
-	h := fakeServiceHost(t, "linux", &fakeServiceManager{}, &opened)
-	h.executable = func() (string, error) { return "/opt/a$b/mcphub", nil }
-	c := &serviceCtl{a: &app{configPath: "/etc/x${HOME}/hub.toml", dataDir: "/var/100%"}, h: h}
-	p, err := c.plan()
-	if err != nil {
-		t.Fatal(err)
-	}
-	script, _ := p.cfg.Option["SystemdScript"].(string)
-	unit, rest, _ := strings.Cut(script, "[Service]")
-	if !strings.Contains(unit, "StartLimitIntervalSec=60\n") || !strings.Contains(unit, "StartLimitBurst=5\n") || strings.Contains(rest, "StartLimit") {
-		t.Errorf("[Unit] lacks the start limit:\n%s", script)
-	}
-	if p.cfg.Executable != "/opt/a$$b/mcphub" {
-		t.Errorf("executable %q", p.cfg.Executable)
-	}
-	if want := []string{"serve", "--config", "/etc/x$${HOME}/hub.toml", "--data-dir", "/var/100%%"}; !slices.Equal(p.cfg.Arguments, want) {
-		t.Errorf("arguments %q, want %q", p.cfg.Arguments, want)
-	}
-	if env, _ := serviceEnv("linux", []string{"PATH=/opt/$dir:/usr/bin"}); env["PATH"] != "/opt/$dir:/usr/bin" {
-		t.Errorf("Environment= value %q: systemd does not expand $ there", env["PATH"])
-	}
-	for _, v := range []string{"http://tok@proxy:8080", "tok@proxy:8080", "http://u:p@proxy", "http://%zz@proxy"} {
-		if client.URLCredential(v) == "" {
-			t.Errorf("%s taken for a URL without credentials", v)
-		}
-	}
-	for _, v := range []string{"http://proxy.corp:3128", "proxy.corp:3128", "localhost,127.0.0.1"} {
-		if client.URLCredential(v) != "" {
-			t.Errorf("%s taken for a URL with credentials", v)
-		}
 	}
 }
 
@@ -796,7 +515,7 @@ func TestServiceExecutableKeepsSymlink(t *testing.T) {
 		{"bin/mcphub", nil, real},
 		{"", exec.ErrNotFound, real},
 	} {
-		var opened []*service.Config
+		var opened []*kservice.Config
 		h := fakeServiceHost(t, "darwin", &fakeServiceManager{}, &opened)
 		h.executable = func() (string, error) { return real, nil }
 		h.lookPath = func(name string) (string, error) {
@@ -816,7 +535,7 @@ func TestServiceExecutableKeepsSymlink(t *testing.T) {
 // and the service will not: names only, with the fix.
 func TestServiceInstallNamesShellOnlyVars(t *testing.T) {
 	f := &fakeServiceManager{}
-	var opened []*service.Config
+	var opened []*kservice.Config
 	useServiceHost(t, fakeServiceHost(t, "linux", f, &opened))
 	dir := t.TempDir()
 	reg := `[servers.github]
@@ -866,5 +585,20 @@ func TestServiceDataDirHolder(t *testing.T) {
 	defer release()
 	if pid := c.dataDirHolder(); pid != 4343 {
 		t.Errorf("holder %d, want the live hub 4343", pid)
+	}
+}
+
+// The credential check install hands the service room (client.URLCredential)
+// holds back every proxy URL with a user or password in it, and no other.
+func TestServiceProxyCredentials(t *testing.T) {
+	for _, v := range []string{"http://tok@proxy:8080", "tok@proxy:8080", "http://u:p@proxy", "http://%zz@proxy"} {
+		if client.URLCredential(v) == "" {
+			t.Errorf("%s taken for a URL without credentials", v)
+		}
+	}
+	for _, v := range []string{"http://proxy.corp:3128", "proxy.corp:3128", "localhost,127.0.0.1"} {
+		if client.URLCredential(v) != "" {
+			t.Errorf("%s taken for a URL with credentials", v)
+		}
 	}
 }
