@@ -15,8 +15,8 @@ import (
 const followEvery = 250 * time.Millisecond
 
 // Follow emits each line appended to hub.log in dir after pos, without its
-// line ending, looking every followEvery, until ctx ends or emit fails; it
-// looks once at least. It opens the file on each look rather than holding it,
+// line ending, looking four times a second (followEvery), until ctx ends
+// or emit fails; it looks once at least. It opens the file on each look rather than holding it,
 // and opens it so that it may be renamed while open (openLogForRead), so
 // that it never stands in the way of a rotation. When hub.log is another
 // file than last time, the hub rotated it: the rest of the old one, now a

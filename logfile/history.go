@@ -6,8 +6,8 @@ import (
 	"time"
 )
 
-// Query selects records: those of one server (none when Server is ""),
-// written at Since or later (zero: any time), the last N of them (-1:
+// Query selects records: those of one server (every record when Server is
+// ""), written at Since or later (zero: any time), the last N of them (-1:
 // all). ReadHistory applies it to what the log holds, and Keeps to each
 // line Follow emits.
 type Query struct {

@@ -79,7 +79,8 @@ func logFiles(dir string) ([]logFile, error) {
 	return files, nil
 }
 
-// ErrNoLogs is what reading a log that was never written meets.
+// ErrNoLogs is what reading a log that was never written meets: the
+// caller tells it from a log it cannot read, and says how to get one.
 var ErrNoLogs = errors.New("no log files")
 
 // readLogFile returns a log file's content, decompressed. A backup whose
