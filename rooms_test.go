@@ -39,6 +39,8 @@ var rooms = map[string][]string{
 	// The HTTP token rule that the 2026-07-28 revision's Mcp-Param header
 	// names follow (jsonrpc.ParamHeaders); internal/httphdr is stdlib-only.
 	"internal/jsonrpc": {"internal/httphdr"},
+	// The hub's log file: write, rotate, read, follow.
+	"logfile": {"gopkg.in/natefinch/lumberjack.v2"},
 }
 
 // room returns the room a package belongs to: its path inside the module,
@@ -177,6 +179,10 @@ func TestRoomTableCatchesAViolation(t *testing.T) {
 		{module + "/internal/jsonrpc", module + "/internal/httphdr", true},
 		{module + "/internal/filelock", "golang.org/x/sys/windows", true},
 		{module + "/internal/jsonrpc", "golang.org/x/sys/windows", false},
+		{module + "/logfile", module + "/hub", false},
+		{module + "/logfile", module + "/registry", false},
+		{module + "/logfile", module + "/cmd/mcphub", false},
+		{module + "/logfile", "gopkg.in/natefinch/lumberjack.v2", true},
 	}
 	for _, c := range cases {
 		got := violations([]goPackage{{ImportPath: c.pkg, Imports: []string{c.imp}}}, isStandard)

@@ -5,9 +5,7 @@ import (
 	"compress/gzip"
 	"context"
 	"encoding/json"
-	"errors"
 	"fmt"
-	"io/fs"
 	"log/slog"
 	"os"
 	"path/filepath"
@@ -15,13 +13,15 @@ import (
 	"strings"
 	"testing"
 	"time"
+
+	"github.com/mcphub/mcphub/logfile"
 )
 
 // writeLogFiles writes the files of a log under dataDir/logs: name to
 // lines, gzipped when the name ends in .gz.
 func writeLogFiles(t *testing.T, dataDir string, files map[string][]string) {
 	t.Helper()
-	dir := logDir(dataDir)
+	dir := logfile.Dir(dataDir)
 	if err := os.MkdirAll(dir, 0o700); err != nil {
 		t.Fatal(err)
 	}
@@ -65,52 +65,8 @@ func runLogsCmd(t *testing.T, dataDir string, args ...string) (code int, stdout,
 	return runCLI(t, append([]string{"--data-dir", dataDir, "logs"}, args...)...)
 }
 
-func TestLogsFormatRecord(t *testing.T) {
-	cases := []struct {
-		name  string
-		line  string
-		width int
-		want  string
-	}{
-		{"hub record without server column",
-			`{"time":"2026-11-25T11:00:00.123456789+01:00","level":"INFO","msg":"stopping","signal":"interrupt"}`, 0,
-			"2026-11-25T10:00:00.123Z INFO  stopping signal=interrupt"},
-		{"server record",
-			`{"time":"2026-11-25T10:00:00.5Z","level":"WARN","msg":"npm warn exec","server":"github","stream":"stderr"}`, 6,
-			"2026-11-25T10:00:00.500Z WARN  github  npm warn exec stream=stderr"},
-		{"hub record in a server column",
-			`{"time":"2026-11-25T10:00:00Z","level":"ERROR","msg":"refused a server"}`, 6,
-			"2026-11-25T10:00:00.000Z ERROR         refused a server"},
-		{"values quoted, groups flattened, null, numbers, arrays",
-			`{"time":"2026-11-25T10:00:00Z","level":"DEBUG","msg":"m","err":"EOF: no such file","empty":"","n":3,"ok":true,"x":null,"req":{"method":"tools/call","id":7},"ids":[1, 2],"eq":"a=b"}`, 0,
-			`2026-11-25T10:00:00.000Z DEBUG m err="EOF: no such file" empty="" n=3 ok=true x=<nil> req.method=tools/call req.id=7 ids=[1,2] eq="a=b"`},
-		{"control characters escaped, one line",
-			`{"time":"2026-11-25T10:00:00Z","level":"WARN","msg":"\u001b[31mError\u001b[0m: boom\n  at x","server":"flaky"}`, 5,
-			`2026-11-25T10:00:00.000Z WARN  flaky  \x1b[31mError\x1b[0m: boom\n  at x`},
-		{"a server that is not a string is an attribute",
-			`{"time":"2026-11-25T10:00:00Z","level":"INFO","msg":"m","server":42}`, 0,
-			"2026-11-25T10:00:00.000Z INFO  m server=42"},
-		{"a time that does not parse is shown as written",
-			`{"time":"yesterday","level":"INFO","msg":"m"}`, 0,
-			"yesterday INFO  m"},
-	}
-	for _, tc := range cases {
-		t.Run(tc.name, func(t *testing.T) {
-			rec, ok := parseLogRecord([]byte(tc.line))
-			if !ok {
-				t.Fatalf("%s does not parse", tc.line)
-			}
-			if got := rec.format(tc.width); got != tc.want {
-				t.Errorf("format:\n got %s\nwant %s", got, tc.want)
-			}
-		})
-	}
-	for _, bad := range []string{"panic: runtime error", `{"time":"2026-11-25T10:00:00Z"`, `{"a":1} trailing`, `[1,2]`, `"msg"`} {
-		if _, ok := parseLogRecord([]byte(bad)); ok {
-			t.Errorf("%q parses as a record", bad)
-		}
-	}
-	// A line that is not JSON is printed as it is; --json prints raw lines.
+// A line that is not JSON is printed as it is; --json prints raw lines.
+func TestLogsPrinter(t *testing.T) {
 	var out bytes.Buffer
 	p := &logPrinter{w: &out}
 	p.print([]byte("panic: runtime error"))
@@ -214,7 +170,7 @@ func TestLogsSince(t *testing.T) {
 	old, recent := now.Add(-2*time.Hour), now.Add(-5*time.Minute)
 	writeLogFiles(t, data, map[string][]string{
 		// Rotated out before the window: not even read.
-		"hub-" + old.Add(time.Minute).UTC().Format(logBackupTime) + ".log.gz": {logRec(old, "INFO", "", "two hours ago")},
+		"hub-" + old.Add(time.Minute).UTC().Format(logfile.BackupTime) + ".log.gz": {logRec(old, "INFO", "", "two hours ago")},
 		"hub.log": {
 			logRec(old.Add(2*time.Minute), "INFO", "", "still old"),
 			"old trailing line",
@@ -254,44 +210,6 @@ func TestLogsNoLogDir(t *testing.T) {
 	}
 }
 
-// The hub's file gets JSON lines at the console's level, whatever the
-// console's format; the console's output stays as it was.
-func TestLogsFileTeesConsole(t *testing.T) {
-	data := t.TempDir()
-	var console bytes.Buffer
-	lv := new(slog.LevelVar)
-	log, closeLog := withLogFile(slog.New(slog.NewTextHandler(&console, &slog.HandlerOptions{Level: lv})), lv, data, false)
-	log.With("server", "github").Warn("npm warn exec", "stream", "stderr")
-	log.Debug("not at this level")
-	log.WithGroup("req").Info("done", "id", 7)
-	closeLog()
-	if !strings.Contains(console.String(), "level=WARN msg=\"npm warn exec\" server=github stream=stderr") || strings.Contains(console.String(), "{") {
-		t.Errorf("console:\n%s", console.String())
-	}
-	file, err := os.ReadFile(filepath.Join(data, "logs", "hub.log"))
-	if err != nil {
-		t.Fatal(err)
-	}
-	lines := strings.Split(strings.TrimSpace(string(file)), "\n")
-	if len(lines) != 2 {
-		t.Fatalf("hub.log has %d lines, want 2:\n%s", len(lines), file)
-	}
-	rec, ok := parseLogRecord([]byte(lines[0]))
-	if !ok || rec.server != "github" || rec.level != "WARN" || rec.msg != "npm warn exec" {
-		t.Errorf("hub.log's first line: %s", lines[0])
-	}
-	if rec, ok := parseLogRecord([]byte(lines[1])); !ok || rec.format(0) == "" || !strings.Contains(rec.format(0), "req.id=7") {
-		t.Errorf("hub.log's second line: %s", lines[1])
-	}
-	if runtime.GOOS != "windows" {
-		for path, want := range map[string]os.FileMode{logDir(data): 0o700, filepath.Join(logDir(data), logFileName): 0o600} {
-			if st, err := os.Stat(path); err != nil || st.Mode().Perm() != want {
-				t.Errorf("%s: mode %v (%v), want %v", path, st.Mode().Perm(), err, want)
-			}
-		}
-	}
-}
-
 // waitOutput waits until the buffer holds want.
 func waitOutput(t *testing.T, out *logBuffer, want string) {
 	t.Helper()
@@ -308,7 +226,7 @@ func waitOutput(t *testing.T, out *logBuffer, want string) {
 // each record once and in order.
 func TestLogsFollowAcrossRotation(t *testing.T) {
 	data := t.TempDir()
-	w, err := openLogFile(data)
+	w, err := logfile.Open(data)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -357,7 +275,7 @@ func TestLogsFollowAcrossRotation(t *testing.T) {
 	// which Close does not wait for: the test waits, or it could write into
 	// the temporary directory while it is removed.
 	eventually(t, 10*time.Second, "the rotated files are compressed", func() error {
-		ents, err := os.ReadDir(logDir(data))
+		ents, err := os.ReadDir(logfile.Dir(data))
 		if err != nil {
 			return err
 		}
@@ -366,7 +284,7 @@ func TestLogsFollowAcrossRotation(t *testing.T) {
 			switch name := e.Name(); {
 			case strings.HasSuffix(name, ".log.gz"):
 				gz = append(gz, name)
-			case name != logFileName:
+			case name != logfile.FileName:
 				plain = append(plain, name)
 			}
 		}
@@ -377,49 +295,14 @@ func TestLogsFollowAcrossRotation(t *testing.T) {
 	})
 	var got []string
 	for _, l := range strings.Split(strings.TrimSpace(out.String()), "\n") {
-		rec, ok := parseLogRecord([]byte(l))
+		rec, ok := logfile.ParseRecord([]byte(l))
 		if !ok {
 			t.Fatalf("--json printed a line that is not a record: %s", l)
 		}
-		got = append(got, rec.msg)
+		got = append(got, rec.Msg)
 	}
 	if strings.Join(got, "|") != strings.Join(want, "|") {
 		t.Errorf("followed records:\n got %q\nwant %q\nstderr: %s", got, want, errOut.String())
-	}
-}
-
-// The rest of a rotated hub.log is found even once lumberjack compressed
-// it and removed the .log; a last line without its newline waits. The old
-// hub.log is removed before the new one is made, so the new one may get its
-// inode number: its first bytes tell them apart.
-func TestLogsFollowReadsCompressedRotatedRest(t *testing.T) {
-	data := t.TempDir()
-	dir := logDir(data)
-	writeLogFiles(t, data, map[string][]string{"hub.log": {`{"msg":"one"}`}})
-	_, pos, err := readCurrent(dir)
-	if err != nil || pos.off == 0 {
-		t.Fatalf("readCurrent: %+v %v", pos, err)
-	}
-	os.Remove(filepath.Join(dir, logFileName))
-	writeLogFiles(t, data, map[string][]string{
-		"hub-2026-11-25T10-00-00.000.log.gz": {`{"msg":"one"}`, `{"msg":"two"}`},
-	})
-	os.WriteFile(filepath.Join(dir, logFileName), []byte("{\"msg\":\"three\"}\n{\"msg\":\"fo"), 0o600)
-	var got []string
-	emit := func(l []byte) error { got = append(got, string(l)); return nil }
-	pos, err = followOnce(dir, pos, emit)
-	if err != nil {
-		t.Fatal(err)
-	}
-	if strings.Join(got, "|") != `{"msg":"two"}|{"msg":"three"}` {
-		t.Errorf("after the rotation: %q", got)
-	}
-	f, _ := os.OpenFile(filepath.Join(dir, logFileName), os.O_APPEND|os.O_WRONLY, 0o600)
-	f.WriteString("ur\"}\n")
-	f.Close()
-	got = nil
-	if _, err := followOnce(dir, pos, emit); err != nil || strings.Join(got, "|") != `{"msg":"four"}` {
-		t.Errorf("the completed line: %q %v", got, err)
 	}
 }
 
@@ -492,49 +375,14 @@ func TestServeWritesLogFileWithServerStderr(t *testing.T) {
 	}
 }
 
-// Under a service manager the console, which the manager keeps in a file
-// or journal, gets warnings and errors only, once the log file has every
-// record; a log file that cannot be written leaves the console as it was.
-func TestLogsFileQuietConsoleUnderManager(t *testing.T) {
-	data := t.TempDir()
-	var console bytes.Buffer
-	lv := new(slog.LevelVar)
-	log, closeLog := withLogFile(slog.New(slog.NewTextHandler(&console, &slog.HandlerOptions{Level: lv})), lv, data, true)
-	log.Info("connected", "server", "github")
-	log.With("server", "flaky").WithGroup("g").Warn("server exited", "code", 1)
-	closeLog()
-	if strings.Contains(console.String(), "connected") || !strings.Contains(console.String(), `level=WARN msg="server exited" server=flaky g.code=1`) {
-		t.Errorf("console:\n%s", console.String())
-	}
-	file, err := os.ReadFile(filepath.Join(logDir(data), logFileName))
-	if err != nil || !strings.Contains(string(file), `"msg":"connected"`) || !strings.Contains(string(file), `"msg":"server exited"`) {
-		t.Errorf("hub.log (%v):\n%s", err, file)
-	}
-
-	// hub.log cannot be opened: said at once, and the console keeps every
-	// record.
-	data = t.TempDir()
-	if err := os.MkdirAll(filepath.Join(logDir(data), logFileName), 0o700); err != nil {
-		t.Fatal(err)
-	}
-	console.Reset()
-	lv = new(slog.LevelVar)
-	log, closeLog = withLogFile(slog.New(slog.NewTextHandler(&console, &slog.HandlerOptions{Level: lv})), lv, data, true)
-	log.Info("connected")
-	closeLog()
-	if !strings.Contains(console.String(), "not writing the log file") || !strings.Contains(console.String(), "msg=connected") {
-		t.Errorf("console with hub.log a directory:\n%s", console.String())
-	}
-}
-
 // A hub.log that is not a file is no log: logs reads the backups, or says
 // there is none.
 func TestLogsSkipsWhatIsNotAFile(t *testing.T) {
 	data := t.TempDir()
-	if err := os.MkdirAll(filepath.Join(logDir(data), logFileName), 0o700); err != nil {
+	if err := os.MkdirAll(filepath.Join(logfile.Dir(data), logfile.FileName), 0o700); err != nil {
 		t.Fatal(err)
 	}
-	if err := os.MkdirAll(filepath.Join(logDir(data), "hub-2026-11-25T10-00-00.000.log"), 0o700); err != nil {
+	if err := os.MkdirAll(filepath.Join(logfile.Dir(data), "hub-2026-11-25T10-00-00.000.log"), 0o700); err != nil {
 		t.Fatal(err)
 	}
 	if code, _, errOut := runLogsCmd(t, data); code != 1 || !strings.Contains(errOut, "no logs yet") {
@@ -544,114 +392,5 @@ func TestLogsSkipsWhatIsNotAFile(t *testing.T) {
 	writeLogFiles(t, data, map[string][]string{"hub-2026-11-25T10-00-01.000.log.gz": {logRec(t0, "INFO", "", "rotated")}})
 	if code, out, errOut := runLogsCmd(t, data); code != 0 || out != "2026-11-25T10:00:00.000Z INFO  rotated\n" {
 		t.Errorf("logs: exit %d\n%s\n%s", code, out, errOut)
-	}
-}
-
-// The backups are listed after hub.log is read: a rotation just before the
-// read leaves the renamed file in the list, one just after puts the file
-// read among the backups, where it is not read twice.
-func TestLogsHistoryAcrossRotation(t *testing.T) {
-	rec := func(i int) string {
-		return logRec(time.Date(2026, 11, 25, 10, 0, i, 0, time.UTC), "INFO", "", fmt.Sprintf("record %d", i))
-	}
-	msgs := func(h logHistory) string {
-		var got []string
-		for _, l := range h.lines {
-			rec, _ := parseLogRecord(l)
-			got = append(got, rec.msg)
-		}
-		return strings.Join(got, ",")
-	}
-	for _, gz := range []bool{false, true} {
-		data := t.TempDir()
-		dir := logDir(data)
-		writeLogFiles(t, data, map[string][]string{
-			"hub-2026-11-25T10-00-02.500.log.gz": {rec(1), rec(2)},
-			"hub.log":                            {rec(3), rec(4)},
-		})
-		current, pos, err := readCurrent(dir)
-		if err != nil {
-			t.Fatal(err)
-		}
-		// Rotated after the read, with a record written in between.
-		f, _ := os.OpenFile(filepath.Join(dir, logFileName), os.O_APPEND|os.O_WRONLY, 0o600)
-		f.WriteString(rec(5) + "\n")
-		f.Close()
-		backup := filepath.Join(dir, "hub-2026-11-25T10-00-05.500.log")
-		if err := os.Rename(filepath.Join(dir, logFileName), backup); err != nil {
-			t.Fatal(err)
-		}
-		if gz {
-			old, _ := os.ReadFile(backup)
-			os.Remove(backup)
-			writeLogFiles(t, data, map[string][]string{filepath.Base(backup) + ".gz": strings.Split(strings.TrimSpace(string(old)), "\n")})
-		}
-		writeLogFiles(t, data, map[string][]string{"hub.log": {rec(6)}})
-		h, err := readHistoryAfter(dir, current, pos, logQuery{n: 3}, false)
-		if err != nil || msgs(h) != "record 2,record 3,record 4" {
-			t.Errorf("compressed %v: rotated after the read: %q (%v)", gz, msgs(h), err)
-		}
-		// Rotated before the read: the renamed file is read.
-		h, err = readHistory(dir, logQuery{n: 4}, false)
-		if err != nil || msgs(h) != "record 3,record 4,record 5,record 6" {
-			t.Errorf("compressed %v: rotated before the read: %q (%v)", gz, msgs(h), err)
-		}
-	}
-}
-
-// When the hub rotated twice between two looks, the follower finds the
-// file it read by its first bytes (compressed by now) and emits its rest,
-// then the whole of the hub.log in between, then the new one.
-func TestLogsFollowTwoRotationsBetweenLooks(t *testing.T) {
-	data := t.TempDir()
-	dir := logDir(data)
-	writeLogFiles(t, data, map[string][]string{
-		"hub-2026-11-25T09-00-00.000.log.gz": {`{"msg":"older"}`},
-		"hub.log":                            {`{"msg":"one"}`},
-	})
-	_, pos, err := readCurrent(dir)
-	if err != nil {
-		t.Fatal(err)
-	}
-	os.Remove(filepath.Join(dir, logFileName))
-	writeLogFiles(t, data, map[string][]string{
-		"hub-2026-11-25T10-00-00.000.log.gz": {`{"msg":"one"}`, `{"msg":"two"}`},
-		"hub-2026-11-25T10-00-01.000.log":    {`{"msg":"three"}`, `{"msg":"four"}`},
-		"hub.log":                            {`{"msg":"five"}`},
-	})
-	var got []string
-	if _, err := followOnce(dir, pos, func(l []byte) error { got = append(got, string(l)); return nil }); err != nil {
-		t.Fatal(err)
-	}
-	if want := `{"msg":"two"}|{"msg":"three"}|{"msg":"four"}|{"msg":"five"}`; strings.Join(got, "|") != want {
-		t.Errorf("after two rotations:\n got %s\nwant %s", strings.Join(got, "|"), want)
-	}
-}
-
-// A reader of the log never stands in the way of the hub's rotation, which
-// renames hub.log while logs -f may have it open (on Windows, os.Open's
-// sharing does not allow that).
-func TestLogsFileRenamedWhileOpen(t *testing.T) {
-	data := t.TempDir()
-	writeLogFiles(t, data, map[string][]string{"hub.log": {`{"msg":"one"}`}})
-	path := filepath.Join(logDir(data), logFileName)
-	f, err := openLogForRead(path)
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer f.Close()
-	rotated := filepath.Join(logDir(data), "hub-2026-11-25T10-00-00.000.log")
-	if err := os.Rename(path, rotated); err != nil {
-		t.Fatalf("rename while open: %v", err)
-	}
-	buf := make([]byte, 64)
-	if n, err := f.ReadAt(buf, 0); string(buf[:n]) != "{\"msg\":\"one\"}\n" {
-		t.Errorf("read after the rename: %q (%v)", buf[:n], err)
-	}
-	if err := os.Remove(rotated); err != nil {
-		t.Errorf("remove while open: %v", err)
-	}
-	if _, err := openLogForRead(path); !errors.Is(err, fs.ErrNotExist) {
-		t.Errorf("open of a missing file: %v, want fs.ErrNotExist", err)
 	}
 }

@@ -17,6 +17,7 @@ import (
 
 	"github.com/mcphub/mcphub/client"
 	"github.com/mcphub/mcphub/hub"
+	"github.com/mcphub/mcphub/logfile"
 	"github.com/mcphub/mcphub/registry"
 	"github.com/mcphub/mcphub/service"
 	"github.com/mcphub/mcphub/store"
@@ -124,7 +125,7 @@ func runServe(ctx context.Context, a *app, f serveFlags) error {
 	// directory is this hub's: a second hub never rotates it too. Under a
 	// service manager, which keeps the console in a file or journal of its
 	// own, the console then gets warnings and errors only.
-	log, closeLog := withLogFile(log, level, a.dataDir, service.UnderManager())
+	log, closeLog := logfile.Tee(log, level, a.dataDir, service.UnderManager())
 	defer closeLog()
 	slog.SetDefault(log)
 	reapLeftovers(a.dataDir, log)
