@@ -11,6 +11,7 @@ import (
 
 	"github.com/spf13/cobra"
 
+	"github.com/mcphub/mcphub/clientconf"
 	"github.com/mcphub/mcphub/registry"
 )
 
@@ -85,7 +86,7 @@ func newImportCmd(a *app) *cobra.Command {
 				return err
 			}
 			self, taken, hubAt := a.importHub()
-			res, err := registry.ImportClientConfigWith(data, registry.ImportOptions{
+			res, err := clientconf.Import(data, clientconf.ImportOptions{
 				Hub:         self,
 				KeepSecrets: keepSecrets,
 				TOML:        strings.EqualFold(filepath.Ext(file), ".toml"),
@@ -185,8 +186,8 @@ func (a *app) importHub() (registry.Self, []string, *hubTarget) {
 // running hub (or this process, when none runs) is asked once for the
 // whole import: the one at at, or, when at is nil, the one status would
 // ask.
-func (a *app) disableUnset(ctx context.Context, at *hubTarget, res registry.ImportResult, file string) map[string]string {
-	secrets := map[string]registry.ImportedSecret{}
+func (a *app) disableUnset(ctx context.Context, at *hubTarget, res clientconf.ImportResult, file string) map[string]string {
+	secrets := map[string]clientconf.ImportedSecret{}
 	for _, s := range res.Secrets {
 		secrets[s.Var] = s
 	}
@@ -220,9 +221,9 @@ func (a *app) disableUnset(ctx context.Context, at *hubTarget, res registry.Impo
 		for _, v := range s.Vars() {
 			sec, replaced := secrets[v]
 			switch {
-			case replaced && sec.Env == registry.SecretSame && slices.Contains(unset, v):
+			case replaced && sec.Env == clientconf.SecretSame && slices.Contains(unset, v):
 				unsure = append(unsure, v)
-			case replaced && sec.Env != registry.SecretSame:
+			case replaced && sec.Env != clientconf.SecretSame:
 				moved = append(moved, v)
 			case !replaced && slices.Contains(unset, v):
 				missing = append(missing, v)
@@ -287,7 +288,7 @@ type importSecret struct {
 // addImported writes the imported servers into the registry and reports
 // what it did; notes are the disableUnset notes by server name. With
 // print, it tells each as it goes: on stdout, and the notes on stderr.
-func (a *app) addImported(res registry.ImportResult, notes map[string]string, force, print bool) importReport {
+func (a *app) addImported(res clientconf.ImportResult, notes map[string]string, force, print bool) importReport {
 	rep := importReport{Registry: a.configPath, Added: []string{}, Disabled: []importReason{}, Skipped: []importReason{},
 		Failed: []importReason{}, Secrets: []importSecret{}}
 	for _, name := range res.HubEntries {

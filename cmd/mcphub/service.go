@@ -24,6 +24,7 @@ import (
 	"golang.org/x/term"
 
 	"github.com/mcphub/mcphub/client"
+	"github.com/mcphub/mcphub/clientconf"
 	"github.com/mcphub/mcphub/registry"
 )
 
@@ -544,9 +545,9 @@ func (c *serviceCtl) remove(m serviceManager, st serviceState) error {
 }
 
 // serviceExecutable is the mcphub binary for the service to run (see
-// installedExecutable); one that go run built is refused.
+// clientconf.InstalledExecutable); one that go run built is refused.
 func (c *serviceCtl) serviceExecutable() (string, error) {
-	exe, goRun, err := installedExecutable(c.h.executable, c.h.lookPath, c.h.args0)
+	exe, goRun, err := clientconf.InstalledExecutable(c.h.executable, c.h.lookPath, c.h.args0)
 	if err != nil {
 		return "", fmt.Errorf("cannot find the mcphub binary for the service: %w", err)
 	}

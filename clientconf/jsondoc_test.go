@@ -1,4 +1,4 @@
-package main
+package clientconf
 
 import (
 	"encoding/json"
@@ -14,7 +14,7 @@ import (
 	"github.com/tailscale/hujson"
 )
 
-var hubEntryForTest = entry{{"url", "http://h/mcp"}}
+var hubEntryForTest = Entry{{"url", "http://h/mcp"}}
 
 // TestClientFileJSONEdits checks the exact text of JSON(C) edits: the new
 // member laid out like its siblings, everything else byte for byte.
@@ -128,12 +128,12 @@ func TestClientFileJSONRemovals(t *testing.T) {
 // TestClientFileSetIsIdempotent: setting the entry a second time changes
 // nothing and says so; the first time says whether it added or updated.
 func TestClientFileSetIsIdempotent(t *testing.T) {
-	stdio := entry{{"command", "/bin/mcphub"}, {"args", []string{"stdio", "--config", "/c/hub.toml"}}}
-	remote := entry{{"url", "http://h/mcp"}, {"http_headers", map[string]string{"Authorization": "Bearer t"}}}
+	stdio := Entry{{"command", "/bin/mcphub"}, {"args", []string{"stdio", "--config", "/c/hub.toml"}}}
+	remote := Entry{{"url", "http://h/mcp"}, {"http_headers", map[string]string{"Authorization": "Bearer t"}}}
 	for _, tc := range []struct {
 		name, in string
 		toml     bool
-		e        entry
+		e        Entry
 		first    setAction
 	}{
 		{"json new", `{"s": {}}`, false, stdio, setAdded},
@@ -262,7 +262,7 @@ func TestClientFileTOMLEdits(t *testing.T) {
 				}
 			}
 			if tc.err != "" {
-				if !errors.Is(err, errNotEditable) {
+				if !errors.Is(err, ErrNotEditable) {
 					t.Fatalf("err %v, want errNotEditable", err)
 				}
 				return
@@ -411,7 +411,7 @@ func FuzzTOMLBlocks(f *testing.F) {
 			if err != nil {
 				t.Fatal(err)
 			}
-			if err := doc.remove(name); err != nil && !errors.Is(err, errNotEditable) {
+			if err := doc.remove(name); err != nil && !errors.Is(err, ErrNotEditable) {
 				t.Fatalf("removing %q from %q: %v", name, text, err)
 			}
 		}
