@@ -28,6 +28,10 @@ var rooms = map[string][]string{
 	"bridge": {"client", "internal"},
 	"hub":    {"registry", "internal", "github.com/google/uuid"},
 	"store":  {"modernc.org/sqlite"},
+	// AI clients' config files: reading (import), writing with backups
+	// (JSONC through hujson, Codex's TOML) and moving entries into the
+	// hub. It knows hub.toml's model, never a running hub.
+	"clientconf": {"registry", "github.com/tailscale/hujson", "github.com/BurntSushi/toml", "internal"},
 	// The file lock shared by registry edits and serve.lock: LockFileEx
 	// on Windows.
 	"internal/filelock": {"golang.org/x/sys"},
@@ -157,6 +161,13 @@ func TestRoomTableCatchesAViolation(t *testing.T) {
 		{module + "/internal/sse", module + "/internal/jsonrpc", false},
 		{module + "/hub", "modernc.org/sqlite", false},
 		{module + "/registry", "github.com/spf13/cobra", false},
+		{module + "/clientconf", module + "/hub", false},
+		{module + "/clientconf", module + "/client", false},
+		{module + "/clientconf", module + "/bridge", false},
+		{module + "/clientconf", module + "/cmd/mcphub", false},
+		{module + "/registry", module + "/clientconf", false},
+		{module + "/clientconf", module + "/registry", true},
+		{module + "/clientconf", "github.com/tailscale/hujson", true},
 		{module + "/hub", module + "/registry", true},
 		{module + "/hub", module + "/internal/jsonrpc", true},
 		{module + "/bridge", module + "/client", true},
