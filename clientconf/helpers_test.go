@@ -1,6 +1,10 @@
 package clientconf
 
-import "github.com/mcphub/mcphub/registry"
+import (
+	"path/filepath"
+
+	"github.com/mcphub/mcphub/registry"
+)
 
 // envOf is an environment of the given names and values, for LookupEnv.
 func envOf(kv ...string) func(string) (string, bool) {
@@ -17,3 +21,8 @@ func importKeeping(data []byte) (specs []registry.ServerSpec, notes []string, er
 	res, err := Import(data, ImportOptions{KeepSecrets: true})
 	return res.Specs, res.Notes, err
 }
+
+// clientSamples is where the real-shaped client files live that the CLI's
+// connect --write --move round trip edits; they seed the fuzzers here too,
+// so that one set of samples covers both.
+var clientSamples = filepath.Join("..", "cmd", "mcphub", "testdata", "clients")

@@ -40,10 +40,10 @@ func TestImportSkipsTheHub(t *testing.T) {
 			t.Errorf("a skipped hub entry must not get other notes: %q", n)
 		}
 	}
-	// Without a listen address (ImportClientConfig), nothing is the hub.
+	// Without a listen address (and KeepSecrets), nothing is the hub.
 	specs, _, err := importKeeping([]byte(data))
 	if err != nil || len(specs) != 7 {
-		t.Fatalf("ImportClientConfig: %d specs, %v", len(specs), err)
+		t.Fatalf("importKeeping: %d specs, %v", len(specs), err)
 	}
 }
 

@@ -14,15 +14,16 @@ import (
 	"github.com/mcphub/mcphub/internal/redact"
 )
 
-// ImportOptions chooses how Import reads a client config.
-// The zero value reads it as Import always has, except that
-// literal secrets are replaced (see KeepSecrets).
+// ImportOptions chooses how Import reads a client config. The zero value
+// skips no entry as the hub and replaces literal secrets (see
+// KeepSecrets).
 type ImportOptions struct {
 	// Hub is the hub the servers are imported into. When it has a listen
 	// address, entries that point at it are skipped: an HTTP entry whose
 	// URL reaches one of its addresses on any path, mcp-remote to such a
-	// URL, and "mcphub stdio" on its registry (see registry.PointsAtHub). Importing
-	// the hub into itself would make it its own upstream.
+	// URL, and "mcphub stdio" on its registry (see
+	// registry.PointsAtHub). Importing the hub into itself would make it
+	// its own upstream.
 	Hub registry.Self
 	// KeepSecrets writes literal secrets in env and headers as they are,
 	// instead of replacing each with a ${VAR} reference (see
@@ -36,7 +37,7 @@ type ImportOptions struct {
 	// copied out of it.
 	LookupEnv func(string) (string, bool)
 	// TakenVars are the variables the registry the servers go into refers
-	// to already (Registry.SecretEnvNames). A literal secret gets one of
+	// to already (registry.Registry.SecretEnvNames). A literal secret gets one of
 	// these names, as a variable the file refers to with ${NAME}, only when
 	// LookupEnv holds that very literal under it; else it gets NAME_2.
 	TakenVars []string

@@ -220,10 +220,10 @@ func TestImportClientShapes(t *testing.T) {
 	}
 }
 
-// FuzzImportClientConfig feeds arbitrary bytes to the importer, as JSON
+// FuzzImport feeds arbitrary bytes to the importer, as JSON
 // and, when that fails, as TOML: no panics, valid unique names, and specs
 // that registry.AddServer can encode.
-func FuzzImportClientConfig(f *testing.F) {
+func FuzzImport(f *testing.F) {
 	for _, s := range []string{
 		`{"mcpServers": {"a": {"command": "x", "env": {"GITHUB_TOKEN": "ghp_1"}}}}`,
 		`{"servers": {"a": {"type": "http", "url": "http://127.0.0.1:7733/mcp", "headers": {"Authorization": "Bearer x"}}}}`,

@@ -153,7 +153,7 @@ func TestImportKeepSecrets(t *testing.T) {
 	}
 	specs, _, _ := importKeeping([]byte(data))
 	if specs[0].Env["GITHUB_TOKEN"] != "ghp_1" {
-		t.Errorf("ImportClientConfig must keep literal secrets as before")
+		t.Errorf("KeepSecrets must keep literal secrets as before")
 	}
 }
 

@@ -123,7 +123,7 @@ func TestClientFileJSONRemovals(t *testing.T) {
 // was, and setting the hub's entry then holds it.
 func FuzzJSONRemove(f *testing.F) {
 	for _, name := range []string{"vscode-mcp.json", "gemini-settings.json", "cursor-mcp.json"} {
-		if data, err := os.ReadFile(filepath.Join("testdata", "clients", name)); err == nil {
+		if data, err := os.ReadFile(filepath.Join(clientSamples, name)); err == nil {
 			f.Add(string(data))
 		}
 	}

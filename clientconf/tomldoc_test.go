@@ -122,7 +122,7 @@ func TestClientFileTOMLEdits(t *testing.T) {
 // table the decoder knows, and cutting out an [mcp_servers.NAME] entry's
 // tables leaves valid TOML.
 func FuzzTOMLBlocks(f *testing.F) {
-	if data, err := os.ReadFile(filepath.Join("testdata", "clients", "codex-config.toml")); err == nil {
+	if data, err := os.ReadFile(filepath.Join(clientSamples, "codex-config.toml")); err == nil {
 		f.Add(string(data))
 	}
 	for _, s := range []string{

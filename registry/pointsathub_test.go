@@ -113,4 +113,3 @@ func TestPointsAtHubForms(t *testing.T) {
 		t.Errorf("127.0.0.2 does not reach a hub on 0.0.0.0")
 	}
 }
-
