@@ -7,8 +7,9 @@ import (
 	"slices"
 )
 
-// errNotEditable means an entry is written in a form mcphub does not edit
-// (a Codex entry inline in [mcp_servers]); the user edits it by hand.
+// ErrNotEditable means an entry is written in a form mcphub does not edit
+// (a Codex entry inline in [mcp_servers]); Write changes nothing and the
+// user edits it by hand (Client.Snippet prints what to write).
 var ErrNotEditable = errors.New("written inline, not as its own table")
 
 // clientDoc is a client's config file being edited in memory. Edits touch

@@ -2,10 +2,11 @@ package clientconf
 
 import (
 	"encoding/json"
-	"github.com/mcphub/mcphub/registry"
 	"path/filepath"
 	"reflect"
 	"testing"
+
+	"github.com/mcphub/mcphub/registry"
 )
 
 // TestImportSkipsTheHub: the entries `mcphub connect` writes, in every

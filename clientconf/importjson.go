@@ -5,13 +5,13 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
-	"github.com/mcphub/mcphub/registry"
 	"maps"
 	"slices"
 	"strconv"
 	"strings"
 
 	"github.com/mcphub/mcphub/internal/redact"
+	"github.com/mcphub/mcphub/registry"
 )
 
 // ImportOptions chooses how Import reads a client config. The zero value
@@ -90,7 +90,7 @@ func Import(data []byte, opt ImportOptions) (ImportResult, error) {
 	used := map[string]bool{}
 	for _, orig := range slices.Sorted(maps.Keys(entries)) {
 		im := &importer{orig: orig, gemini: shape.gemini}
-		spec, ok := im.Entry(entries[orig])
+		spec, ok := im.entry(entries[orig])
 		if ok && (len(opt.Hub.Listens) > 0 || opt.Hub.Config != "") && registry.PointsAtHub(spec, opt.Hub) {
 			// The entry's other notes would only be noise about an entry
 			// that is not imported.
@@ -287,7 +287,7 @@ var importFields = []string{"type", "transport", "transportType", "command", "ar
 	"cwd", "url", "serverUrl", "httpUrl", "headers", "disabled", "enabled", "envFile",
 	"includeTools", "excludeTools", "disabledTools", "timeout", "source", codexExtraField}
 
-func (im *importer) Entry(raw json.RawMessage) (registry.ServerSpec, bool) {
+func (im *importer) entry(raw json.RawMessage) (registry.ServerSpec, bool) {
 	var f map[string]json.RawMessage
 	if err := json.Unmarshal(raw, &f); err != nil || f == nil {
 		im.note("not an object; skipped")

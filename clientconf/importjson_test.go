@@ -1,12 +1,13 @@
 package clientconf
 
 import (
-	"github.com/mcphub/mcphub/registry"
 	"path/filepath"
 	"reflect"
 	"strings"
 	"testing"
 	"time"
+
+	"github.com/mcphub/mcphub/registry"
 )
 
 func TestImportClaudeDesktop(t *testing.T) {

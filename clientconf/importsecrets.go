@@ -3,13 +3,14 @@ package clientconf
 import (
 	"crypto/subtle"
 	"fmt"
-	"github.com/mcphub/mcphub/registry"
 	"maps"
 	"net/url"
 	"slices"
 	"strconv"
 	"strings"
 	"unicode"
+
+	"github.com/mcphub/mcphub/registry"
 )
 
 // ImportedSecret is one variable that now stands for a literal secret of

@@ -1,11 +1,12 @@
 package clientconf
 
 import (
-	"github.com/mcphub/mcphub/registry"
 	"path/filepath"
 	"reflect"
 	"strings"
 	"testing"
+
+	"github.com/mcphub/mcphub/registry"
 )
 
 func TestSecretEnvKey(t *testing.T) {

@@ -4,13 +4,14 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
-	"github.com/mcphub/mcphub/registry"
 	"maps"
 	"math"
 	"slices"
 	"time"
 
 	"github.com/BurntSushi/toml"
+
+	"github.com/mcphub/mcphub/registry"
 )
 
 // errNoCodexServers means a TOML file has no [mcp_servers] table.

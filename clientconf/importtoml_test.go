@@ -2,12 +2,13 @@ package clientconf
 
 import (
 	"errors"
-	"github.com/mcphub/mcphub/registry"
 	"path/filepath"
 	"reflect"
 	"strings"
 	"testing"
 	"time"
+
+	"github.com/mcphub/mcphub/registry"
 )
 
 const codexConfig = `model = "o4"

@@ -1,11 +1,12 @@
 package clientconf
 
 import (
-	"github.com/mcphub/mcphub/registry"
 	"math"
 	"slices"
 	"strings"
 	"time"
+
+	"github.com/mcphub/mcphub/registry"
 )
 
 // vscodeOnly are VS Code variables that have no value outside an editor.

@@ -65,7 +65,7 @@ func (d *tomlDoc) entries() ([]clientEntry, error) {
 }
 
 // own returns the tables of the entry called name: [mcp_servers.NAME] and
-// its subtables. It returns errNotEditable when the entry is (also)
+// its subtables. It returns ErrNotEditable when the entry is (also)
 // written some other way, inline in [mcp_servers] or as dotted keys, which
 // cutting tables cannot change.
 func (d *tomlDoc) own(name string) ([]tomlBlock, error) {

@@ -102,7 +102,7 @@ func TestClientFileTOMLEdits(t *testing.T) {
 			}
 			if tc.err != "" {
 				if !errors.Is(err, ErrNotEditable) {
-					t.Fatalf("err %v, want errNotEditable", err)
+					t.Fatalf("err %v, want ErrNotEditable", err)
 				}
 				return
 			}
