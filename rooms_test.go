@@ -31,6 +31,10 @@ var rooms = map[string][]string{
 	// The background service: unit generation and the kardianos wrapper.
 	// The CLI passes in what it knows of hub.toml and the running hub.
 	"service": {"github.com/kardianos/service"},
+	// AI clients' config files: reading (import), writing with backups
+	// (JSONC through hujson, Codex's TOML) and moving entries into the
+	// hub. It knows hub.toml's model, never a running hub.
+	"clientconf": {"registry", "github.com/tailscale/hujson", "github.com/BurntSushi/toml", "internal"},
 	// The file lock shared by registry edits and serve.lock: LockFileEx
 	// on Windows.
 	"internal/filelock": {"golang.org/x/sys"},
@@ -167,6 +171,13 @@ func TestRoomTableCatchesAViolation(t *testing.T) {
 		{module + "/service", module + "/cmd/mcphub", false},
 		{module + "/service", "golang.org/x/term", false},
 		{module + "/hub", "github.com/kardianos/service", false},
+		{module + "/clientconf", module + "/hub", false},
+		{module + "/clientconf", module + "/client", false},
+		{module + "/clientconf", module + "/bridge", false},
+		{module + "/clientconf", module + "/cmd/mcphub", false},
+		{module + "/registry", module + "/clientconf", false},
+		{module + "/clientconf", module + "/registry", true},
+		{module + "/clientconf", "github.com/tailscale/hujson", true},
 		{module + "/hub", module + "/registry", true},
 		{module + "/service", "github.com/kardianos/service", true},
 		{module + "/hub", module + "/internal/jsonrpc", true},

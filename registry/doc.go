@@ -27,8 +27,9 @@
 //
 // AddServer, RemoveServer and SetEnabled edit the file as text, so comments
 // and layout survive, and write it atomically only when the result is valid.
-// ImportClientConfig and ImportClientConfigWith turn another client's config (JSON, or
-// Codex's TOML) into ServerSpecs.
+// Reading other AI clients' config files into ServerSpecs lives in the
+// clientconf package; PointsAtHub, which tells an entry that is the hub
+// itself apart from an upstream, stays here because the hub uses it too.
 //
 // # Secrets
 //

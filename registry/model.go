@@ -486,7 +486,7 @@ func (s *Server) Spec() ServerSpec {
 }
 
 // ServerSpec is a server as the user gives it to AddServer or as
-// ImportClientConfig reads it: raw values (a "${TOKEN}" stays unexpanded),
+// clientconf.Import reads it: raw values (a "${TOKEN}" stays unexpanded),
 // and zero values meaning "leave the key out and use the default".
 type ServerSpec struct {
 	// Name is the server's table name.

@@ -7,11 +7,14 @@ import (
 	"os"
 	"path/filepath"
 	"reflect"
+	"slices"
 	"strings"
 	"testing"
 
 	"github.com/BurntSushi/toml"
 	"github.com/tailscale/hujson"
+
+	"github.com/mcphub/mcphub/clientconf"
 )
 
 func TestTokenCreatesAPrivateFileAndNeverPrintsIt(t *testing.T) {
@@ -179,7 +182,10 @@ func jsonOutside(t *testing.T, data []byte, key string) (before, after string, m
 		t.Fatal(err)
 	}
 	top := v.Value.(*hujson.Object)
-	i := member(top, key)
+	i := slices.IndexFunc(top.Members, func(m hujson.ObjectMember) bool {
+		lit, ok := m.Name.Value.(hujson.Literal)
+		return ok && lit.String() == key
+	})
 	if i < 0 {
 		return "", "", nil
 	}
@@ -243,7 +249,7 @@ func TestConnectWriteMoveRoundTrips(t *testing.T) {
 	for _, tc := range cases {
 		t.Run(tc.client, func(t *testing.T) {
 			connectHome(t)
-			c, _ := lookupClient(tc.client)
+			c, _ := clientconf.Lookup(tc.client)
 			orig, err := os.ReadFile(filepath.Join("testdata", "clients", tc.file))
 			if err != nil {
 				t.Fatal(err)
@@ -297,7 +303,7 @@ func TestConnectWriteMoveRoundTrips(t *testing.T) {
 
 			got, _ := os.ReadFile(path)
 			checkGolden(t, tc.file, got, exe)
-			servers := decodeServers(t, got, c.key)
+			servers := decodeServers(t, got, c.Key)
 			for name := range tc.moved {
 				if _, ok := servers[name]; ok {
 					t.Errorf("%q is still there", name)
@@ -311,15 +317,15 @@ func TestConnectWriteMoveRoundTrips(t *testing.T) {
 			if !reflect.DeepEqual(normalize(servers["mcphub"]), normalize(tc.hub)) {
 				t.Errorf("hub entry %v, want %v", servers["mcphub"], tc.hub)
 			}
-			if c.format == formatJSON && !json.Valid(got) {
+			if c.Format == clientconf.FormatJSON && !json.Valid(got) {
 				t.Errorf("a strict JSON file became JSONC:\n%s", got)
 			}
 
-			if c.format != formatTOML {
-				b0, a0, m0 := jsonOutside(t, orig, c.key)
-				b1, a1, m1 := jsonOutside(t, got, c.key)
+			if c.Format != clientconf.FormatTOML {
+				b0, a0, m0 := jsonOutside(t, orig, c.Key)
+				b1, a1, m1 := jsonOutside(t, got, c.Key)
 				if m0 != nil && (b0 != b1 || a0 != a1) {
-					t.Errorf("bytes outside %q changed:\nbefore %q\n   now %q\nafter %q\n  now %q", c.key, b0, b1, a0, a1)
+					t.Errorf("bytes outside %q changed:\nbefore %q\n   now %q\nafter %q\n  now %q", c.Key, b0, b1, a0, a1)
 				}
 				for _, name := range tc.kept {
 					if m1[name] != m0[name] {
@@ -382,8 +388,8 @@ func TestConnectEntryShapes(t *testing.T) {
 		"zed":            {"url": url, "headers": bearer},
 		"codex":          {"url": url, "http_headers": bearer},
 	}
-	for _, name := range clientNames() {
-		c, _ := lookupClient(name)
+	for _, name := range clientconf.Names() {
+		c, _ := clientconf.Lookup(name)
 		code, out, errOut := runCLI(t, "connect", name)
 		if code != 0 {
 			t.Fatalf("connect %s: %d %s", name, code, errOut)
@@ -391,11 +397,11 @@ func TestConnectEntryShapes(t *testing.T) {
 		// The snippet follows the one comment line.
 		_, body, _ := strings.Cut(out, "\n")
 		body, _, _ = strings.Cut(body, "# or:")
-		got := decodeServers(t, []byte(body), c.key)["mcphub"]
+		got := decodeServers(t, []byte(body), c.Key)["mcphub"]
 		if !reflect.DeepEqual(normalize(got), normalize(want[name])) {
 			t.Errorf("%s: entry %v, want %v\n%s", name, got, want[name], out)
 		}
-		if !strings.Contains(out, c.title+": add this") {
+		if !strings.Contains(out, c.Title+": add this") {
 			t.Errorf("%s: no hint naming the client:\n%s", name, out)
 		}
 	}
@@ -423,14 +429,14 @@ func TestConnectStdioRunsThisRegistry(t *testing.T) {
 		{"gemini", []string{"--config", filepath.Join(dir, "other.toml")},
 			map[string]any{"command": exe, "args": []string{"stdio", "--config", filepath.Join(dir, "other.toml")}}},
 	} {
-		c, _ := lookupClient(tc.client)
+		c, _ := clientconf.Lookup(tc.client)
 		path := filepath.Join(dir, tc.client, "config")
 		args := append([]string{"connect", tc.client, "--stdio", "--write", "--file", path}, tc.extra...)
 		if code, out, errOut := runCLI(t, args...); code != 0 {
 			t.Fatalf("%v: %d %s%s", args, code, out, errOut)
 		}
 		data, _ := os.ReadFile(path)
-		if got := decodeServers(t, data, c.key)["mcphub"]; !reflect.DeepEqual(normalize(got), normalize(tc.want)) {
+		if got := decodeServers(t, data, c.Key)["mcphub"]; !reflect.DeepEqual(normalize(got), normalize(tc.want)) {
 			t.Errorf("%s: entry %v, want %v", tc.client, got, tc.want)
 		}
 		if info, err := os.Stat(path); err != nil || info.Mode().Perm() != 0o600 {
@@ -459,8 +465,8 @@ func TestConnectWritesEachClientsOwnFile(t *testing.T) {
 		"zed":            filepath.Join(home, ".config", "zed", "settings.json"),
 		"codex":          filepath.Join(home, ".codex", "config.toml"),
 	}
-	for _, name := range clientNames() {
-		c, _ := lookupClient(name)
+	for _, name := range clientconf.Names() {
+		c, _ := clientconf.Lookup(name)
 		code, out, errOut := runCLI(t, "connect", name, "--write")
 		if code != 0 || !strings.Contains(out, files[name]) {
 			t.Fatalf("connect %s --write: %d %s%s", name, code, out, errOut)
@@ -469,7 +475,7 @@ func TestConnectWritesEachClientsOwnFile(t *testing.T) {
 		if err != nil {
 			t.Fatalf("%s: %v", name, err)
 		}
-		if decodeServers(t, data, c.key)["mcphub"] == nil {
+		if decodeServers(t, data, c.Key)["mcphub"] == nil {
 			t.Errorf("%s: no hub entry in %s:\n%s", name, files[name], data)
 		}
 	}

@@ -15,6 +15,7 @@ import (
 	"path/filepath"
 	"strings"
 
+	"github.com/mcphub/mcphub/clientconf"
 	"github.com/mcphub/mcphub/hub"
 	"github.com/mcphub/mcphub/registry"
 )
@@ -192,7 +193,7 @@ func (a *app) servesConfig(info *runInfo) bool {
 func (a *app) isConfig(path string) bool {
 	served, err1 := filepath.Abs(path)
 	config, err2 := filepath.Abs(a.configPath)
-	return err1 == nil && err2 == nil && sameFile(served, config)
+	return err1 == nil && err2 == nil && clientconf.SameFile(served, config)
 }
 
 // sameAddress reports whether two listen addresses reach the same

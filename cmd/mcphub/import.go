@@ -11,6 +11,7 @@ import (
 
 	"github.com/spf13/cobra"
 
+	"github.com/mcphub/mcphub/clientconf"
 	"github.com/mcphub/mcphub/registry"
 )
 
@@ -85,7 +86,7 @@ func newImportCmd(a *app) *cobra.Command {
 				return err
 			}
 			self, taken, hubAt := a.importHub()
-			res, err := registry.ImportClientConfigWith(data, registry.ImportOptions{
+			res, err := clientconf.Import(data, clientconf.ImportOptions{
 				Hub:         self,
 				KeepSecrets: keepSecrets,
 				TOML:        strings.EqualFold(filepath.Ext(file), ".toml"),
@@ -185,19 +186,8 @@ func (a *app) importHub() (registry.Self, []string, *hubTarget) {
 // running hub (or this process, when none runs) is asked once for the
 // whole import: the one at at, or, when at is nil, the one status would
 // ask.
-func (a *app) disableUnset(ctx context.Context, at *hubTarget, res registry.ImportResult, file string) map[string]string {
-	secrets := map[string]registry.ImportedSecret{}
-	for _, s := range res.Secrets {
-		secrets[s.Var] = s
-	}
-	var names []string
-	for _, s := range res.Specs {
-		if !s.Disabled {
-			names = append(names, s.Vars()...)
-		}
-	}
-	slices.Sort(names)
-	names = slices.Compact(names)
+func (a *app) disableUnset(ctx context.Context, at *hubTarget, res clientconf.ImportResult, file string) map[string]string {
+	names := res.Vars()
 	var unset []string
 	var where string
 	if len(names) > 0 {
@@ -211,32 +201,14 @@ func (a *app) disableUnset(ctx context.Context, at *hubTarget, res registry.Impo
 		}
 	}
 	notes := map[string]string{}
-	for i := range res.Specs {
-		s := &res.Specs[i]
-		if s.Disabled {
-			continue
-		}
-		var missing, moved, unsure []string
-		for _, v := range s.Vars() {
-			sec, replaced := secrets[v]
-			switch {
-			case replaced && sec.Env == registry.SecretSame && slices.Contains(unset, v):
-				unsure = append(unsure, v)
-			case replaced && sec.Env != registry.SecretSame:
-				moved = append(moved, v)
-			case !replaced && slices.Contains(unset, v):
-				missing = append(missing, v)
-			}
-		}
-		if len(unsure) > 0 {
+	for _, u := range res.DisableUnset(unset) {
+		if len(u.Unsure) > 0 {
 			fmt.Fprintf(a.stderr, "warning: %s %s not set in %s, so %q will show failed until %s; this shell holds the value from %s: restart the hub from here, or set %s where mcphub starts\n",
-				strings.Join(unsure, ", "), plural(len(unsure), "is", "are"), where, s.Name, plural(len(unsure), "it is", "they are"), file, plural(len(unsure), "it", "them"))
+				strings.Join(u.Unsure, ", "), plural(len(u.Unsure), "is", "are"), where, u.Server, plural(len(u.Unsure), "it is", "they are"), file, plural(len(u.Unsure), "it", "them"))
 		}
-		if len(missing)+len(moved) == 0 {
-			continue
+		if u.Disabled {
+			notes[u.Server] = disabledNote(u.Server, u.Missing, u.Moved, where, file)
 		}
-		s.Disabled = true
-		notes[s.Name] = disabledNote(s.Name, missing, moved, where, file)
 	}
 	return notes
 }
@@ -287,7 +259,7 @@ type importSecret struct {
 // addImported writes the imported servers into the registry and reports
 // what it did; notes are the disableUnset notes by server name. With
 // print, it tells each as it goes: on stdout, and the notes on stderr.
-func (a *app) addImported(res registry.ImportResult, notes map[string]string, force, print bool) importReport {
+func (a *app) addImported(res clientconf.ImportResult, notes map[string]string, force, print bool) importReport {
 	rep := importReport{Registry: a.configPath, Added: []string{}, Disabled: []importReason{}, Skipped: []importReason{},
 		Failed: []importReason{}, Secrets: []importSecret{}}
 	for _, name := range res.HubEntries {

@@ -18,6 +18,7 @@ import (
 
 	"github.com/modelcontextprotocol/go-sdk/mcp"
 
+	"github.com/mcphub/mcphub/clientconf"
 	"github.com/mcphub/mcphub/hub"
 	"github.com/mcphub/mcphub/registry"
 )
@@ -151,7 +152,7 @@ func TestConnectProfile(t *testing.T) {
 	}
 
 	code, out, errOut = connect("cursor", "--profile", "all", "--file", file, "--write", "--json")
-	var res connectResult
+	var res clientconf.Result
 	if err := json.Unmarshal([]byte(out), &res); code != 0 || err != nil || res.Added != "mcphub" || len(res.Warnings) != 1 ||
 		!strings.HasPrefix(res.Warnings[0], "profile all lists 45 tools; Cursor uses about the first 40") || errOut != "" {
 		t.Errorf("connect --write --json: exit %d (%v)\nstdout:\n%s\nstderr:\n%s", code, err, out, errOut)

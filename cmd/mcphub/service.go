@@ -13,6 +13,7 @@ import (
 	"golang.org/x/term"
 
 	"github.com/mcphub/mcphub/client"
+	"github.com/mcphub/mcphub/clientconf"
 	"github.com/mcphub/mcphub/registry"
 	"github.com/mcphub/mcphub/service"
 )
@@ -251,9 +252,9 @@ func (c *serviceCtl) uninstall() error {
 }
 
 // serviceExecutable is the mcphub binary for the service to run (see
-// installedExecutable); one that go run built is refused.
+// clientconf.InstalledExecutable); one that go run built is refused.
 func (c *serviceCtl) serviceExecutable() (string, error) {
-	exe, goRun, err := installedExecutable(c.h.executable, c.h.lookPath, c.h.args0)
+	exe, goRun, err := clientconf.InstalledExecutable(c.h.executable, c.h.lookPath, c.h.args0)
 	if err != nil {
 		return "", fmt.Errorf("cannot find the mcphub binary for the service: %w", err)
 	}

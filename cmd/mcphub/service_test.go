@@ -15,6 +15,7 @@ import (
 	kservice "github.com/kardianos/service"
 
 	"github.com/mcphub/mcphub/client"
+	"github.com/mcphub/mcphub/clientconf"
 	"github.com/mcphub/mcphub/service"
 )
 
@@ -170,7 +171,7 @@ func TestServiceInstallRefusesGoBuild(t *testing.T) {
 	}
 	for _, exe := range []string{"/home/u/go/bin/mcphub", "/opt/homebrew/bin/mcphub"} {
 		noLook := func(string) (string, error) { return "", errors.New("not found") }
-		if _, goRun, _ := installedExecutable(func() (string, error) { return exe, nil }, noLook, "mcphub"); goRun {
+		if _, goRun, _ := clientconf.InstalledExecutable(func() (string, error) { return exe, nil }, noLook, "mcphub"); goRun {
 			t.Errorf("%s: an installed binary taken for a go run build", exe)
 		}
 	}

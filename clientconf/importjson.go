@@ -1,4 +1,4 @@
-package registry
+package clientconf
 
 import (
 	"bytes"
@@ -11,18 +11,20 @@ import (
 	"strings"
 
 	"github.com/mcphub/mcphub/internal/redact"
+	"github.com/mcphub/mcphub/registry"
 )
 
-// ImportOptions chooses how ImportClientConfigWith reads a client config.
-// The zero value reads it as ImportClientConfig always has, except that
-// literal secrets are replaced (see KeepSecrets).
+// ImportOptions chooses how Import reads a client config. The zero value
+// skips no entry as the hub and replaces literal secrets (see
+// KeepSecrets).
 type ImportOptions struct {
 	// Hub is the hub the servers are imported into. When it has a listen
 	// address, entries that point at it are skipped: an HTTP entry whose
 	// URL reaches one of its addresses on any path, mcp-remote to such a
-	// URL, and "mcphub stdio" on its registry (see PointsAtHub). Importing
-	// the hub into itself would make it its own upstream.
-	Hub Self
+	// URL, and "mcphub stdio" on its registry (see
+	// registry.PointsAtHub). Importing the hub into itself would make it
+	// its own upstream.
+	Hub registry.Self
 	// KeepSecrets writes literal secrets in env and headers as they are,
 	// instead of replacing each with a ${VAR} reference (see
 	// ImportResult.Secrets).
@@ -35,16 +37,16 @@ type ImportOptions struct {
 	// copied out of it.
 	LookupEnv func(string) (string, bool)
 	// TakenVars are the variables the registry the servers go into refers
-	// to already (Registry.SecretEnvNames). A literal secret gets one of
+	// to already (registry.Registry.SecretEnvNames). A literal secret gets one of
 	// these names, as a variable the file refers to with ${NAME}, only when
 	// LookupEnv holds that very literal under it; else it gets NAME_2.
 	TakenVars []string
 }
 
-// ImportResult is what ImportClientConfigWith found in a client config.
+// ImportResult is what Import found in a client config.
 type ImportResult struct {
 	// Specs are the servers to add, sorted by name.
-	Specs []ServerSpec
+	Specs []registry.ServerSpec
 	// Notes describe, one per line, what was renamed, mapped, skipped or
 	// could not be mapped. None contains an env or header value.
 	Notes []string
@@ -56,15 +58,7 @@ type ImportResult struct {
 	Secrets []ImportedSecret
 }
 
-// ImportClientConfig reads the MCP server list of another client's config,
-// as ImportClientConfigWith does, but skips no entry as the hub and keeps
-// literal secrets as they are written: what it has always returned.
-func ImportClientConfig(data []byte) (specs []ServerSpec, notes []string, err error) {
-	res, err := ImportClientConfigWith(data, ImportOptions{KeepSecrets: true})
-	return res.Specs, res.Notes, err
-}
-
-// ImportClientConfigWith reads the MCP server list of another client's
+// Import reads the MCP server list of another client's
 // config: Claude Desktop, Claude Code, Cursor, Windsurf and Gemini CLI
 // ({"mcpServers": {...}}), VS Code (.vscode/mcp.json {"servers": {...}} or
 // settings.json {"mcp": {"servers": {...}}}), Zed ({"context_servers":
@@ -86,7 +80,7 @@ func ImportClientConfig(data []byte) (specs []ServerSpec, notes []string, err er
 // (envFile, an unknown type, unknown fields, variables mcphub cannot know)
 // is described in notes and skipped, never fatal. err is set only when
 // data is not a config at all.
-func ImportClientConfigWith(data []byte, opt ImportOptions) (ImportResult, error) {
+func Import(data []byte, opt ImportOptions) (ImportResult, error) {
 	var res ImportResult
 	entries, shape, err := clientEntries(bytes.TrimPrefix(data, utf8BOM), opt.TOML)
 	if err != nil {
@@ -97,7 +91,7 @@ func ImportClientConfigWith(data []byte, opt ImportOptions) (ImportResult, error
 	for _, orig := range slices.Sorted(maps.Keys(entries)) {
 		im := &importer{orig: orig, gemini: shape.gemini}
 		spec, ok := im.entry(entries[orig])
-		if ok && (len(opt.Hub.Listens) > 0 || opt.Hub.Config != "") && PointsAtHub(spec, opt.Hub) {
+		if ok && (len(opt.Hub.Listens) > 0 || opt.Hub.Config != "") && registry.PointsAtHub(spec, opt.Hub) {
 			// The entry's other notes would only be noise about an entry
 			// that is not imported.
 			res.HubEntries = append(res.HubEntries, orig)
@@ -110,7 +104,7 @@ func ImportClientConfigWith(data []byte, opt ImportOptions) (ImportResult, error
 		}
 		res.Notes = append(res.Notes, im.notes...)
 	}
-	slices.SortFunc(res.Specs, func(a, b ServerSpec) int { return strings.Compare(a.Name, b.Name) })
+	slices.SortFunc(res.Specs, func(a, b registry.ServerSpec) int { return strings.Compare(a.Name, b.Name) })
 	if !opt.KeepSecrets {
 		var notes []string
 		res.Secrets, notes = replaceSecrets(res.Specs, opt.LookupEnv, opt.TakenVars)
@@ -293,11 +287,11 @@ var importFields = []string{"type", "transport", "transportType", "command", "ar
 	"cwd", "url", "serverUrl", "httpUrl", "headers", "disabled", "enabled", "envFile",
 	"includeTools", "excludeTools", "disabledTools", "timeout", "source", codexExtraField}
 
-func (im *importer) entry(raw json.RawMessage) (ServerSpec, bool) {
+func (im *importer) entry(raw json.RawMessage) (registry.ServerSpec, bool) {
 	var f map[string]json.RawMessage
 	if err := json.Unmarshal(raw, &f); err != nil || f == nil {
 		im.note("not an object; skipped")
-		return ServerSpec{}, false
+		return registry.ServerSpec{}, false
 	}
 	for _, k := range slices.Sorted(maps.Keys(f)) {
 		if !slices.Contains(importFields, k) {
@@ -306,12 +300,12 @@ func (im *importer) entry(raw json.RawMessage) (ServerSpec, bool) {
 	}
 	if src := im.str(f, "source"); src == "extension" {
 		im.note("is provided by a Zed extension, which mcphub cannot run; add the server's own command with mcphub add")
-		return ServerSpec{}, false
+		return registry.ServerSpec{}, false
 	}
 	im.zedCommand(f)
 	s, ok := im.kind(f)
 	if !ok {
-		return ServerSpec{}, false
+		return registry.ServerSpec{}, false
 	}
 	im.common(f, &s)
 	if s.Command != "" {
@@ -327,8 +321,8 @@ func (im *importer) entry(raw json.RawMessage) (ServerSpec, bool) {
 
 // kind reads whether the entry is a stdio or a remote server, and which
 // transport a remote one speaks.
-func (im *importer) kind(f map[string]json.RawMessage) (ServerSpec, bool) {
-	var s ServerSpec
+func (im *importer) kind(f map[string]json.RawMessage) (registry.ServerSpec, bool) {
+	var s registry.ServerSpec
 	typ := im.str(f, "type")
 	if typ == "" {
 		typ = im.str(f, "transport")
@@ -343,12 +337,12 @@ func (im *importer) kind(f map[string]json.RawMessage) (ServerSpec, bool) {
 	case "stdio":
 		s.URL, s.Transport = "", ""
 	case "http", "streamable-http", "streamablehttp", "streamable_http":
-		s.Command, s.Transport = "", TransportStreamableHTTP
+		s.Command, s.Transport = "", registry.TransportStreamableHTTP
 	case "sse":
-		s.Command, s.Transport = "", TransportSSE
+		s.Command, s.Transport = "", registry.TransportSSE
 	default:
 		im.note("type %q is not stdio, http or sse; skipped", typ)
-		return ServerSpec{}, false
+		return registry.ServerSpec{}, false
 	}
 	switch {
 	case s.Command != "" && s.URL != "":
@@ -356,7 +350,7 @@ func (im *importer) kind(f map[string]json.RawMessage) (ServerSpec, bool) {
 		s.URL, s.Transport = "", ""
 	case s.Command == "" && s.URL == "":
 		im.note("has neither command nor url; skipped")
-		return ServerSpec{}, false
+		return registry.ServerSpec{}, false
 	}
 	return s, true
 }
@@ -364,18 +358,18 @@ func (im *importer) kind(f map[string]json.RawMessage) (ServerSpec, bool) {
 // url reads the remote URL: Gemini's httpUrl is Streamable HTTP and its
 // plain url the legacy SSE transport; Windsurf writes serverUrl; everyone
 // else url, for either transport.
-func (im *importer) url(f map[string]json.RawMessage, s *ServerSpec) {
+func (im *importer) url(f map[string]json.RawMessage, s *registry.ServerSpec) {
 	httpURL, plain, server := im.str(f, "httpUrl"), im.str(f, "url"), im.str(f, "serverUrl")
 	switch {
 	case httpURL != "":
-		s.URL, s.Transport = httpURL, TransportStreamableHTTP
+		s.URL, s.Transport = httpURL, registry.TransportStreamableHTTP
 		if plain != "" || server != "" {
 			im.note("has both httpUrl and url; kept httpUrl (Streamable HTTP)")
 		}
 	case plain != "":
 		s.URL = plain
 		if im.gemini {
-			s.Transport = TransportSSE
+			s.Transport = registry.TransportSSE
 		}
 	case server != "":
 		s.URL = server
@@ -384,7 +378,7 @@ func (im *importer) url(f map[string]json.RawMessage, s *ServerSpec) {
 
 // common reads what stdio and remote entries share: enabled state and
 // tool filters.
-func (im *importer) common(f map[string]json.RawMessage, s *ServerSpec) {
+func (im *importer) common(f map[string]json.RawMessage, s *registry.ServerSpec) {
 	if d, ok := im.boolean(f, "disabled"); ok && d {
 		s.Disabled = true
 	}
@@ -409,7 +403,7 @@ func (im *importer) common(f map[string]json.RawMessage, s *ServerSpec) {
 	}
 }
 
-func (im *importer) stdio(f map[string]json.RawMessage, s *ServerSpec) {
+func (im *importer) stdio(f map[string]json.RawMessage, s *registry.ServerSpec) {
 	if f["args"] != nil {
 		if err := json.Unmarshal(f["args"], &s.Args); err != nil {
 			im.note("args is not a list of strings; ignored")
@@ -422,7 +416,7 @@ func (im *importer) stdio(f map[string]json.RawMessage, s *ServerSpec) {
 			break
 		}
 	}
-	if u := mcpRemoteURL(s.Args); u != "" {
+	if u := registry.MCPRemoteURL(s.Args); u != "" {
 		u = redact.URL(u)
 		im.note("runs mcp-remote; mcphub can connect to %s itself (url = %q)", u, u)
 	}
@@ -435,7 +429,7 @@ func (im *importer) stdio(f map[string]json.RawMessage, s *ServerSpec) {
 	}
 }
 
-func (im *importer) remote(f map[string]json.RawMessage, s *ServerSpec) {
+func (im *importer) remote(f map[string]json.RawMessage, s *registry.ServerSpec) {
 	if strings.Contains(s.URL, "${") {
 		im.note("url contains a variable; mcphub does not expand variables in url, so replace it by hand")
 	}
@@ -534,7 +528,7 @@ func (im *importer) strMap(f map[string]json.RawMessage, k string) map[string]st
 
 // name makes a unique valid server name, noting any change.
 func (im *importer) name(orig string, used map[string]bool) string {
-	n := normalizeName(orig)
+	n := registry.NormalizeName(orig)
 	if n == "" {
 		n = "server"
 	}

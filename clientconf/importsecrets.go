@@ -1,4 +1,4 @@
-package registry
+package clientconf
 
 import (
 	"crypto/subtle"
@@ -9,6 +9,8 @@ import (
 	"strconv"
 	"strings"
 	"unicode"
+
+	"github.com/mcphub/mcphub/registry"
 )
 
 // ImportedSecret is one variable that now stands for a literal secret of
@@ -218,7 +220,7 @@ func splitScheme(v string) (prefix, cred string) {
 // when it is too plain to be a secret (empty, a boolean, or a number such
 // as 4096).
 func literalValue(v string) (lit string, ok bool) {
-	lit, unset, err := expand(v, func(string) (string, bool) { return "", false })
+	lit, unset, err := registry.Expand(v, func(string) (string, bool) { return "", false })
 	if err != nil || len(unset) > 0 || strings.Contains(lit, "${") {
 		return "", false
 	}
@@ -349,7 +351,7 @@ func (n *secretNamer) name(base, value, server, where string) string {
 // the registry the specs go into) refer to already is reused only when
 // lookup holds the literal under it. notes say which args and urls hold a
 // URL password, which stays as it is written.
-func replaceSecrets(specs []ServerSpec, lookup func(string) (string, bool), taken []string) (secrets []ImportedSecret, notes []string) {
+func replaceSecrets(specs []registry.ServerSpec, lookup func(string) (string, bool), taken []string) (secrets []ImportedSecret, notes []string) {
 	n := &secretNamer{lookup: lookup, taken: map[string]bool{}, values: map[string]string{}}
 	for _, v := range taken {
 		n.taken[v] = true
@@ -366,7 +368,7 @@ func replaceSecrets(specs []ServerSpec, lookup func(string) (string, bool), take
 			if !ok {
 				continue
 			}
-			where := "servers." + quoteKey(s.Name) + ".env." + quoteKey(k)
+			where := "servers." + registry.QuoteKey(s.Name) + ".env." + registry.QuoteKey(k)
 			if secretEnvKey(k) {
 				s.Env[k] = "${" + n.name(envVarName(k), lit, s.Name, where) + "}"
 			} else if start, end, ok := urlPassword(lit); ok {
@@ -383,7 +385,7 @@ func replaceSecrets(specs []ServerSpec, lookup func(string) (string, bool), take
 			if _, ok := literalValue(cred); !ok {
 				continue
 			}
-			where := "servers." + quoteKey(s.Name) + ".headers." + quoteKey(k)
+			where := "servers." + registry.QuoteKey(s.Name) + ".headers." + registry.QuoteKey(k)
 			name := n.name(headerVarBase(s.Name, k), cred, s.Name, where)
 			s.Headers[k] = escapeDollars(prefix) + "${" + name + "}"
 		}

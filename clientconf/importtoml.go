@@ -1,4 +1,4 @@
-package registry
+package clientconf
 
 import (
 	"encoding/json"
@@ -10,6 +10,8 @@ import (
 	"time"
 
 	"github.com/BurntSushi/toml"
+
+	"github.com/mcphub/mcphub/registry"
 )
 
 // errNoCodexServers means a TOML file has no [mcp_servers] table.
@@ -119,7 +121,7 @@ func codexHeaders(e map[string]any, x *codexExtra) any {
 	maps.Copy(h, static)
 	if fromEnv, ok := e["env_http_headers"].(map[string]any); ok {
 		for _, k := range slices.Sorted(maps.Keys(fromEnv)) {
-			if v, ok := fromEnv[k].(string); ok && validEnvName(v) {
+			if v, ok := fromEnv[k].(string); ok && registry.ValidEnvName(v) {
 				h[k] = "${" + v + "}"
 			} else {
 				x.BadHeaders = append(x.BadHeaders, k)
@@ -127,7 +129,7 @@ func codexHeaders(e map[string]any, x *codexExtra) any {
 		}
 	}
 	bearer := ""
-	if v, ok := e["bearer_token_env_var"].(string); ok && validEnvName(v) {
+	if v, ok := e["bearer_token_env_var"].(string); ok && registry.ValidEnvName(v) {
 		bearer = "Bearer ${" + v + "}"
 	} else if v, ok := e["bearer_token"].(string); ok && v != "" {
 		bearer = "Bearer " + v
@@ -157,7 +159,7 @@ func rawOf(v any) json.RawMessage {
 }
 
 // codexExtras applies what codexExtraField carries.
-func (im *importer) codexExtras(raw json.RawMessage, s *ServerSpec) {
+func (im *importer) codexExtras(raw json.RawMessage, s *registry.ServerSpec) {
 	var x codexExtra
 	if err := json.Unmarshal(raw, &x); err != nil {
 		return
@@ -186,7 +188,7 @@ func (im *importer) codexExtras(raw json.RawMessage, s *ServerSpec) {
 
 // envVars maps env_vars, the names of variables Codex forwards from its own
 // environment, to env_passthrough.
-func (im *importer) envVars(raw json.RawMessage, s *ServerSpec) {
+func (im *importer) envVars(raw json.RawMessage, s *registry.ServerSpec) {
 	var items []any
 	if err := json.Unmarshal(raw, &items); err != nil {
 		im.note("env_vars is not a list; ignored")
@@ -203,7 +205,7 @@ func (im *importer) envVars(raw json.RawMessage, s *ServerSpec) {
 				im.note("env_vars %q comes from the %s environment in Codex; mcphub passes its own", name, src)
 			}
 		}
-		if !validEnvName(name) {
+		if !registry.ValidEnvName(name) {
 			im.note("env_vars holds an entry that is not a variable name; ignored")
 			continue
 		}

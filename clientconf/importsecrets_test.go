@@ -1,10 +1,12 @@
-package registry
+package clientconf
 
 import (
 	"path/filepath"
 	"reflect"
 	"strings"
 	"testing"
+
+	"github.com/mcphub/mcphub/registry"
 )
 
 func TestSecretEnvKey(t *testing.T) {
@@ -66,11 +68,11 @@ func TestImportReplacesLiteralSecrets(t *testing.T) {
 	  "proxy": {"url": "https://p.example/mcp", "headers": {"Proxy-Authorization": "Basic dXNlcjpw", "authorization": "bearer  sk-p", "X-Token": "Bearer "}}
 	}}`
 	env := envOf("API_KEY", "same-as-env", "DB_PASSWORD", "something else")
-	res, err := ImportClientConfigWith([]byte(data), ImportOptions{LookupEnv: env})
+	res, err := Import([]byte(data), ImportOptions{LookupEnv: env})
 	if err != nil {
 		t.Fatal(err)
 	}
-	got := map[string]ServerSpec{}
+	got := map[string]registry.ServerSpec{}
 	for _, s := range res.Specs {
 		got[s.Name] = s
 	}
@@ -118,12 +120,12 @@ func TestImportReplacesLiteralSecrets(t *testing.T) {
 	// values back from the environment.
 	t.Setenv("GITHUB_TOKEN", "ghp_one")
 	path := filepath.Join(t.TempDir(), "hub.toml")
-	if err := AddServer(path, got["github-c"], false); err != nil {
+	if err := registry.AddServer(path, got["github-c"], false); err != nil {
 		t.Fatal(err)
 	}
 	t.Setenv("API_KEY", "same-as-env")
 	t.Setenv("DB_PASSWORD", "pa$word")
-	reg, err := Load(path)
+	reg, err := registry.Load(path)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -143,16 +145,16 @@ func stringsOf(secrets []ImportedSecret) string {
 func TestImportKeepSecrets(t *testing.T) {
 	data := `{"mcpServers": {"linear": {"url": "https://l.example/mcp", "headers": {"Authorization": "Bearer sk-lin"}},
 	  "gh": {"command": "x", "env": {"GITHUB_TOKEN": "ghp_1"}}}}`
-	res, err := ImportClientConfigWith([]byte(data), ImportOptions{KeepSecrets: true})
+	res, err := Import([]byte(data), ImportOptions{KeepSecrets: true})
 	if err != nil {
 		t.Fatal(err)
 	}
 	if len(res.Secrets) != 0 || res.Specs[0].Env["GITHUB_TOKEN"] != "ghp_1" || res.Specs[1].Headers["Authorization"] != "Bearer sk-lin" {
 		t.Errorf("KeepSecrets changed the values: %+v %+v", res.Specs, res.Secrets)
 	}
-	specs, _, _ := ImportClientConfig([]byte(data))
+	specs, _, _ := importKeeping([]byte(data))
 	if specs[0].Env["GITHUB_TOKEN"] != "ghp_1" {
-		t.Errorf("ImportClientConfig must keep literal secrets as before")
+		t.Errorf("KeepSecrets must keep literal secrets as before")
 	}
 }
 
@@ -178,11 +180,11 @@ func TestImportSecretNamesAvoidTakenVars(t *testing.T) {
 	  "d": {"url": "https://d.example/mcp", "headers": {"Authorization": "Bearer sk-d"}},
 	  "e": {"command": "x", "env": {"C_API_KEY": "other-k"}}
 	}}`
-	res, err := ImportClientConfigWith([]byte(data), ImportOptions{TakenVars: []string{"SLACK_TOKEN", "D_TOKEN"}})
+	res, err := Import([]byte(data), ImportOptions{TakenVars: []string{"SLACK_TOKEN", "D_TOKEN"}})
 	if err != nil {
 		t.Fatal(err)
 	}
-	got := map[string]ServerSpec{}
+	got := map[string]registry.ServerSpec{}
 	for _, s := range res.Specs {
 		got[s.Name] = s
 	}
@@ -204,7 +206,7 @@ func TestImportSecretNamesAvoidTakenVars(t *testing.T) {
 
 	// The environment holds the literal under the taken name: it is the
 	// same value, so the literal reads that name.
-	res, err = ImportClientConfigWith([]byte(data), ImportOptions{TakenVars: []string{"SLACK_TOKEN"},
+	res, err = Import([]byte(data), ImportOptions{TakenVars: []string{"SLACK_TOKEN"},
 		LookupEnv: envOf("GITHUB_TOKEN", "ghp_literal", "SLACK_TOKEN", "xoxb-other")})
 	if err != nil {
 		t.Fatal(err)
@@ -236,11 +238,11 @@ func TestImportSecretDetection(t *testing.T) {
 	    "env": {"PGPASSWORD": "pgpw", "DATABASE_URL": "postgres://app:p%40ss$w0rd@db:5432/app?sslmode=require", "MIRROR": "https://u:@m.example/x", "PLAIN_URL": "https://db.example/x", "CACHE": "redis://:r3d1s@cache:6379/0"}},
 	  "web": {"url": "https://bob:url-pw@w.example/mcp"}
 	}}`
-	res, err := ImportClientConfigWith([]byte(data), ImportOptions{})
+	res, err := Import([]byte(data), ImportOptions{})
 	if err != nil {
 		t.Fatal(err)
 	}
-	got := map[string]ServerSpec{}
+	got := map[string]registry.ServerSpec{}
 	for _, s := range res.Specs {
 		got[s.Name] = s
 	}
@@ -277,10 +279,10 @@ func TestImportSecretDetection(t *testing.T) {
 	t.Setenv("PGPASSWORD", "pgpw")
 	t.Setenv("CACHE_PASSWORD", "r3d1s")
 	path := filepath.Join(t.TempDir(), "hub.toml")
-	if err := AddServer(path, got["pg"], false); err != nil {
+	if err := registry.AddServer(path, got["pg"], false); err != nil {
 		t.Fatal(err)
 	}
-	reg, err := Load(path)
+	reg, err := registry.Load(path)
 	if err != nil {
 		t.Fatal(err)
 	}

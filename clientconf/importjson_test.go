@@ -1,4 +1,4 @@
-package registry
+package clientconf
 
 import (
 	"path/filepath"
@@ -6,6 +6,8 @@ import (
 	"strings"
 	"testing"
 	"time"
+
+	"github.com/mcphub/mcphub/registry"
 )
 
 func TestImportClaudeDesktop(t *testing.T) {
@@ -24,11 +26,11 @@ func TestImportClaudeDesktop(t *testing.T) {
   },
   "globalShortcut": "ignored"
 }`
-	specs, notes, err := ImportClientConfig([]byte(data))
+	specs, notes, err := importKeeping([]byte(data))
 	if err != nil {
 		t.Fatal(err)
 	}
-	want := []ServerSpec{
+	want := []registry.ServerSpec{
 		{Name: "cursor-sse", URL: "https://c.example/sse", Transport: "sse"},
 		{Name: "github-server", Command: "npx", Args: []string{"-y", "@modelcontextprotocol/server-github"},
 			Env: map[string]string{"GITHUB_PERSONAL_ACCESS_TOKEN": "ghp_literal$$1", "PORT": "3000"}},
@@ -63,11 +65,11 @@ func TestImportVSCode(t *testing.T) {
     "ws": {"type": "websocket", "url": "wss://w.example"},
   },
 }`
-	specs, notes, err := ImportClientConfig([]byte(data))
+	specs, notes, err := importKeeping([]byte(data))
 	if err != nil {
 		t.Fatal(err)
 	}
-	want := []ServerSpec{
+	want := []registry.ServerSpec{
 		{Name: "api", URL: "https://api.example/mcp", Transport: "streamable-http", Headers: map[string]string{"X-Key": "${API_KEY}"}},
 		{Name: "github", Command: "docker", Args: []string{"run", "-i", "--rm", "ghcr.io/github/github-mcp-server"},
 			Env: map[string]string{"GITHUB_PERSONAL_ACCESS_TOKEN": "${GITHUB_TOKEN}", "HOME_DIR": "${HOME}/x", "P": "${PATH}"}},
@@ -87,7 +89,7 @@ func TestImportVSCodeSettings(t *testing.T) {
   "editor.fontSize": 14,
   "mcp": {"servers": {"fs": {"command": "npx", "args": ["-y", "@modelcontextprotocol/server-filesystem", "${workspaceFolder}"], "cwd": "${workspaceFolder}"}}}
 }`
-	specs, notes, err := ImportClientConfig([]byte(data))
+	specs, notes, err := importKeeping([]byte(data))
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -100,7 +102,7 @@ func TestImportVSCodeSettings(t *testing.T) {
 }
 
 func TestImportNamesAndErrors(t *testing.T) {
-	specs, notes, err := ImportClientConfig([]byte(`{"mcpServers": {"A B": {"command": "x"}, "a-b": {"command": "y"}, "!!!": {"command": "z"}}}`))
+	specs, notes, err := importKeeping([]byte(`{"mcpServers": {"A B": {"command": "x"}, "a-b": {"command": "y"}, "!!!": {"command": "z"}}}`))
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -113,31 +115,31 @@ func TestImportNamesAndErrors(t *testing.T) {
 	}
 	assertNotes(t, notes, `server "A B": renamed to "a-b"`, `server "a-b": renamed to "a-b-2"`)
 	for _, bad := range []string{`[]`, `{"foo": {}}`, `not json`, `{"mcpServers": []}`} {
-		if _, _, err := ImportClientConfig([]byte(bad)); err == nil {
-			t.Errorf("ImportClientConfig(%s) succeeded", bad)
+		if _, _, err := importKeeping([]byte(bad)); err == nil {
+			t.Errorf("importKeeping(%s) succeeded", bad)
 		}
 	}
 }
 
 // TestImportedSpecsAreAddable checks that what import produces can be
-// written by AddServer and read back.
+// written by registry.AddServer and read back.
 func TestImportedSpecsAreAddable(t *testing.T) {
 	t.Setenv("GITHUB_TOKEN", "x")
 	t.Setenv("API_KEY", "x")
 	data := `{"servers": {"github": {"command": "npx", "env": {"T": "${input:github-token}", "L": "a$b"}},
 	  "api": {"type": "http", "url": "https://api.example/mcp", "headers": {"X-Key": "${env:API_KEY}"}}}}`
-	specs, _, err := ImportClientConfig([]byte(data))
+	specs, _, err := importKeeping([]byte(data))
 	if err != nil {
 		t.Fatal(err)
 	}
 	path := filepath.Join(t.TempDir(), "hub.toml")
 	for _, s := range specs {
 		s.CallTimeout = time.Minute
-		if err := AddServer(path, s, false); err != nil {
+		if err := registry.AddServer(path, s, false); err != nil {
 			t.Fatal(err)
 		}
 	}
-	reg, err := Load(path)
+	reg, err := registry.Load(path)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -169,25 +171,25 @@ func assertNotes(t *testing.T, notes []string, want ...string) {
 func TestImportClientShapes(t *testing.T) {
 	for _, tc := range []struct {
 		client, data string
-		want         []ServerSpec
+		want         []registry.ServerSpec
 		notes        []string
 	}{
 		{"Windsurf", `{"mcpServers": {"w": {"serverUrl": "https://w.example/mcp", "headers": {"X-Tenant": "t"}, "disabledTools": ["drop*"]},
 		  "s": {"command": "uvx", "args": ["srv"], "disabled": true}}}`,
-			[]ServerSpec{{Name: "s", Command: "uvx", Args: []string{"srv"}, Disabled: true},
+			[]registry.ServerSpec{{Name: "s", Command: "uvx", Args: []string{"srv"}, Disabled: true},
 				{Name: "w", URL: "https://w.example/mcp", Headers: map[string]string{"X-Tenant": "t"}, Deny: []string{`drop\*`}}}, nil},
 		{"Gemini", `{"theme": "x", "mcpServers": {
 		  "stream": {"httpUrl": "https://h.example/mcp", "timeout": 30000, "includeTools": ["a", "b"], "trust": true},
 		  "legacy": {"url": "https://l.example/sse", "excludeTools": ["c"]},
 		  "local": {"command": "node", "args": ["s.js"], "cwd": "./srv"}}}`,
-			[]ServerSpec{{Name: "legacy", URL: "https://l.example/sse", Transport: "sse", Deny: []string{"c"}},
+			[]registry.ServerSpec{{Name: "legacy", URL: "https://l.example/sse", Transport: "sse", Deny: []string{"c"}},
 				{Name: "local", Command: "node", Args: []string{"s.js"}, Cwd: "./srv"},
 				{Name: "stream", URL: "https://h.example/mcp", Transport: "streamable-http", Allow: []string{"a", "b"}, CallTimeout: 30 * time.Second}},
 			[]string{`server "stream": field "trust" has no mcphub equivalent`}},
 		{"Cursor url stays auto", `{"mcpServers": {"c": {"url": "https://c.example/mcp"}}}`,
-			[]ServerSpec{{Name: "c", URL: "https://c.example/mcp"}}, nil},
+			[]registry.ServerSpec{{Name: "c", URL: "https://c.example/mcp"}}, nil},
 		{"Claude Code", `{"numStartups": 3, "mcpServers": {"api": {"type": "http", "url": "https://a.example/mcp"}, "x": {"type": "stdio", "command": "x"}}}`,
-			[]ServerSpec{{Name: "api", URL: "https://a.example/mcp", Transport: "streamable-http"}, {Name: "x", Command: "x"}}, nil},
+			[]registry.ServerSpec{{Name: "api", URL: "https://a.example/mcp", Transport: "streamable-http"}, {Name: "x", Command: "x"}}, nil},
 		{"Zed", `// Zed settings
 		{"theme": "One Dark", "context_servers": {
 		  "remote": {"url": "https://z.example/mcp", "headers": {"X-Tenant": "t"}},
@@ -195,13 +197,13 @@ func TestImportClientShapes(t *testing.T) {
 		  "old": {"source": "custom", "command": {"path": "/usr/bin/srv", "args": ["--stdio"], "env": {"B": "2"}}, "settings": {}},
 		  "ext": {"source": "extension", "settings": {"k": 1}},
 		},}`,
-			[]ServerSpec{{Name: "new", Command: "npx", Args: []string{"-y", "srv"}, Env: map[string]string{"A": "1"}, Disabled: true},
+			[]registry.ServerSpec{{Name: "new", Command: "npx", Args: []string{"-y", "srv"}, Env: map[string]string{"A": "1"}, Disabled: true},
 				{Name: "old", Command: "/usr/bin/srv", Args: []string{"--stdio"}, Env: map[string]string{"B": "2"}},
 				{Name: "remote", URL: "https://z.example/mcp", Headers: map[string]string{"X-Tenant": "t"}}},
 			[]string{`server "ext": is provided by a Zed extension`, `server "old": field "settings" has no mcphub equivalent`}},
 	} {
 		t.Run(tc.client, func(t *testing.T) {
-			res, err := ImportClientConfigWith([]byte(tc.data), ImportOptions{})
+			res, err := Import([]byte(tc.data), ImportOptions{})
 			if err != nil {
 				t.Fatal(err)
 			}
@@ -211,7 +213,7 @@ func TestImportClientShapes(t *testing.T) {
 			assertNotes(t, res.Notes, tc.notes...)
 			path := filepath.Join(t.TempDir(), "hub.toml")
 			for _, s := range res.Specs {
-				if err := AddServer(path, s, false); err != nil {
+				if err := registry.AddServer(path, s, false); err != nil {
 					t.Errorf("AddServer(%s): %v", s.Name, err)
 				}
 			}
@@ -219,10 +221,10 @@ func TestImportClientShapes(t *testing.T) {
 	}
 }
 
-// FuzzImportClientConfig feeds arbitrary bytes to the importer, as JSON
+// FuzzImport feeds arbitrary bytes to the importer, as JSON
 // and, when that fails, as TOML: no panics, valid unique names, and specs
-// that AddServer can encode.
-func FuzzImportClientConfig(f *testing.F) {
+// that registry.AddServer can encode.
+func FuzzImport(f *testing.F) {
 	for _, s := range []string{
 		`{"mcpServers": {"a": {"command": "x", "env": {"GITHUB_TOKEN": "ghp_1"}}}}`,
 		`{"servers": {"a": {"type": "http", "url": "http://127.0.0.1:7733/mcp", "headers": {"Authorization": "Bearer x"}}}}`,
@@ -235,7 +237,7 @@ func FuzzImportClientConfig(f *testing.F) {
 		f.Add([]byte(s))
 	}
 	f.Fuzz(func(t *testing.T, data []byte) {
-		res, err := ImportClientConfigWith(data, ImportOptions{Hub: Self{Listens: []string{DefaultListen}}, LookupEnv: envOf("GITHUB_TOKEN", "ghp_1")})
+		res, err := Import(data, ImportOptions{Hub: registry.Self{Listens: []string{registry.DefaultListen}}, LookupEnv: envOf("GITHUB_TOKEN", "ghp_1")})
 		if err != nil {
 			return
 		}
@@ -249,17 +251,17 @@ func checkImported(t *testing.T, res ImportResult) {
 	t.Helper()
 	seen := map[string]bool{}
 	for _, s := range res.Specs {
-		if msg := checkName(s.Name); msg != "" || seen[s.Name] {
+		if msg := registry.CheckServerName(s.Name); msg != "" || seen[s.Name] {
 			t.Fatalf("bad or repeated name %q: %s", s.Name, msg)
 		}
 		seen[s.Name] = true
 		if (s.Command == "") == (s.URL == "") {
 			t.Fatalf("spec %q is neither stdio nor remote: %+v", s.Name, s)
 		}
-		_, _ = encodeServer(s)
+		_, _ = registry.EncodeServer(s)
 	}
 	for _, sec := range res.Secrets {
-		if !validEnvName(sec.Var) {
+		if !registry.ValidEnvName(sec.Var) {
 			t.Fatalf("secret variable %q is not a valid name", sec.Var)
 		}
 	}
@@ -277,11 +279,11 @@ func TestImportClaudeCodeProjects(t *testing.T) {
 	    "/home/u/none": {"history": []},
 	    "/home/u/alpha": {"mcpServers": {"db": {"command": "db-mcp", "args": ["alpha"]}, "lint": {"command": "lint-mcp"}}}
 	  }}`
-	res, err := ImportClientConfigWith([]byte(data), ImportOptions{})
+	res, err := Import([]byte(data), ImportOptions{})
 	if err != nil {
 		t.Fatal(err)
 	}
-	want := []ServerSpec{
+	want := []registry.ServerSpec{
 		{Name: "api", URL: "https://a.example/mcp", Transport: "streamable-http"},
 		{Name: "db", Command: "db-mcp", Args: []string{"zeta"}},
 		{Name: "lint", Command: "lint-mcp"},
@@ -294,15 +296,15 @@ func TestImportClaudeCodeProjects(t *testing.T) {
 		`server "db" of project /home/u/alpha: skipped; its name is taken by the entry of project /home/u/zeta`)
 
 	// Projects alone are a config too.
-	res, err = ImportClientConfigWith([]byte(`{"projects": {"/p": {"mcpServers": {"x": {"command": "x"}}}}}`), ImportOptions{})
+	res, err = Import([]byte(`{"projects": {"/p": {"mcpServers": {"x": {"command": "x"}}}}}`), ImportOptions{})
 	if err != nil || len(res.Specs) != 1 || res.Specs[0].Name != "x" {
 		t.Errorf("projects only: %+v, %v", res.Specs, err)
 	}
-	res, err = ImportClientConfigWith([]byte(`{"mcpServers": null, "projects": {"/p": {"mcpServers": {"x": {"command": "x"}}}}}`), ImportOptions{})
+	res, err = Import([]byte(`{"mcpServers": null, "projects": {"/p": {"mcpServers": {"x": {"command": "x"}}}}}`), ImportOptions{})
 	if err != nil || len(res.Specs) != 1 {
 		t.Errorf("null top-level list with projects: %+v, %v", res.Specs, err)
 	}
-	if _, err := ImportClientConfigWith([]byte(`{"projects": {"/p": {"history": []}}}`), ImportOptions{}); err == nil {
+	if _, err := Import([]byte(`{"projects": {"/p": {"history": []}}}`), ImportOptions{}); err == nil {
 		t.Errorf("a file with projects but no servers was accepted")
 	}
 }
@@ -319,7 +321,7 @@ func TestImportByteOrderMark(t *testing.T) {
 		{"\xef\xbb\xbf[mcp_servers.a]\ncommand = \"x\"\n", true},
 		{"\xef\xbb\xbf[mcp_servers.a]\ncommand = \"x\"\n", false},
 	} {
-		res, err := ImportClientConfigWith([]byte(tc.data), ImportOptions{TOML: tc.asTOML})
+		res, err := Import([]byte(tc.data), ImportOptions{TOML: tc.asTOML})
 		if err != nil || len(res.Specs) != 1 || res.Specs[0].Command != "x" {
 			t.Errorf("import %q (TOML %v): %+v, %v", tc.data, tc.asTOML, res.Specs, err)
 		}

@@ -1,10 +1,12 @@
-package registry
+package clientconf
 
 import (
 	"math"
 	"slices"
 	"strings"
 	"time"
+
+	"github.com/mcphub/mcphub/registry"
 )
 
 // vscodeOnly are VS Code variables that have no value outside an editor.
@@ -36,24 +38,24 @@ func (im *importer) ref(where, ref string) string {
 	switch {
 	case ref == "userHome":
 		return "${HOME}"
-	case hasArg && name == "env" && validEnvName(arg):
+	case hasArg && name == "env" && registry.ValidEnvName(arg):
 		return "${" + arg + "}"
 	case hasArg && name == "input":
 		env := strings.ToUpper(strings.Map(func(r rune) rune {
-			if r < 0x80 && isBare(byte(r)) && r != '-' {
+			if r < 0x80 && registry.IsBareKeyByte(byte(r)) && r != '-' {
 				return r
 			}
 			return '_'
 		}, arg))
-		if !validEnvName(env) {
+		if !registry.ValidEnvName(env) {
 			env = "_" + env
 		}
 		im.note("%s uses VS Code input ${input:%s}; it now reads ${%s} from mcphub's environment", where, arg, env)
 		return "${" + env + "}"
-	case validEnvName(name) && hasArg && strings.HasPrefix(arg, "-"):
+	case registry.ValidEnvName(name) && hasArg && strings.HasPrefix(arg, "-"):
 		im.note("%s: ${%s:-...} defaults are not supported; it now reads ${%s}", where, name, name)
 		return "${" + name + "}"
-	case validEnvName(ref):
+	case registry.ValidEnvName(ref):
 		if slices.Contains(vscodeOnly, ref) {
 			im.note("%s uses ${%s}, which only an editor knows; set %s in mcphub's environment or edit the value", where, ref, ref)
 		}
@@ -68,7 +70,7 @@ func (im *importer) ref(where, ref string) string {
 // it would start with a digit.
 func envVarName(s string) string {
 	n := strings.ToUpper(strings.Map(func(r rune) rune {
-		if r < 0x80 && isBare(byte(r)) && r != '-' {
+		if r < 0x80 && registry.IsBareKeyByte(byte(r)) && r != '-' {
 			return r
 		}
 		return '_'
@@ -76,7 +78,7 @@ func envVarName(s string) string {
 	if len(n) > 200 {
 		n = n[:200]
 	}
-	if !validEnvName(n) {
+	if !registry.ValidEnvName(n) {
 		n = "_" + n
 	}
 	return n

@@ -1,4 +1,4 @@
-package registry
+package clientconf
 
 import (
 	"errors"
@@ -7,6 +7,8 @@ import (
 	"strings"
 	"testing"
 	"time"
+
+	"github.com/mcphub/mcphub/registry"
 )
 
 const codexConfig = `model = "o4"
@@ -52,11 +54,11 @@ bearer_token = "sk-inline"
 
 func TestImportCodexTOML(t *testing.T) {
 	for _, asTOML := range []bool{true, false} {
-		res, err := ImportClientConfigWith([]byte(codexConfig), ImportOptions{TOML: asTOML, Hub: Self{Listens: []string{"127.0.0.1:7733"}}})
+		res, err := Import([]byte(codexConfig), ImportOptions{TOML: asTOML, Hub: registry.Self{Listens: []string{"127.0.0.1:7733"}}})
 		if err != nil {
 			t.Fatalf("TOML %v: %v", asTOML, err)
 		}
-		want := []ServerSpec{
+		want := []registry.ServerSpec{
 			{Name: "docs", Command: "npx", Args: []string{"-y", "docs-mcp"}, Cwd: "/srv/docs",
 				Env:            map[string]string{"GITHUB_TOKEN": "${GITHUB_TOKEN}", "LOG": "debug"},
 				EnvPassthrough: []string{"HTTPS_PROXY", "CORP_CA"}, Allow: []string{"search", `get\*`},
@@ -81,7 +83,7 @@ func TestImportCodexTOML(t *testing.T) {
 		}
 		path := filepath.Join(t.TempDir(), "hub.toml")
 		for _, s := range res.Specs {
-			if err := AddServer(path, s, false); err != nil {
+			if err := registry.AddServer(path, s, false); err != nil {
 				t.Errorf("AddServer(%s): %v", s.Name, err)
 			}
 		}
@@ -89,17 +91,17 @@ func TestImportCodexTOML(t *testing.T) {
 }
 
 func TestImportCodexErrors(t *testing.T) {
-	if _, err := ImportClientConfigWith([]byte("model = \"o4\"\n"), ImportOptions{TOML: true}); !errors.Is(err, errNoCodexServers) {
+	if _, err := Import([]byte("model = \"o4\"\n"), ImportOptions{TOML: true}); !errors.Is(err, errNoCodexServers) {
 		t.Errorf("a TOML file without [mcp_servers]: %v", err)
 	}
-	if _, err := ImportClientConfigWith([]byte("mcp_servers = 3\n"), ImportOptions{}); err == nil {
+	if _, err := Import([]byte("mcp_servers = 3\n"), ImportOptions{}); err == nil {
 		t.Error("mcp_servers that is not a table was accepted")
 	}
-	_, err := ImportClientConfigWith([]byte("{not json\n"), ImportOptions{})
+	_, err := Import([]byte("{not json\n"), ImportOptions{})
 	if err == nil || !strings.Contains(err.Error(), "not a JSON object") || !strings.Contains(err.Error(), "TOML") {
 		t.Errorf("neither JSON nor TOML: %v", err)
 	}
-	res, err := ImportClientConfigWith([]byte("[mcp_servers]\na = 1\n[mcp_servers.b]\nhttp_headers = 2\nurl = \"https://b/mcp\"\n"), ImportOptions{TOML: true})
+	res, err := Import([]byte("[mcp_servers]\na = 1\n[mcp_servers.b]\nhttp_headers = 2\nurl = \"https://b/mcp\"\n"), ImportOptions{TOML: true})
 	if err != nil || len(res.Specs) != 1 {
 		t.Fatalf("specs %+v, %v", res.Specs, err)
 	}
@@ -118,7 +120,7 @@ func FuzzImportCodexTOML(f *testing.F) {
 		f.Add([]byte(s))
 	}
 	f.Fuzz(func(t *testing.T, data []byte) {
-		res, err := ImportClientConfigWith(data, ImportOptions{TOML: true, Hub: Self{Listens: []string{DefaultListen}}})
+		res, err := Import(data, ImportOptions{TOML: true, Hub: registry.Self{Listens: []string{registry.DefaultListen}}})
 		if err != nil {
 			return
 		}
