@@ -45,6 +45,12 @@ var rooms = map[string][]string{
 	"internal/jsonrpc": {"internal/httphdr"},
 	// The hub's log file: write, rotate, read, follow.
 	"logfile": {"gopkg.in/natefinch/lumberjack.v2"},
+	// Token counting of a hub's tools: the tokenizer, and jsonrpc's
+	// member reading; it counts a catalog it is given, never fetching it.
+	"internal/tokencount": {"github.com/tiktoken-go/tokenizer", "internal/jsonrpc"},
+	// The built-in demo MCP server: an upstream like any other, speaking
+	// JSON-RPC over its stdio.
+	"demo": {"internal/jsonrpc"},
 }
 
 // room returns the room a package belongs to: its path inside the module,
@@ -194,6 +200,17 @@ func TestRoomTableCatchesAViolation(t *testing.T) {
 		{module + "/logfile", module + "/registry", false},
 		{module + "/logfile", module + "/cmd/mcphub", false},
 		{module + "/logfile", "gopkg.in/natefinch/lumberjack.v2", true},
+		{module + "/internal/tokencount", "github.com/tiktoken-go/tokenizer/codec", true},
+		{module + "/internal/tokencount", module + "/internal/jsonrpc", true},
+		{module + "/internal/tokencount", module + "/hub", false},
+		{module + "/internal/tokencount", module + "/client", false},
+		{module + "/internal/tokencount", module + "/registry", false},
+		{module + "/internal/tokencount", module + "/cmd/mcphub", false},
+		{module + "/demo", module + "/internal/jsonrpc", true},
+		{module + "/demo", module + "/hub", false},
+		{module + "/demo", module + "/bridge", false},
+		{module + "/demo", module + "/cmd/mcphub", false},
+		{module + "/demo", "github.com/modelcontextprotocol/go-sdk/mcp", false},
 	}
 	for _, c := range cases {
 		got := violations([]goPackage{{ImportPath: c.pkg, Imports: []string{c.imp}}}, isStandard)

@@ -9,6 +9,7 @@ import (
 	"github.com/spf13/cobra"
 
 	"github.com/mcphub/mcphub/clientconf"
+	"github.com/mcphub/mcphub/internal/tokencount"
 	"github.com/mcphub/mcphub/registry"
 )
 
@@ -231,16 +232,16 @@ func (a *app) printReport(res clientconf.Result) {
 // says the count exceeds the cap, and how to bring it down. With a profile,
 // note says when the count could not be checked.
 func (a *app) checkToolCap(ctx context.Context, reg *registry.Registry, c clientconf.Client, profile string) (warning, note string) {
-	i := slices.IndexFunc(toolCaps, func(tc toolCap) bool { return tc.id == c.Name })
+	i := slices.IndexFunc(tokencount.ToolCaps, func(tc tokencount.ToolCap) bool { return tc.ID == c.Name })
 	if i < 0 {
 		return "", ""
 	}
-	cp := toolCaps[i]
+	cp := tokencount.ToolCaps[i]
 	unchecked := func(why string) string {
 		if profile == "" {
 			return ""
 		}
-		return fmt.Sprintf("%s, so whether profile %s fits %s's cap of %s could not be checked", why, profile, cp.client, cp.wording(true))
+		return fmt.Sprintf("%s, so whether profile %s fits %s's cap of %s could not be checked", why, profile, cp.Client, cp.Wording(true))
 	}
 	tok, err := hubToken(reg)
 	if err != nil {
@@ -253,15 +254,15 @@ func (a *app) checkToolCap(ctx context.Context, reg *registry.Registry, c client
 		return "", unchecked("no hub is running at " + t.listen)
 	case err != nil:
 		return "", unchecked(fmt.Sprintf("the hub could not be asked (%v)", err))
-	case len(cat.Listed) <= cp.cap:
+	case len(cat.Listed) <= cp.Cap:
 		return "", ""
 	}
 	if profile == "" {
 		return fmt.Sprintf("the hub's /mcp lists %d tools; %s. Narrow it with allow/deny on its servers, or connect a profile with --profile NAME ([profiles.NAME] in %s; mode = \"search\" lists 3 tools)",
-			len(cat.Listed), cp.does(), reg.Path), ""
+			len(cat.Listed), cp.Does(), reg.Path), ""
 	}
 	return fmt.Sprintf("profile %s lists %d tools; %s. Narrow it with include/exclude in [profiles.%s], or set mode = \"search\" (3 tools)",
-		profile, len(cat.Listed), cp.does(), profile), ""
+		profile, len(cat.Listed), cp.Does(), profile), ""
 }
 
 // printEntry prints the entry for the user to paste.

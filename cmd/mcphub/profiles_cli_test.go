@@ -20,6 +20,7 @@ import (
 
 	"github.com/mcphub/mcphub/clientconf"
 	"github.com/mcphub/mcphub/hub"
+	"github.com/mcphub/mcphub/internal/tokencount"
 	"github.com/mcphub/mcphub/registry"
 )
 
@@ -483,19 +484,20 @@ func TestCompletionProfileNames(t *testing.T) {
 // search profile over few small tools says what it costs more rather than
 // a negative saving.
 func TestTokensSearchSaving(t *testing.T) {
+	tokensTotal := func(tools, tokens int) tokencount.Total { return tokencount.Total{Tools: tools, Tokens: tokens} }
 	for _, tc := range []struct {
-		listed, full tokensTotal
+		listed, full tokencount.Total
 		want         string
 	}{
-		{tokensTotal{3, 244}, tokensTotal{5, 275}, "in full its 5 tools would cost 275 tokens; search mode saves 11%"},
-		{tokensTotal{3, 240}, tokensTotal{5, 275}, "in full its 5 tools would cost 275 tokens; search mode saves 13%"},
-		{tokensTotal{3, 244}, tokensTotal{1, 68}, "in full its 1 tool would cost 68 tokens; search mode costs 176 tokens more, as its tools are few"},
-		{tokensTotal{3, 995}, tokensTotal{200, 1000}, "in full its 200 tools would cost 1000 tokens; search mode costs about the same"},
-		{tokensTotal{3, 1009}, tokensTotal{200, 1000}, "in full its 200 tools would cost 1000 tokens; search mode costs about the same"},
-		{tokensTotal{3, 100}, tokensTotal{2, 100}, "in full its 2 tools would cost 100 tokens; search mode costs about the same"},
-		{tokensTotal{3, 990}, tokensTotal{200, 1000}, "in full its 200 tools would cost 1000 tokens; search mode saves 1%"},
-		{tokensTotal{3, 101}, tokensTotal{2, 100}, "in full its 2 tools would cost 100 tokens; search mode costs 1 token more, as its tools are few"},
-		{tokensTotal{3, 244}, tokensTotal{}, "its servers offer no tools yet, so search mode finds none (see mcphub status)"},
+		{tokensTotal(3, 244), tokensTotal(5, 275), "in full its 5 tools would cost 275 tokens; search mode saves 11%"},
+		{tokensTotal(3, 240), tokensTotal(5, 275), "in full its 5 tools would cost 275 tokens; search mode saves 13%"},
+		{tokensTotal(3, 244), tokensTotal(1, 68), "in full its 1 tool would cost 68 tokens; search mode costs 176 tokens more, as its tools are few"},
+		{tokensTotal(3, 995), tokensTotal(200, 1000), "in full its 200 tools would cost 1000 tokens; search mode costs about the same"},
+		{tokensTotal(3, 1009), tokensTotal(200, 1000), "in full its 200 tools would cost 1000 tokens; search mode costs about the same"},
+		{tokensTotal(3, 100), tokensTotal(2, 100), "in full its 2 tools would cost 100 tokens; search mode costs about the same"},
+		{tokensTotal(3, 990), tokensTotal(200, 1000), "in full its 200 tools would cost 1000 tokens; search mode saves 1%"},
+		{tokensTotal(3, 101), tokensTotal(2, 100), "in full its 2 tools would cost 100 tokens; search mode costs 1 token more, as its tools are few"},
+		{tokensTotal(3, 244), tokencount.Total{}, "its servers offer no tools yet, so search mode finds none (see mcphub status)"},
 	} {
 		if got := searchSaving(tc.listed, tc.full); got != tc.want {
 			t.Errorf("searchSaving(%v, %v) = %q, want %q", tc.listed, tc.full, got, tc.want)
@@ -506,12 +508,12 @@ func TestTokensSearchSaving(t *testing.T) {
 // TestTokensProfileProblem: the profiles' table shows no counts for a
 // profile whose table has a problem, as the hub serves nothing for it.
 func TestTokensProfileProblem(t *testing.T) {
-	rep := &tokensReport{Encoding: "o200k_base", Endpoint: "/mcp", Mode: registry.ModeFull, Profiles: []profileCost{
+	rep := &tokencount.Report{Encoding: "o200k_base", Endpoint: "/mcp", Mode: registry.ModeFull, Profiles: []tokencount.ProfileCost{
 		{Name: "broken", Endpoint: "/profiles/broken/mcp", Mode: registry.ModeSearch, Problem: "hub.toml:3:1: profiles.broken.include: bad"},
-		{Name: "ok", Endpoint: "/profiles/ok/mcp", Mode: registry.ModeFull, Total: tokensTotal{2, 90}, Full: tokensTotal{2, 90}},
+		{Name: "ok", Endpoint: "/profiles/ok/mcp", Mode: registry.ModeFull, Total: tokencount.Total{Tools: 2, Tokens: 90}, Full: tokencount.Total{Tools: 2, Tokens: 90}},
 	}}
 	var out bytes.Buffer
-	rep.print(&out, false)
+	printTokensReport(&out, rep, false)
 	for _, want := range []string{
 		"broken   search      -       -              -               -\n",
 		"ok       full        2      90              -               -\n",
@@ -520,24 +522,6 @@ func TestTokensProfileProblem(t *testing.T) {
 		if !strings.Contains(out.String(), want) {
 			t.Errorf("the report lacks %q:\n%s", want, out.String())
 		}
-	}
-}
-
-// TestTokensCountOnce: a tool entry counted once is not tokenized again,
-// so that a search profile's catalog, which repeats /mcp's, costs nothing
-// more to count.
-func TestTokensCountOnce(t *testing.T) {
-	counter := &tokenCounter{codec: tokenEncodings[0].codec()}
-	item := json.RawMessage(`{"name":"a","description":"Adds a note."}`)
-	cat := &hubCatalog{Endpoint: "/profiles/find/mcp", Mode: registry.ModeSearch,
-		Listed: []json.RawMessage{json.RawMessage(`{"name":"search_tools"}`)},
-		Tools:  []catalogTool{{Server: "s", Tool: "a", Item: item}, {Server: "t", Tool: "a", Item: item}}}
-	rep, err := tokenReport(counter, cat)
-	if err != nil {
-		t.Fatal(err)
-	}
-	if len(counter.counted) != 2 || rep.Full.Tools != 2 || rep.Full.Tokens != 2*rep.Tools[0].Tokens {
-		t.Errorf("counted %d entries (want 2), full %+v, tools %+v", len(counter.counted), rep.Full, rep.Tools)
 	}
 }
 

@@ -1,8 +1,6 @@
 package main
 
 import (
-	"bytes"
-	"cmp"
 	"context"
 	"encoding/json"
 	"errors"
@@ -10,15 +8,13 @@ import (
 	"io"
 	"net/http"
 	"net/url"
-	"slices"
 	"strings"
 	"time"
 
 	"github.com/spf13/cobra"
-	"github.com/tiktoken-go/tokenizer/codec"
 
 	"github.com/mcphub/mcphub/hub"
-	"github.com/mcphub/mcphub/internal/jsonrpc"
+	"github.com/mcphub/mcphub/internal/tokencount"
 	"github.com/mcphub/mcphub/registry"
 )
 
@@ -65,67 +61,6 @@ const tokensExample = `  mcphub tokens                  # tokens per server, the
   mcphub tokens --profile coding # what a client of /profiles/coding/mcp is given
   mcphub tokens --encoding cl100k_base --json`
 
-// tokenEncoding is an encoding --encoding takes, and its codec's maker,
-// which decodes the encoding's vocabulary when first called.
-type tokenEncoding struct {
-	name  string
-	codec func() *codec.Codec
-}
-
-// tokenEncodings are the encodings --encoding takes, the default first.
-var tokenEncodings = []tokenEncoding{
-	{name: "o200k_base", codec: codec.NewO200kBase},
-	{name: "cl100k_base", codec: codec.NewCl100kBase},
-}
-
-// unknownServer is the server a listed tool is counted under when the
-// hub's catalog names no server for it.
-const unknownServer = "?"
-
-// toolCap is a client's limit on the number of tools it takes.
-type toolCap struct {
-	id         string // the client as connect names it: "cursor"
-	client     string // the client as a sentence names it: "Cursor"
-	cap        int
-	about      bool // the cap is approximate
-	perRequest bool // the cap applies to each request
-}
-
-// toolCaps are the known clients' tool caps.
-var toolCaps = []toolCap{
-	{id: "cursor", client: "Cursor", cap: 40, about: true},
-	{id: "windsurf", client: "Windsurf", cap: 100},
-	{id: "vscode", client: "VS Code Copilot", cap: 128, perRequest: true},
-}
-
-// wording is the cap as a sentence names it: "about 40 tools", or
-// without tools "about 40".
-func (c toolCap) wording(tools bool) string {
-	s := fmt.Sprint(c.cap)
-	if c.about {
-		s = "about " + s
-	}
-	if tools {
-		s += " tools"
-	}
-	if c.perRequest {
-		s += " per request"
-	}
-	return s
-}
-
-// does says what the client does with the tools it is given: "Cursor uses
-// about the first 40".
-func (c toolCap) does() string {
-	switch {
-	case c.about:
-		return fmt.Sprintf("%s uses about the first %d", c.client, c.cap)
-	case c.perRequest:
-		return fmt.Sprintf("%s refuses a request with more than %d", c.client, c.cap)
-	}
-	return fmt.Sprintf("%s takes at most %d", c.client, c.cap)
-}
-
 // tokensOptions are the flags of tokens.
 type tokensOptions struct {
 	asJSON   bool
@@ -135,7 +70,7 @@ type tokensOptions struct {
 }
 
 func newTokensCmd(a *app) *cobra.Command {
-	o := tokensOptions{encoding: tokenEncodings[0].name}
+	o := tokensOptions{encoding: tokencount.Encodings[0].Name}
 	cmd := &cobra.Command{
 		Use:     "tokens",
 		Short:   "Count the tokens the running hub's tools cost in a model's context",
@@ -152,11 +87,7 @@ func newTokensCmd(a *app) *cobra.Command {
 	fl.StringVar(&o.encoding, "encoding", o.encoding, "the tokenizer's encoding: o200k_base or cl100k_base")
 	fl.StringVar(&o.profile, "profile", "", "count what a client of the profile's endpoint (/profiles/NAME/mcp) is given")
 	cmd.RegisterFlagCompletionFunc("encoding", func(*cobra.Command, []string, string) ([]string, cobra.ShellCompDirective) {
-		names := make([]string, len(tokenEncodings))
-		for i, e := range tokenEncodings {
-			names[i] = e.name
-		}
-		return names, cobra.ShellCompDirectiveNoFileComp
+		return tokencount.EncodingNames(), cobra.ShellCompDirectiveNoFileComp
 	})
 	cmd.RegisterFlagCompletionFunc("profile", a.completeProfileFlag)
 	return cmd
@@ -164,9 +95,9 @@ func newTokensCmd(a *app) *cobra.Command {
 
 // tokens is the tokens command.
 func (a *app) tokens(ctx context.Context, o tokensOptions) error {
-	enc, err := findTokenEncoding(o.encoding)
-	if err != nil {
-		return err
+	enc, ok := tokencount.LookupEncoding(o.encoding)
+	if !ok {
+		return fmt.Errorf("--encoding must be %s, not %q", strings.Join(tokencount.EncodingNames(), " or "), o.encoding)
 	}
 	ctx, interrupted, stop := withInterrupt(ctx)
 	defer stop()
@@ -191,8 +122,8 @@ func (a *app) tokens(ctx context.Context, o tokensOptions) error {
 		return a.interruptedErr(nil)
 	}
 	// The vocabulary is decoded only now that the hub has answered.
-	counter := &tokenCounter{codec: enc.codec()}
-	rep, err := tokenReport(counter, cat)
+	counter := enc.NewCounter()
+	rep, err := countCatalog(counter, cat)
 	if err != nil {
 		return err
 	}
@@ -208,13 +139,13 @@ func (a *app) tokens(ctx context.Context, o tokensOptions) error {
 			fmt.Fprintf(a.stderr, "note: profile %s serves nothing until its table is fixed (mcphub validate shows the problems); these are the tools it selects meanwhile\n", o.profile)
 		}
 	}
-	if n := rep.unknownTools(); n > 0 {
-		fmt.Fprintf(a.stderr, "note: the hub's catalog names no server for %s, counted under %s\n", howMany(n, "tool"), unknownServer)
+	if n := rep.UnknownTools(); n > 0 {
+		fmt.Fprintf(a.stderr, "note: the hub's catalog names no server for %s, counted under %s\n", howMany(n, "tool"), tokencount.UnknownServer)
 	}
 	if o.asJSON {
 		return a.printJSON(rep)
 	}
-	rep.print(a.stdout, o.tools)
+	printTokensReport(a.stdout, rep, o.tools)
 	return nil
 }
 
@@ -222,12 +153,12 @@ func (a *app) tokens(ctx context.Context, o tokensOptions) error {
 // asking the hub at t for their catalogs within one cliListTimeout in all.
 // A profile with a problem serves nothing, so it is not asked for; one
 // whose catalog cannot be had is noted on stderr and not counted.
-func (a *app) profileCosts(ctx context.Context, t hubTarget, counter *tokenCounter, st *hub.Status) ([]profileCost, error) {
+func (a *app) profileCosts(ctx context.Context, t hubTarget, counter *tokencount.Counter, st *hub.Status) ([]tokencount.ProfileCost, error) {
 	ctx, cancel := context.WithTimeout(ctx, cliListTimeout)
 	defer cancel()
-	var costs []profileCost
+	var costs []tokencount.ProfileCost
 	for _, p := range st.Profiles {
-		pc := profileCost{Name: p.Name, Endpoint: hubView{profile: p.Name}.path(), Mode: p.Mode, Problem: p.Problem}
+		pc := tokencount.ProfileCost{Name: p.Name, Endpoint: hubView{profile: p.Name}.path(), Mode: p.Mode, Problem: p.Problem}
 		if p.Problem != "" {
 			costs = append(costs, pc)
 			continue
@@ -240,7 +171,7 @@ func (a *app) profileCosts(ctx context.Context, t hubTarget, counter *tokenCount
 			pc.Error = err.Error()
 			fmt.Fprintf(a.stderr, "note: profile %s is not counted: %v\n", p.Name, err)
 		} else {
-			prep, err := tokenReport(counter, pcat)
+			prep, err := countCatalog(counter, pcat)
 			if err != nil {
 				return nil, fmt.Errorf("profile %s: %w", p.Name, err)
 			}
@@ -327,233 +258,23 @@ func fetchCatalog(ctx context.Context, t hubTarget, profile string, timeout time
 // ---------------------------------------------------------------------------
 // Counting.
 
-// tokenCounter counts tokens with one encoding's codec, made once a run.
-type tokenCounter struct {
-	codec *codec.Codec
-	// counted are the tokens of the entries counted so far, by their JSON
-	// as the hub sent it: a tool of several views (/mcp, a profile in
-	// search mode) is tokenized once.
-	counted map[string]int
-}
-
-// findTokenEncoding is the entry of tokenEncodings named encoding.
-func findTokenEncoding(encoding string) (tokenEncoding, error) {
-	names := make([]string, len(tokenEncodings))
-	for i, e := range tokenEncodings {
-		names[i] = e.name
-		if e.name == encoding {
-			return e, nil
-		}
+// countCatalog counts the tokens of the hub's catalog cat with counter.
+func countCatalog(counter *tokencount.Counter, cat *hubCatalog) (*tokencount.Report, error) {
+	tools := make([]tokencount.CatalogTool, len(cat.Tools))
+	for i, t := range cat.Tools {
+		tools[i] = tokencount.CatalogTool{Server: t.Server, Item: t.Item}
 	}
-	return tokenEncoding{}, fmt.Errorf("--encoding must be %s, not %q", strings.Join(names, " or "), encoding)
-}
-
-// encoding is the name of the counter's encoding.
-func (c *tokenCounter) encoding() string { return c.codec.GetName() }
-
-// count is the number of tokens of raw, a JSON value, compacted first so
-// that whitespace between its tokens does not count.
-func (c *tokenCounter) count(raw json.RawMessage) (int, error) {
-	if n, ok := c.counted[string(raw)]; ok {
-		return n, nil
-	}
-	var buf bytes.Buffer
-	if err := json.Compact(&buf, raw); err != nil {
-		return 0, fmt.Errorf("the hub's tool entry is not JSON: %w", err)
-	}
-	n, err := c.codec.Count(buf.String())
-	if err != nil {
-		return 0, fmt.Errorf("count the tokens of a tool entry: %w", err)
-	}
-	if c.counted == nil {
-		c.counted = map[string]int{}
-	}
-	c.counted[string(raw)] = n
-	return n, nil
+	return counter.Report(tokencount.Catalog{Endpoint: cat.Endpoint, Mode: cat.Mode, Listed: cat.Listed, Tools: tools})
 }
 
 // ---------------------------------------------------------------------------
 // The report.
 
-// tokensReport is what tokens prints, and its --json answer.
-type tokensReport struct {
-	Encoding string `json:"encoding"`
-	// Profile is the profile counted, "" for /mcp.
-	Profile  string `json:"profile,omitempty"`
-	Endpoint string `json:"endpoint"`
-	Mode     string `json:"mode"`
-	// Total is what the tools a client is given cost; Full what the
-	// view's tools would cost listed in full (Total, but in search mode).
-	Total tokensTotal `json:"total"`
-	Full  tokensTotal `json:"full"`
-	// Listed are the tools a client is given in search mode.
-	Listed []listedCost `json:"listed,omitempty"`
-	// Servers and Tools are the view's tools, by server and one by one.
-	Servers  []serverCost  `json:"servers"`
-	Tools    []toolCost    `json:"tools"`
-	Exceeds  []capExceed   `json:"exceeds"`
-	Profiles []profileCost `json:"profiles,omitempty"`
-}
-
-type tokensTotal struct {
-	Tools  int `json:"tools"`
-	Tokens int `json:"tokens"`
-}
-
-// serverCost is what one server's tools cost.
-type serverCost struct {
-	Name   string `json:"name"`
-	Tools  int    `json:"tools"`
-	Tokens int    `json:"tokens"`
-}
-
-// toolCost is what one tool costs.
-type toolCost struct {
-	Name   string `json:"name"`
-	Server string `json:"server"`
-	Tokens int    `json:"tokens"`
-}
-
-// listedCost is what one of the search tools costs.
-type listedCost struct {
-	Name   string `json:"name"`
-	Tokens int    `json:"tokens"`
-}
-
-// capExceed is a client's tool cap the tools a client is given exceed.
-type capExceed struct {
-	Client string `json:"client"`
-	Cap    int    `json:"cap"`
-}
-
-// profileCost is what one profile's tools cost.
-type profileCost struct {
-	Name     string      `json:"name"`
-	Endpoint string      `json:"endpoint"`
-	Mode     string      `json:"mode"`
-	Total    tokensTotal `json:"total"`
-	Full     tokensTotal `json:"full"`
-	// Problem says what is wrong with the profile's table: its endpoint
-	// serves nothing until it is fixed.
-	Problem string `json:"problem,omitempty"`
-	// Error says why the profile could not be counted.
-	Error string `json:"error,omitempty"`
-}
-
-// countedItem is one tool entry and its tokens.
-type countedItem struct {
-	name   string
-	tokens int
-}
-
-// countItems counts the tokens of tool entries.
-func countItems(counter *tokenCounter, items []json.RawMessage) ([]countedItem, error) {
-	out := make([]countedItem, len(items))
-	for i, item := range items {
-		var entry struct {
-			Name string `json:"name"`
-		}
-		if err := json.Unmarshal(item, &entry); err != nil {
-			return nil, fmt.Errorf("the hub's tool entry is not a JSON object: %w", err)
-		}
-		n, err := counter.count(item)
-		if err != nil {
-			return nil, fmt.Errorf("tool %s: %w", entry.Name, err)
-		}
-		out[i] = countedItem{name: entry.Name, tokens: n}
-	}
-	return out, nil
-}
-
-// tokenReport counts the tokens of the catalog's tools: those a client is
-// given (cat.Listed) and, in search mode, the view's own tools, grouped by
-// the server the catalog names for each. Servers and tools are sorted by
-// tokens, the most first, then by name.
-func tokenReport(counter *tokenCounter, cat *hubCatalog) (*tokensReport, error) {
-	rep := &tokensReport{Encoding: counter.encoding(), Endpoint: cat.Endpoint, Mode: cat.Mode,
-		Servers: []serverCost{}, Tools: []toolCost{}, Exceeds: []capExceed{}}
-	listed, err := countItems(counter, cat.Listed)
-	if err != nil {
-		return nil, err
-	}
-	for _, it := range listed {
-		rep.Total.Tools++
-		rep.Total.Tokens += it.tokens
-	}
-	if cat.Mode == registry.ModeSearch {
-		items := make([]json.RawMessage, len(cat.Tools))
-		for i, t := range cat.Tools {
-			items[i] = t.Item
-		}
-		all, err := countItems(counter, items)
-		if err != nil {
-			return nil, err
-		}
-		for i, it := range all {
-			rep.Tools = append(rep.Tools, toolCost{Name: it.name, Server: cat.Tools[i].Server, Tokens: it.tokens})
-		}
-		for _, it := range listed {
-			rep.Listed = append(rep.Listed, listedCost{Name: it.name, Tokens: it.tokens})
-		}
-		slices.SortFunc(rep.Listed, func(x, y listedCost) int {
-			return cmp.Or(cmp.Compare(y.Tokens, x.Tokens), strings.Compare(x.Name, y.Name))
-		})
-	} else {
-		serverOf := make(map[string]string, len(cat.Tools))
-		for _, t := range cat.Tools {
-			if name, ok := jsonrpc.StringMember(t.Item, "name"); ok {
-				serverOf[name] = t.Server
-			}
-		}
-		for _, it := range listed {
-			rep.Tools = append(rep.Tools, toolCost{Name: it.name, Server: cmp.Or(serverOf[it.name], unknownServer), Tokens: it.tokens})
-		}
-	}
-	byServer := map[string]*serverCost{}
-	for _, t := range rep.Tools {
-		rep.Full.Tools++
-		rep.Full.Tokens += t.Tokens
-		sc := byServer[t.Server]
-		if sc == nil {
-			sc = &serverCost{Name: t.Server}
-			byServer[t.Server] = sc
-		}
-		sc.Tools++
-		sc.Tokens += t.Tokens
-	}
-	for _, sc := range byServer {
-		rep.Servers = append(rep.Servers, *sc)
-	}
-	slices.SortFunc(rep.Servers, func(x, y serverCost) int {
-		return cmp.Or(cmp.Compare(y.Tokens, x.Tokens), strings.Compare(x.Name, y.Name))
-	})
-	slices.SortFunc(rep.Tools, func(x, y toolCost) int {
-		return cmp.Or(cmp.Compare(y.Tokens, x.Tokens), strings.Compare(x.Name, y.Name))
-	})
-	for _, c := range toolCaps {
-		if rep.Total.Tools > c.cap {
-			rep.Exceeds = append(rep.Exceeds, capExceed{Client: c.client, Cap: c.cap})
-		}
-	}
-	return rep, nil
-}
-
-// unknownTools counts the tools the catalog names no server for.
-func (r *tokensReport) unknownTools() int {
-	n := 0
-	for _, t := range r.Tools {
-		if t.Server == unknownServer {
-			n++
-		}
-	}
-	return n
-}
-
 // searchSaving says what search mode saves against listing the view's
 // tools in full: "in full its 5 tools would cost 275 tokens; search mode
 // saves 18%", to the nearest percent; about the same when the two differ
 // by less than 1%, and what it costs more when it does.
-func searchSaving(listed, full tokensTotal) string {
+func searchSaving(listed, full tokencount.Total) string {
 	if full.Tools == 0 {
 		return "its servers offer no tools yet, so search mode finds none (see mcphub status)"
 	}
@@ -568,11 +289,11 @@ func searchSaving(listed, full tokensTotal) string {
 	return msg + fmt.Sprintf("search mode saves %d%%", (200*diff+full.Tokens)/(2*full.Tokens))
 }
 
-// print prints the report as text: with a profile, a line naming it; the
+// printTokensReport prints the report r as text: with a profile, a line naming it; the
 // servers' table with the total (in search mode the listed tools' table,
 // the cost in full and the servers' table of that), the client caps, with
 // tools every tool's table, and the profiles' table.
-func (r *tokensReport) print(w io.Writer, tools bool) {
+func printTokensReport(w io.Writer, r *tokencount.Report, tools bool) {
 	serverRows := func() [][]string {
 		rows := make([][]string, 0, len(r.Servers)+1)
 		for _, s := range r.Servers {
@@ -600,16 +321,16 @@ func (r *tokensReport) print(w io.Writer, tools bool) {
 	}
 	fmt.Fprintln(w)
 	exceeded := 0
-	for _, c := range toolCaps {
-		if r.Total.Tools > c.cap {
-			fmt.Fprintf(w, "exceeds %s's cap of %s (has %d)\n", c.client, c.wording(true), r.Total.Tools)
+	for _, c := range tokencount.ToolCaps {
+		if r.Total.Tools > c.Cap {
+			fmt.Fprintf(w, "exceeds %s's cap of %s (has %d)\n", c.Client, c.Wording(true), r.Total.Tools)
 			exceeded++
 		}
 	}
 	if exceeded == 0 {
-		caps := make([]string, len(toolCaps))
-		for i, c := range toolCaps {
-			caps[i] = c.client + " " + c.wording(false)
+		caps := make([]string, len(tokencount.ToolCaps))
+		for i, c := range tokencount.ToolCaps {
+			caps[i] = c.Client + " " + c.Wording(false)
 		}
 		fmt.Fprintf(w, "fits every known client's tool cap (%s)\n", strings.Join(caps, ", "))
 	}
