@@ -15,6 +15,7 @@ import (
 	"github.com/mcphub/mcphub/internal/httphdr"
 	"github.com/mcphub/mcphub/internal/jsonrpc"
 	"github.com/mcphub/mcphub/internal/redact"
+	"github.com/mcphub/mcphub/oauth"
 )
 
 // Transport names, as the registry spells them.
@@ -70,8 +71,8 @@ type Config struct {
 	HTTPClient *http.Client
 	// OAuth, when set, has a remote server's requests carry an OAuth
 	// access token: the stored grant's, refreshed in the background for
-	// the connection's life, or one a sign-in obtains (see OAuthConfig).
-	OAuth *OAuthConfig
+	// the connection's life, or one a sign-in obtains (see oauth.Config).
+	OAuth *oauth.Config
 
 	// ClientInfo is sent in initialize; zero means mcphub's own.
 	ClientInfo Implementation
@@ -210,7 +211,7 @@ type Conn struct {
 
 	// auth is the OAuth state of a remote server with Config.OAuth; nil
 	// otherwise, or when authErr says why it could not be set up.
-	auth    *authorizer
+	auth    *oauth.Authorizer
 	authErr error
 
 	// handlers are the goroutines Close waits for: answers to server
@@ -254,15 +255,25 @@ func (c *Conn) withOAuth(hc *http.Client) *http.Client {
 	if base == nil {
 		base = http.DefaultTransport
 	}
-	a, err := newAuthorizer(c, base)
+	a, err := oauth.New(oauth.Options{URL: c.cfg.URL, Config: *c.cfg.OAuth, Base: base, Logger: c.log,
+		Context: c.ctx, Go: c.goHandler, Scrub: c.scrub})
 	if err != nil {
 		c.authErr = fmt.Errorf("server %s: %w", c.cfg.Name, err)
 		return hc
 	}
 	c.auth = a
 	wrapped := *hc
-	wrapped.Transport = &oauthTransport{base: base, a: a}
+	wrapped.Transport = signInErrors{a.Transport()}
 	return &wrapped
+}
+
+// goHandler runs f as one of the goroutines Close waits for; ErrClosed
+// once Close began.
+func (c *Conn) goHandler(f func()) error {
+	if !c.handlers.Go(f) {
+		return ErrClosed
+	}
+	return nil
 }
 
 // defaultCapabilities are declared upstream when Config.Capabilities is nil:
@@ -299,8 +310,8 @@ func (c *Conn) Start(ctx context.Context) error {
 			return c.authErr
 		}
 		if c.auth != nil {
-			if err := c.auth.start(); err != nil {
-				return err
+			if err := c.auth.Start(); err != nil {
+				return fmt.Errorf("loading the OAuth grant of server %s: %w", c.cfg.Name, err)
 			}
 		}
 		mode := c.cfg.Transport
@@ -616,8 +627,7 @@ func (c *Conn) Close() error {
 		}
 		c.handlers.Stop()
 		if c.auth != nil {
-			c.auth.settle(5 * time.Second)
-			c.auth.base.CloseIdleConnections()
+			c.auth.Close()
 		}
 	})
 	return c.closeErr
