@@ -23,13 +23,6 @@ import (
 	"github.com/mcphub/mcphub/internal/redact"
 )
 
-// The client side of MCP authorization (OAuth 2.1) for remote servers:
-// discovery, registration, the authorization code flow with PKCE and the
-// code exchange are go-sdk's auth.AuthorizationCodeHandler; what is kept
-// here is what it leaves to its user: persisting the grant, refreshing it
-// ahead of expiry, attaching the token to the right requests
-// (oauth_transport.go), and deciding when to sign in.
-
 const (
 	// refreshMargin is how long before expiry a background refresh is due
 	// at the latest; a token that close to expiry is refreshed before use.

@@ -5,9 +5,12 @@ import (
 )
 
 // Challenge is one authentication challenge of a WWW-Authenticate header:
-// its scheme and its parameters, names in lower case.
+// its scheme and its parameters. A refusal that asks for sign-in names
+// its Bearer challenge's resource metadata, scope and error here.
 type Challenge struct {
+	// Scheme is as the server spelled it ("Bearer" in any case).
 	Scheme string
+	// Params are the challenge's parameters, names in lower case.
 	Params map[string]string
 }
 
@@ -17,7 +20,8 @@ type Challenge struct {
 // string. Servers bend the grammar, so it reads leniently: an unquoted value
 // may hold token68's '/' and '=' ("uri=/path", "key=abc=="), and what it
 // cannot read at all is skipped up to the next comma outside quotes, so a
-// challenge it does not understand never hides the one after it.
+// challenge it does not understand never hides the one after it. The
+// Authorizer reads refusals with it, and client/ the refusals it reports.
 //
 // The go-sdk's oauthex.ParseWWWAuthenticate (v1.8.0) reads the same grammar
 // but fails the whole header on one challenge it cannot read: of the 14

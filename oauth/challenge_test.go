@@ -76,4 +76,3 @@ func FuzzParseChallenges(f *testing.F) {
 		}
 	})
 }
-

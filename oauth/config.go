@@ -17,7 +17,8 @@ type Config struct {
 	// the authorization URL and returns the code, state and iss the
 	// authorization server redirected to RedirectURL with. nil means the
 	// connection never signs in: it uses the stored grant, refreshes it,
-	// and a refusal a refresh cannot fix surfaces as AuthRequiredError.
+	// and a refusal a refresh cannot fix comes back as the server sent it
+	// (client reports it as an AuthRequiredError).
 	// Fetch must return once its context ends: Close waits for it.
 	Fetch auth.AuthorizationCodeFetcher
 	// RedirectURL is where the authorization server sends the user back
