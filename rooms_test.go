@@ -23,7 +23,7 @@ var rooms = map[string][]string{
 	"cmd/mcphub":       {"*"},
 	"cmd/mcphub-bench": {"*"},
 	"registry":         {"github.com/BurntSushi/toml", "github.com/fsnotify/fsnotify", "internal"},
-	"client": {"oauth", "golang.org/x/sys", "internal"},
+	"client":           {"oauth", "golang.org/x/sys", "internal"},
 	// The MCP authorization client (OAuth 2.1): discovery, registration,
 	// PKCE and the grant through go-sdk, the refresher, the TokenStore,
 	// the loopback sign-in. It never imports hub/, bridge/, client/ or

@@ -248,34 +248,6 @@ func New(cfg Config, h Handler) *Conn {
 	return c
 }
 
-// withOAuth returns hc with its transport wrapped in the OAuth transport;
-// hc itself is left as it was.
-func (c *Conn) withOAuth(hc *http.Client) *http.Client {
-	base := hc.Transport
-	if base == nil {
-		base = http.DefaultTransport
-	}
-	a, err := oauth.New(oauth.Options{URL: c.cfg.URL, Config: *c.cfg.OAuth, Base: base, Logger: c.log,
-		Context: c.ctx, Go: c.goHandler, Scrub: c.scrub})
-	if err != nil {
-		c.authErr = fmt.Errorf("server %s: %w", c.cfg.Name, err)
-		return hc
-	}
-	c.auth = a
-	wrapped := *hc
-	wrapped.Transport = signInErrors{a.Transport()}
-	return &wrapped
-}
-
-// goHandler runs f as one of the goroutines Close waits for; ErrClosed
-// once Close began.
-func (c *Conn) goHandler(f func()) error {
-	if !c.handlers.Go(f) {
-		return ErrClosed
-	}
-	return nil
-}
-
 // defaultCapabilities are declared upstream when Config.Capabilities is nil:
 // mcphub relays sampling, elicitation and roots to its own clients.
 var defaultCapabilities = json.RawMessage(`{"roots":{"listChanged":true},"sampling":{},"elicitation":{}}`)
