@@ -6,7 +6,6 @@ import (
 	"fmt"
 	"net/http"
 	"net/http/httptest"
-	"reflect"
 	"strings"
 	"sync/atomic"
 	"testing"
@@ -93,77 +92,6 @@ func TestAuthWithoutBearerStaysHTTPError(t *testing.T) {
 			}
 		})
 	}
-}
-
-// TestParseChallenges pins the WWW-Authenticate reader on the shapes
-// servers send.
-func TestParseChallenges(t *testing.T) {
-	tests := []struct {
-		in   string
-		want []challenge
-	}{
-		{`Bearer`, []challenge{{"Bearer", map[string]string{}}}},
-		{`Bearer realm="a b", Scope=read`, []challenge{{"Bearer", map[string]string{"realm": "a b", "scope": "read"}}}},
-		{`Basic realm="x", Bearer resource_metadata="https://h/m"`, []challenge{
-			{"Basic", map[string]string{"realm": "x"}},
-			{"Bearer", map[string]string{"resource_metadata": "https://h/m"}}}},
-		{`Bearer realm="q\"uote, comma"`, []challenge{{"Bearer", map[string]string{"realm": `q"uote, comma`}}}},
-		{`Negotiate abc==, Bearer realm=r`, []challenge{
-			{"Negotiate", map[string]string{}},
-			{"Bearer", map[string]string{"realm": "r"}}}},
-		{`Bearer, Basic`, []challenge{{"Bearer", map[string]string{}}, {"Basic", map[string]string{}}}},
-		{`Bearer realm="unterminated`, []challenge{{"Bearer", map[string]string{"realm": "unterminated"}}}},
-		{``, nil},
-		{`"quoted"`, nil},
-		// What cannot be read is skipped to the next comma outside
-		// quotes; the challenge after it is kept.
-		{`Negotiate YII+/abc==, Bearer realm="x"`, []challenge{
-			{"Negotiate", map[string]string{}},
-			{"Bearer", map[string]string{"realm": "x"}}}},
-		{`Foo uri=/path, Bearer realm="y"`, []challenge{
-			{"Foo", map[string]string{"uri": "/path"}},
-			{"Bearer", map[string]string{"realm": "y"}}}},
-		{`=, Bearer realm="zz"`, []challenge{{"Bearer", map[string]string{"realm": "zz"}}}},
-		{`Foo key=abc==, Bearer`, []challenge{{"Foo", map[string]string{"key": "abc=="}}, {"Bearer", map[string]string{}}}},
-		{`Foo a=b c d, Bearer realm=r`, []challenge{{"Foo", map[string]string{"a": "b"}}, {"Bearer", map[string]string{"realm": "r"}}}},
-		{`Foo @@"x, y"@@, Bearer`, []challenge{{"Foo", map[string]string{}}, {"Bearer", map[string]string{}}}},
-		{`Foo a=:b, Bearer`, []challenge{{"Foo", map[string]string{}}, {"Bearer", map[string]string{}}}},
-		{`x=1, Bearer scope=read`, []challenge{{"Bearer", map[string]string{"scope": "read"}}}},
-	}
-	for _, tt := range tests {
-		if got := parseChallenges(tt.in); !reflect.DeepEqual(got, tt.want) {
-			t.Errorf("parseChallenges(%q) = %+v, want %+v", tt.in, got, tt.want)
-		}
-	}
-}
-
-// FuzzParseChallenges checks that no header value makes the reader loop,
-// panic or invent a challenge without a scheme, and that whatever comes
-// before a Bearer challenge, short of an open quote, cannot hide it.
-func FuzzParseChallenges(f *testing.F) {
-	f.Add(bearerChallenge)
-	f.Add(`Negotiate abc==, Bearer realm="x\"`)
-	f.Add(`Negotiate YII+/abc==, Bearer realm="x"`)
-	f.Add(`Foo uri=/path, Bearer realm="y"`)
-	f.Add(`=, Bearer realm="zz"`)
-	f.Add(`Negotiate YII+/abc==`)
-	f.Add(`Foo uri=/path`)
-	f.Add(`=`)
-	f.Add(`Foo a=b c d`)
-	f.Fuzz(func(t *testing.T, s string) {
-		for _, ch := range parseChallenges(s) {
-			if ch.scheme == "" {
-				t.Fatalf("a challenge without a scheme from %q", s)
-			}
-		}
-		if strings.IndexByte(s, '"') >= 0 {
-			return
-		}
-		got := parseChallenges(s + `, Bearer realm="zz"`)
-		if len(got) == 0 || got[len(got)-1].scheme != "Bearer" || got[len(got)-1].params["realm"] != "zz" {
-			t.Fatalf("the Bearer challenge after %q was lost: %+v", s, got)
-		}
-	})
 }
 
 // TestHealthHooks checks what a health check hears from a Streamable HTTP

@@ -15,6 +15,7 @@ import (
 	"github.com/mcphub/mcphub/internal/httphdr"
 	"github.com/mcphub/mcphub/internal/jsonrpc"
 	"github.com/mcphub/mcphub/internal/redact"
+	"github.com/mcphub/mcphub/oauth"
 )
 
 // Transport names, as the registry spells them.
@@ -70,8 +71,8 @@ type Config struct {
 	HTTPClient *http.Client
 	// OAuth, when set, has a remote server's requests carry an OAuth
 	// access token: the stored grant's, refreshed in the background for
-	// the connection's life, or one a sign-in obtains (see OAuthConfig).
-	OAuth *OAuthConfig
+	// the connection's life, or one a sign-in obtains (see oauth.Config).
+	OAuth *oauth.Config
 
 	// ClientInfo is sent in initialize; zero means mcphub's own.
 	ClientInfo Implementation
@@ -210,7 +211,7 @@ type Conn struct {
 
 	// auth is the OAuth state of a remote server with Config.OAuth; nil
 	// otherwise, or when authErr says why it could not be set up.
-	auth    *authorizer
+	auth    *oauth.Authorizer
 	authErr error
 
 	// handlers are the goroutines Close waits for: answers to server
@@ -247,24 +248,6 @@ func New(cfg Config, h Handler) *Conn {
 	return c
 }
 
-// withOAuth returns hc with its transport wrapped in the OAuth transport;
-// hc itself is left as it was.
-func (c *Conn) withOAuth(hc *http.Client) *http.Client {
-	base := hc.Transport
-	if base == nil {
-		base = http.DefaultTransport
-	}
-	a, err := newAuthorizer(c, base)
-	if err != nil {
-		c.authErr = fmt.Errorf("server %s: %w", c.cfg.Name, err)
-		return hc
-	}
-	c.auth = a
-	wrapped := *hc
-	wrapped.Transport = &oauthTransport{base: base, a: a}
-	return &wrapped
-}
-
 // defaultCapabilities are declared upstream when Config.Capabilities is nil:
 // mcphub relays sampling, elicitation and roots to its own clients.
 var defaultCapabilities = json.RawMessage(`{"roots":{"listChanged":true},"sampling":{},"elicitation":{}}`)
@@ -299,8 +282,8 @@ func (c *Conn) Start(ctx context.Context) error {
 			return c.authErr
 		}
 		if c.auth != nil {
-			if err := c.auth.start(); err != nil {
-				return err
+			if err := c.auth.Start(); err != nil {
+				return fmt.Errorf("loading the OAuth grant of server %s: %w", c.cfg.Name, err)
 			}
 		}
 		mode := c.cfg.Transport
@@ -616,8 +599,7 @@ func (c *Conn) Close() error {
 		}
 		c.handlers.Stop()
 		if c.auth != nil {
-			c.auth.settle(5 * time.Second)
-			c.auth.base.CloseIdleConnections()
+			c.auth.Close()
 		}
 	})
 	return c.closeErr

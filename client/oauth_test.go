@@ -21,9 +21,9 @@ import (
 	"time"
 
 	"github.com/modelcontextprotocol/go-sdk/auth"
-	"golang.org/x/oauth2"
 
 	"github.com/mcphub/mcphub/internal/jsonrpc"
+	"github.com/mcphub/mcphub/oauth"
 )
 
 // The tests of OAuth sign-in run against a fake authorization server
@@ -356,7 +356,7 @@ func (res *fakeResource) lastBearer() string {
 	return res.bearers[len(res.bearers)-1]
 }
 
-// memStore is a TokenStore in memory.
+// memStore is an oauth.TokenStore in memory.
 type memStore struct {
 	mu    sync.Mutex
 	data  map[string][]byte
@@ -386,9 +386,9 @@ func (s *memStore) Delete(key string) error {
 	return nil
 }
 
-func (s *memStore) grant(t *testing.T, serverURL string) *Grant {
+func (s *memStore) grant(t *testing.T, serverURL string) *oauth.Grant {
 	t.Helper()
-	g, err := LoadGrant(s, serverURL)
+	g, err := oauth.LoadGrant(s, serverURL)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -425,7 +425,7 @@ func headless(n *atomic.Int32) auth.AuthorizationCodeFetcher {
 
 // newOAuthConn prepares a connection to res with oc; start it with
 // startOAuth, after setting any test hook.
-func newOAuthConn(t *testing.T, res *fakeResource, oc *OAuthConfig, transport string) (*Conn, *syncBuffer) {
+func newOAuthConn(t *testing.T, res *fakeResource, oc *oauth.Config, transport string) (*Conn, *syncBuffer) {
 	t.Helper()
 	logs := &syncBuffer{}
 	cfg := Config{Name: "remote", URL: res.url, Transport: transport, OAuth: oc,
@@ -456,50 +456,20 @@ func call(t *testing.T, c *Conn, method string, params string) (json.RawMessage,
 }
 
 // signIn signs in to res once, with a connection that is closed after.
-func signIn(t *testing.T, res *fakeResource, store TokenStore) *Grant {
+func signIn(t *testing.T, res *fakeResource, store oauth.TokenStore) *oauth.Grant {
 	t.Helper()
 	var fetches atomic.Int32
-	c, _ := newOAuthConn(t, res, &OAuthConfig{Store: store, Fetch: headless(&fetches), RedirectURL: testRedirect}, TransportStreamableHTTP)
+	c, _ := newOAuthConn(t, res, &oauth.Config{Store: store, Fetch: headless(&fetches), RedirectURL: testRedirect}, TransportStreamableHTTP)
 	startOAuth(t, c)
 	if _, err := call(t, c, "tools/list", ""); err != nil {
 		t.Fatalf("tools/list after sign-in: %v", err)
 	}
 	c.Close()
-	g, err := LoadGrant(store, res.url)
-	if err != nil || !g.hasToken() {
+	g, err := oauth.LoadGrant(store, res.url)
+	if err != nil || !hasToken(g) {
 		t.Fatalf("no grant stored after sign-in: %+v, %v", g, err)
 	}
 	return g
-}
-
-// fakeTimers stands in for the refresher's timers: each one is announced
-// with its duration, and fires when the test says.
-type fakeTimers struct{ ch chan fakeTimer }
-
-type fakeTimer struct {
-	d    time.Duration
-	fire chan time.Time
-}
-
-func useFakeTimers(c *Conn) *fakeTimers {
-	ft := &fakeTimers{ch: make(chan fakeTimer, 16)}
-	c.auth.newTimer = func(d time.Duration) (<-chan time.Time, func() bool) {
-		fire := make(chan time.Time, 1)
-		ft.ch <- fakeTimer{d: d, fire: fire}
-		return fire, func() bool { return true }
-	}
-	return ft
-}
-
-func (ft *fakeTimers) next(t *testing.T) fakeTimer {
-	t.Helper()
-	select {
-	case tm := <-ft.ch:
-		return tm
-	case <-time.After(10 * time.Second):
-		t.Fatal("the refresher set no timer")
-		return fakeTimer{}
-	}
 }
 
 func recv[T any](t *testing.T, ch <-chan T, what string) T {
@@ -514,78 +484,13 @@ func recv[T any](t *testing.T, ch <-chan T, what string) T {
 	}
 }
 
-func TestCanonicalResource(t *testing.T) {
-	for in, want := range map[string]string{
-		"HTTPS://Example.COM/mcp/":               "https://example.com/mcp",
-		"https://example.com:443/mcp?key=s3cr#x": "https://example.com/mcp",
-		"http://user:pw@127.0.0.1:8080/a/b/":     "http://127.0.0.1:8080/a/b",
-		"https://example.com/":                   "https://example.com",
-		"http://[::1]:80/mcp":                    "http://[::1]/mcp",
-	} {
-		if got := CanonicalResource(in); got != want {
-			t.Errorf("CanonicalResource(%q) = %q, want %q", in, got, want)
-		}
-	}
-}
-
-// TestOAuthSignInThenStoredGrant signs in through a headless fetcher, then
-// checks that the grant is stored whole and that a second connection uses
-// it without signing in.
-func TestOAuthSignInThenStoredGrant(t *testing.T) {
-	as := newFakeAS(t, "a")
-	res := newFakeResource(t, as, false)
-	store := newMemStore()
-	var fetches atomic.Int32
-	var changes atomic.Int32
-	oc := &OAuthConfig{Store: store, Fetch: headless(&fetches), RedirectURL: testRedirect, OnChange: func() { changes.Add(1) }}
-	c, logs := newOAuthConn(t, res, oc, TransportAuto)
-	startOAuth(t, c)
-	if _, err := call(t, c, "tools/list", ""); err != nil {
-		t.Fatalf("tools/list: %v", err)
-	}
-	if n := fetches.Load(); n != 1 {
-		t.Errorf("signed in %d times, want 1", n)
-	}
-	g := store.grant(t, res.url)
-	if g == nil {
-		t.Fatal("no grant stored")
-	}
-	if g.Issuer != as.iss || g.ClientID != "client-a-1" || g.ClientSecret != "client-secret-a-1" || g.AuthStyle != oauth2.AuthStyleInHeader ||
-		!g.Dynamic || g.RedirectURL != testRedirect || g.TokenURL != as.iss+"/token" || !g.hasToken() || g.Token.RefreshToken == "" {
-		t.Errorf("stored grant = %+v", g)
-	}
-	if !slices.Contains(g.Scopes, "mcp:read") {
-		t.Errorf("granted scopes %v lack mcp:read", g.Scopes)
-	}
-	if changes.Load() == 0 {
-		t.Error("OnChange was not told of the new grant")
-	}
-	if res.lastBearer() != "Bearer "+g.Token.AccessToken {
-		t.Errorf("the last request carried %q", res.lastBearer())
-	}
-	c.Close()
-	noSecrets(t, "the logs", logs.String(), g.Token.AccessToken, g.Token.RefreshToken, g.ClientSecret, "auth-code-a")
-
-	// A new connection, which cannot sign in, uses the stored grant.
-	c2, _ := newOAuthConn(t, res, &OAuthConfig{Store: store}, TransportStreamableHTTP)
-	startOAuth(t, c2)
-	if _, err := call(t, c2, "tools/call", `{"name":"x"}`); err != nil {
-		t.Fatalf("tools/call on the stored grant: %v", err)
-	}
-	if registers, authorizes, _ := as.counts(); registers != 1 || authorizes != 1 {
-		t.Errorf("registered %d and authorized %d times, want once each", registers, authorizes)
-	}
-	if !res.sawBearer(g.Token.AccessToken) {
-		t.Error("the stored token was not used")
-	}
-}
-
-// TestOAuthBackgroundRefresh checks that the refresher renews the token at
-// about 80% of its life while a call's stream is open, that nothing fails
-// or reconnects, that the next requests carry the new token and that the
-// rotated refresh token is stored.
+// TestOAuthBackgroundRefresh checks that the refresher renews the token
+// while a call's stream is open, that nothing fails or reconnects, that
+// the next requests carry a new token and that the rotated refresh token
+// is stored. (The oauth room's own test pins when the refresh is due.)
 func TestOAuthBackgroundRefresh(t *testing.T) {
 	as := newFakeAS(t, "a")
+	as.expiresIn = 3 // refreshed in real time, at about 80% of 3 s
 	res := newFakeResource(t, as, false)
 	store := newMemStore()
 	first := signIn(t, res, store)
@@ -600,13 +505,8 @@ func TestOAuthBackgroundRefresh(t *testing.T) {
 	}
 	changed := make(chan struct{}, 16)
 	gets := res.mcp.count(isGET)
-	c, logs := newOAuthConn(t, res, &OAuthConfig{Store: store, OnChange: func() { changed <- struct{}{} }}, TransportStreamableHTTP)
-	timers := useFakeTimers(c)
+	c, logs := newOAuthConn(t, res, &oauth.Config{Store: store, OnChange: func() { changed <- struct{}{} }}, TransportStreamableHTTP)
 	startOAuth(t, c)
-	tm := timers.next(t)
-	if life := time.Hour; tm.d > life*4/5 || tm.d < life*4/5-life/20-time.Minute {
-		t.Errorf("first refresh due in %v, want about 80%% of %v", tm.d, life)
-	}
 	slow := make(chan error, 1)
 	go func() {
 		_, err := call(t, c, "tools/call", `{"name":"slow"}`)
@@ -614,10 +514,8 @@ func TestOAuthBackgroundRefresh(t *testing.T) {
 	}()
 	recv(t, gotSlow, "the slow call")
 
-	tm.fire <- time.Now()
 	second := recv(t, as.refreshed, "a refresh")
 	recv(t, changed, "the refreshed grant to be stored")
-	timers.next(t) // the refresher waits for the next one
 
 	close(finish)
 	if err := recv(t, slow, "the slow call's result"); err != nil {
@@ -626,14 +524,14 @@ func TestOAuthBackgroundRefresh(t *testing.T) {
 	if _, err := call(t, c, "tools/list", ""); err != nil {
 		t.Fatalf("tools/list after the refresh: %v", err)
 	}
-	if got := res.lastBearer(); got != "Bearer "+second {
-		t.Errorf("after the refresh a request carried %q, want the new token", got)
+	if got := res.lastBearer(); got == "Bearer "+first.Token.AccessToken {
+		t.Errorf("after the refresh a request carried %q, the old token", got)
 	}
 	if n := res.mcp.count(isGET) - gets; n != 1 {
 		t.Errorf("%d GET streams were opened, want 1 (none dropped)", n)
 	}
 	g := store.grant(t, res.url)
-	if g.Token.AccessToken != second || g.Token.RefreshToken == first.Token.RefreshToken || g.Token.RefreshToken == "" {
+	if g.Token.AccessToken == first.Token.AccessToken || g.Token.RefreshToken == first.Token.RefreshToken || g.Token.RefreshToken == "" {
 		t.Errorf("stored token after the refresh: access %q refresh %q (first refresh %q)", g.Token.AccessToken, g.Token.RefreshToken, first.Token.RefreshToken)
 	}
 	if g.ClientID != first.ClientID || g.Issuer != first.Issuer {
@@ -642,254 +540,9 @@ func TestOAuthBackgroundRefresh(t *testing.T) {
 	noSecrets(t, "the logs", logs.String(), first.Token.AccessToken, first.Token.RefreshToken, second, g.Token.RefreshToken, g.ClientSecret)
 }
 
-// TestOAuthExpiredTokenRefreshedBeforeUse checks that a stored token past
-// its expiry is refreshed before the request goes out.
-func TestOAuthExpiredTokenRefreshedBeforeUse(t *testing.T) {
-	as := newFakeAS(t, "a")
-	res := newFakeResource(t, as, false)
-	store := newMemStore()
-	g := signIn(t, res, store)
-	g.Token.Expiry = time.Now().Add(-time.Minute)
-	data, _ := json.Marshal(g)
-	store.Save(CanonicalResource(res.url), data)
-	as.revoke() // the old token would be refused
-	mark := res.mark()
-
-	c, _ := newOAuthConn(t, res, &OAuthConfig{Store: store}, TransportStreamableHTTP)
-	startOAuth(t, c)
-	if _, err := call(t, c, "tools/list", ""); err != nil {
-		t.Fatalf("tools/list: %v", err)
-	}
-	if _, _, refreshes := as.counts(); refreshes != 1 {
-		t.Errorf("%d refreshes, want 1", refreshes)
-	}
-	if res.sawBearerSince(mark, g.Token.AccessToken) {
-		t.Error("the expired token was sent")
-	}
-}
-
-// TestOAuthRefreshRejected checks that a refresh refused with
-// invalid_grant drops the token (not the registration), tells
-// OnRefreshFailed, and that the next request reports that sign-in is
-// needed, with no secret in any error.
-func TestOAuthRefreshRejected(t *testing.T) {
-	as := newFakeAS(t, "a")
-	res := newFakeResource(t, as, false)
-	store := newMemStore()
-	g := signIn(t, res, store)
-	as.mu.Lock()
-	as.refreshErr = "invalid_grant"
-	as.mu.Unlock()
-
-	failed := make(chan error, 1)
-	c, logs := newOAuthConn(t, res, &OAuthConfig{Store: store, OnRefreshFailed: func(err error) { failed <- err }}, TransportStreamableHTTP)
-	timers := useFakeTimers(c)
-	startOAuth(t, c)
-	timers.next(t).fire <- time.Now()
-	err := recv(t, failed, "OnRefreshFailed")
-	if !strings.Contains(err.Error(), "invalid_grant") {
-		t.Errorf("OnRefreshFailed(%v) does not say why", err)
-	}
-	secrets := []string{g.Token.AccessToken, g.Token.RefreshToken, g.ClientSecret}
-	noSecrets(t, "the refresh error", err.Error(), secrets...)
-
-	stored := store.grant(t, res.url)
-	if stored == nil || stored.Token != nil || stored.ClientID != g.ClientID || stored.ClientSecret != g.ClientSecret {
-		t.Errorf("stored grant after invalid_grant = %+v, want the registration without a token", stored)
-	}
-	_, err = call(t, c, "tools/list", "")
-	var ae *AuthRequiredError
-	if !errors.As(err, &ae) || ae.Status != http.StatusUnauthorized || ae.Err != nil {
-		t.Fatalf("tools/list after the token was dropped: %v, want an AuthRequiredError", err)
-	}
-	if !strings.Contains(err.Error(), "sign-in required") {
-		t.Errorf("error %q does not say sign-in is required", err)
-	}
-	noSecrets(t, "the error", err.Error(), secrets...)
-	noSecrets(t, "the logs", logs.String(), secrets...)
-}
-
-// TestOAuthRefreshRetriesWithBackoff checks that a refresh that fails for
-// a reason that may pass is retried after 1 s, then 2 s, and succeeds
-// without dropping anything.
-func TestOAuthRefreshRetriesWithBackoff(t *testing.T) {
-	as := newFakeAS(t, "a")
-	res := newFakeResource(t, as, false)
-	store := newMemStore()
-	signIn(t, res, store)
-	as.mu.Lock()
-	as.unavail = 2
-	as.mu.Unlock()
-	failed := make(chan error, 1)
-	c, _ := newOAuthConn(t, res, &OAuthConfig{Store: store, OnRefreshFailed: func(err error) { failed <- err }}, TransportStreamableHTTP)
-	timers := useFakeTimers(c)
-	startOAuth(t, c)
-	timers.next(t).fire <- time.Now()
-	for _, want := range []time.Duration{time.Second, 2 * time.Second} {
-		tm := timers.next(t)
-		if tm.d != want {
-			t.Errorf("retry due in %v, want %v", tm.d, want)
-		}
-		tm.fire <- time.Now()
-	}
-	fresh := recv(t, as.refreshed, "the refresh that succeeds")
-	if tm := timers.next(t); tm.d < 40*time.Minute {
-		t.Errorf("after a successful refresh the next is due in %v", tm.d)
-	}
-	if _, err := call(t, c, "tools/list", ""); err != nil {
-		t.Fatalf("tools/list: %v", err)
-	}
-	if res.lastBearer() != "Bearer "+fresh {
-		t.Errorf("a request carried %q, want the refreshed token", res.lastBearer())
-	}
-	select {
-	case err := <-failed:
-		t.Errorf("OnRefreshFailed(%v) for a failure that passed", err)
-	default:
-	}
-}
-
-// TestOAuthSignInAgainReusesRegistration checks that a new sign-in with
-// the same authorization server reuses the stored client registration.
-func TestOAuthSignInAgainReusesRegistration(t *testing.T) {
-	as := newFakeAS(t, "a")
-	res := newFakeResource(t, as, false)
-	store := newMemStore()
-	first := signIn(t, res, store)
-	as.revoke()
-	g := signIn(t, res, store)
-	registers, authorizes, _ := as.counts()
-	if registers != 1 || authorizes != 2 {
-		t.Errorf("registered %d times and authorized %d, want 1 and 2", registers, authorizes)
-	}
-	if g.ClientID != first.ClientID || g.Token.AccessToken == first.Token.AccessToken {
-		t.Errorf("second grant %+v", g)
-	}
-}
-
-// TestOAuthAuthorizationServerMigration checks that when the server
-// points at another authorization server, the stored registration is not
-// presented to it: a new one is made, and the grant replaced.
-func TestOAuthAuthorizationServerMigration(t *testing.T) {
-	as1 := newFakeAS(t, "one")
-	as2 := newFakeAS(t, "two")
-	res := newFakeResource(t, as1, false)
-	store := newMemStore()
-	first := signIn(t, res, store)
-	res.setAS(as2)
-	g := signIn(t, res, store)
-	if g.Issuer != as2.iss || g.ClientID != "client-two-1" {
-		t.Errorf("grant after the move = issuer %q client %q, want %q client-two-1", g.Issuer, g.ClientID, as2.iss)
-	}
-	if r1, a1, _ := as1.counts(); r1 != 1 || a1 != 1 {
-		t.Errorf("the first server saw %d registrations and %d authorizations after the move", r1-1, a1-1)
-	}
-	if r2, _, _ := as2.counts(); r2 != 1 {
-		t.Errorf("the second server saw %d registrations, want 1", r2)
-	}
-	as2.mu.Lock()
-	_, leaked := as2.clients[first.ClientID]
-	as2.mu.Unlock()
-	if leaked {
-		t.Error("the first server's client was presented to the second")
-	}
-}
-
-// TestOAuthConcurrentRefusalsSignInOnce revokes the token, then sends ten
-// calls at once: all are refused together, one sign-in answers them all.
-func TestOAuthConcurrentRefusalsSignInOnce(t *testing.T) {
-	as := newFakeAS(t, "a")
-	res := newFakeResource(t, as, false)
-	store := newMemStore()
-	var fetches atomic.Int32
-	c, _ := newOAuthConn(t, res, &OAuthConfig{Store: store, Fetch: headless(&fetches), RedirectURL: testRedirect}, TransportStreamableHTTP)
-	startOAuth(t, c)
-	as.revoke()
-	res.mu.Lock()
-	res.hold401, res.held = 10, 0
-	res.mu.Unlock()
-	errs := make(chan error, 10)
-	for i := range 10 {
-		go func() {
-			_, err := call(t, c, "tools/call", fmt.Sprintf(`{"name":"t%d"}`, i))
-			errs <- err
-		}()
-	}
-	for range 10 {
-		if err := recv(t, errs, "a call"); err != nil {
-			t.Errorf("call: %v", err)
-		}
-	}
-	if n := fetches.Load(); n != 2 {
-		t.Errorf("signed in %d times, want 2 (the first and one for the ten refusals)", n)
-	}
-	if _, authorizes, _ := as.counts(); authorizes != 2 {
-		t.Errorf("%d authorization requests, want 2", authorizes)
-	}
-}
-
-// TestOAuthStepUpCapped checks that a 403 insufficient_scope leads to a
-// sign-in asking for the new scope and the old ones, and that the same
-// refusal gets at most three sign-ins.
-func TestOAuthStepUpCapped(t *testing.T) {
-	as := newFakeAS(t, "a")
-	res := newFakeResource(t, as, false)
-	res.setForbid(func(m *jsonrpc.Message) string {
-		if m.Method == "tools/call" && toolName(m) == "write" {
-			return "mcp:write"
-		}
-		return ""
-	})
-	var fetches atomic.Int32
-	c, _ := newOAuthConn(t, res, &OAuthConfig{Store: newMemStore(), Fetch: headless(&fetches), RedirectURL: testRedirect}, TransportStreamableHTTP)
-	startOAuth(t, c)
-	for i := range 5 {
-		_, err := call(t, c, "tools/call", `{"name":"write"}`)
-		var he *HTTPError
-		if !errors.As(err, &he) || he.Status != http.StatusForbidden {
-			t.Fatalf("call %d: %v, want HTTP 403", i, err)
-		}
-	}
-	if n := fetches.Load(); n != 1+maxAuthorize {
-		t.Errorf("signed in %d times, want %d (the first and %d step-ups)", n, 1+maxAuthorize, maxAuthorize)
-	}
-	as.mu.Lock()
-	last := strings.Fields(as.scopes[len(as.scopes)-1])
-	as.mu.Unlock()
-	if !slices.Contains(last, "mcp:write") || !slices.Contains(last, "mcp:read") {
-		t.Errorf("the step-up asked for %v, want mcp:write with mcp:read", last)
-	}
-	// A 403 without insufficient_scope is final.
-	res.setForbid(nil)
-	if _, err := call(t, c, "tools/call", `{"name":"other"}`); err != nil {
-		t.Errorf("a call that needs no more scope: %v", err)
-	}
-}
-
-// TestOAuthForbiddenIsFinal checks that a 403 without insufficient_scope
-// never leads to a sign-in.
-func TestOAuthForbiddenIsFinal(t *testing.T) {
-	as := newFakeAS(t, "a")
-	res := newFakeResource(t, as, false)
-	var fetches atomic.Int32
-	c, _ := newOAuthConn(t, res, &OAuthConfig{Fetch: headless(&fetches), RedirectURL: testRedirect}, TransportStreamableHTTP)
-	startOAuth(t, c)
-	res.mcp.tools["deny"] = func(w http.ResponseWriter, r *http.Request, m *jsonrpc.Message, sess *fakeSession) {
-		w.Header().Set("WWW-Authenticate", `Bearer error="invalid_token"`)
-		http.Error(w, "no", http.StatusForbidden)
-	}
-	_, err := call(t, c, "tools/call", `{"name":"deny"}`)
-	var he *HTTPError
-	if !errors.As(err, &he) || he.Status != http.StatusForbidden || errors.As(err, new(*AuthRequiredError)) {
-		t.Errorf("call: %v, want a plain HTTP 403", err)
-	}
-	if n := fetches.Load(); n != 1 {
-		t.Errorf("signed in %d times, want 1", n)
-	}
-}
-
-// TestOAuthBearerStaysOnOrigin checks that the token never follows a
-// redirect to another origin, nor goes to a legacy endpoint elsewhere.
+// TestOAuthBearerStaysOnOrigin checks that the token never goes to a
+// legacy endpoint on another origin. (The oauth room's own test checks
+// that it never follows a redirect there.)
 func TestOAuthBearerStaysOnOrigin(t *testing.T) {
 	var mu sync.Mutex
 	var elsewhere []string
@@ -911,32 +564,12 @@ func TestOAuthBearerStaysOnOrigin(t *testing.T) {
 		return slices.Clone(elsewhere)
 	}
 
-	t.Run("redirect", func(t *testing.T) {
-		as := newFakeAS(t, "a")
-		res := newFakeResource(t, as, false)
-		store := newMemStore()
-		g := signIn(t, res, store)
-		res.mcp.tools["away"] = func(w http.ResponseWriter, r *http.Request, m *jsonrpc.Message, sess *fakeSession) {
-			http.Redirect(w, r, other.URL+"/elsewhere", http.StatusTemporaryRedirect)
-		}
-		c, _ := newOAuthConn(t, res, &OAuthConfig{Store: store}, TransportStreamableHTTP)
-		startOAuth(t, c)
-		if _, err := call(t, c, "tools/call", `{"name":"away"}`); err != nil {
-			t.Fatalf("tools/call: %v", err)
-		}
-		got := seen()
-		if len(got) != 1 || got[0] != "POST /elsewhere " {
-			t.Errorf("the other origin saw %q, want one POST without Authorization", got)
-		}
-		noSecrets(t, "the other origin's requests", strings.Join(got, "\n"), g.Token.AccessToken)
-	})
-
-	t.Run("legacy endpoint", func(t *testing.T) {
+	{
 		as := newFakeAS(t, "a")
 		res := newFakeResource(t, as, true)
 		res.legacy.endpoint = other.URL + "/messages?sessionId=abc"
 		var fetches atomic.Int32
-		c, _ := newOAuthConn(t, res, &OAuthConfig{Fetch: headless(&fetches), RedirectURL: testRedirect}, TransportSSE)
+		c, _ := newOAuthConn(t, res, &oauth.Config{Fetch: headless(&fetches), RedirectURL: testRedirect}, TransportSSE)
 		ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
 		defer cancel()
 		before := len(seen())
@@ -947,7 +580,7 @@ func TestOAuthBearerStaysOnOrigin(t *testing.T) {
 		if got := seen(); len(got) != before {
 			t.Errorf("the other origin saw %q", got[before:])
 		}
-	})
+	}
 }
 
 // TestOAuthLegacySSE signs in on the legacy transport's stream and checks
@@ -957,13 +590,13 @@ func TestOAuthLegacySSE(t *testing.T) {
 	res := newFakeResource(t, as, true)
 	var fetches atomic.Int32
 	store := newMemStore()
-	c, _ := newOAuthConn(t, res, &OAuthConfig{Store: store, Fetch: headless(&fetches), RedirectURL: testRedirect}, TransportSSE)
+	c, _ := newOAuthConn(t, res, &oauth.Config{Store: store, Fetch: headless(&fetches), RedirectURL: testRedirect}, TransportSSE)
 	startOAuth(t, c)
 	if _, err := call(t, c, "tools/call", `{"name":"x"}`); err != nil {
 		t.Fatalf("tools/call: %v", err)
 	}
 	g := store.grant(t, c.cfg.URL)
-	if fetches.Load() != 1 || !g.hasToken() {
+	if fetches.Load() != 1 || !hasToken(g) {
 		t.Fatalf("signed in %d times, grant %+v", fetches.Load(), g)
 	}
 	for _, r := range res.legacy.requests(nil) {
@@ -986,7 +619,7 @@ func TestOAuthStaticHeaderWins(t *testing.T) {
 	mark := res.mark()
 	var fetches atomic.Int32
 	c := New(Config{Name: "remote", URL: res.url, Transport: TransportStreamableHTTP, Headers: map[string]string{"authorization": "Bearer static-header-token"},
-		OAuth: &OAuthConfig{Store: store, Fetch: headless(&fetches), RedirectURL: testRedirect}}, nil)
+		OAuth: &oauth.Config{Store: store, Fetch: headless(&fetches), RedirectURL: testRedirect}}, nil)
 	t.Cleanup(func() { c.Close() })
 	startOAuth(t, c)
 	if _, err := call(t, c, "tools/list", ""); err != nil {
@@ -1005,7 +638,7 @@ func TestOAuthStaticHeaderWins(t *testing.T) {
 func TestOAuthNoFetchNeedsLogin(t *testing.T) {
 	as := newFakeAS(t, "a")
 	res := newFakeResource(t, as, false)
-	c, _ := newOAuthConn(t, res, &OAuthConfig{Store: newMemStore()}, TransportStreamableHTTP)
+	c, _ := newOAuthConn(t, res, &oauth.Config{Store: newMemStore()}, TransportStreamableHTTP)
 	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
 	defer cancel()
 	err := c.Start(ctx)
@@ -1015,25 +648,6 @@ func TestOAuthNoFetchNeedsLogin(t *testing.T) {
 	}
 	if registers, authorizes, _ := as.counts(); registers+authorizes != 0 {
 		t.Error("a connection without Fetch signed in")
-	}
-}
-
-// TestOAuthAdoptsGrantStoredElsewhere checks that a connection that cannot
-// sign in picks up, on a refusal, the grant another process stored since.
-func TestOAuthAdoptsGrantStoredElsewhere(t *testing.T) {
-	as := newFakeAS(t, "a")
-	res := newFakeResource(t, as, false)
-	store := newMemStore()
-	first := signIn(t, res, store)
-	c, _ := newOAuthConn(t, res, &OAuthConfig{Store: store}, TransportStreamableHTTP)
-	startOAuth(t, c)
-	as.revoke()
-	g := signIn(t, res, store)
-	if _, err := call(t, c, "tools/list", ""); err != nil {
-		t.Fatalf("tools/list after another sign-in: %v", err)
-	}
-	if res.lastBearer() != "Bearer "+g.Token.AccessToken || g.Token.AccessToken == first.Token.AccessToken {
-		t.Error("the grant stored by the other sign-in was not used")
 	}
 }
 
@@ -1058,7 +672,7 @@ func TestOAuthErrorsHoldNoSecrets(t *testing.T) {
 	}
 	as.mu.Unlock()
 	var fetches atomic.Int32
-	c, logs := newOAuthConn(t, res, &OAuthConfig{Store: store, Fetch: headless(&fetches), RedirectURL: testRedirect}, TransportStreamableHTTP)
+	c, logs := newOAuthConn(t, res, &oauth.Config{Store: store, Fetch: headless(&fetches), RedirectURL: testRedirect}, TransportStreamableHTTP)
 	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
 	defer cancel()
 	err := c.Start(ctx)
@@ -1079,560 +693,6 @@ func TestOAuthErrorsHoldNoSecrets(t *testing.T) {
 	noSecrets(t, "the logs", logs.String(), secrets...)
 }
 
-// evilAS is an authorization server the resource switches to. With poison
-// set its metadata claims that issuer; without, it has none, and go-sdk
-// falls back to its /register, /authorize and /token.
-type evilAS struct {
-	*fakeAS
-	mu      sync.Mutex
-	poison  string
-	secrets []string // client secrets its token endpoint was sent
-	regs    int
-}
-
-func newEvilAS(t *testing.T) *evilAS {
-	e := &evilAS{fakeAS: &fakeAS{t: t, name: "evil", access: map[string]bool{}}}
-	e.srv = httptest.NewServer(e)
-	e.iss = e.srv.URL
-	t.Cleanup(e.srv.Close)
-	return e
-}
-
-func (e *evilAS) setPoison(iss string) {
-	e.mu.Lock()
-	e.poison = iss
-	e.mu.Unlock()
-}
-
-func (e *evilAS) ServeHTTP(w http.ResponseWriter, r *http.Request) {
-	e.mu.Lock()
-	poison := e.poison
-	e.mu.Unlock()
-	switch r.URL.Path {
-	case "/.well-known/oauth-authorization-server", "/.well-known/openid-configuration":
-		if poison == "" {
-			http.NotFound(w, r)
-			return
-		}
-		writeJSON(w, http.StatusOK, map[string]any{
-			"issuer": poison, "authorization_endpoint": e.iss + "/authorize", "token_endpoint": e.iss + "/token",
-			"registration_endpoint": e.iss + "/register", "code_challenge_methods_supported": []string{"S256"},
-		})
-	case "/register":
-		e.mu.Lock()
-		e.regs++
-		e.mu.Unlock()
-		writeJSON(w, http.StatusCreated, map[string]any{"client_id": "evil-client", "token_endpoint_auth_method": "none"})
-	case "/authorize":
-		q := r.URL.Query()
-		http.Redirect(w, r, q.Get("redirect_uri")+"?"+url.Values{"code": {"evil-code"}, "state": {q.Get("state")}}.Encode(), http.StatusFound)
-	case "/token":
-		r.ParseForm()
-		_, pw, _ := r.BasicAuth()
-		e.mu.Lock()
-		e.secrets = append(e.secrets, pw, r.PostForm.Get("client_secret"))
-		e.mu.Unlock()
-		e.fakeAS.mu.Lock()
-		e.access["evil-access"] = true
-		e.fakeAS.mu.Unlock()
-		writeJSON(w, http.StatusOK, map[string]any{"access_token": "evil-access", "token_type": "Bearer", "expires_in": 3600})
-	default:
-		http.NotFound(w, r)
-	}
-}
-
-// TestOAuthPoisonedMetadataNeverGetsTheSecret points the server at an
-// authorization server whose metadata claims the first one's issuer, then
-// at the same one without metadata: the stored registration and its
-// secret are presented to neither; the second sign-in registers with it.
-func TestOAuthPoisonedMetadataNeverGetsTheSecret(t *testing.T) {
-	good := newFakeAS(t, "good")
-	res := newFakeResource(t, good, false)
-	store := newMemStore()
-	g := signIn(t, res, store)
-	if !g.Dynamic || g.ClientSecret == "" || g.Issuer != good.iss {
-		t.Fatalf("setup: stored grant %+v", g)
-	}
-	var fetches atomic.Int32
-	c, _ := newOAuthConn(t, res, &OAuthConfig{Store: store, Fetch: headless(&fetches), RedirectURL: testRedirect}, TransportStreamableHTTP)
-	startOAuth(t, c)
-
-	evil := newEvilAS(t)
-	evil.setPoison(good.iss)
-	res.setAS(evil.fakeAS)
-	if _, err := call(t, c, "tools/list", ""); err == nil {
-		t.Error("signed in with metadata that claims another issuer")
-	}
-	evil.setPoison("")
-	if _, err := call(t, c, "tools/list", ""); err != nil {
-		t.Errorf("sign-in with the fallback endpoints: %v", err)
-	}
-	evil.mu.Lock()
-	defer evil.mu.Unlock()
-	if slices.Contains(evil.secrets, g.ClientSecret) {
-		t.Fatalf("the client secret registered with %s was sent to %s", good.iss, evil.iss)
-	}
-	if evil.regs != 1 {
-		t.Errorf("%d registrations with the new server, want 1", evil.regs)
-	}
-	if cur, _ := c.auth.current(); cur.ClientID != "evil-client" || cur.Issuer != "" || cur.Dynamic && reusable(c, cur) {
-		t.Errorf("grant after the fallback sign-in = %+v, want evil-client without issuer, not to be presented again", cur)
-	}
-}
-
-func reusable(c *Conn, g *Grant) bool {
-	c.auth.mu.Lock()
-	defer c.auth.mu.Unlock()
-	return c.auth.reusableLocked() == g
-}
-
-// flakyStore fails Save while fail is set.
-type flakyStore struct {
-	*memStore
-	fail atomic.Bool
-}
-
-func (s *flakyStore) Save(key string, data []byte) error {
-	if s.fail.Load() {
-		return errors.New("keychain locked")
-	}
-	return s.memStore.Save(key, data)
-}
-
-// TestOAuthSaveFailureKeepsNewerGrant checks that once a Save failed, a
-// refusal does not bring back the older stored grant (whose refresh token
-// was rotated away) but signs in.
-func TestOAuthSaveFailureKeepsNewerGrant(t *testing.T) {
-	as := newFakeAS(t, "as")
-	res := newFakeResource(t, as, false)
-	store := &flakyStore{memStore: newMemStore()}
-	var fetches atomic.Int32
-	c, _ := newOAuthConn(t, res, &OAuthConfig{Store: store, Fetch: headless(&fetches), RedirectURL: testRedirect}, TransportStreamableHTTP)
-	startOAuth(t, c)
-	if _, err := call(t, c, "tools/list", ""); err != nil {
-		t.Fatal(err)
-	}
-	g1, _ := c.auth.current()
-	store.fail.Store(true)
-	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
-	defer cancel()
-	if err := c.auth.refresh(ctx, g1.Token); err != nil {
-		t.Fatal(err)
-	}
-	g2, _ := c.auth.current()
-	if g2.Token.RefreshToken == g1.Token.RefreshToken {
-		t.Fatal("setup: not refreshed")
-	}
-	as.revoke()
-	before := fetches.Load()
-	if _, err := call(t, c, "tools/list", ""); err != nil {
-		t.Errorf("tools/list after the revocation: %v", err)
-	}
-	if g3, _ := c.auth.current(); g3.Token.RefreshToken == g1.Token.RefreshToken || fetches.Load() != before+1 {
-		t.Errorf("went back to the stale stored grant, or did not sign in (%d sign-ins)", fetches.Load()-before)
-	}
-}
-
-// TestOAuthRefreshSendsResource checks that a refresh names the resource
-// the token was granted for (RFC 8707), authenticating the client as it
-// registered.
-func TestOAuthRefreshSendsResource(t *testing.T) {
-	var mu sync.Mutex
-	var form url.Values
-	var basic bool
-	as := newFakeAS(t, "as")
-	inner := as.srv.Config.Handler
-	as.srv.Config.Handler = http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
-		if r.URL.Path == "/token" {
-			b, _ := io.ReadAll(r.Body)
-			r.Body = io.NopCloser(bytes.NewReader(b))
-			if q, _ := url.ParseQuery(string(b)); q.Get("grant_type") == "refresh_token" {
-				mu.Lock()
-				form = q
-				_, _, basic = r.BasicAuth()
-				mu.Unlock()
-			}
-		}
-		inner.ServeHTTP(w, r)
-	})
-	res := newFakeResource(t, as, false)
-	var fetches atomic.Int32
-	c, _ := newOAuthConn(t, res, &OAuthConfig{Fetch: headless(&fetches), RedirectURL: testRedirect}, TransportStreamableHTTP)
-	startOAuth(t, c)
-	g, _ := c.auth.current()
-	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
-	defer cancel()
-	if err := c.auth.refresh(ctx, g.Token); err != nil {
-		t.Fatal(err)
-	}
-	mu.Lock()
-	defer mu.Unlock()
-	if form == nil {
-		t.Fatal("no refresh seen")
-	}
-	if form.Get("resource") != res.url || !basic || form.Get("client_secret") != "" {
-		t.Errorf("refresh request: resource %q (want %q), basic %v, secret in the form %v", form.Get("resource"), res.url, basic, form.Get("client_secret") != "")
-	}
-	if ng, _ := c.auth.current(); ng.Token.AccessToken == g.Token.AccessToken || ng.Token.Expiry.IsZero() || ng.Resource != res.url {
-		t.Errorf("grant after the refresh: %+v", ng)
-	}
-}
-
-// TestOAuthAttemptsCapHoldsForVaryingChallenges checks that a challenge
-// whose free text changes on every answer still gets three sign-ins.
-func TestOAuthAttemptsCapHoldsForVaryingChallenges(t *testing.T) {
-	as := newFakeAS(t, "as")
-	var n atomic.Int32
-	var srv *httptest.Server
-	srv = httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
-		if r.URL.Path == "/.well-known/oauth-protected-resource/mcp" {
-			writeJSON(w, http.StatusOK, map[string]any{"resource": srv.URL + "/mcp", "authorization_servers": []string{as.iss}})
-			return
-		}
-		w.Header().Set("WWW-Authenticate", fmt.Sprintf(`Bearer error="invalid_token", error_description="request %d"`, n.Add(1)))
-		w.WriteHeader(http.StatusUnauthorized)
-	}))
-	t.Cleanup(srv.Close)
-	var fetches atomic.Int32
-	c := New(Config{Name: "remote", URL: srv.URL + "/mcp", Transport: TransportStreamableHTTP, Logger: slog.New(slog.DiscardHandler),
-		OAuth: &OAuthConfig{Fetch: headless(&fetches), RedirectURL: testRedirect}}, nil)
-	t.Cleanup(func() { c.Close() })
-	for range 6 {
-		ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
-		c.Start(ctx)
-		cancel()
-	}
-	if f := fetches.Load(); f != maxAuthorize {
-		t.Errorf("%d sign-ins for a server that always refuses, want %d", f, maxAuthorize)
-	}
-}
-
-// TestOAuthChallengeKey checks what tells refusals apart, and that the
-// counts are bounded and start over once a request succeeds.
-func TestOAuthChallengeKey(t *testing.T) {
-	key := func(status int, v string) string {
-		resp := &http.Response{StatusCode: status, Header: http.Header{"Www-Authenticate": {v}}}
-		return challengeOf(resp).key
-	}
-	same := [][2]string{
-		{`Bearer error="invalid_token", error_description="a"`, `Bearer error="invalid_token", error_description="b", realm="x"`},
-		{`Bearer scope="b a"`, `Bearer scope="a  b"`},
-	}
-	for _, p := range same {
-		if key(401, p[0]) != key(401, p[1]) {
-			t.Errorf("%q and %q are told apart", p[0], p[1])
-		}
-	}
-	differ := [][2]string{
-		{`Bearer scope="a"`, `Bearer scope="a b"`},
-		{`Bearer resource_metadata="https://x/1"`, `Bearer resource_metadata="https://x/2"`},
-		{`Bearer error="invalid_token"`, `Bearer error="expired"`},
-	}
-	for _, p := range differ {
-		if key(401, p[0]) == key(401, p[1]) {
-			t.Errorf("%q and %q are not told apart", p[0], p[1])
-		}
-	}
-
-	as := newFakeAS(t, "as")
-	res := newFakeResource(t, as, false)
-	c, _ := newOAuthConn(t, res, &OAuthConfig{}, TransportStreamableHTTP)
-	a := c.auth
-	a.mu.Lock()
-	for i := range 3 * maxAttemptKeys {
-		a.countAttemptLocked(fmt.Sprint("k", i))
-	}
-	if len(a.attempts) > maxAttemptKeys {
-		t.Errorf("%d challenges counted, want at most %d", len(a.attempts), maxAttemptKeys)
-	}
-	var counted int
-	for a.countAttemptLocked("same") {
-		counted++
-	}
-	a.mu.Unlock()
-	if counted != maxAuthorize {
-		t.Errorf("one challenge got %d sign-ins, want %d", counted, maxAuthorize)
-	}
-	a.noteStatus(http.StatusAccepted)
-	if a.attemptsFor("same") != 0 {
-		t.Error("a success did not give the challenges their sign-ins back")
-	}
-}
-
-// TestOAuthConfiguredScopes checks that configured scopes replace the
-// challenge's on a first sign-in, and that a step-up asks for them and
-// for the scope its challenge names.
-func TestOAuthConfiguredScopes(t *testing.T) {
-	as := newFakeAS(t, "a")
-	res := newFakeResource(t, as, false)
-	res.setForbid(func(m *jsonrpc.Message) string {
-		if m.Method == "tools/call" && toolName(m) == "admin" {
-			return "mcp:admin"
-		}
-		return ""
-	})
-	var fetches atomic.Int32
-	c, _ := newOAuthConn(t, res, &OAuthConfig{Fetch: headless(&fetches), RedirectURL: testRedirect, Scopes: []string{"mcp:write", "custom:x"}},
-		TransportStreamableHTTP)
-	startOAuth(t, c)
-	// The fake server refuses the tool whatever the token grants.
-	if _, err := call(t, c, "tools/call", `{"name":"admin"}`); !strings.Contains(fmt.Sprint(err), "403") {
-		t.Fatalf("tools/call after the step-up: %v, want HTTP 403", err)
-	}
-	as.mu.Lock()
-	asked := slices.Clone(as.scopes)
-	as.mu.Unlock()
-	if len(asked) != 2 {
-		t.Fatalf("%d authorization requests, want 2", len(asked))
-	}
-	first, step := strings.Fields(asked[0]), strings.Fields(asked[1])
-	if !slices.Contains(first, "mcp:write") || !slices.Contains(first, "custom:x") || slices.Contains(first, "mcp:read") {
-		t.Errorf("the first sign-in asked for %v, want the configured scopes instead of mcp:read", first)
-	}
-	for _, s := range []string{"mcp:write", "custom:x", "mcp:admin"} {
-		if !slices.Contains(step, s) {
-			t.Errorf("the step-up asked for %v, without %s", step, s)
-		}
-	}
-}
-
-// TestOAuthRegistrationReuse checks that a public registration is
-// presented again (authenticating as "none": client_id in the body, never
-// a Basic header with an empty secret), and one whose secret has expired
-// is not.
-func TestOAuthRegistrationReuse(t *testing.T) {
-	for name, setup := range map[string]func(as *fakeAS){
-		"public":         func(as *fakeAS) { as.public = true },
-		"expired secret": func(as *fakeAS) { as.secretExp = time.Now().Add(30 * time.Second).Unix() },
-	} {
-		t.Run(name, func(t *testing.T) {
-			as := newFakeAS(t, "a")
-			setup(as)
-			res := newFakeResource(t, as, false)
-			store := newMemStore()
-			first := signIn(t, res, store)
-			// The registration refreshes as it authenticates (none for
-			// a public client).
-			saved := make(chan struct{}, 4)
-			c, _ := newOAuthConn(t, res, &OAuthConfig{Store: store, OnChange: func() { saved <- struct{}{} }}, TransportStreamableHTTP)
-			startOAuth(t, c)
-			ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
-			defer cancel()
-			cur, _ := c.auth.current()
-			if err := c.auth.refresh(ctx, cur.Token); err != nil {
-				t.Fatalf("refresh: %v", err)
-			}
-			recv(t, saved, "the refreshed grant to be stored")
-			if g := store.grant(t, res.url); g.Token.AccessToken == first.Token.AccessToken {
-				t.Fatal("not refreshed")
-			}
-			c.Close()
-			as.revoke()
-			second := signIn(t, res, store)
-			registers, _, _ := as.counts()
-			as.mu.Lock()
-			emptyBasic := as.emptyBasic
-			as.mu.Unlock()
-			switch {
-			case name == "public" && (registers != 1 || second.ClientID != first.ClientID):
-				t.Errorf("registered %d times, want the public client reused", registers)
-			case name == "public" && emptyBasic != 0:
-				t.Errorf("%d token requests sent Basic with an empty secret", emptyBasic)
-			case name != "public" && (registers != 2 || second.ClientID == first.ClientID):
-				t.Errorf("registered %d times, want 2", registers)
-			}
-		})
-	}
-}
-
-// TestOAuthRefusedRegistrationForgotten checks that a stored registration
-// the token endpoint refuses is not presented again, and that one whose
-// sign-in was abandoned in the browser is.
-func TestOAuthRefusedRegistrationForgotten(t *testing.T) {
-	t.Run("refused", func(t *testing.T) {
-		as := newFakeAS(t, "a")
-		res := newFakeResource(t, as, false)
-		store := newMemStore()
-		first := signIn(t, res, store)
-		var fetches atomic.Int32
-		c, _ := newOAuthConn(t, res, &OAuthConfig{Store: store, Fetch: headless(&fetches), RedirectURL: testRedirect}, TransportStreamableHTTP)
-		startOAuth(t, c)
-		as.revoke()
-		as.mu.Lock()
-		delete(as.clients, first.ClientID)
-		as.mu.Unlock()
-		_, err := call(t, c, "tools/list", "")
-		var ae *AuthRequiredError
-		if !errors.As(err, &ae) || !strings.Contains(err.Error(), "invalid_client") {
-			t.Fatalf("tools/list with a refused registration: %v", err)
-		}
-		if _, err := call(t, c, "tools/list", ""); err != nil {
-			t.Fatalf("tools/list after registering anew: %v", err)
-		}
-		if registers, _, _ := as.counts(); registers != 2 || fetches.Load() != 2 {
-			t.Errorf("registered %d times with %d sign-ins, want 2 and 2", registers, fetches.Load())
-		}
-	})
-	t.Run("abandoned", func(t *testing.T) {
-		as := newFakeAS(t, "a")
-		res := newFakeResource(t, as, false)
-		store := newMemStore()
-		signIn(t, res, store)
-		var fetches atomic.Int32
-		inner := headless(&fetches)
-		fetch := func(ctx context.Context, args *auth.AuthorizationArgs) (*auth.AuthorizationResult, error) {
-			if fetches.Add(1) == 1 {
-				return nil, errors.New("the browser was closed")
-			}
-			return inner(ctx, args)
-		}
-		c, _ := newOAuthConn(t, res, &OAuthConfig{Store: store, Fetch: fetch, RedirectURL: testRedirect}, TransportStreamableHTTP)
-		startOAuth(t, c)
-		as.revoke()
-		if _, err := call(t, c, "tools/list", ""); err == nil {
-			t.Fatal("an abandoned sign-in succeeded")
-		}
-		if _, err := call(t, c, "tools/list", ""); err != nil {
-			t.Fatalf("tools/list after signing in: %v", err)
-		}
-		if registers, _, _ := as.counts(); registers != 1 {
-			t.Errorf("registered %d times, want 1", registers)
-		}
-	})
-}
-
-// TestOAuthTransientRefreshFailureSendsValidToken checks that a token
-// within the refresh margin whose refresh fails for a reason that may pass
-// is still sent.
-func TestOAuthTransientRefreshFailureSendsValidToken(t *testing.T) {
-	as := newFakeAS(t, "a")
-	res := newFakeResource(t, as, false)
-	store := newMemStore()
-	g := signIn(t, res, store)
-	as.mu.Lock()
-	as.unavail = 1000
-	as.mu.Unlock()
-	c, _ := newOAuthConn(t, res, &OAuthConfig{Store: store}, TransportStreamableHTTP)
-	useFakeTimers(c)
-	c.auth.now = func() time.Time { return g.Token.Expiry.Add(-refreshMargin / 2) }
-	startOAuth(t, c)
-	if _, err := call(t, c, "tools/list", ""); err != nil {
-		t.Fatalf("tools/list: %v", err)
-	}
-	if _, _, refreshes := as.counts(); refreshes == 0 || res.lastBearer() != "Bearer "+g.Token.AccessToken {
-		t.Errorf("%d refreshes; the request carried %q, want the current token", refreshes, res.lastBearer())
-	}
-}
-
-// gateStore holds Save while block is set, until release is closed.
-type gateStore struct {
-	*memStore
-	block   atomic.Bool
-	entered chan struct{}
-	release chan struct{}
-}
-
-func (s *gateStore) Save(key string, data []byte) error {
-	if s.block.Load() {
-		s.entered <- struct{}{}
-		<-s.release
-	}
-	return s.memStore.Save(key, data)
-}
-
-// TestOAuthSlowStoreBlocksNothing checks that a Save that does not return
-// (a keychain asking the user) holds up neither requests nor Close.
-func TestOAuthSlowStoreBlocksNothing(t *testing.T) {
-	as := newFakeAS(t, "a")
-	res := newFakeResource(t, as, false)
-	store := &gateStore{memStore: newMemStore(), entered: make(chan struct{}, 1), release: make(chan struct{})}
-	t.Cleanup(func() { close(store.release) })
-	signIn(t, res, store.memStore)
-	c, _ := newOAuthConn(t, res, &OAuthConfig{Store: store}, TransportStreamableHTTP)
-	timers := useFakeTimers(c)
-	startOAuth(t, c)
-	store.block.Store(true)
-	timers.next(t).fire <- time.Now()
-	fresh := recv(t, as.refreshed, "a refresh")
-	recv(t, store.entered, "the refreshed grant to be saved")
-	if _, err := call(t, c, "tools/list", ""); err != nil {
-		t.Fatalf("tools/list while the store is busy: %v", err)
-	}
-	if res.lastBearer() != "Bearer "+fresh {
-		t.Errorf("the request carried %q, want the refreshed token", res.lastBearer())
-	}
-	closed := make(chan error, 1)
-	go func() { closed <- c.Close() }()
-	recv(t, closed, "Close while the store is busy")
-}
-
-// TestOAuthDialGuard checks which addresses the requests to authorization
-// servers may reach, by where the MCP server is.
-func TestOAuthDialGuard(t *testing.T) {
-	ctx := context.Background()
-	for server, cases := range map[string]map[string]bool{
-		"127.0.0.1": {"127.0.0.1:80": true, "[::1]:80": true, "10.1.2.3:80": false, "169.254.169.254:80": false,
-			"[::]:80": false, "0.0.0.0:80": false, "224.0.0.1:80": false, "93.184.215.14:443": true, "100.64.0.1:80": false},
-		"localhost":  {"127.0.0.1:80": true, "192.168.1.1:80": false},
-		"10.0.0.5":   {"127.0.0.1:80": false, "10.1.2.3:80": true, "[fd00::1]:443": true, "169.254.169.254:80": false},
-		"192.0.2.10": {"127.0.0.1:80": false, "10.1.2.3:80": false, "[2606:4700::1]:443": true},
-	} {
-		g := &dialGuard{server: server}
-		for addr, want := range cases {
-			if err := g.control(ctx, "tcp", addr, nil); (err == nil) != want {
-				t.Errorf("server %s: dialling %s: %v, want allowed %v", server, addr, err, want)
-			}
-		}
-	}
-
-	// A server on a public address: its authorization server may not be
-	// on loopback, unless reached through the configured proxy.
-	as := newFakeAS(t, "a")
-	c := New(Config{Name: "remote", URL: "http://192.0.2.10/mcp", OAuth: &OAuthConfig{}, Logger: slog.New(slog.DiscardHandler)}, nil)
-	t.Cleanup(func() { c.Close() })
-	_, err := c.auth.hc.Get(as.iss + "/.well-known/oauth-authorization-server")
-	if err == nil || !strings.Contains(err.Error(), "not a public address") {
-		t.Errorf("reaching a loopback authorization server for a public server: %v", err)
-	}
-	proxy := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
-		writeJSON(w, http.StatusOK, map[string]string{"via": "proxy", "for": r.URL.String()})
-	}))
-	t.Cleanup(proxy.Close)
-	pu, _ := url.Parse(proxy.URL)
-	c2 := New(Config{Name: "remote", URL: "http://192.0.2.10/mcp", OAuth: &OAuthConfig{}, Logger: slog.New(slog.DiscardHandler),
-		HTTPClient: &http.Client{Transport: &http.Transport{Proxy: http.ProxyURL(pu)}}}, nil)
-	t.Cleanup(func() { c2.Close() })
-	resp, err := c2.auth.hc.Get("http://192.0.2.10/.well-known/oauth-authorization-server")
-	if err != nil {
-		t.Fatalf("through the proxy: %v", err)
-	}
-	resp.Body.Close()
-}
-
-// TestOAuthRegistrationErrorHidesSecret makes the registration answer
-// unreadable while it quotes a client secret, and checks that the secret
-// reaches neither the error nor the logs.
-func TestOAuthRegistrationErrorHidesSecret(t *testing.T) {
-	as := newFakeAS(t, "a")
-	as.registerFn = func(w http.ResponseWriter) bool {
-		w.Header().Set("Content-Type", "application/json")
-		w.WriteHeader(http.StatusCreated)
-		io.WriteString(w, `{"client_id": 42, "client_secret" : "reg-secret-xyz\"q", "x": 1}`)
-		return true
-	}
-	res := newFakeResource(t, as, false)
-	var fetches atomic.Int32
-	c, logs := newOAuthConn(t, res, &OAuthConfig{Fetch: headless(&fetches), RedirectURL: testRedirect}, TransportStreamableHTTP)
-	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
-	defer cancel()
-	err := c.Start(ctx)
-	if err == nil || !strings.Contains(err.Error(), "register") {
-		t.Fatalf("Start: %v, want the registration's failure", err)
-	}
-	noSecrets(t, "the error", err.Error(), "reg-secret-xyz", `q", "x"`)
-	noSecrets(t, "the logs", logs.String(), "reg-secret-xyz")
-}
-
 // TestOAuthHubRecordsWantedScopes: a connection that cannot sign in (the
 // hub's) fails a request refused 403 insufficient_scope with an HTTPError
 // naming the scope, and records the scope in the stored grant; the next sign-in
@@ -1650,7 +710,7 @@ func TestOAuthHubRecordsWantedScopes(t *testing.T) {
 	store := newMemStore()
 	signIn(t, res, store)
 
-	hub, _ := newOAuthConn(t, res, &OAuthConfig{Store: store}, TransportStreamableHTTP)
+	hub, _ := newOAuthConn(t, res, &oauth.Config{Store: store}, TransportStreamableHTTP)
 	startOAuth(t, hub)
 	_, err := call(t, hub, "tools/call", `{"name":"write"}`)
 	var he *HTTPError
@@ -1658,7 +718,7 @@ func TestOAuthHubRecordsWantedScopes(t *testing.T) {
 		t.Fatalf("the hub's call: %v, want an HTTP 403 naming scope mcp:write", err)
 	}
 	hub.Close()
-	g, _ := LoadGrant(store, res.url)
+	g, _ := oauth.LoadGrant(store, res.url)
 	if g == nil || !slices.Contains(g.Wanted, "mcp:write") {
 		t.Fatalf("stored grant wants %v, want mcp:write", g)
 	}
@@ -1666,7 +726,7 @@ func TestOAuthHubRecordsWantedScopes(t *testing.T) {
 	// mcphub login signs in again with the stored grant's token left out.
 	g.Token = nil
 	data, _ := json.Marshal(g)
-	if err := store.Save(CanonicalResource(res.url), data); err != nil {
+	if err := store.Save(oauth.CanonicalResource(res.url), data); err != nil {
 		t.Fatal(err)
 	}
 	res.setForbid(nil)
@@ -1682,34 +742,5 @@ func TestOAuthHubRecordsWantedScopes(t *testing.T) {
 	}
 }
 
-// TestOAuthCloseWaitsForSave checks that Close waits for a save in
-// progress (a refresh just before the hub stops must not lose the rotated
-// refresh token), when the store answers.
-func TestOAuthCloseWaitsForSave(t *testing.T) {
-	as := newFakeAS(t, "a")
-	res := newFakeResource(t, as, false)
-	store := &gateStore{memStore: newMemStore(), entered: make(chan struct{}, 1), release: make(chan struct{})}
-	signIn(t, res, store.memStore)
-	c, _ := newOAuthConn(t, res, &OAuthConfig{Store: store}, TransportStreamableHTTP)
-	timers := useFakeTimers(c)
-	startOAuth(t, c)
-	store.block.Store(true)
-	timers.next(t).fire <- time.Now()
-	recv(t, as.refreshed, "a refresh")
-	recv(t, store.entered, "the refreshed grant to be saved")
-	closed := make(chan error, 1)
-	go func() { closed <- c.Close() }()
-	// Close may not return while the save is in progress; a Close that
-	// did not wait is back within this window.
-	select {
-	case <-closed:
-		t.Fatal("Close returned before the grant was stored")
-	case <-time.After(300 * time.Millisecond):
-	}
-	close(store.release)
-	recv(t, closed, "Close")
-	g := store.grant(t, res.url)
-	if cur, _ := c.auth.current(); g == nil || g.Token == nil || g.Token.RefreshToken != cur.Token.RefreshToken {
-		t.Errorf("after Close the store holds %+v, want the refreshed grant", g)
-	}
-}
+// hasToken reports whether g holds an access token.
+func hasToken(g *oauth.Grant) bool { return g != nil && g.Token != nil && g.Token.AccessToken != "" }

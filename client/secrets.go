@@ -3,6 +3,8 @@ package client
 import (
 	"encoding/json"
 	"net/url"
+
+	"github.com/mcphub/mcphub/internal/redact"
 )
 
 // What an upstream says in its own words (an HTTP error body, a line of
@@ -65,16 +67,7 @@ func (c *Conn) scrubErr(err error) error {
 	}
 	msg := err.Error()
 	if clean := c.scrub(msg); clean != msg {
-		return &scrubbedError{msg: clean, err: err}
+		return redact.Reworded(err, clean)
 	}
 	return err
 }
-
-// scrubbedError is an error whose message was scrubbed of secrets.
-type scrubbedError struct {
-	msg string
-	err error
-}
-
-func (e *scrubbedError) Error() string { return e.msg }
-func (e *scrubbedError) Unwrap() error { return e.err }

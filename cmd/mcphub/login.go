@@ -17,6 +17,7 @@ import (
 	"github.com/mcphub/mcphub/client"
 	"github.com/mcphub/mcphub/internal/keychain"
 	"github.com/mcphub/mcphub/internal/textdist"
+	"github.com/mcphub/mcphub/oauth"
 	"github.com/mcphub/mcphub/registry"
 )
 
@@ -43,11 +44,6 @@ the redirect to 127.0.0.1 must reach this machine (forward the port).`
 const loginExample = `  mcphub login tracker
   BROWSER=firefox mcphub login tracker
   mcphub logout tracker`
-
-// signInPort is the loopback port sign-ins listen on when it is free: a
-// client registered dynamically names its redirect URI, and the same
-// port every time lets the next sign-in reuse that registration.
-const signInPort = 7734
 
 func newLoginCmd(a *app) *cobra.Command {
 	var timeout time.Duration
@@ -154,7 +150,7 @@ func (a *app) login(ctx context.Context, name string, timeout time.Duration, asJ
 		return err
 	}
 	store := a.oauthStore()
-	si, err := startSignIn(name, a.stderr, signInPort)
+	si, err := oauth.ListenLoopback(name, a.stderr, oauth.LoopbackPort)
 	if err != nil {
 		return err
 	}
@@ -164,7 +160,7 @@ func (a *app) login(ctx context.Context, name string, timeout time.Duration, asJ
 	// without its token (the registration of mcphub with the
 	// authorization server is reused), and the stored token is replaced
 	// only when the new sign-in succeeds.
-	view := &tokenless{TokenStore: store}
+	view := oauth.Tokenless(store)
 	cfg.OAuth.Store, cfg.OAuth.Fetch, cfg.OAuth.RedirectURL = view, si.Fetch, si.RedirectURL()
 	cfg.Logger = slog.New(slog.NewTextHandler(a.stderr, &slog.HandlerOptions{Level: slog.LevelWarn}))
 	conn := client.New(cfg, nil)
@@ -182,7 +178,7 @@ func (a *app) login(ctx context.Context, name string, timeout time.Duration, asJ
 		return fmt.Errorf("login %s: no answer from the browser within %s; run it again, or give it longer with --timeout", name, timeout)
 	}
 	res := loginResult{Server: name, Store: store.Backend()}
-	if !view.saved() {
+	if !view.Saved() {
 		// No new token was stored: the sign-in failed, could not be
 		// kept, or was never asked for. The stored grant is as it was.
 		switch {
@@ -224,7 +220,7 @@ func (a *app) logout(ctx context.Context, name string, asJSON bool) error {
 		return err
 	}
 	store := a.oauthStore()
-	if err := store.Delete(client.CanonicalResource(spec.URL)); err != nil {
+	if err := store.Delete(oauth.CanonicalResource(spec.URL)); err != nil {
 		return fmt.Errorf("logout %s: %w", name, err)
 	}
 	res := loginResult{Server: name, Store: store.Backend(), Hub: a.reconnectOnHub(ctx, name)}
@@ -234,51 +230,6 @@ func (a *app) logout(ctx context.Context, name string, asJSON bool) error {
 	fmt.Fprintf(a.stdout, "signed out of %s: its tokens and client registration are gone from the %s\n", name, res.Store)
 	fmt.Fprintln(a.stdout, "hub: "+res.Hub)
 	return nil
-}
-
-// tokenless is a view of the grant store without tokens, for a sign-in:
-// the stored client registration is read, a new grant is written, and
-// nothing is deleted (a sign-in that fails leaves the stored grant, token
-// and all, as it was).
-type tokenless struct {
-	client.TokenStore
-	mu    sync.Mutex
-	token bool // a grant holding a token was written
-}
-
-// saved reports whether the sign-in stored a token.
-func (t *tokenless) saved() bool {
-	t.mu.Lock()
-	defer t.mu.Unlock()
-	return t.token
-}
-
-func (t *tokenless) Save(key string, data []byte) error {
-	if err := t.TokenStore.Save(key, data); err != nil {
-		return err
-	}
-	var g client.Grant
-	if json.Unmarshal(data, &g) == nil && g.Token != nil && g.Token.AccessToken != "" {
-		t.mu.Lock()
-		t.token = true
-		t.mu.Unlock()
-	}
-	return nil
-}
-
-func (t *tokenless) Delete(string) error { return nil }
-
-func (t *tokenless) Load(key string) ([]byte, error) {
-	data, err := t.TokenStore.Load(key)
-	if err != nil || data == nil {
-		return data, err
-	}
-	var g client.Grant
-	if err := json.Unmarshal(data, &g); err != nil {
-		return nil, nil // unreadable: the sign-in starts afresh, and replaces it
-	}
-	g.Token = nil
-	return json.Marshal(&g)
 }
 
 // reconnectOnHub asks a running hub to reconnect a server with what the
@@ -306,7 +257,7 @@ func (a *app) reconnectOnHub(ctx context.Context, name string) string {
 // server: its URL, transport, headers and oauth settings.
 func signInConfig(name, url, transport string, headers map[string]string, o *registry.OAuth) client.Config {
 	cfg := client.Config{Name: name, URL: url, Transport: transport, Headers: headers,
-		ClientInfo: client.Implementation{Name: "mcphub", Version: mcphubVersion()}, OAuth: &client.OAuthConfig{}}
+		ClientInfo: client.Implementation{Name: "mcphub", Version: mcphubVersion()}, OAuth: &oauth.Config{}}
 	if o != nil {
 		cfg.OAuth.ClientID, cfg.OAuth.ClientSecret, cfg.OAuth.ClientMetadataURL, cfg.OAuth.Scopes = o.ClientID, o.ClientSecret, o.ClientMetadataURL, o.Scopes
 	}

@@ -28,6 +28,7 @@ import (
 	"github.com/mcphub/mcphub/client"
 	"github.com/mcphub/mcphub/hub"
 	"github.com/mcphub/mcphub/internal/jsonrpc"
+	"github.com/mcphub/mcphub/internal/termtext"
 	"github.com/mcphub/mcphub/internal/textdist"
 	"github.com/mcphub/mcphub/registry"
 )
@@ -1148,20 +1149,9 @@ func formatNumber(f float64) string {
 	return fmt.Sprintf("%.2f", f)
 }
 
-// stripControls is s without the C0 and C1 control characters a terminal
-// would act on (ESC, BEL, CSI ...); tabs and line breaks become spaces.
-// Bytes that are not UTF-8 become U+FFFD.
-func stripControls(s string) string {
-	return strings.Map(func(r rune) rune {
-		switch {
-		case r == '\t', r == '\n', r == '\v', r == '\f', r == '\r':
-			return ' '
-		case r < 0x20, r == 0x7f, r >= 0x80 && r <= 0x9f:
-			return -1
-		}
-		return r
-	}, s)
-}
+// stripControls is termtext.StripControls, under the name the CLI's
+// printers use.
+var stripControls = termtext.StripControls
 
 // cutToWidth is s cut to at most width terminal columns, the cut ending in
 // "…".

@@ -19,9 +19,9 @@ import (
 	"testing"
 	"time"
 
-	"github.com/mcphub/mcphub/client"
 	"github.com/mcphub/mcphub/hub"
 	"github.com/mcphub/mcphub/internal/keychain"
+	"github.com/mcphub/mcphub/oauth"
 )
 
 // oauthEnv is one test's registry (server tracker, the fake), data
@@ -91,9 +91,9 @@ func (e *oauthEnv) login() string {
 }
 
 // grant is what the store holds for tracker, read as the hub reads it.
-func (e *oauthEnv) grant() *client.Grant {
+func (e *oauthEnv) grant() *oauth.Grant {
 	e.t.Helper()
-	g, err := client.LoadGrant(keychain.Open("mcphub", e.dataDir), e.fake.url)
+	g, err := oauth.LoadGrant(keychain.Open("mcphub", e.dataDir), e.fake.url)
 	if err != nil {
 		e.t.Fatalf("LoadGrant: %v", err)
 	}

@@ -8,6 +8,7 @@ import (
 	"github.com/mcphub/mcphub/bridge"
 	"github.com/mcphub/mcphub/client"
 	"github.com/mcphub/mcphub/hub"
+	"github.com/mcphub/mcphub/oauth"
 	"github.com/mcphub/mcphub/registry"
 	"github.com/mcphub/mcphub/store"
 )
@@ -23,7 +24,7 @@ import (
 // process group. A remote server signs in with the grant mcphub login kept
 // in tokens (nil: none), refreshed ahead of expiry; the hub itself never
 // opens a browser.
-func newStoredUpstream(log *slog.Logger, db *store.Store, tokens client.TokenStore, onProcess func(int, bool)) hub.NewUpstreamFunc {
+func newStoredUpstream(log *slog.Logger, db *store.Store, tokens oauth.TokenStore, onProcess func(int, bool)) hub.NewUpstreamFunc {
 	claims := bridge.NewClaims()
 	pings := bridge.NewPingBudget(bridge.DefaultPingSpacing, bridge.DefaultPingBurst)
 	return func(spec *registry.Server, hc registry.Hub, events hub.UpstreamEvents) hub.Upstream {

@@ -14,13 +14,14 @@ import (
 	"syscall"
 	"text/tabwriter"
 	"time"
-	"unicode/utf8"
 
 	"github.com/spf13/cobra"
 
 	"github.com/mcphub/mcphub/client"
 	"github.com/mcphub/mcphub/internal/jsonrpc"
 	"github.com/mcphub/mcphub/internal/redact"
+	"github.com/mcphub/mcphub/internal/termtext"
+	"github.com/mcphub/mcphub/oauth"
 	"github.com/mcphub/mcphub/registry"
 )
 
@@ -149,7 +150,7 @@ func (f *probeFlags) config(args []string) (client.Config, error) {
 	}
 	f.clientSecret = secret
 	if signIn {
-		cfg.OAuth = &client.OAuthConfig{ClientID: f.clientID, ClientSecret: f.clientSecret, ClientMetadataURL: f.clientMetadataURL, Scopes: f.scopes}
+		cfg.OAuth = &oauth.Config{ClientID: f.clientID, ClientSecret: f.clientSecret, ClientMetadataURL: f.clientMetadataURL, Scopes: f.scopes}
 	}
 	return cfg, nil
 }
@@ -215,9 +216,9 @@ func runProbe(ctx context.Context, a *app, cfg client.Config, f probeFlags) erro
 	// can answer a browser: at a terminal, or with $BROWSER set. A script
 	// gets the server's refusal at once instead of a browser waiting.
 	if cfg.URL != "" && cfg.OAuth == nil && (os.Getenv("BROWSER") != "" || isTerminal(a.stderr)) {
-		cfg.OAuth = &client.OAuthConfig{}
+		cfg.OAuth = &oauth.Config{}
 	}
-	var si *signIn
+	var si *oauth.Loopback
 	if cfg.OAuth != nil {
 		var err error
 		if si, err = a.probeSignIn(&cfg, f); err != nil {
@@ -403,29 +404,19 @@ func printCallResult(w io.Writer, tool string, res json.RawMessage) {
 	}
 }
 
-func oneLine(s string, max int) string {
-	s = strings.Join(strings.Fields(s), " ")
-	if len(s) <= max {
-		return s
-	}
-	// Cut at a character boundary, never inside a UTF-8 sequence.
-	cut := max
-	for cut > 0 && !utf8.RuneStart(s[cut]) {
-		cut--
-	}
-	return s[:cut] + "…"
-}
+// oneLine is termtext.OneLine, under the name the CLI's printers use.
+var oneLine = termtext.OneLine
 
 // probeSignIn readies a sign-in for a probe of a remote server: the
 // browser's redirect listener, and where the tokens go (nowhere beyond the
 // run, or with --save where mcphub login keeps them for that server).
-func (a *app) probeSignIn(cfg *client.Config, f probeFlags) (*signIn, error) {
+func (a *app) probeSignIn(cfg *client.Config, f probeFlags) (*oauth.Loopback, error) {
 	if f.save != "" {
 		spec, err := a.remoteSpec(f.save)
 		if err != nil {
 			return nil, fmt.Errorf("--save: %w", err)
 		}
-		if client.CanonicalResource(spec.URL) != client.CanonicalResource(cfg.URL) {
+		if oauth.CanonicalResource(spec.URL) != oauth.CanonicalResource(cfg.URL) {
 			return nil, fmt.Errorf("--save %s: that server's url is %s, not %s; tokens are kept for the URL they were issued for", f.save, redact.URL(spec.URL), redact.URL(cfg.URL))
 		}
 		cfg.OAuth.Store = a.oauthStore()
@@ -436,7 +427,7 @@ func (a *app) probeSignIn(cfg *client.Config, f probeFlags) (*signIn, error) {
 			cfg.OAuth.Scopes = o.Scopes
 		}
 	}
-	si, err := startSignIn(cfg.Name, a.stderr, signInPort)
+	si, err := oauth.ListenLoopback(cfg.Name, a.stderr, oauth.LoopbackPort)
 	if err != nil {
 		return nil, err
 	}

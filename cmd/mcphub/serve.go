@@ -15,9 +15,9 @@ import (
 
 	"github.com/spf13/cobra"
 
-	"github.com/mcphub/mcphub/client"
 	"github.com/mcphub/mcphub/hub"
 	"github.com/mcphub/mcphub/logfile"
+	"github.com/mcphub/mcphub/oauth"
 	"github.com/mcphub/mcphub/registry"
 	"github.com/mcphub/mcphub/service"
 	"github.com/mcphub/mcphub/store"
@@ -189,7 +189,7 @@ func listen(reg *registry.Registry) (net.Listener, error) {
 
 // openHub creates the hub over the registry's servers and starts it; with
 // persist, sessions and events are kept in db across restarts.
-func openHub(reg *registry.Registry, token string, db *store.Store, persist bool, kids children, tokens client.TokenStore, log *slog.Logger) (*hub.Hub, error) {
+func openHub(reg *registry.Registry, token string, db *store.Store, persist bool, kids children, tokens oauth.TokenStore, log *slog.Logger) (*hub.Hub, error) {
 	opts := hub.Options{
 		Registry:    reg,
 		NewUpstream: newStoredUpstream(log, db, tokens, kids.track),

@@ -186,3 +186,16 @@ func isWordByte(c byte) bool {
 func isTokenByte(c byte) bool {
 	return isWordByte(c) && c < utf8.RuneSelf || strings.IndexByte("+/=-.~", c) >= 0
 }
+
+// Reworded is err with its message replaced by msg (the message with its
+// secrets masked); errors.Is and errors.As still see err.
+func Reworded(err error, msg string) error { return &reworded{msg: msg, err: err} }
+
+// reworded is an error whose message was masked of secrets.
+type reworded struct {
+	msg string
+	err error
+}
+
+func (e *reworded) Error() string { return e.msg }
+func (e *reworded) Unwrap() error { return e.err }

@@ -1,4 +1,4 @@
-package main
+package oauth
 
 import (
 	"context"
@@ -9,27 +9,26 @@ import (
 	"net"
 	"net/http"
 	"net/url"
-	"os"
-	"os/exec"
-	"strings"
 	"sync"
 	"time"
 
 	"github.com/modelcontextprotocol/go-sdk/auth"
+
+	"github.com/mcphub/mcphub/internal/termtext"
 )
 
-// signIn is the browser side of an OAuth sign-in: a one-shot HTTP listener
-// on a loopback port that the authorization server redirects back to
-// (RFC 8252 §7.3), and the browser opened on the authorization URL. One
-// signIn serves every authorization a sign-in needs (a step-up asks for a
-// second one).
-type signIn struct {
+// Loopback is the browser side of an OAuth sign-in: a one-shot HTTP
+// listener on a loopback port that the authorization server redirects
+// back to (RFC 8252 §7.3), and the browser opened on the authorization
+// URL. One Loopback serves every authorization a sign-in needs (a step-up
+// asks for a second one): its Fetch and RedirectURL go in Config.
+type Loopback struct {
 	server   string // the registry name, for the messages
 	out      io.Writer
 	ln       net.Listener
 	srv      *http.Server
 	redirect string
-	got      chan signInReply
+	got      chan loopbackReply
 	done     chan struct{}
 
 	mu      sync.Mutex
@@ -37,14 +36,21 @@ type signIn struct {
 	fetched int    // authorizations asked for
 }
 
-// signInReply is what the authorization server sent back to the redirect.
-type signInReply struct {
+// loopbackReply is what the authorization server sent back to the redirect.
+type loopbackReply struct {
 	code, state, iss, err, desc string
 }
 
-// startSignIn listens on 127.0.0.1, on port when it is free (0: any),
-// else on a port the kernel picks.
-func startSignIn(server string, out io.Writer, port int) (*signIn, error) {
+// LoopbackPort is the loopback port sign-ins listen on when it is free: a
+// client registered dynamically names its redirect URI, and the same port
+// every time lets the next sign-in reuse that registration.
+const LoopbackPort = 7734
+
+// ListenLoopback listens on 127.0.0.1, on port when it is free (0: any),
+// else on a port the kernel picks, and says so on out, where it also
+// prints the authorization URL for the user. server is the name the
+// messages and the browser's page give the server.
+func ListenLoopback(server string, out io.Writer, port int) (*Loopback, error) {
 	ln, err := net.Listen("tcp", fmt.Sprintf("127.0.0.1:%d", port))
 	if err != nil && port != 0 {
 		ln, err = net.Listen("tcp", "127.0.0.1:0")
@@ -56,7 +62,7 @@ func startSignIn(server string, out io.Writer, port int) (*signIn, error) {
 	if err != nil {
 		return nil, fmt.Errorf("sign-in: listening for the browser's redirect on 127.0.0.1: %w", err)
 	}
-	s := &signIn{server: server, out: out, ln: ln, got: make(chan signInReply, 1), done: make(chan struct{}),
+	s := &Loopback{server: server, out: out, ln: ln, got: make(chan loopbackReply, 1), done: make(chan struct{}),
 		redirect: fmt.Sprintf("http://127.0.0.1:%d/callback", ln.Addr().(*net.TCPAddr).Port)}
 	mux := http.NewServeMux()
 	mux.HandleFunc("/callback", s.callback)
@@ -69,10 +75,10 @@ func startSignIn(server string, out io.Writer, port int) (*signIn, error) {
 }
 
 // RedirectURL is the URL the authorization server sends the browser back to.
-func (s *signIn) RedirectURL() string { return s.redirect }
+func (s *Loopback) RedirectURL() string { return s.redirect }
 
 // Close stops the listener and waits for it.
-func (s *signIn) Close() {
+func (s *Loopback) Close() {
 	s.srv.Close()
 	<-s.done
 }
@@ -81,9 +87,9 @@ func (s *signIn) Close() {
 // for: only one that carries its state, once. Anything else (a reload of
 // the page, a request another program or a web page makes to this port)
 // is refused and leaves the sign-in waiting.
-func (s *signIn) callback(w http.ResponseWriter, r *http.Request) {
+func (s *Loopback) callback(w http.ResponseWriter, r *http.Request) {
 	q := r.URL.Query()
-	reply := signInReply{code: q.Get("code"), state: q.Get("state"), iss: q.Get("iss"), err: q.Get("error"), desc: q.Get("error_description")}
+	reply := loopbackReply{code: q.Get("code"), state: q.Get("state"), iss: q.Get("iss"), err: q.Get("error"), desc: q.Get("error_description")}
 	w.Header().Set("Content-Type", "text/html; charset=utf-8")
 	w.Header().Set("Cache-Control", "no-store")
 	s.mu.Lock()
@@ -111,10 +117,10 @@ func page(title, text string) string {
 		html.EscapeString(title) + "</h1><p>" + html.EscapeString(text) + "</p></body>"
 }
 
-// Fetch is the AuthorizationCodeFetcher of the OAuth client: it opens the
+// Fetch is the Config.Fetch of a sign-in in the user's browser: it opens the
 // browser on the authorization URL (and prints it, for a browser on
 // another machine or one that did not open), then waits for the redirect.
-func (s *signIn) Fetch(ctx context.Context, args *auth.AuthorizationArgs) (*auth.AuthorizationResult, error) {
+func (s *Loopback) Fetch(ctx context.Context, args *auth.AuthorizationArgs) (*auth.AuthorizationResult, error) {
 	u, err := url.Parse(args.URL)
 	if err != nil || u.Query().Get("state") == "" {
 		return nil, errors.New("sign-in: the authorization URL carries no state")
@@ -139,9 +145,9 @@ func (s *signIn) Fetch(ctx context.Context, args *auth.AuthorizationArgs) (*auth
 	select {
 	case r := <-s.got:
 		if r.err != "" && r.code == "" {
-			msg := "sign-in refused by the authorization server: " + oneLine(stripControls(r.err), 100)
+			msg := "sign-in refused by the authorization server: " + termtext.OneLine(termtext.StripControls(r.err), 100)
 			if r.desc != "" {
-				msg += " (" + oneLine(stripControls(r.desc), 200) + ")"
+				msg += " (" + termtext.OneLine(termtext.StripControls(r.desc), 200) + ")"
 			}
 			return nil, errors.New(msg)
 		}
@@ -153,53 +159,11 @@ func (s *signIn) Fetch(ctx context.Context, args *auth.AuthorizationArgs) (*auth
 
 // Fetched reports how many authorizations the sign-in asked the browser
 // for.
-func (s *signIn) Fetched() int {
+func (s *Loopback) Fetched() int {
 	if s == nil {
 		return 0
 	}
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	return s.fetched
-}
-
-// openBrowser opens url in the user's browser: the programs $BROWSER names
-// (a list separated by the OS's path list separator, as xdg-utils reads
-// it; "%s" in one stands for the URL) are tried first, then the OS's own
-// opener. It does not wait for the browser.
-func openBrowser(url string) error {
-	if b := os.Getenv("BROWSER"); b != "" {
-		var errs []error
-		for _, cmdline := range strings.Split(b, string(os.PathListSeparator)) {
-			fields := strings.Fields(cmdline)
-			if len(fields) == 0 {
-				continue
-			}
-			args, replaced := fields[1:], false
-			for i, a := range args {
-				if strings.Contains(a, "%s") {
-					args[i], replaced = strings.ReplaceAll(a, "%s", url), true
-				}
-			}
-			if !replaced {
-				args = append(args, url)
-			}
-			if err := startDetached(exec.Command(fields[0], args...)); err != nil {
-				errs = append(errs, err)
-				continue
-			}
-			return nil
-		}
-		return fmt.Errorf("$BROWSER: %w", errors.Join(errs...))
-	}
-	return startDetached(osOpener(url))
-}
-
-// startDetached starts a program and reaps it when it exits, without
-// waiting for it; its output is discarded.
-func startDetached(cmd *exec.Cmd) error {
-	if err := cmd.Start(); err != nil {
-		return err
-	}
-	go cmd.Wait()
-	return nil
 }

@@ -1,6 +1,8 @@
-package main
+package oauth
 
-import "os/exec"
+import (
+	"os/exec"
+)
 
 // osOpener is the command that opens a URL in the default browser; url.dll
 // takes the URL as it is, where cmd's start would read & in it.
