@@ -7,6 +7,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/mcphub/mcphub/api"
 	"github.com/mcphub/mcphub/hub"
 )
 
@@ -23,7 +24,7 @@ func controlHub(t *testing.T, cfg hubConfig, hubKeys string) (h *inprocHub, addr
 	if !poll(15*time.Second, func() bool {
 		st := h.h.Status()
 		s := findServer(&st, "weather")
-		return s != nil && s.State == hub.StateConnected
+		return s != nil && s.State == api.StateConnected
 	}) {
 		t.Fatalf("weather did not connect within 15s: %s", describe(h.readyz()))
 	}

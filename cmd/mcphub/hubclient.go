@@ -15,7 +15,7 @@ import (
 	"path/filepath"
 	"strings"
 
-	"github.com/mcphub/mcphub/hub"
+	"github.com/mcphub/mcphub/api"
 	"github.com/mcphub/mcphub/registry"
 )
 
@@ -241,7 +241,7 @@ func (a *app) noteServed(t hubTarget) {
 }
 
 // fetchStatus asks the hub at t for its state.
-func fetchStatus(ctx context.Context, t hubTarget) (*hub.Status, error) {
+func fetchStatus(ctx context.Context, t hubTarget) (*api.Status, error) {
 	ctx, cancel := context.WithTimeout(ctx, statusTimeout)
 	defer cancel()
 	req, err := http.NewRequestWithContext(ctx, http.MethodGet, t.url("/readyz"), nil)
@@ -255,7 +255,7 @@ func fetchStatus(ctx context.Context, t hubTarget) (*hub.Status, error) {
 	defer resp.Body.Close()
 	switch resp.StatusCode {
 	case http.StatusOK:
-		var st hub.Status
+		var st api.Status
 		if err := json.NewDecoder(resp.Body).Decode(&st); err != nil {
 			return nil, fmt.Errorf("%s answered, but not with mcphub's status (HTTP %d): %w", t.listen, resp.StatusCode, err)
 		}
@@ -265,7 +265,7 @@ func fetchStatus(ctx context.Context, t hubTarget) (*hub.Status, error) {
 		// cannot check tokens (auth on, no token) answers 503 with an
 		// error, which is no status.
 		body, _ := io.ReadAll(io.LimitReader(resp.Body, statusBodyMax))
-		var st hub.Status
+		var st api.Status
 		if json.Unmarshal(body, &st) == nil && st.Version != "" {
 			return &st, nil
 		}

@@ -10,7 +10,7 @@ import (
 
 	"github.com/spf13/cobra"
 
-	"github.com/mcphub/mcphub/hub"
+	"github.com/mcphub/mcphub/api"
 	"github.com/mcphub/mcphub/internal/redact"
 	"github.com/mcphub/mcphub/registry"
 )
@@ -33,7 +33,7 @@ type listEntry struct {
 	// ${VAR}, say), with file:line and the fix; the hub shows it failed.
 	Problem string `json:"problem,omitempty"`
 	// Live is the running hub's view, absent when no hub runs.
-	Live *hub.ServerStatus `json:"live,omitempty"`
+	Live *api.ServerStatus `json:"live,omitempty"`
 	// HubError says why the hub could not be asked (it refused the
 	// token, a TLS mismatch, not mcphub's answer); absent when it answered
 	// or none runs. It is the same sentence for every entry, and holds no
@@ -112,8 +112,8 @@ hub_error (why the hub could not be asked, when it could not).`,
 	return cmd
 }
 
-func listEntries(reg *registry.Registry, st *hub.Status) []listEntry {
-	live := map[string]*hub.ServerStatus{}
+func listEntries(reg *registry.Registry, st *api.Status) []listEntry {
+	live := map[string]*api.ServerStatus{}
 	if st != nil {
 		for i := range st.Servers {
 			live[st.Servers[i].Name] = &st.Servers[i]
@@ -160,7 +160,7 @@ func printList(a *app, entries []listEntry, live bool) {
 			state, tools := "-", "-"
 			if e.Live != nil {
 				state, tools = e.Live.State, strconv.Itoa(e.Live.Tools)
-				if e.Live.LastError != "" && e.Live.State != hub.StateConnected {
+				if e.Live.LastError != "" && e.Live.State != api.StateConnected {
 					state += ": " + oneLine(e.Live.LastError, 80)
 				}
 			}

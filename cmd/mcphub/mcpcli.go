@@ -25,8 +25,8 @@ import (
 	"github.com/modelcontextprotocol/go-sdk/mcp"
 	"github.com/spf13/cobra"
 
+	"github.com/mcphub/mcphub/api"
 	"github.com/mcphub/mcphub/client"
-	"github.com/mcphub/mcphub/hub"
 	"github.com/mcphub/mcphub/internal/jsonrpc"
 	"github.com/mcphub/mcphub/internal/textdist"
 	"github.com/mcphub/mcphub/registry"
@@ -186,7 +186,7 @@ func (a *app) openView(ctx context.Context, v hubView, h client.Handler) (*hubSe
 	if err != nil {
 		return nil, err
 	}
-	var prof *hub.ProfileStatus
+	var prof *api.ProfileStatus
 	switch {
 	case v.server != "":
 		if err := checkServer(ctx, t, v.server); err != nil {
@@ -256,11 +256,11 @@ func checkServer(ctx context.Context, t hubTarget, server string) error {
 			return unknownServerErr(st, server)
 		}
 		switch s.State {
-		case hub.StateConnected:
+		case api.StateConnected:
 			return nil
-		case hub.StateDisabled:
+		case api.StateDisabled:
 			return fmt.Errorf("server %q is disabled; enable it with: mcphub enable %s", server, server)
-		case hub.StateStarting:
+		case api.StateStarting:
 			wait := min(cliStartPoll, time.Until(deadline))
 			if wait <= 0 {
 				return fmt.Errorf("server %s is still starting after %s; see mcphub status or mcphub logs %s", server, cliStartWait, server)
@@ -282,7 +282,7 @@ func checkServer(ctx context.Context, t hubTarget, server string) error {
 // serves it: a profile whose table has a problem answers nothing until it
 // is fixed. It returns the hub's status of the profile. A hub that lists no
 // profile while the registry has this one is older than this mcphub.
-func (a *app) checkProfile(ctx context.Context, t hubTarget, name string) (*hub.ProfileStatus, error) {
+func (a *app) checkProfile(ctx context.Context, t hubTarget, name string) (*api.ProfileStatus, error) {
 	st, err := fetchStatus(ctx, t)
 	if err != nil {
 		return nil, err
@@ -294,7 +294,7 @@ func (a *app) checkProfile(ctx context.Context, t hubTarget, name string) (*hub.
 				return nil, olderHubErr(t, "lists no profiles")
 			}
 		}
-		return nil, noProfileErr(name, "the hub", st.Profiles, func(p hub.ProfileStatus) string { return p.Name })
+		return nil, noProfileErr(name, "the hub", st.Profiles, func(p api.ProfileStatus) string { return p.Name })
 	}
 	if p.Problem != "" {
 		return nil, fmt.Errorf("profile %s serves nothing until its table is fixed (mcphub validate shows every problem):\n%s", name, p.Problem)
@@ -304,7 +304,7 @@ func (a *app) checkProfile(ctx context.Context, t hubTarget, name string) (*hub.
 
 // profileStatus is the entry of st for the profile called name, nil when
 // it lists none (or name is "").
-func profileStatus(st *hub.Status, name string) *hub.ProfileStatus {
+func profileStatus(st *api.Status, name string) *api.ProfileStatus {
 	for i := range st.Profiles {
 		if name != "" && st.Profiles[i].Name == name {
 			return &st.Profiles[i]
@@ -340,7 +340,7 @@ func olderHubErr(t hubTarget, lacks string) error {
 }
 
 // serverStatus is the entry of st for server, nil when it lists none.
-func serverStatus(st *hub.Status, server string) *hub.ServerStatus {
+func serverStatus(st *api.Status, server string) *api.ServerStatus {
 	for i := range st.Servers {
 		if st.Servers[i].Name == server {
 			return &st.Servers[i]
@@ -351,10 +351,10 @@ func serverStatus(st *hub.Status, server string) *hub.ServerStatus {
 
 // unknownServerErr says that the hub has no server named server, and which
 // it has.
-func unknownServerErr(st *hub.Status, server string) error {
+func unknownServerErr(st *api.Status, server string) error {
 	var known []string
 	for _, s := range st.Servers {
-		if s.State != hub.StateDisabled {
+		if s.State != api.StateDisabled {
 			known = append(known, s.Name)
 		}
 	}
@@ -367,7 +367,7 @@ func unknownServerErr(st *hub.Status, server string) error {
 
 // notConnectedErr says that a server is not connected, why, and where to
 // look.
-func notConnectedErr(s hub.ServerStatus) error {
+func notConnectedErr(s api.ServerStatus) error {
 	msg := fmt.Sprintf("server %s is %s", s.Name, s.State)
 	if s.LastError != "" {
 		msg += ": " + oneLine(s.LastError, 200)
@@ -392,7 +392,7 @@ func (a *app) noteMissing(ctx context.Context, s *hubSession, kind string) {
 
 // noteDown is noteMissing with the hub's status st, for /mcp, which has
 // every server, or for profile's endpoint, which has those it selects.
-func (a *app) noteDown(st *hub.Status, profile, kind string) {
+func (a *app) noteDown(st *api.Status, profile, kind string) {
 	var only []string
 	if profile != "" {
 		p := profileStatus(st, profile)
@@ -401,14 +401,14 @@ func (a *app) noteDown(st *hub.Status, profile, kind string) {
 		}
 		only = p.Servers
 	}
-	var down []hub.ServerStatus
+	var down []api.ServerStatus
 	for _, srv := range st.Servers {
 		if profile != "" && !slices.Contains(only, srv.Name) {
 			continue
 		}
 		switch srv.State {
-		case hub.StateConnected, hub.StateDisabled:
-		case hub.StateNeedsLogin:
+		case api.StateConnected, api.StateDisabled:
+		case api.StateNeedsLogin:
 			fmt.Fprintf(a.stderr, "note: server %s needs you to sign in: run mcphub login %s\n", srv.Name, srv.Name)
 		default:
 			down = append(down, srv)

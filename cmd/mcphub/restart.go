@@ -10,7 +10,7 @@ import (
 
 	"github.com/spf13/cobra"
 
-	"github.com/mcphub/mcphub/hub"
+	"github.com/mcphub/mcphub/api"
 )
 
 // restartResult is what restart asked for, its --json answer: the hub's
@@ -72,9 +72,9 @@ func unknownServerError(ctx context.Context, t hubTarget, name string, refused *
 	var enabled []string
 	for _, s := range st.Servers {
 		switch {
-		case s.Name == name && s.State == hub.StateDisabled:
+		case s.Name == name && s.State == api.StateDisabled:
 			return fmt.Errorf("%w; %s is disabled: enable it with mcphub enable %s", refused, name, name)
-		case s.State != hub.StateDisabled:
+		case s.State != api.StateDisabled:
 			enabled = append(enabled, s.Name)
 		}
 	}

@@ -15,6 +15,7 @@ import (
 
 	"github.com/spf13/cobra"
 
+	"github.com/mcphub/mcphub/api"
 	"github.com/mcphub/mcphub/client"
 	"github.com/mcphub/mcphub/hub"
 	"github.com/mcphub/mcphub/registry"
@@ -326,13 +327,13 @@ func reportServers(a *app, h *hub.Hub) (stop func()) {
 					continue
 				}
 				switch s.State {
-				case hub.StateConnected:
+				case api.StateConnected:
 					fmt.Fprintf(a.stdout, "%s: connected, %d tools\n", s.Name, s.Tools)
-				case hub.StateFailed, hub.StateCrashLoop, hub.StateRestarting:
+				case api.StateFailed, api.StateCrashLoop, api.StateRestarting:
 					fmt.Fprintf(a.stdout, "%s: failed: %s\n", s.Name, s.LastError)
-				case hub.StateNeedsLogin:
+				case api.StateNeedsLogin:
 					fmt.Fprintf(a.stdout, "%s: %s\n", s.Name, s.LastError)
-				case hub.StateDisabled:
+				case api.StateDisabled:
 					fmt.Fprintf(a.stdout, "%s: disabled\n", s.Name)
 				default:
 					pending++

@@ -12,7 +12,7 @@ import (
 
 	"github.com/spf13/cobra"
 
-	"github.com/mcphub/mcphub/hub"
+	"github.com/mcphub/mcphub/api"
 )
 
 // sessionEnded is what sessions rm did, its --json answer.
@@ -36,13 +36,13 @@ for [hub] session_ttl.
 --json prints the hub's array of sessions, as GET /control/sessions answers.`,
 		Args: cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {
-			var list []hub.SessionInfo
+			var list []api.SessionInfo
 			if err := a.control(cmd.Context(), http.MethodGet, "/control/sessions", http.StatusOK, &list); err != nil {
 				return err
 			}
 			if asJSON {
 				if list == nil {
-					list = []hub.SessionInfo{}
+					list = []api.SessionInfo{}
 				}
 				return a.printJSON(list)
 			}
@@ -105,7 +105,7 @@ func (a *app) completeSessions(cmd *cobra.Command, args []string, toComplete str
 	if ctx == nil {
 		ctx = context.Background()
 	}
-	var list []hub.SessionInfo
+	var list []api.SessionInfo
 	if controlAt(ctx, a.hubFor(reg, tok), http.MethodGet, "/control/sessions", http.StatusOK, &list) != nil {
 		return nil, cobra.ShellCompDirectiveNoFileComp
 	}

@@ -12,7 +12,7 @@ import (
 
 	"github.com/spf13/cobra"
 
-	"github.com/mcphub/mcphub/hub"
+	"github.com/mcphub/mcphub/api"
 	"github.com/mcphub/mcphub/registry"
 )
 
@@ -94,7 +94,7 @@ func (a *app) statusTarget() (t hubTarget, noRegistry bool, err error) {
 	return a.hubFor(reg, tok), true, nil
 }
 
-func printStatus(a *app, st *hub.Status) {
+func printStatus(a *app, st *api.Status) {
 	fmt.Fprintf(a.stdout, "mcphub %s at %s, %d sessions\n\n", st.Version, st.URL, st.Sessions)
 	tw := tabwriter.NewWriter(a.stdout, 0, 4, 2, ' ', 0)
 	fmt.Fprintln(tw, "SERVER\tSTATE\tPID\tPROTOCOL\tUPTIME\tTOOLS\tRESTARTS\tLAST ERROR")
@@ -115,7 +115,7 @@ func printStatus(a *app, st *hub.Status) {
 	// A failed server's whole reason, when the table had to cut it: it is
 	// what the user needs to fix it (which variable, which line).
 	for _, s := range st.Servers {
-		if s.State != hub.StateConnected && oneLine(s.LastError, 80) != oneLine(s.LastError, len(s.LastError)+1) {
+		if s.State != api.StateConnected && oneLine(s.LastError, 80) != oneLine(s.LastError, len(s.LastError)+1) {
 			fmt.Fprintf(a.stdout, "\n%s: %s\n", s.Name, strings.ReplaceAll(strings.TrimSpace(s.LastError), "\n", "\n  "))
 		}
 	}
@@ -133,7 +133,7 @@ func printStatus(a *app, st *hub.Status) {
 // tool counts for a profile with a problem, which keeps it from serving),
 // then each such problem, and the names each profile could not expose as
 // they are.
-func printProfiles(a *app, st *hub.Status) {
+func printProfiles(a *app, st *api.Status) {
 	if len(st.Profiles) == 0 {
 		return
 	}

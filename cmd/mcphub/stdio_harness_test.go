@@ -22,7 +22,7 @@ import (
 	"testing"
 	"time"
 
-	"github.com/mcphub/mcphub/hub"
+	"github.com/mcphub/mcphub/api"
 	"github.com/mcphub/mcphub/internal/jsonrpc"
 )
 
@@ -380,7 +380,7 @@ func (p *stdioProc) code(t testing.TB, what string) int {
 // The hub's sessions.
 
 // hubSessions lists the live sessions of the hub at base.
-func hubSessions(base, token string) ([]hub.SessionInfo, error) {
+func hubSessions(base, token string) ([]api.SessionInfo, error) {
 	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Second)
 	defer cancel()
 	req, err := http.NewRequestWithContext(ctx, http.MethodGet, base+"/control/sessions", nil)
@@ -398,12 +398,12 @@ func hubSessions(base, token string) ([]hub.SessionInfo, error) {
 	if resp.StatusCode != http.StatusOK {
 		return nil, fmt.Errorf("/control/sessions: HTTP %d", resp.StatusCode)
 	}
-	var out []hub.SessionInfo
+	var out []api.SessionInfo
 	return out, json.NewDecoder(resp.Body).Decode(&out)
 }
 
 // sessionIDs lists the ids of sessions.
-func sessionIDs(ss []hub.SessionInfo) string {
+func sessionIDs(ss []api.SessionInfo) string {
 	var ids []string
 	for _, s := range ss {
 		ids = append(ids, s.ID)

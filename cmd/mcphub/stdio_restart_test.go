@@ -18,7 +18,7 @@ import (
 	"testing"
 	"time"
 
-	"github.com/mcphub/mcphub/hub"
+	"github.com/mcphub/mcphub/api"
 	"github.com/mcphub/mcphub/internal/filelock"
 	"github.com/mcphub/mcphub/internal/jsonrpc"
 )
@@ -165,7 +165,7 @@ func TestStdioFaceStartsHub(t *testing.T) {
 	if _, err := h.status(); err != nil || pidGone(hubPID) {
 		t.Errorf("the hub did not outlive the face: %v", err)
 	}
-	var st *hub.Status
+	var st *api.Status
 	if st, err = h.status(); err == nil && findServer(st, "a") == nil {
 		t.Errorf("the started hub does not serve the registry: %s", describe(st))
 	}
@@ -197,7 +197,7 @@ func TestStdioFaceTLSToken(t *testing.T) {
 			return err
 		}
 		defer resp.Body.Close()
-		var st hub.Status
+		var st api.Status
 		if err := json.NewDecoder(resp.Body).Decode(&st); err != nil {
 			return err
 		}

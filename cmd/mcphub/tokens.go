@@ -17,7 +17,7 @@ import (
 	"github.com/spf13/cobra"
 	"github.com/tiktoken-go/tokenizer/codec"
 
-	"github.com/mcphub/mcphub/hub"
+	"github.com/mcphub/mcphub/api"
 	"github.com/mcphub/mcphub/internal/jsonrpc"
 	"github.com/mcphub/mcphub/registry"
 )
@@ -222,7 +222,7 @@ func (a *app) tokens(ctx context.Context, o tokensOptions) error {
 // asking the hub at t for their catalogs within one cliListTimeout in all.
 // A profile with a problem serves nothing, so it is not asked for; one
 // whose catalog cannot be had is noted on stderr and not counted.
-func (a *app) profileCosts(ctx context.Context, t hubTarget, counter *tokenCounter, st *hub.Status) ([]profileCost, error) {
+func (a *app) profileCosts(ctx context.Context, t hubTarget, counter *tokenCounter, st *api.Status) ([]profileCost, error) {
 	ctx, cancel := context.WithTimeout(ctx, cliListTimeout)
 	defer cancel()
 	var costs []profileCost
@@ -309,7 +309,7 @@ func fetchCatalog(ctx context.Context, t hubTarget, profile string, timeout time
 		}
 		if resp.StatusCode == http.StatusNotFound && profile != "" {
 			if st, err := fetchStatus(ctx, t); err == nil {
-				return nil, noProfileErr(profile, "the hub", st.Profiles, func(p hub.ProfileStatus) string { return p.Name })
+				return nil, noProfileErr(profile, "the hub", st.Profiles, func(p api.ProfileStatus) string { return p.Name })
 			}
 		}
 		return nil, herr

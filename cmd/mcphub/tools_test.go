@@ -21,6 +21,7 @@ import (
 
 	"github.com/modelcontextprotocol/go-sdk/mcp"
 
+	"github.com/mcphub/mcphub/api"
 	"github.com/mcphub/mcphub/hub"
 )
 
@@ -519,7 +520,7 @@ func TestPromptsAndResourcesErrors(t *testing.T) {
 	if !poll(10*time.Second, func() bool {
 		st := h.h.Status()
 		s := findServer(&st, "ordered")
-		return s != nil && s.State == hub.StateConnected
+		return s != nil && s.State == api.StateConnected
 	}) {
 		t.Fatalf("ordered did not connect: %+v", h.h.Status().Servers)
 	}
@@ -666,12 +667,12 @@ func TestToolsServerNotConnected(t *testing.T) {
 	u := startUpstream(t, "ordered", upstreamOpts{server: orderedServer()})
 	servers := remoteServer("ordered", u.url, "") + remoteServer("bad", "http://"+closedAddr(t)+"/mcp", "")
 	h := startInproc(t, servers, hubConfig{noWait: true})
-	var bad *hub.ServerStatus
+	var bad *api.ServerStatus
 	if !poll(15*time.Second, func() bool {
 		st := h.h.Status()
 		ok, b := findServer(&st, "ordered"), findServer(&st, "bad")
 		bad = b
-		return ok != nil && ok.State == hub.StateConnected && b != nil && b.State != hub.StateStarting && b.State != hub.StateConnected
+		return ok != nil && ok.State == api.StateConnected && b != nil && b.State != api.StateStarting && b.State != api.StateConnected
 	}) {
 		t.Fatalf("ordered did not connect, or bad did not fail: %+v", h.h.Status().Servers)
 	}
@@ -702,11 +703,11 @@ func TestToolsServerNotConnected(t *testing.T) {
 			http.NotFound(w, r)
 			return
 		}
-		s := hub.ServerStatus{Name: "slow", State: hub.StateStarting}
+		s := api.ServerStatus{Name: "slow", State: api.StateStarting}
 		if asked.Add(1) >= 3 {
-			s.State, s.LastError = hub.StateFailed, "connect: the server said no\n  at line 2"
+			s.State, s.LastError = api.StateFailed, "connect: the server said no\n  at line 2"
 		}
-		json.NewEncoder(w).Encode(hub.Status{Version: "test", Servers: []hub.ServerStatus{s}})
+		json.NewEncoder(w).Encode(api.Status{Version: "test", Servers: []api.ServerStatus{s}})
 	}))
 	defer st.Close()
 	e = goldenNewEnv(t)
