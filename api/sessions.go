@@ -14,4 +14,3 @@ type SessionInfo struct {
 	StoredEvents  int     `json:"stored_events"`
 	StoredBytes   int64   `json:"stored_bytes"`
 }
-

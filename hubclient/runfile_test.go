@@ -1,9 +1,8 @@
-package main
+package hubclient
 
 import (
 	"encoding/json"
 	"errors"
-	"fmt"
 	"os"
 	"path/filepath"
 	"strings"
@@ -16,22 +15,22 @@ import (
 // can be taken again.
 func TestLockDataDirIsExclusive(t *testing.T) {
 	dir := t.TempDir()
-	info := runInfo{PID: 4242, Listen: "127.0.0.1:7777", Config: "hub.toml", Started: time.Now()}
-	release, err := lockDataDir(dir, info)
+	info := RunInfo{PID: 4242, Listen: "127.0.0.1:7777", Config: "hub.toml", Started: time.Now()}
+	release, err := LockDataDir(dir, info)
 	if err != nil {
 		t.Fatal(err)
 	}
-	if got, err := readRunInfo(dir); err != nil || got.PID != info.PID || got.Listen != info.Listen {
-		t.Fatalf("readRunInfo while locked = %+v, %v; want the holder's record", got, err)
+	if got, err := ReadRunInfo(dir); err != nil || got.PID != info.PID || got.Listen != info.Listen {
+		t.Fatalf("ReadRunInfo while locked = %+v, %v; want the holder's record", got, err)
 	}
-	if _, err := lockDataDir(dir, runInfo{PID: 1, Listen: "x"}); !errors.Is(err, errDataDirBusy) || !strings.Contains(err.Error(), "pid 4242 listening on 127.0.0.1:7777") {
-		t.Fatalf("a second lock: %v, want errDataDirBusy naming the holder", err)
+	if _, err := LockDataDir(dir, RunInfo{PID: 1, Listen: "x"}); !errors.Is(err, ErrDataDirBusy) || !strings.Contains(err.Error(), "pid 4242 listening on 127.0.0.1:7777") {
+		t.Fatalf("a second lock: %v, want ErrDataDirBusy naming the holder", err)
 	}
 	release()
-	if _, err := readRunInfo(dir); err == nil {
-		t.Error("readRunInfo after release found a hub")
+	if _, err := ReadRunInfo(dir); err == nil {
+		t.Error("ReadRunInfo after release found a hub")
 	}
-	release2, err := lockDataDir(dir, info)
+	release2, err := LockDataDir(dir, info)
 	if err != nil {
 		t.Fatalf("lock after release: %v", err)
 	}
@@ -39,123 +38,46 @@ func TestLockDataDirIsExclusive(t *testing.T) {
 }
 
 // TestRunFileLiveHub: the run file records the hub's version and its
-// registry as an absolute path, and liveRunInfo finds a hub only while one
+// registry as an absolute path, and LiveRunInfo finds a hub only while one
 // holds the lock: not after it let go, nor from a file a dead hub left.
 func TestRunFileLiveHub(t *testing.T) {
 	dir := t.TempDir()
 	t.Chdir(t.TempDir())
-	release, err := lockDataDir(dir, runInfo{PID: 4242, Listen: "127.0.0.1:7777", Config: "hub.toml", Started: time.Now()})
+	release, err := LockDataDir(dir, RunInfo{PID: 4242, Listen: "127.0.0.1:7777", Config: "hub.toml", Version: "v1.2.3", Started: time.Now()})
 	if err != nil {
 		t.Fatal(err)
 	}
-	got := liveRunInfo(dir)
+	got := LiveRunInfo(dir)
 	if got == nil {
-		t.Fatal("liveRunInfo found no hub while the directory is locked")
+		t.Fatal("LiveRunInfo found no hub while the directory is locked")
 	}
 	wd, _ := os.Getwd()
-	if got.Version != mcphubVersion() || got.Config != filepath.Join(wd, "hub.toml") || got.Listen != "127.0.0.1:7777" {
-		t.Errorf("run file = %+v; want version %q and config %q", got, mcphubVersion(), filepath.Join(wd, "hub.toml"))
+	if got.Version != "v1.2.3" || got.Config != filepath.Join(wd, "hub.toml") || got.Listen != "127.0.0.1:7777" {
+		t.Errorf("run file = %+v; want version %q and config %q", got, "v1.2.3", filepath.Join(wd, "hub.toml"))
 	}
 	// The check takes the lock for no longer than an instant: the holder
 	// keeps it, and a second hub is still refused.
-	if _, err := lockDataDir(dir, runInfo{PID: 1, Listen: "x"}); !errors.Is(err, errDataDirBusy) {
-		t.Fatalf("after liveRunInfo, a second lock: %v, want errDataDirBusy", err)
+	if _, err := LockDataDir(dir, RunInfo{PID: 1, Listen: "x"}); !errors.Is(err, ErrDataDirBusy) {
+		t.Fatalf("after LiveRunInfo, a second lock: %v, want ErrDataDirBusy", err)
 	}
 	release()
-	if got := liveRunInfo(dir); got != nil {
-		t.Errorf("liveRunInfo after release = %+v, want none", got)
+	if got := LiveRunInfo(dir); got != nil {
+		t.Errorf("LiveRunInfo after release = %+v, want none", got)
 	}
 	// A hub killed with SIGKILL leaves its record, but not its lock.
-	stale, _ := json.Marshal(runInfo{PID: 4242, Listen: "127.0.0.1:7777", Config: "/x/hub.toml"})
-	if err := os.WriteFile(filepath.Join(dir, runFileName), stale, 0o600); err != nil {
+	stale, _ := json.Marshal(RunInfo{PID: 4242, Listen: "127.0.0.1:7777", Config: "/x/hub.toml"})
+	if err := os.WriteFile(filepath.Join(dir, RunFileName), stale, 0o600); err != nil {
 		t.Fatal(err)
 	}
-	if got := liveRunInfo(dir); got != nil {
-		t.Errorf("liveRunInfo of a dead hub's file = %+v, want none", got)
+	if got := LiveRunInfo(dir); got != nil {
+		t.Errorf("LiveRunInfo of a dead hub's file = %+v, want none", got)
 	}
-	if got := liveRunInfo(filepath.Join(dir, "missing")); got != nil {
-		t.Errorf("liveRunInfo without a run file = %+v", got)
+	if got := LiveRunInfo(filepath.Join(dir, "missing")); got != nil {
+		t.Errorf("LiveRunInfo without a run file = %+v", got)
 	}
-	release, err = lockDataDir(dir, runInfo{PID: 1, Listen: "127.0.0.1:1"})
+	release, err = LockDataDir(dir, RunInfo{PID: 1, Listen: "127.0.0.1:1"})
 	if err != nil {
 		t.Fatalf("lock after a dead hub: %v", err)
 	}
 	release()
-}
-
-// TestRunFileFindsHubOnAnotherPort: a hub started with serve --listen
-// 127.0.0.1:0 listens on a port the kernel picked, not the registry's; status,
-// list and connect find it through its run file, with the registry's token.
-// A command given another registry does not send that hub its token: it
-// asks its own registry's address, and says which registry the hub holding
-// the data directory serves.
-func TestRunFileFindsHubOnAnotherPort(t *testing.T) {
-	t.Setenv("MCPHUB_TOKEN", "")
-	h := newProcHub(t)
-	const token = "runfile-test-token"
-	tokenFile := filepath.Join(h.home, "token")
-	if err := os.WriteFile(tokenFile, []byte(token+"\n"), 0o600); err != nil {
-		t.Fatal(err)
-	}
-	h.token = token
-	h.write(t, h.registry(fmt.Sprintf("auth = \"token\"\ntoken_file = %q", tokenFile), demoServer(h.bin, "demo")))
-	r := h.start(nil, "--listen", "127.0.0.1:0")
-	var info *runInfo
-	eventually(t, 20*time.Second, "the hub records where it listens", func() error {
-		if !r.running() {
-			t.Fatalf("mcphub serve exited: %v", r.werr)
-		}
-		if info = liveRunInfo(h.data); info == nil {
-			return errors.New("no live hub in the run file")
-		}
-		if _, err := readyzOf("http://"+info.Listen, token); err != nil {
-			return err
-		}
-		return nil
-	})
-	if info.Listen == h.addr || info.PID != r.pid() {
-		t.Fatalf("run file %+v: want the pid %d and a port other than the registry's %s", info, r.pid(), h.addr)
-	}
-	flags := []string{"--config", h.cfg, "--data-dir", h.data}
-	cli := func(args ...string) (int, string, string) {
-		t.Helper()
-		return runCLI(t, append(flags, args...)...)
-	}
-	code, out, errOut := cli("status")
-	if code != 0 || !strings.Contains(out, info.Listen) || errOut != "" {
-		t.Errorf("status: exit %d, stdout %q, stderr %q; want the hub at %s", code, out, errOut, info.Listen)
-	}
-	code, out, errOut = cli("list")
-	if code != 0 || !strings.Contains(out, "hub running at http://"+info.Listen) || errOut != "" {
-		t.Errorf("list: exit %d, stdout %q, stderr %q; want the hub at %s", code, out, errOut, info.Listen)
-	}
-	code, out, errOut = cli("connect", "cursor")
-	if code != 0 || !strings.Contains(out, "http://"+info.Listen+"/mcp") {
-		t.Errorf("connect cursor: exit %d, stdout %q, stderr %q; want the URL http://%s/mcp (connect.go must ask a.hubFor(reg, tok), not the registry's listen)",
-			code, out, errOut, info.Listen)
-	}
-	if strings.Contains(out+errOut, token) && !strings.Contains(out, "Bearer "+token) {
-		t.Errorf("connect shows the token outside the entry")
-	}
-
-	// Another registry on the same data directory: that hub is not sent
-	// this registry's token (here the same token file: still not), the
-	// registry's own address is asked, and a note says whose registry the
-	// hub holding the data directory serves.
-	other := filepath.Join(h.home, "other.toml")
-	otherAddr := freeAddr(t)
-	if err := os.WriteFile(other, fmt.Appendf(nil, "[hub]\nlisten = %q\nauth = \"token\"\ntoken_file = %q\n", otherAddr, tokenFile), 0o600); err != nil {
-		t.Fatal(err)
-	}
-	flags = []string{"--config", other, "--data-dir", h.data}
-	code, out, errOut = cli("status")
-	if code != 1 || !strings.Contains(out, "no mcphub is running at "+otherAddr) || !strings.Contains(errOut, "serves another registry, "+h.cfg) || !strings.Contains(errOut, info.Listen) {
-		t.Errorf("status with another registry: exit %d, stdout %q, stderr %q; want no hub at %s and a note naming %s at %s",
-			code, out, errOut, otherAddr, h.cfg, info.Listen)
-	}
-	code, out, errOut = cli("list")
-	if code != 0 || !strings.Contains(out, "no hub running at "+otherAddr) || !strings.Contains(errOut, "serves another registry, "+h.cfg) {
-		t.Errorf("list with another registry: exit %d, stdout %q, stderr %q; want no hub at %s and a note naming %s",
-			code, out, errOut, otherAddr, h.cfg)
-	}
 }

@@ -17,6 +17,7 @@ import (
 	"time"
 
 	"github.com/mcphub/mcphub/api"
+	"github.com/mcphub/mcphub/hubclient"
 	"github.com/mcphub/mcphub/registry"
 )
 
@@ -198,9 +199,9 @@ func (e *goldenEnv) serveHub(t *testing.T, st func(addr string) api.Status) stri
 	}
 	srv.Start()
 	t.Cleanup(srv.Close)
-	info := runInfo{PID: os.Getpid(), Listen: addr, Config: e.config,
+	info := hubclient.RunInfo{PID: os.Getpid(), Listen: addr, Config: e.config,
 		Started: time.Date(2025, 11, 25, 9, 30, 0, 0, time.UTC)}
-	release, err := lockDataDir(e.dataDir, info)
+	release, err := hubclient.LockDataDir(e.dataDir, info)
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -14,13 +14,13 @@ import (
 	"syscall"
 	"text/tabwriter"
 	"time"
-	"unicode/utf8"
 
 	"github.com/spf13/cobra"
 
 	"github.com/mcphub/mcphub/client"
 	"github.com/mcphub/mcphub/internal/jsonrpc"
 	"github.com/mcphub/mcphub/internal/redact"
+	"github.com/mcphub/mcphub/internal/termtext"
 	"github.com/mcphub/mcphub/registry"
 )
 
@@ -193,7 +193,7 @@ func (h probeHandler) HandleRequest(_ context.Context, m *jsonrpc.Message, _ jso
 		return json.RawMessage(`{"roots":[]}`), nil
 	case "elicitation/create":
 		msg, _ := jsonrpc.StringMember(m.Params, "message")
-		fmt.Fprintf(h.out, "the server asked: %s; probe declines\n", oneLine(msg, 200))
+		fmt.Fprintf(h.out, "the server asked: %s; probe declines\n", termtext.OneLine(msg, 200))
 		return json.RawMessage(`{"action":"decline"}`), nil
 	}
 	fmt.Fprintf(h.out, "the server asked for %s; probe cannot answer it\n", m.Method)
@@ -327,7 +327,7 @@ func printProbe(w io.Writer, r *probeReport) {
 	fmt.Fprintf(tw, "protocol\t%s over %s\n", r.ProtocolVersion, r.Transport)
 	fmt.Fprintf(tw, "capabilities\t%s\n", describeCapabilities(r.Capabilities))
 	if r.Instructions != "" {
-		fmt.Fprintf(tw, "instructions\t%s\n", oneLine(r.Instructions, 200))
+		fmt.Fprintf(tw, "instructions\t%s\n", termtext.OneLine(r.Instructions, 200))
 	}
 	tw.Flush()
 	printItems(w, "tools", r.Tools, "name", "description")
@@ -370,7 +370,7 @@ func printItems(w io.Writer, title string, items []json.RawMessage, keyField, de
 		json.Unmarshal(it, &m)
 		key, _ := m[keyField].(string)
 		desc, _ := m[descField].(string)
-		fmt.Fprintf(tw, "  %s\t%s\n", key, oneLine(desc, 100))
+		fmt.Fprintf(tw, "  %s\t%s\n", key, termtext.OneLine(desc, 100))
 	}
 	tw.Flush()
 }
@@ -401,19 +401,6 @@ func printCallResult(w io.Writer, tool string, res json.RawMessage) {
 	if len(r.Content) == 0 {
 		fmt.Fprintln(w, string(res))
 	}
-}
-
-func oneLine(s string, max int) string {
-	s = strings.Join(strings.Fields(s), " ")
-	if len(s) <= max {
-		return s
-	}
-	// Cut at a character boundary, never inside a UTF-8 sequence.
-	cut := max
-	for cut > 0 && !utf8.RuneStart(s[cut]) {
-		cut--
-	}
-	return s[:cut] + "…"
 }
 
 // probeSignIn readies a sign-in for a probe of a remote server: the

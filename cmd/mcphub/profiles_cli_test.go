@@ -19,6 +19,7 @@ import (
 	"github.com/modelcontextprotocol/go-sdk/mcp"
 
 	"github.com/mcphub/mcphub/api"
+	"github.com/mcphub/mcphub/hubclient"
 	"github.com/mcphub/mcphub/registry"
 )
 
@@ -312,7 +313,7 @@ func TestProfileOlderHub(t *testing.T) {
 	body, _ = json.Marshal(api.Status{Version: "0.1.0", URL: "http://" + addr + "/mcp"})
 	srv.Start()
 	t.Cleanup(srv.Close)
-	release, err := lockDataDir(e.dataDir, runInfo{PID: os.Getpid(), Listen: addr, Config: e.config, Started: time.Now()})
+	release, err := hubclient.LockDataDir(e.dataDir, hubclient.RunInfo{PID: os.Getpid(), Listen: addr, Config: e.config, Started: time.Now()})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -528,9 +529,9 @@ func TestTokensProfileProblem(t *testing.T) {
 func TestTokensCountOnce(t *testing.T) {
 	counter := &tokenCounter{codec: tokenEncodings[0].codec()}
 	item := json.RawMessage(`{"name":"a","description":"Adds a note."}`)
-	cat := &hubCatalog{Endpoint: "/profiles/find/mcp", Mode: registry.ModeSearch,
+	cat := &api.Catalog{Endpoint: "/profiles/find/mcp", Mode: registry.ModeSearch,
 		Listed: []json.RawMessage{json.RawMessage(`{"name":"search_tools"}`)},
-		Tools:  []catalogTool{{Server: "s", Tool: "a", Item: item}, {Server: "t", Tool: "a", Item: item}}}
+		Tools:  []api.CatalogTool{{Server: "s", Tool: "a", Item: item}, {Server: "t", Tool: "a", Item: item}}}
 	rep, err := tokenReport(counter, cat)
 	if err != nil {
 		t.Fatal(err)
@@ -545,13 +546,13 @@ func TestTokensCountOnce(t *testing.T) {
 func TestProfileErrors(t *testing.T) {
 	st := &api.Status{Profiles: []api.ProfileStatus{{Name: "ok", Mode: registry.ModeSearch}, {Name: "bad", Problem: "hub.toml:3:1: profiles.bad.mode: must be \"full\" or \"search\""}}}
 	nameOf := func(p api.ProfileStatus) string { return p.Name }
-	if err := noProfileErr("ko", "the hub", st.Profiles, nameOf); err == nil || err.Error() != `no profile "ko" in the hub; its profiles are bad, ok (did you mean ok?)` {
+	if err := hubclient.NoProfileErr("ko", "the hub", st.Profiles, nameOf); err == nil || err.Error() != `no profile "ko" in the hub; its profiles are bad, ok (did you mean ok?)` {
 		t.Errorf("unknown profile: %v", err)
 	}
-	if p := profileStatus(st, ""); p != nil {
+	if p := hubclient.FindProfile(st, ""); p != nil {
 		t.Errorf("profileStatus of \"\" = %+v, want nil", p)
 	}
-	if err := noProfileErr("x", "the hub", nil, nameOf); err == nil || !strings.Contains(err.Error(), "it has none") {
+	if err := hubclient.NoProfileErr("x", "the hub", nil, nameOf); err == nil || !strings.Contains(err.Error(), "it has none") {
 		t.Errorf("no profiles: %v", err)
 	}
 }

@@ -11,6 +11,7 @@ import (
 	"github.com/spf13/cobra"
 
 	"github.com/mcphub/mcphub/api"
+	"github.com/mcphub/mcphub/hubclient"
 )
 
 // restartResult is what restart asked for, its --json answer: the hub's
@@ -43,8 +44,8 @@ replayed.
 				return err
 			}
 			res := restartResult{Server: args[0], Status: "restarting"}
-			err = controlAt(ctx, t, http.MethodPost, "/control/restart?server="+url.QueryEscape(args[0]), http.StatusAccepted, &res)
-			if he := (*hubError)(nil); errors.As(err, &he) && he.status == http.StatusNotFound && he.reason != "" {
+			err = t.Control(ctx, http.MethodPost, "/control/restart?server="+url.QueryEscape(args[0]), http.StatusAccepted, &res)
+			if he := (*hubclient.HubError)(nil); errors.As(err, &he) && he.Status == http.StatusNotFound && he.Reason != "" {
 				return unknownServerError(ctx, t, args[0], he)
 			}
 			if err != nil {
@@ -64,8 +65,8 @@ replayed.
 // unknownServerError is the hub's refusal to restart name, with what the
 // hub does serve: its enabled servers, or how to enable name when the hub
 // has it disabled.
-func unknownServerError(ctx context.Context, t hubTarget, name string, refused *hubError) error {
-	st, err := fetchStatus(ctx, t)
+func unknownServerError(ctx context.Context, t hubclient.Target, name string, refused *hubclient.HubError) error {
+	st, err := t.Status(ctx)
 	if err != nil {
 		return refused
 	}

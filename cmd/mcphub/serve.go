@@ -18,6 +18,7 @@ import (
 	"github.com/mcphub/mcphub/api"
 	"github.com/mcphub/mcphub/client"
 	"github.com/mcphub/mcphub/hub"
+	"github.com/mcphub/mcphub/hubclient"
 	"github.com/mcphub/mcphub/registry"
 	"github.com/mcphub/mcphub/store"
 )
@@ -115,7 +116,7 @@ func runServe(ctx context.Context, a *app, f serveFlags) error {
 		return err
 	}
 	defer ln.Close()
-	release, err := lockDataDir(a.dataDir, runInfo{PID: os.Getpid(), Listen: reg.Hub.Listen, TLSCert: reg.Hub.TLSCert, Config: a.configPath, Started: time.Now()})
+	release, err := hubclient.LockDataDir(a.dataDir, hubclient.RunInfo{PID: os.Getpid(), Listen: reg.Hub.Listen, TLSCert: reg.Hub.TLSCert, Config: a.configPath, Version: mcphubVersion(), Started: time.Now()})
 	if err != nil {
 		return err
 	}
@@ -155,7 +156,7 @@ func (a *app) serveSettings(f serveFlags) (*registry.Registry, string, *tls.Conf
 		return nil, "", nil, a.printRegistryErrors(err)
 	}
 	f.override(reg)
-	token, err := hubToken(reg)
+	token, err := hubclient.Token(reg)
 	if err != nil {
 		return nil, "", nil, err
 	}
@@ -197,7 +198,7 @@ func openHub(reg *registry.Registry, token string, db *store.Store, persist bool
 		Token:       token,
 		// Auth turned on or off in hub.toml, or another token, applies
 		// to the next request without a restart.
-		ResolveToken: func(h registry.Hub) (string, error) { return hubToken(&registry.Registry{Hub: h}) },
+		ResolveToken: func(h registry.Hub) (string, error) { return hubclient.Token(&registry.Registry{Hub: h}) },
 	}
 	if persist {
 		opts.Store = hubStore{db}

@@ -16,6 +16,8 @@ import (
 	"time"
 
 	"github.com/modelcontextprotocol/go-sdk/auth"
+
+	"github.com/mcphub/mcphub/internal/termtext"
 )
 
 // signIn is the browser side of an OAuth sign-in: a one-shot HTTP listener
@@ -139,9 +141,9 @@ func (s *signIn) Fetch(ctx context.Context, args *auth.AuthorizationArgs) (*auth
 	select {
 	case r := <-s.got:
 		if r.err != "" && r.code == "" {
-			msg := "sign-in refused by the authorization server: " + oneLine(stripControls(r.err), 100)
+			msg := "sign-in refused by the authorization server: " + termtext.OneLine(termtext.StripControls(r.err), 100)
 			if r.desc != "" {
-				msg += " (" + oneLine(stripControls(r.desc), 200) + ")"
+				msg += " (" + termtext.OneLine(termtext.StripControls(r.desc), 200) + ")"
 			}
 			return nil, errors.New(msg)
 		}

@@ -9,6 +9,8 @@ import (
 	"time"
 
 	"github.com/modelcontextprotocol/go-sdk/auth"
+
+	"github.com/mcphub/mcphub/internal/termtext"
 )
 
 // TestSignInCallbackTakesOnlyItsState: the loopback listener answers the
@@ -92,7 +94,7 @@ func TestSignInCallbackTakesOnlyItsState(t *testing.T) {
 }
 
 func TestStripControlsOfAnAnswer(t *testing.T) {
-	if got := stripControls("a\x1b]0;pwned\ab\u00e9"); strings.ContainsAny(got, "\x1b\a") || got != "a]0;pwnedb\u00e9" {
+	if got := termtext.StripControls("a\x1b]0;pwned\ab\u00e9"); strings.ContainsAny(got, "\x1b\a") || got != "a]0;pwnedb\u00e9" {
 		t.Errorf("stripControls = %q", got)
 	}
 }

@@ -23,6 +23,7 @@ import (
 	"time"
 
 	"github.com/mcphub/mcphub/api"
+	"github.com/mcphub/mcphub/hubclient"
 	"github.com/mcphub/mcphub/internal/jsonrpc"
 )
 
@@ -231,12 +232,12 @@ func startInprocFace(t *testing.T, base, path string, answer func(*jsonrpc.Messa
 	if err != nil {
 		t.Fatal(err)
 	}
-	target := hubTarget{listen: u.Host}
+	target := hubclient.Target{Listen: u.Host}
 	inR, inW := io.Pipe()
 	outR, outW := io.Pipe()
 	f := &inprocFace{in: inW, done: make(chan error, 1), logs: &logBuffer{}}
 	cfg := faceConfig{
-		find: func(ctx context.Context) (hubTarget, error) { return target, probeHub(ctx, target) },
+		find: func(ctx context.Context) (hubclient.Target, error) { return target, probeHub(ctx, target) },
 		hub:  target, path: path, in: inR, out: outW,
 		log: slog.New(slog.NewTextHandler(f.logs, &slog.HandlerOptions{Level: slog.LevelDebug})),
 	}

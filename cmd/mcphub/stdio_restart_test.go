@@ -19,6 +19,7 @@ import (
 	"time"
 
 	"github.com/mcphub/mcphub/api"
+	"github.com/mcphub/mcphub/hubclient"
 	"github.com/mcphub/mcphub/internal/filelock"
 	"github.com/mcphub/mcphub/internal/jsonrpc"
 )
@@ -123,7 +124,7 @@ func TestStdioFaceStartsHub(t *testing.T) {
 	p, q := startStdioProc(t, h, nil), startStdioProc(t, h, nil)
 	p.initialize()
 	q.initialize()
-	info, err := readRunInfo(h.data)
+	info, err := hubclient.ReadRunInfo(h.data)
 	if err != nil {
 		t.Fatalf("no hub recorded in the data directory after initialize: %v\nstderr:\n%s", err, p.stderr.String())
 	}
@@ -229,7 +230,7 @@ func TestStdioFaceHubFailsToStart(t *testing.T) {
 	if err := os.MkdirAll(h.data, 0o700); err != nil {
 		t.Fatal(err)
 	}
-	lock, err := os.OpenFile(filepath.Join(h.data, runFileName), os.O_RDWR|os.O_CREATE, 0o600)
+	lock, err := os.OpenFile(filepath.Join(h.data, hubclient.RunFileName), os.O_RDWR|os.O_CREATE, 0o600)
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -8,17 +8,16 @@ import (
 	"errors"
 	"fmt"
 	"io"
-	"net/http"
-	"net/url"
 	"slices"
 	"strings"
-	"time"
 
 	"github.com/spf13/cobra"
 	"github.com/tiktoken-go/tokenizer/codec"
 
 	"github.com/mcphub/mcphub/api"
+	"github.com/mcphub/mcphub/hubclient"
 	"github.com/mcphub/mcphub/internal/jsonrpc"
+	"github.com/mcphub/mcphub/internal/termtext"
 	"github.com/mcphub/mcphub/registry"
 )
 
@@ -180,13 +179,13 @@ func (a *app) tokens(ctx context.Context, o tokensOptions) error {
 	if err != nil {
 		return err
 	}
-	cat, err := fetchCatalog(ctx, t, o.profile, cliListTimeout)
+	cat, err := t.Catalog(ctx, o.profile, hubclient.ListTimeout)
 	if err != nil {
 		return fail(err)
 	}
 	// The status says which servers are down and which profiles there
 	// are; without it the counts stand alone.
-	st, _ := fetchStatus(ctx, t)
+	st, _ := t.Status(ctx)
 	if interrupted() {
 		return a.interruptedErr(nil)
 	}
@@ -204,12 +203,12 @@ func (a *app) tokens(ctx context.Context, o tokensOptions) error {
 	}
 	if st != nil {
 		a.noteDown(st, o.profile, "tools")
-		if ps := profileStatus(st, o.profile); ps != nil && ps.Problem != "" {
+		if ps := hubclient.FindProfile(st, o.profile); ps != nil && ps.Problem != "" {
 			fmt.Fprintf(a.stderr, "note: profile %s serves nothing until its table is fixed (mcphub validate shows the problems); these are the tools it selects meanwhile\n", o.profile)
 		}
 	}
 	if n := rep.unknownTools(); n > 0 {
-		fmt.Fprintf(a.stderr, "note: the hub's catalog names no server for %s, counted under %s\n", howMany(n, "tool"), unknownServer)
+		fmt.Fprintf(a.stderr, "note: the hub's catalog names no server for %s, counted under %s\n", termtext.HowMany(n, "tool"), unknownServer)
 	}
 	if o.asJSON {
 		return a.printJSON(rep)
@@ -219,20 +218,20 @@ func (a *app) tokens(ctx context.Context, o tokensOptions) error {
 }
 
 // profileCosts counts the tools of each profile the hub's status st lists,
-// asking the hub at t for their catalogs within one cliListTimeout in all.
+// asking the hub at t for their catalogs within one hubclient.ListTimeout in all.
 // A profile with a problem serves nothing, so it is not asked for; one
 // whose catalog cannot be had is noted on stderr and not counted.
-func (a *app) profileCosts(ctx context.Context, t hubTarget, counter *tokenCounter, st *api.Status) ([]profileCost, error) {
-	ctx, cancel := context.WithTimeout(ctx, cliListTimeout)
+func (a *app) profileCosts(ctx context.Context, t hubclient.Target, counter *tokenCounter, st *api.Status) ([]profileCost, error) {
+	ctx, cancel := context.WithTimeout(ctx, hubclient.ListTimeout)
 	defer cancel()
 	var costs []profileCost
 	for _, p := range st.Profiles {
-		pc := profileCost{Name: p.Name, Endpoint: hubView{profile: p.Name}.path(), Mode: p.Mode, Problem: p.Problem}
+		pc := profileCost{Name: p.Name, Endpoint: hubclient.View{Profile: p.Name}.Path(), Mode: p.Mode, Problem: p.Problem}
 		if p.Problem != "" {
 			costs = append(costs, pc)
 			continue
 		}
-		pcat, err := fetchCatalog(ctx, t, p.Name, cliListTimeout)
+		pcat, err := t.Catalog(ctx, p.Name, hubclient.ListTimeout)
 		if err != nil {
 			if errors.Is(ctx.Err(), context.Canceled) {
 				return nil, err
@@ -253,76 +252,6 @@ func (a *app) profileCosts(ctx context.Context, t hubTarget, counter *tokenCount
 
 // ---------------------------------------------------------------------------
 // The hub's catalog.
-
-// hubCatalog is the hub's answer to GET /control/catalog: one endpoint's
-// tools as its clients are given them (Listed, tools/list: the search tools
-// in search mode) and every tool the endpoint serves, with the server it is
-// of.
-type hubCatalog struct {
-	Endpoint string            `json:"endpoint"`
-	Mode     string            `json:"mode"`
-	Listed   []json.RawMessage `json:"listed"`
-	Tools    []catalogTool     `json:"tools"`
-}
-
-// catalogTool is one tool an endpoint serves: its server, its name there,
-// and its entry as the endpoint gives it (its exposed name, overrides
-// applied).
-type catalogTool struct {
-	Server string          `json:"server"`
-	Tool   string          `json:"tool"`
-	Item   json.RawMessage `json:"item"`
-}
-
-// catalogBodyMax bounds the hub's catalog answer: thousands of tools with
-// long schemas stay far below it.
-const catalogBodyMax = 64 << 20
-
-// fetchCatalog asks the hub at t for the catalog of /mcp, or of profile's
-// endpoint, within timeout (the hub answers once it has its servers' lists,
-// which may take a moment after it started). A profile the hub does not
-// serve is an error naming those it does.
-func fetchCatalog(ctx context.Context, t hubTarget, profile string, timeout time.Duration) (*hubCatalog, error) {
-	ctx, cancel := context.WithTimeout(ctx, timeout)
-	defer cancel()
-	path := "/control/catalog"
-	if profile != "" {
-		path += "?profile=" + url.QueryEscape(profile)
-	}
-	req, err := http.NewRequestWithContext(ctx, http.MethodGet, t.url(path), nil)
-	if err != nil {
-		return nil, err
-	}
-	resp, err := t.do(req)
-	if errors.Is(err, context.DeadlineExceeded) || err != nil && ctx.Err() == context.DeadlineExceeded {
-		return nil, fmt.Errorf("the hub at %s did not answer with its catalog within %s; see mcphub status", t.listen, timeout)
-	}
-	if err != nil {
-		return nil, err
-	}
-	defer resp.Body.Close()
-	if resp.StatusCode != http.StatusOK {
-		body, _ := io.ReadAll(io.LimitReader(resp.Body, 4096))
-		herr := hubAnswerError(t, resp.StatusCode, body)
-		if resp.StatusCode == http.StatusNotFound && strings.HasPrefix(hubReason(body), "no such endpoint") {
-			return nil, olderHubErr(t, "does not answer /control/catalog")
-		}
-		if resp.StatusCode == http.StatusNotFound && profile != "" {
-			if st, err := fetchStatus(ctx, t); err == nil {
-				return nil, noProfileErr(profile, "the hub", st.Profiles, func(p api.ProfileStatus) string { return p.Name })
-			}
-		}
-		return nil, herr
-	}
-	var cat hubCatalog
-	if err := json.NewDecoder(io.LimitReader(resp.Body, catalogBodyMax)).Decode(&cat); err != nil {
-		if ctx.Err() != nil {
-			return nil, fmt.Errorf("the hub at %s did not send its whole catalog within %s", t.listen, timeout)
-		}
-		return nil, fmt.Errorf("the hub at %s answered %s with something other than mcphub's catalog: %w", t.listen, "/control/catalog", err)
-	}
-	return &cat, nil
-}
 
 // ---------------------------------------------------------------------------
 // Counting.
@@ -469,7 +398,7 @@ func countItems(counter *tokenCounter, items []json.RawMessage) ([]countedItem, 
 // given (cat.Listed) and, in search mode, the view's own tools, grouped by
 // the server the catalog names for each. Servers and tools are sorted by
 // tokens, the most first, then by name.
-func tokenReport(counter *tokenCounter, cat *hubCatalog) (*tokensReport, error) {
+func tokenReport(counter *tokenCounter, cat *api.Catalog) (*tokensReport, error) {
 	rep := &tokensReport{Encoding: counter.encoding(), Endpoint: cat.Endpoint, Mode: cat.Mode,
 		Servers: []serverCost{}, Tools: []toolCost{}, Exceeds: []capExceed{}}
 	listed, err := countItems(counter, cat.Listed)
@@ -557,13 +486,13 @@ func searchSaving(listed, full tokensTotal) string {
 	if full.Tools == 0 {
 		return "its servers offer no tools yet, so search mode finds none (see mcphub status)"
 	}
-	msg := fmt.Sprintf("in full its %s would cost %d tokens; ", howMany(full.Tools, "tool"), full.Tokens)
+	msg := fmt.Sprintf("in full its %s would cost %d tokens; ", termtext.HowMany(full.Tools, "tool"), full.Tokens)
 	diff := full.Tokens - listed.Tokens
 	switch {
 	case 100*max(diff, -diff) < full.Tokens:
 		return msg + "search mode costs about the same"
 	case diff < 0:
-		return msg + fmt.Sprintf("search mode costs %s more, as its tools are few", howMany(-diff, "token"))
+		return msg + fmt.Sprintf("search mode costs %s more, as its tools are few", termtext.HowMany(-diff, "token"))
 	}
 	return msg + fmt.Sprintf("search mode saves %d%%", (200*diff+full.Tokens)/(2*full.Tokens))
 }
@@ -581,7 +510,7 @@ func (r *tokensReport) print(w io.Writer, tools bool) {
 		return append(rows, []string{"TOTAL", fmt.Sprint(r.Full.Tools), fmt.Sprint(r.Full.Tokens)})
 	}
 	if r.Profile != "" {
-		fmt.Fprintf(w, "profile %s (%s, %s mode): a client is given %s\n\n", r.Profile, r.Endpoint, r.Mode, howMany(r.Total.Tools, "tool"))
+		fmt.Fprintf(w, "profile %s (%s, %s mode): a client is given %s\n\n", r.Profile, r.Endpoint, r.Mode, termtext.HowMany(r.Total.Tools, "tool"))
 	}
 	if r.Mode == registry.ModeSearch {
 		rows := make([][]string, 0, len(r.Listed)+1)

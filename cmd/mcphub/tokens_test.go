@@ -7,6 +7,8 @@ import (
 	"slices"
 	"strings"
 	"testing"
+
+	"github.com/mcphub/mcphub/api"
 )
 
 // tokensEntry is a tools/list entry as a server sends it, compact.
@@ -80,13 +82,13 @@ func TestTokensCountRefuses(t *testing.T) {
 
 // catalogOf is a full-mode catalog of /mcp listing items, each of the
 // server servers names for it (none: not in the catalog's tools).
-func catalogOf(items []json.RawMessage, servers map[string]string) *hubCatalog {
-	cat := &hubCatalog{Endpoint: "/mcp", Mode: "full", Listed: items}
+func catalogOf(items []json.RawMessage, servers map[string]string) *api.Catalog {
+	cat := &api.Catalog{Endpoint: "/mcp", Mode: "full", Listed: items}
 	for _, item := range items {
 		var e struct{ Name string }
 		json.Unmarshal(item, &e)
 		if s, ok := servers[e.Name]; ok {
-			cat.Tools = append(cat.Tools, catalogTool{Server: s, Tool: e.Name, Item: item})
+			cat.Tools = append(cat.Tools, api.CatalogTool{Server: s, Tool: e.Name, Item: item})
 		}
 	}
 	return cat

@@ -23,6 +23,8 @@ import (
 
 	"github.com/mcphub/mcphub/api"
 	"github.com/mcphub/mcphub/hub"
+	"github.com/mcphub/mcphub/hubclient"
+	"github.com/mcphub/mcphub/internal/termtext"
 )
 
 // cliHub is a hub in this process over one upstream server, and the
@@ -149,7 +151,7 @@ func TestToolsArguments(t *testing.T) {
 		{pairs: []string{"=x"}, want: `error: argument "=x" is not key=value`},
 		{pairs: []string{"a=1", "b=2", "a=3"}, want: "error: argument a is given twice; give each argument once"},
 	} {
-		got, err := toolArguments(tc.args, tc.pairs, json.RawMessage(tc.schema))
+		got, err := hubclient.ToolArguments(tc.args, tc.pairs, json.RawMessage(tc.schema))
 		switch {
 		case strings.HasPrefix(tc.want, "error: "):
 			if err == nil || !strings.HasPrefix(err.Error(), strings.TrimPrefix(tc.want, "error: ")) {
@@ -162,11 +164,11 @@ func TestToolsArguments(t *testing.T) {
 		}
 	}
 
-	got, err := promptArguments([]string{"n=3", `q="x"`, "b=true", "e="})
+	got, err := hubclient.PromptArguments([]string{"n=3", `q="x"`, "b=true", "e="})
 	if want := map[string]string{"n": "3", "q": `"x"`, "b": "true", "e": ""}; err != nil || !maps.Equal(got, want) {
 		t.Errorf("prompt arguments %v, %v; want %v, every value as typed", got, err, want)
 	}
-	if _, err := promptArguments([]string{"a=1", "a=2"}); err == nil {
+	if _, err := hubclient.PromptArguments([]string{"a=1", "a=2"}); err == nil {
 		t.Error("prompt arguments accepted a key given twice")
 	}
 }
@@ -275,7 +277,7 @@ func TestToolsProgressLine(t *testing.T) {
 	}
 	cols := 0
 	for _, r := range line {
-		cols += runeColumns(r)
+		cols += termtext.RuneColumns(r)
 	}
 	if cols > 19 {
 		t.Errorf("the line %q takes %d columns of a 20-column terminal", line, cols)
@@ -286,11 +288,11 @@ func TestToolsProgressLine(t *testing.T) {
 // command with a sentence, in an SSE event or a JSON body, and is not
 // printed.
 func TestToolsMessageLimit(t *testing.T) {
-	if cliMessageLimit != 16<<20 {
-		t.Errorf("the CLI takes messages up to %d bytes, want 16 MiB", cliMessageLimit)
+	if hubclient.MessageLimit != 16<<20 {
+		t.Errorf("the CLI takes messages up to %d bytes, want 16 MiB", hubclient.MessageLimit)
 	}
 	big := func(id string) string {
-		return `{"jsonrpc":"2.0","id":` + id + `,"result":{"content":[{"type":"text","text":"` + strings.Repeat("x", cliMessageLimit) + `"}]}}`
+		return `{"jsonrpc":"2.0","id":` + id + `,"result":{"content":[{"type":"text","text":"` + strings.Repeat("x", hubclient.MessageLimit) + `"}]}}`
 	}
 	for name, tc := range map[string]struct {
 		ctype string
@@ -303,7 +305,7 @@ func TestToolsMessageLimit(t *testing.T) {
 			e := cliHub(t, hubConfig{wrap: answerCall(tc.ctype, tc.body)}, "", "ordered", orderedServer())
 			var out, errOut bytes.Buffer
 			code := cliRun(e, &out, &errOut, "tools", "call", "ordered__shape")
-			want := fmt.Sprintf("response over %d bytes", cliMessageLimit)
+			want := fmt.Sprintf("response over %d bytes", hubclient.MessageLimit)
 			if code != 1 || out.Len() != 0 || !strings.HasPrefix(errOut.String(), "mcphub: call ordered__shape: ") || !strings.Contains(errOut.String(), want) {
 				t.Errorf("exit %d, stdout of %d bytes, stderr %q; want exit 1 and %q", code, out.Len(), errOut.String(), want)
 			}
