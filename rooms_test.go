@@ -26,7 +26,7 @@ var rooms = map[string][]string{
 	"client": {"golang.org/x/oauth2", "github.com/modelcontextprotocol/go-sdk/oauthex", "github.com/modelcontextprotocol/go-sdk/auth",
 		"golang.org/x/sync/singleflight", "golang.org/x/sys", "internal"},
 	"bridge": {"client", "internal"},
-	"hub":    {"registry", "internal", "github.com/google/uuid"},
+	"hub":    {"api", "registry", "internal", "github.com/google/uuid"},
 	"store":  {"modernc.org/sqlite"},
 	// The file lock shared by registry edits and serve.lock: LockFileEx
 	// on Windows.
@@ -36,6 +36,13 @@ var rooms = map[string][]string{
 	// The HTTP token rule that the 2026-07-28 revision's Mcp-Param header
 	// names follow (jsonrpc.ParamHeaders); internal/httphdr is stdlib-only.
 	"internal/jsonrpc": {"internal/httphdr"},
+	// The control API's wire types, shared by the hub and its clients:
+	// the standard library only.
+	"api": {},
+	// The client of a running hub (the run file, its token, the control
+	// API, the terminal's MCP session): it reaches the hub over HTTP only,
+	// never through hub/.
+	"hubclient": {"api", "registry", "client", "internal", "github.com/yosida95/uritemplate"},
 }
 
 // room returns the room a package belongs to: its path inside the module,
@@ -157,7 +164,16 @@ func TestRoomTableCatchesAViolation(t *testing.T) {
 		{module + "/internal/sse", module + "/internal/jsonrpc", false},
 		{module + "/hub", "modernc.org/sqlite", false},
 		{module + "/registry", "github.com/spf13/cobra", false},
+		{module + "/hubclient", module + "/hub", false},
+		{module + "/hubclient", module + "/cmd/mcphub", false},
+		{module + "/hubclient", module + "/bridge", false},
+		{module + "/api", module + "/registry", false},
+		{module + "/internal/termtext", module + "/api", false},
 		{module + "/hub", module + "/registry", true},
+		{module + "/hub", module + "/api", true},
+		{module + "/hubclient", module + "/api", true},
+		{module + "/hubclient", module + "/client", true},
+		{module + "/hubclient", module + "/internal/termtext", true},
 		{module + "/hub", module + "/internal/jsonrpc", true},
 		{module + "/bridge", module + "/client", true},
 		{module + "/client", "golang.org/x/sys/windows", true},

@@ -540,19 +540,3 @@ func TestTokensCountOnce(t *testing.T) {
 		t.Errorf("counted %d entries (want 2), full %+v, tools %+v", len(counter.counted), rep.Full, rep.Tools)
 	}
 }
-
-// TestProfileErrors: a profile the hub lacks is named with the closest it
-// has; a hub without profiles says it has none.
-func TestProfileErrors(t *testing.T) {
-	st := &api.Status{Profiles: []api.ProfileStatus{{Name: "ok", Mode: registry.ModeSearch}, {Name: "bad", Problem: "hub.toml:3:1: profiles.bad.mode: must be \"full\" or \"search\""}}}
-	nameOf := func(p api.ProfileStatus) string { return p.Name }
-	if err := hubclient.NoProfileErr("ko", "the hub", st.Profiles, nameOf); err == nil || err.Error() != `no profile "ko" in the hub; its profiles are bad, ok (did you mean ok?)` {
-		t.Errorf("unknown profile: %v", err)
-	}
-	if p := hubclient.FindProfile(st, ""); p != nil {
-		t.Errorf("profileStatus of \"\" = %+v, want nil", p)
-	}
-	if err := hubclient.NoProfileErr("x", "the hub", nil, nameOf); err == nil || !strings.Contains(err.Error(), "it has none") {
-		t.Errorf("no profiles: %v", err)
-	}
-}
