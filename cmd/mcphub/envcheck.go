@@ -4,7 +4,6 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"net/url"
 	"os"
 	"strings"
 
@@ -20,12 +19,7 @@ func (a *app) unsetVars(ctx context.Context, t hubclient.Target, names []string)
 	if len(names) == 0 {
 		return nil, ""
 	}
-	q := url.Values{"name": names}
-	var ans struct {
-		Unset []string `json:"unset"`
-		PID   int      `json:"pid"`
-	}
-	err := t.Control(ctx, "GET", "/control/env?"+q.Encode(), 200, &ans)
+	ans, err := t.Env(ctx, names)
 	if err == nil {
 		return ans.Unset, fmt.Sprintf("the running hub (pid %d)", ans.PID)
 	}

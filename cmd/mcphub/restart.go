@@ -5,7 +5,6 @@ import (
 	"errors"
 	"fmt"
 	"net/http"
-	"net/url"
 	"strings"
 
 	"github.com/spf13/cobra"
@@ -13,13 +12,6 @@ import (
 	"github.com/mcphub/mcphub/api"
 	"github.com/mcphub/mcphub/hubclient"
 )
-
-// restartResult is what restart asked for, its --json answer: the hub's
-// own answer.
-type restartResult struct {
-	Server string `json:"server"`
-	Status string `json:"status"` // "restarting"
-}
 
 func newRestartCmd(a *app) *cobra.Command {
 	var asJSON bool
@@ -43,8 +35,7 @@ replayed.
 			if err != nil {
 				return err
 			}
-			res := restartResult{Server: args[0], Status: "restarting"}
-			err = t.Control(ctx, http.MethodPost, "/control/restart?server="+url.QueryEscape(args[0]), http.StatusAccepted, &res)
+			res, err := t.Restart(ctx, args[0])
 			if he := (*hubclient.HubError)(nil); errors.As(err, &he) && he.Status == http.StatusNotFound && he.Reason != "" {
 				return unknownServerError(ctx, t, args[0], he)
 			}
