@@ -20,6 +20,7 @@ type HubError struct {
 	msg    string
 }
 
+// Error is the sentence, with the fix when there is one.
 func (e *HubError) Error() string { return e.msg }
 
 // AnswerError turns an answer of the hub at t with an unexpected status
