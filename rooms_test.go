@@ -31,7 +31,7 @@ var rooms = map[string][]string{
 	"oauth": {"golang.org/x/oauth2", "github.com/modelcontextprotocol/go-sdk/oauthex", "github.com/modelcontextprotocol/go-sdk/auth",
 		"golang.org/x/sync/singleflight", "internal"},
 	"bridge": {"client", "internal"},
-	"hub":    {"registry", "internal", "github.com/google/uuid"},
+	"hub":    {"api", "registry", "internal", "github.com/google/uuid"},
 	"store":  {"modernc.org/sqlite"},
 	// The background service: unit generation and the kardianos wrapper.
 	// The CLI passes in what it knows of hub.toml and the running hub.
@@ -52,10 +52,17 @@ var rooms = map[string][]string{
 	"logfile": {"gopkg.in/natefinch/lumberjack.v2"},
 	// Token counting of a hub's tools: the tokenizer, and jsonrpc's
 	// member reading; it counts a catalog it is given, never fetching it.
-	"internal/tokencount": {"github.com/tiktoken-go/tokenizer", "internal/jsonrpc"},
+	"internal/tokencount": {"github.com/tiktoken-go/tokenizer", "internal/jsonrpc", "api"},
 	// The built-in demo MCP server: an upstream like any other, speaking
 	// JSON-RPC over its stdio.
 	"demo": {"internal/jsonrpc"},
+	// The control API's wire types, shared by the hub and its clients:
+	// the standard library only.
+	"api": {},
+	// The client of a running hub (the run file, its token, the control
+	// API, the terminal's MCP session): it reaches the hub over HTTP only,
+	// never through hub/.
+	"hubclient": {"api", "registry", "client", "internal", "github.com/yosida95/uritemplate"},
 }
 
 // room returns the room a package belongs to: its path inside the module,
@@ -196,6 +203,16 @@ func TestRoomTableCatchesAViolation(t *testing.T) {
 		{module + "/clientconf", "github.com/tailscale/hujson", true},
 		{module + "/hub", module + "/registry", true},
 		{module + "/service", "github.com/kardianos/service", true},
+		{module + "/hubclient", module + "/hub", false},
+		{module + "/hubclient", module + "/cmd/mcphub", false},
+		{module + "/hubclient", module + "/bridge", false},
+		{module + "/api", module + "/registry", false},
+		{module + "/internal/termtext", module + "/api", false},
+		{module + "/hub", module + "/registry", true},
+		{module + "/hub", module + "/api", true},
+		{module + "/hubclient", module + "/api", true},
+		{module + "/hubclient", module + "/client", true},
+		{module + "/hubclient", module + "/internal/termtext", true},
 		{module + "/hub", module + "/internal/jsonrpc", true},
 		{module + "/bridge", module + "/client", true},
 		{module + "/client", "golang.org/x/sys/windows", true},

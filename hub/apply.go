@@ -9,6 +9,7 @@ import (
 	"slices"
 	"time"
 
+	"github.com/mcphub/mcphub/api"
 	"github.com/mcphub/mcphub/internal/jsonrpc"
 	"github.com/mcphub/mcphub/registry"
 )
@@ -267,7 +268,7 @@ func (ss *serverSet) replace(spec *registry.Server) {
 	deadline := time.Now().Add(spec.ConnectTimeout + time.Second)
 	tick := time.NewTicker(20 * time.Millisecond)
 	defer tick.Stop()
-	for fresh.up.Status().State == StateStarting && time.Now().Before(deadline) {
+	for fresh.up.Status().State == api.StateStarting && time.Now().Before(deadline) {
 		select {
 		case <-tick.C:
 		case <-ss.ctx.Done():
@@ -343,5 +344,5 @@ func (r refused) Adopt(json.RawMessage, string, json.RawMessage, jsonrpc.Peer, f
 	return false
 }
 func (r refused) Status() UpstreamStatus {
-	return UpstreamStatus{State: StateFailed, LastError: r.reason}
+	return UpstreamStatus{State: api.StateFailed, LastError: r.reason}
 }

@@ -4,6 +4,7 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/mcphub/mcphub/api"
 	"github.com/mcphub/mcphub/registry"
 )
 
@@ -22,12 +23,12 @@ url = "http://localhost:7733/mcp"
 url = "http://127.0.0.1:7734/mcp"
 `, fakes)
 	st := th.h.Status()
-	byName := map[string]ServerStatus{}
+	byName := map[string]api.ServerStatus{}
 	for _, s := range st.Servers {
 		byName[s.Name] = s
 	}
 	loop := byName["loop"]
-	if loop.State != StateFailed || !strings.Contains(loop.LastError, "points at this mcphub itself") {
+	if loop.State != api.StateFailed || !strings.Contains(loop.LastError, "points at this mcphub itself") {
 		t.Fatalf("self-referencing server: %+v", loop)
 	}
 	if _, made := fakes["loop"]; made {
@@ -65,7 +66,7 @@ command = "y"
 	// The entry fails as the save is applied, not after a reconnect in
 	// the background: status says so at once.
 	for _, s := range th.h.Status().Servers {
-		if s.Name == "ok" && s.State != StateFailed {
+		if s.Name == "ok" && s.State != api.StateFailed {
 			t.Fatalf("right after the save, the server with a problem is %+v", s)
 		}
 	}
@@ -73,13 +74,13 @@ command = "y"
 	if m := c.call(1, "tools/call", `{"name":"added__hello"}`); m.Error != nil {
 		t.Fatalf("the added server must be callable: %+v", m.Error)
 	}
-	var ok ServerStatus
+	var ok api.ServerStatus
 	for _, s := range th.h.Status().Servers {
 		if s.Name == "ok" {
 			ok = s
 		}
 	}
-	if ok.State != StateFailed || !strings.Contains(ok.LastError, "MCPHUB_TEST_UNSET_VAR") || !strings.Contains(ok.LastError, "hub.toml:") {
+	if ok.State != api.StateFailed || !strings.Contains(ok.LastError, "MCPHUB_TEST_UNSET_VAR") || !strings.Contains(ok.LastError, "hub.toml:") {
 		t.Fatalf("the server with an unset variable: %+v", ok)
 	}
 	if m := c.call(2, "tools/call", `{"name":"ok__echo"}`); m.Error == nil {
@@ -94,7 +95,7 @@ func TestUnknownToolNamesTheFailedServer(t *testing.T) {
 	bad := newFake("bad")
 	fakes := map[string]*fakeUpstream{"ok": newFake("ok").setList("tools/list", toolItems("echo")), "bad": bad}
 	th := startHub(t, "[servers.ok]\ncommand = \"x\"\n[servers.bad]\ncommand = \"y\"\n", fakes)
-	bad.setStatus(UpstreamStatus{State: StateCrashLoop, LastError: "initialize: server process exited (exit status 3); last stderr: npm ERR! SELF_SIGNED_CERT_IN_CHAIN"})
+	bad.setStatus(UpstreamStatus{State: api.StateCrashLoop, LastError: "initialize: server process exited (exit status 3); last stderr: npm ERR! SELF_SIGNED_CERT_IN_CHAIN"})
 	for _, tc := range []struct{ path, tool string }{{"/mcp", "bad__install"}, {"/bad/mcp", "install"}} {
 		c := th.connect(tc.path, "2025-11-25", `{}`)
 		m := c.call(1, "tools/call", `{"name":"`+tc.tool+`"}`)

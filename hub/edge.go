@@ -14,6 +14,7 @@ import (
 	"strings"
 	"sync/atomic"
 
+	"github.com/mcphub/mcphub/api"
 	"github.com/mcphub/mcphub/internal/httphdr"
 	"github.com/mcphub/mcphub/internal/jsonrpc"
 	"github.com/mcphub/mcphub/registry"
@@ -42,9 +43,9 @@ type edge struct {
 
 // control is what the edge's health and control routes ask of the hub.
 type control interface {
-	Status() Status
+	Status() api.Status
 	Restart(name string) error
-	Sessions() []SessionInfo
+	Sessions() []api.SessionInfo
 	EndSession(id string) bool
 	closing() bool
 }
@@ -200,7 +201,7 @@ func (e *edge) serveRestart(w http.ResponseWriter, r *http.Request) {
 		return
 	}
 	e.log.Info("restart requested", "server", name)
-	writeJSON(w, http.StatusAccepted, map[string]string{"status": "restarting", "server": name})
+	writeJSON(w, http.StatusAccepted, api.Restarted{Server: name, Status: "restarting"})
 }
 
 // serveEnv tells which of the variables named by the name parameters the
@@ -218,7 +219,7 @@ func (e *edge) serveEnv(w http.ResponseWriter, r *http.Request) {
 			unset = append(unset, n)
 		}
 	}
-	writeJSON(w, http.StatusOK, map[string]any{"unset": unset, "pid": os.Getpid()})
+	writeJSON(w, http.StatusOK, api.EnvReport{PID: os.Getpid(), Unset: unset})
 }
 
 // checkOrigin enforces DNS-rebinding protection: when mcphub listens on

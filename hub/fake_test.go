@@ -9,6 +9,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/mcphub/mcphub/api"
 	"github.com/mcphub/mcphub/internal/jsonrpc"
 	"github.com/mcphub/mcphub/registry"
 )
@@ -56,7 +57,7 @@ func newFake(name string) *fakeUpstream {
 		name:   name,
 		lists:  map[string][]json.RawMessage{},
 		init:   json.RawMessage(fmt.Sprintf(`{"protocolVersion":"2025-06-18","capabilities":{"tools":{}},"serverInfo":{"name":%q,"version":"1"}}`, name)),
-		status: UpstreamStatus{State: StateConnected, Transport: "fake", Since: time.Now()},
+		status: UpstreamStatus{State: api.StateConnected, Transport: "fake", Since: time.Now()},
 		callCh: make(chan *fakeCall, 64),
 	}
 }

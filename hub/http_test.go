@@ -9,6 +9,8 @@ import (
 	"regexp"
 	"strings"
 	"testing"
+
+	"github.com/mcphub/mcphub/api"
 )
 
 const ping = `{"jsonrpc":"2.0","id":1,"method":"ping"}`
@@ -310,9 +312,9 @@ func TestHTTPAuth(t *testing.T) {
 func TestHTTPReadyz(t *testing.T) {
 	fakes := map[string]*fakeUpstream{"alpha": newFake("alpha").setList("tools/list", toolItems("a", "b"))}
 	th := startHub(t, twoServers, fakes)
-	fakes["alpha"].setStatus(UpstreamStatus{State: StateRestarting, Transport: "stdio", LastError: "exit status 1", Restarts: 2})
+	fakes["alpha"].setStatus(UpstreamStatus{State: api.StateRestarting, Transport: "stdio", LastError: "exit status 1", Restarts: 2})
 	r := th.send(http.MethodGet, "/readyz", "")
-	var st Status
+	var st api.Status
 	if err := json.Unmarshal(r.body, &st); err != nil || r.status != http.StatusOK {
 		t.Fatalf("/readyz: %d %s (%v)", r.status, r.body, err)
 	}
@@ -320,7 +322,7 @@ func TestHTTPReadyz(t *testing.T) {
 		t.Fatalf("servers = %+v", st.Servers)
 	}
 	a := st.Servers[0]
-	if a.State != StateRestarting || a.LastError != "exit status 1" || a.Restarts != 2 || a.Tools != 2 || a.Transport != "stdio" {
+	if a.State != api.StateRestarting || a.LastError != "exit status 1" || a.Restarts != 2 || a.Tools != 2 || a.Transport != "stdio" {
 		t.Errorf("alpha = %+v, want the fake's status and 2 tools", a)
 	}
 }

@@ -10,6 +10,7 @@ import (
 	"sync"
 	"time"
 
+	"github.com/mcphub/mcphub/api"
 	"github.com/mcphub/mcphub/internal/goroutines"
 	"github.com/mcphub/mcphub/internal/jsonrpc"
 	"github.com/mcphub/mcphub/registry"
@@ -142,13 +143,13 @@ func (h *Hub) Start(ctx context.Context) error {
 func (h *Hub) ServeHTTP(w http.ResponseWriter, r *http.Request) { h.edge.ServeHTTP(w, r) }
 
 // Status reports the hub's state for /readyz, `mcphub status` and `list`.
-func (h *Hub) Status() Status {
+func (h *Hub) Status() api.Status {
 	servers, reg, regErr := h.servers.status()
-	st := Status{Version: h.opts.Version, URL: reg.Hub.URL("/mcp"), RegistryError: regErr, Sessions: h.sessions.len(), Servers: servers,
+	st := api.Status{Version: h.opts.Version, URL: reg.Hub.URL("/mcp"), RegistryError: regErr, Sessions: h.sessions.len(), Servers: servers,
 		NeedsRestart: h.servers.restartNeeded()}
 	for _, p := range reg.Profiles {
 		ep := profileEndpoint(p.Name)
-		ps := ProfileStatus{Name: p.Name, URL: reg.Hub.URL(endpointName(ep)), Mode: p.Mode, Servers: []string{},
+		ps := api.ProfileStatus{Name: p.Name, URL: reg.Hub.URL(endpointName(ep)), Mode: p.Mode, Servers: []string{},
 			Sessions: h.sessions.count(ep), Problem: p.Problem}
 		for _, e := range h.servers.of(ep) {
 			ps.Servers = append(ps.Servers, e.spec.Name)
@@ -168,7 +169,7 @@ func (h *Hub) Status() Status {
 }
 
 // Sessions lists the live sessions, oldest first.
-func (h *Hub) Sessions() []SessionInfo { return h.sessions.info() }
+func (h *Hub) Sessions() []api.SessionInfo { return h.sessions.info() }
 
 // EndSession ends a live session, as a DELETE from its client would.
 func (h *Hub) EndSession(id string) bool {

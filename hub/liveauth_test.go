@@ -12,6 +12,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/mcphub/mcphub/api"
 	"github.com/mcphub/mcphub/registry"
 )
 
@@ -290,7 +291,7 @@ func TestUpstreamLimitsLastEditWins(t *testing.T) {
 		o.NewUpstream = func(spec *registry.Server, h registry.Hub, ev UpstreamEvents) Upstream {
 			f := newFake(spec.Name).setList("tools/list", toolItems("echo"))
 			if h.MaxResponseBytes != registry.DefaultMaxResponseBytes {
-				f.setStatus(UpstreamStatus{State: StateStarting})
+				f.setStatus(UpstreamStatus{State: api.StateStarting})
 			}
 			f.events = ev
 			mu.Lock()
@@ -327,7 +328,7 @@ func TestUpstreamLimitsLastEditWins(t *testing.T) {
 		made1(int64(n))
 	}
 	newer, older := made1(22222), made1(11111)
-	newer.setStatus(UpstreamStatus{State: StateConnected, Transport: "fake"})
+	newer.setStatus(UpstreamStatus{State: api.StateConnected, Transport: "fake"})
 	deadline := time.After(waitFor)
 	tick := time.NewTicker(5 * time.Millisecond)
 	defer tick.Stop()
@@ -338,7 +339,7 @@ func TestUpstreamLimitsLastEditWins(t *testing.T) {
 			t.Fatal("the replacement with the newer limit was not swapped in")
 		}
 	}
-	older.setStatus(UpstreamStatus{State: StateConnected, Transport: "fake"})
+	older.setStatus(UpstreamStatus{State: api.StateConnected, Transport: "fake"})
 	for {
 		older.mu.Lock()
 		closed := older.closed

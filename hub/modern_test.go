@@ -9,6 +9,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/mcphub/mcphub/api"
 	"github.com/mcphub/mcphub/internal/jsonrpc"
 )
 
@@ -439,7 +440,7 @@ func mustMember(t *testing.T, obj json.RawMessage, key string) json.RawMessage {
 // and the complete result arrives without resultType.
 func TestSessionClientStatelessUpstream(t *testing.T) {
 	fake := newFake("alpha").setList("tools/list", toolItems("ask"))
-	fake.setStatus(UpstreamStatus{State: StateConnected, Transport: "fake", Protocol: "2026-07-28", Since: time.Now()})
+	fake.setStatus(UpstreamStatus{State: api.StateConnected, Transport: "fake", Protocol: "2026-07-28", Since: time.Now()})
 	retried := make(chan json.RawMessage, 1)
 	fake.setHandler(func(ctx context.Context, c *fakeCall) (json.RawMessage, error) {
 		if _, ok := jsonrpc.Member(c.Params, "inputResponses"); !ok {

@@ -216,7 +216,8 @@ func profileServers(p *registry.Profile, entries []*serverEntry) []*serverEntry 
 // tools ls --profile`: GET /control/catalog[?profile=NAME] answers the
 // view's tools as clients see them (listed: tools/list, the search tools in
 // search mode) and every tool it serves with the server and name it has
-// upstream.
+// upstream, as api.Catalog: written by hand, so that every item goes out
+// byte for byte as the catalog holds it.
 func (e *edge) serveCatalog(w http.ResponseWriter, r *http.Request) {
 	if r.Method != http.MethodGet {
 		w.Header().Set("Allow", "GET")

@@ -9,6 +9,7 @@ import (
 	"sync"
 	"time"
 
+	"github.com/mcphub/mcphub/api"
 	"github.com/mcphub/mcphub/internal/goroutines"
 	"github.com/mcphub/mcphub/internal/jsonrpc"
 )
@@ -182,7 +183,7 @@ func (r *router) notServing(endpoint, name string) string {
 			continue
 		}
 		st := e.up.Status()
-		if st.State == StateConnected {
+		if st.State == api.StateConnected {
 			continue
 		}
 		return describeUnavailable(e.spec.Name, st).Error()

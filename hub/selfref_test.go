@@ -5,6 +5,7 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/mcphub/mcphub/api"
 	"github.com/mcphub/mcphub/registry"
 )
 
@@ -75,12 +76,12 @@ args = ["-y", "mcp-remote@latest", "http://127.0.0.1:7733/mcp"]
 command = "npx"
 args = ["-y", "mcp-remote@latest", "https://mcp.example.com/mcp"]
 `, fakes)
-	byName := map[string]ServerStatus{}
+	byName := map[string]api.ServerStatus{}
 	for _, s := range th.h.Status().Servers {
 		byName[s.Name] = s
 	}
 	for _, name := range []string{"hubstdio", "remote"} {
-		if s := byName[name]; s.State != StateFailed || !strings.Contains(s.LastError, "the command ") || !strings.Contains(s.LastError, "points at this mcphub itself") {
+		if s := byName[name]; s.State != api.StateFailed || !strings.Contains(s.LastError, "the command ") || !strings.Contains(s.LastError, "points at this mcphub itself") {
 			t.Errorf("%s: %+v, want failed as pointing at the hub", name, s)
 		}
 		if _, made := fakes[name]; made {

@@ -11,6 +11,7 @@ import (
 	"sync/atomic"
 	"time"
 
+	"github.com/mcphub/mcphub/api"
 	"github.com/mcphub/mcphub/internal/goroutines"
 	"github.com/mcphub/mcphub/internal/redact"
 	"github.com/mcphub/mcphub/registry"
@@ -162,7 +163,7 @@ func (ss *serverSet) anyStarting() bool {
 	ss.mu.RLock()
 	defer ss.mu.RUnlock()
 	for _, e := range ss.entries {
-		if e.up.Status().State == StateStarting && e.up.Initialize() == nil {
+		if e.up.Status().State == api.StateStarting && e.up.Initialize() == nil {
 			return true
 		}
 	}
@@ -328,7 +329,7 @@ func (ss *serverSet) waitConnected(server string) bool {
 	tick := time.NewTicker(50 * time.Millisecond)
 	defer tick.Stop()
 	for {
-		if e := ss.get(server); e != nil && e.up.Status().State == StateConnected {
+		if e := ss.get(server); e != nil && e.up.Status().State == api.StateConnected {
 			return true
 		}
 		select {
@@ -348,7 +349,7 @@ func (ss *serverSet) restartNeeded() []string {
 
 // status reports every registry server's state, with the registry error
 // when the running set is older than the file.
-func (ss *serverSet) status() (servers []ServerStatus, reg *registry.Registry, regErr string) {
+func (ss *serverSet) status() (servers []api.ServerStatus, reg *registry.Registry, regErr string) {
 	ss.mu.RLock()
 	reg, regErr = ss.reg, ss.regErr
 	entries := make([]*serverEntry, len(reg.Servers))
@@ -357,14 +358,14 @@ func (ss *serverSet) status() (servers []ServerStatus, reg *registry.Registry, r
 	}
 	ss.mu.RUnlock()
 	merged := ss.view("")
-	servers = make([]ServerStatus, 0, len(reg.Servers))
+	servers = make([]api.ServerStatus, 0, len(reg.Servers))
 	for i, spec := range reg.Servers {
-		st := ServerStatus{Name: spec.Name, State: StateDisabled}
+		st := api.ServerStatus{Name: spec.Name, State: api.StateDisabled}
 		if e := entries[i]; e != nil {
 			us := e.up.Status()
 			st.State, st.Transport, st.PID, st.LastError, st.Restarts = us.State, us.Transport, us.PID, us.LastError, us.Restarts
 			st.Protocol = us.Protocol
-			if !us.Since.IsZero() && us.State == StateConnected {
+			if !us.Since.IsZero() && us.State == api.StateConnected {
 				st.UptimeSeconds = time.Since(us.Since).Round(time.Second).Seconds()
 			}
 			// Counted from this entry's list, by its own spec (the one

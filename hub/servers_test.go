@@ -8,6 +8,7 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/mcphub/mcphub/api"
 	"github.com/mcphub/mcphub/registry"
 )
 
@@ -222,7 +223,7 @@ func TestServersSelfReference(t *testing.T) {
 // refused one as failed, and the registry error while there is one.
 func TestServersStatus(t *testing.T) {
 	fakes := serversFakes()
-	fakes["beta"].setStatus(UpstreamStatus{State: StateRestarting, Transport: "stdio", LastError: "exit status 1", Restarts: 3})
+	fakes["beta"].setStatus(UpstreamStatus{State: api.StateRestarting, Transport: "stdio", LastError: "exit status 1", Restarts: 3})
 	th := startHub(t, serversRegistry+"[servers.loop]\nurl = \"http://localhost:7733/mcp\"\n", fakes)
 	servers, reg, regErr := th.h.servers.status()
 	if reg != th.h.servers.registry() || regErr != "" {
@@ -235,11 +236,11 @@ func TestServersStatus(t *testing.T) {
 	if want := []string{"alpha", "beta", "gamma", "loop"}; !slices.Equal(names, want) {
 		t.Fatalf("servers = %q, want %q", names, want)
 	}
-	for i, want := range []ServerStatus{
-		{Name: "alpha", State: StateConnected, Transport: "fake", Tools: 2, ToolsTotal: 2, Prompts: 1, Resources: 1},
-		{Name: "beta", State: StateRestarting, Transport: "stdio", Tools: 1, ToolsTotal: 1, LastError: "exit status 1", Restarts: 3},
-		{Name: "gamma", State: StateDisabled},
-		{Name: "loop", State: StateFailed},
+	for i, want := range []api.ServerStatus{
+		{Name: "alpha", State: api.StateConnected, Transport: "fake", Tools: 2, ToolsTotal: 2, Prompts: 1, Resources: 1},
+		{Name: "beta", State: api.StateRestarting, Transport: "stdio", Tools: 1, ToolsTotal: 1, LastError: "exit status 1", Restarts: 3},
+		{Name: "gamma", State: api.StateDisabled},
+		{Name: "loop", State: api.StateFailed},
 	} {
 		got := servers[i]
 		got.UptimeSeconds, got.Conflicts = 0, nil
@@ -330,7 +331,7 @@ func TestServersApplyRacesReaders(t *testing.T) {
 func TestServersReplaceKeepsALaterSpec(t *testing.T) {
 	ups := startUpstreamLog(t, func(n int, f *fakeUpstream) {
 		if n >= 2 {
-			f.status.State = StateStarting // the replacement connects when the test says so
+			f.status.State = api.StateStarting // the replacement connects when the test says so
 		}
 	})
 	h := ups.h
@@ -341,7 +342,7 @@ func TestServersReplaceKeepsALaterSpec(t *testing.T) {
 	h.Apply(parseRegistry(t, strings.Replace(twoServers, `command = "alpha-server"`, "command = \"alpha-server\"\nprefix = \"new\"", 1)))
 	fresh := ups.nth(2)
 	fresh.mu.Lock()
-	fresh.status.State = StateConnected
+	fresh.status.State = api.StateConnected
 	fresh.mu.Unlock()
 	eventually(t, "the replacement is swapped in", func() bool { return h.servers.get("alpha").up == Upstream(fresh) })
 	if p := h.servers.get("alpha").spec.Prefix; p != "new" {

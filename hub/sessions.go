@@ -8,6 +8,7 @@ import (
 	"sync"
 	"time"
 
+	"github.com/mcphub/mcphub/api"
 	"github.com/mcphub/mcphub/internal/goroutines"
 	"github.com/mcphub/mcphub/internal/jsonrpc"
 )
@@ -305,28 +306,14 @@ func (set *sessionSet) runSweeper() {
 	}
 }
 
-// SessionInfo describes one live session for `mcphub sessions`.
-type SessionInfo struct {
-	ID            string  `json:"id"`
-	Endpoint      string  `json:"endpoint"`
-	Client        string  `json:"client"`
-	ClientVersion string  `json:"client_version"`
-	Protocol      string  `json:"protocol"`
-	AgeSeconds    float64 `json:"age_seconds"`
-	IdleSeconds   float64 `json:"idle_seconds"`
-	OpenStreams   int     `json:"open_streams"`
-	StoredEvents  int     `json:"stored_events"`
-	StoredBytes   int64   `json:"stored_bytes"`
-}
-
 // info lists the live sessions, oldest first.
-func (set *sessionSet) info() []SessionInfo {
+func (set *sessionSet) info() []api.SessionInfo {
 	now := time.Now()
-	var out []SessionInfo
+	var out []api.SessionInfo
 	for _, s := range set.list() {
 		name, _ := jsonrpc.StringMember(s.clientInfo, "name")
 		version, _ := jsonrpc.StringMember(s.clientInfo, "version")
-		info := SessionInfo{ID: s.id, Endpoint: endpointName(s.endpoint), Client: name, ClientVersion: version, Protocol: s.version,
+		info := api.SessionInfo{ID: s.id, Endpoint: endpointName(s.endpoint), Client: name, ClientVersion: version, Protocol: s.version,
 			AgeSeconds:  now.Sub(s.created).Round(time.Second).Seconds(),
 			IdleSeconds: now.Sub(time.Unix(0, s.lastSeen.Load())).Round(time.Second).Seconds()}
 		info.OpenStreams = s.openStreams()

@@ -7,6 +7,7 @@ import (
 	"sync/atomic"
 	"testing"
 
+	"github.com/mcphub/mcphub/api"
 	"github.com/mcphub/mcphub/registry"
 )
 
@@ -46,7 +47,7 @@ func TestStatusCountsExposedTools(t *testing.T) {
 		"plain":  {2, 2},
 		"off":    {0, 0},
 	}
-	check := func(when string, servers []ServerStatus) {
+	check := func(when string, servers []api.ServerStatus) {
 		t.Helper()
 		if len(servers) != len(want) {
 			t.Fatalf("%s: %d servers listed, want %d", when, len(servers), len(want))
@@ -66,7 +67,7 @@ func TestStatusCountsExposedTools(t *testing.T) {
 	body, _ := io.ReadAll(resp.Body)
 	resp.Body.Close()
 	var st struct {
-		Servers []ServerStatus `json:"servers"`
+		Servers []api.ServerStatus `json:"servers"`
 	}
 	if err := json.Unmarshal(body, &st); err != nil {
 		t.Fatalf("/readyz: %v: %s", err, body)
@@ -123,7 +124,7 @@ func (u *listHook) List(method string) []json.RawMessage {
 func TestStatusCountsFromOneEntry(t *testing.T) {
 	old := newFake("github").setList("tools/list", toolItems("create_issue", "delete_repo", "delete_branch", "list_issues"))
 	fresh := newFake("github").setList("tools/list", toolItems("only_one"))
-	fresh.status = UpstreamStatus{State: StateStarting}
+	fresh.status = UpstreamStatus{State: api.StateStarting}
 	var (
 		armed     atomic.Bool  // count and swap only inside Status
 		toolLists atomic.Int64 // tools/list reads of old while armed
@@ -160,7 +161,7 @@ func TestStatusCountsFromOneEntry(t *testing.T) {
 	// on its own until something changes.
 	eventually(t, "the catalog to be built", func() bool { return len(ss.view("").tools) == 2+1+2 })
 
-	row := func() ServerStatus {
+	row := func() api.ServerStatus {
 		t.Helper()
 		armed.Store(true)
 		defer armed.Store(false)
@@ -170,7 +171,7 @@ func TestStatusCountsFromOneEntry(t *testing.T) {
 			}
 		}
 		t.Fatal("Status does not list github")
-		return ServerStatus{}
+		return api.ServerStatus{}
 	}
 	var replaced *serverEntry
 	swap = func() {
@@ -181,14 +182,14 @@ func TestStatusCountsFromOneEntry(t *testing.T) {
 		ss.entries["github"] = &serverEntry{spec: e.spec, up: fresh}
 	}
 	s := row()
-	if s.State != StateConnected || s.Tools != 2 || s.ToolsTotal != 4 {
+	if s.State != api.StateConnected || s.Tools != 2 || s.ToolsTotal != 4 {
 		t.Errorf("github during the swap: %s with %d of %d tools, want connected with 2 of 4 (the replaced upstream's)", s.State, s.Tools, s.ToolsTotal)
 	}
 	if n := toolLists.Load(); n != 1 {
 		t.Errorf("Status read the replaced upstream's tools %d times, want once", n)
 	}
 	s = row()
-	if s.State != StateStarting || s.Tools != 1 || s.ToolsTotal != 1 {
+	if s.State != api.StateStarting || s.Tools != 1 || s.ToolsTotal != 1 {
 		t.Errorf("github after the swap: %s with %d of %d tools, want starting with 1 of 1 (the replacement's)", s.State, s.Tools, s.ToolsTotal)
 	}
 

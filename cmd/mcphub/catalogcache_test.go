@@ -5,7 +5,7 @@ import (
 	"testing"
 	"time"
 
-	"github.com/mcphub/mcphub/hub"
+	"github.com/mcphub/mcphub/api"
 )
 
 // After a restart, tools/list answers from the cached catalog at once, while
@@ -33,7 +33,7 @@ func TestCatalogCacheAnswersBeforeSlowServersConnect(t *testing.T) {
 	if !slices.Contains(names, "slow__echo") {
 		t.Fatalf("tools/list after a restart lacks the cached slow__echo: %v", names)
 	}
-	if st := h.h.Status().Servers[0].State; st != hub.StateStarting || elapsed > 2*time.Second {
+	if st := h.h.Status().Servers[0].State; st != api.StateStarting || elapsed > 2*time.Second {
 		t.Fatalf("the list came after %v with the server %s; want it from the cache while the server is still starting", elapsed, st)
 	}
 }

@@ -16,6 +16,7 @@ import (
 	"time"
 
 	"github.com/mcphub/mcphub/hub"
+	"github.com/mcphub/mcphub/hubclient"
 	"github.com/mcphub/mcphub/internal/filelock"
 	"github.com/mcphub/mcphub/registry"
 )
@@ -116,7 +117,7 @@ func TestCLIReviewNoTokenToAnotherRegistrysHub(t *testing.T) {
 			}
 			e.writeRegistry(t, reviewRegistry(t, e, listen))
 			other := filepath.Join(e.tmp, "other.toml")
-			release, err := lockDataDir(e.dataDir, runInfo{PID: os.Getpid(), Listen: spy.addr, Config: other, Started: time.Now()})
+			release, err := hubclient.LockDataDir(e.dataDir, hubclient.RunInfo{PID: os.Getpid(), Listen: spy.addr, Config: other, Started: time.Now()})
 			if err != nil {
 				t.Fatal(err)
 			}
@@ -160,7 +161,7 @@ func TestCLIReviewNoTokenToAnotherRegistrysHub(t *testing.T) {
 	if err := os.Symlink(e.config, link); err != nil {
 		t.Fatal(err)
 	}
-	release, err := lockDataDir(e.dataDir, runInfo{PID: os.Getpid(), Listen: spy.addr, Config: link, Started: time.Now()})
+	release, err := hubclient.LockDataDir(e.dataDir, hubclient.RunInfo{PID: os.Getpid(), Listen: spy.addr, Config: link, Started: time.Now()})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -182,7 +183,7 @@ func TestCLIReviewStatus503(t *testing.T) {
 	hubKeys := fmt.Sprintf("auth = \"token\"\ntoken_file = %q", missing)
 	f := startInproc(t, "", hubConfig{hubKeys: hubKeys, tweak: func(o *hub.Options) {
 		o.Token = "before-the-file-went"
-		o.ResolveToken = func(h registry.Hub) (string, error) { return hubToken(&registry.Registry{Hub: h}) }
+		o.ResolveToken = func(h registry.Hub) (string, error) { return hubclient.Token(&registry.Registry{Hub: h}) }
 	}})
 	reg, err := registry.Parse("", []byte("[hub]\nlisten = \"127.0.0.1:0\"\n"+hubKeys+"\n"), func(string) (string, bool) { return "", false })
 	if err != nil {
@@ -207,7 +208,7 @@ func TestCLIReviewStatus503(t *testing.T) {
 
 	// Not ready yet: 503 with the status.
 	spy := startSpyHub(t, statusAnswer(http.StatusServiceUnavailable))
-	st, err := fetchStatus(context.Background(), hubTarget{listen: spy.addr})
+	st, err := (hubclient.Target{Listen: spy.addr}).Status(context.Background())
 	if err != nil || st.Version != mcphubVersion() || len(st.Servers) != 4 {
 		t.Errorf("fetchStatus of a hub not ready: %+v, %v; want its status", st, err)
 	}
@@ -216,7 +217,7 @@ func TestCLIReviewStatus503(t *testing.T) {
 		w.WriteHeader(http.StatusServiceUnavailable)
 		io.WriteString(w, `{"state":"draining"}`)
 	})
-	if st, err := fetchStatus(context.Background(), hubTarget{listen: other.addr}); err == nil || !strings.Contains(err.Error(), "answered HTTP 503") {
+	if st, err := (hubclient.Target{Listen: other.addr}).Status(context.Background()); err == nil || !strings.Contains(err.Error(), "answered HTTP 503") {
 		t.Errorf("fetchStatus of a 503 that is no status: %+v, %v; want an error saying HTTP 503", st, err)
 	}
 }
@@ -231,22 +232,22 @@ func TestCLIReviewTokenSentences(t *testing.T) {
 		w.WriteHeader(http.StatusUnauthorized)
 		io.WriteString(w, `{"jsonrpc":"2.0","id":null,"error":{"code":-32000,"message":"Unauthorized: send Authorization: Bearer <token> (see mcphub token)"}}`)
 	})
-	none := hubTarget{listen: spy.addr}
-	other := hubTarget{listen: spy.addr, token: reviewToken}
+	none := hubclient.Target{Listen: spy.addr}
+	other := hubclient.Target{Listen: spy.addr, Token: reviewToken}
 	for _, tc := range []struct {
-		t    hubTarget
+		t    hubclient.Target
 		want []string
 	}{
 		{none, []string{"wants a token, and the registry gives none", "see mcphub token"}},
 		{other, []string{"wants a token, and refused the registry's", "mcphub token", "reads it again within a moment"}},
 	} {
-		want := tokenRefused(tc.t).Error()
-		_, statusErr := fetchStatus(context.Background(), tc.t)
-		controlErr := controlAt(context.Background(), tc.t, http.MethodGet, "/control/sessions", http.StatusOK, nil)
+		want := tc.t.TokenRefused().Error()
+		_, statusErr := tc.t.Status(context.Background())
+		controlErr := tc.t.Control(context.Background(), http.MethodGet, "/control/sessions", http.StatusOK, nil)
 		probeErr := probeHub(context.Background(), tc.t)
 		for what, err := range map[string]error{"fetchStatus": statusErr, "controlAt": controlErr, "probeHub": probeErr} {
 			if err == nil || err.Error() != want {
-				t.Errorf("%s with token %v: %v; want %q", what, tc.t.token != "", err, want)
+				t.Errorf("%s with token %v: %v; want %q", what, tc.t.Token != "", err, want)
 			}
 		}
 		for _, w := range tc.want {
@@ -295,13 +296,13 @@ func TestCLIReviewListHubError(t *testing.T) {
 
 // TestCLIReviewLockWaitsForCheck: a hub starting while liveRunInfo holds the
 // lock for its instant waits it out instead of refusing the directory; a
-// lock held longer than lockDataDirWait is another hub's.
+// lock held longer than hubclient.LockWait is another hub's.
 func TestCLIReviewLockWaitsForCheck(t *testing.T) {
 	dir := t.TempDir()
-	if err := os.WriteFile(filepath.Join(dir, runFileName), []byte(`{"pid":1,"listen":"127.0.0.1:1"}`), 0o600); err != nil {
+	if err := os.WriteFile(filepath.Join(dir, hubclient.RunFileName), []byte(`{"pid":1,"listen":"127.0.0.1:1"}`), 0o600); err != nil {
 		t.Fatal(err)
 	}
-	check, err := os.Open(filepath.Join(dir, runFileName))
+	check, err := os.Open(filepath.Join(dir, hubclient.RunFileName))
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -312,11 +313,11 @@ func TestCLIReviewLockWaitsForCheck(t *testing.T) {
 	// A check that lets go well within the wait, whenever lockDataDir
 	// comes to it.
 	unlocked := make(chan struct{})
-	time.AfterFunc(lockDataDirWait/5, func() {
+	time.AfterFunc(hubclient.LockWait/5, func() {
 		filelock.Unlock(check)
 		close(unlocked)
 	})
-	release, err := lockDataDir(dir, runInfo{PID: 4242, Listen: "127.0.0.1:7777"})
+	release, err := hubclient.LockDataDir(dir, hubclient.RunInfo{PID: 4242, Listen: "127.0.0.1:7777"})
 	<-unlocked
 	if err != nil {
 		t.Fatalf("lockDataDir while a check held the lock for an instant: %v; want it taken", err)
@@ -327,9 +328,9 @@ func TestCLIReviewLockWaitsForCheck(t *testing.T) {
 		t.Fatal(err)
 	}
 	start := time.Now()
-	_, err = lockDataDir(dir, runInfo{PID: 4243, Listen: "127.0.0.1:7778"})
-	if !errors.Is(err, errDataDirBusy) || time.Since(start) < lockDataDirWait {
-		t.Errorf("lockDataDir while the lock is held: %v after %s; want errDataDirBusy after waiting %s", err, time.Since(start), lockDataDirWait)
+	_, err = hubclient.LockDataDir(dir, hubclient.RunInfo{PID: 4243, Listen: "127.0.0.1:7778"})
+	if !errors.Is(err, hubclient.ErrDataDirBusy) || time.Since(start) < hubclient.LockWait {
+		t.Errorf("lockDataDir while the lock is held: %v after %s; want hubclient.ErrDataDirBusy after waiting %s", err, time.Since(start), hubclient.LockWait)
 	}
 }
 
@@ -346,24 +347,24 @@ func TestCLIReviewSpawnCandidates(t *testing.T) {
 	finder := newHubFinder(a, nil, "")
 	listens := func() (out []string) {
 		for _, c := range finder.candidates() {
-			out = append(out, c.listen+"/"+c.token)
+			out = append(out, c.Listen+"/"+c.Token)
 		}
 		return out
 	}
 	ownWant := own + "/" + reviewToken
 	// A dead hub's record: no lock.
-	stale, _ := json.Marshal(runInfo{PID: 4242, Listen: "127.0.0.1:7777", Config: e.config})
+	stale, _ := json.Marshal(hubclient.RunInfo{PID: 4242, Listen: "127.0.0.1:7777", Config: e.config})
 	if err := os.MkdirAll(e.dataDir, 0o700); err != nil {
 		t.Fatal(err)
 	}
-	if err := os.WriteFile(filepath.Join(e.dataDir, runFileName), stale, 0o600); err != nil {
+	if err := os.WriteFile(filepath.Join(e.dataDir, hubclient.RunFileName), stale, 0o600); err != nil {
 		t.Fatal(err)
 	}
 	if got := listens(); len(got) != 1 || got[0] != ownWant {
 		t.Errorf("candidates with a dead hub's record = %v; want only %s", got, own)
 	}
 	// A live hub serving another registry, at this registry's address.
-	release, err := lockDataDir(e.dataDir, runInfo{PID: os.Getpid(), Listen: own, Config: filepath.Join(e.tmp, "other.toml")})
+	release, err := hubclient.LockDataDir(e.dataDir, hubclient.RunInfo{PID: os.Getpid(), Listen: own, Config: filepath.Join(e.tmp, "other.toml")})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -372,7 +373,7 @@ func TestCLIReviewSpawnCandidates(t *testing.T) {
 	}
 	release()
 	// A live hub serving this registry on another port.
-	release, err = lockDataDir(e.dataDir, runInfo{PID: os.Getpid(), Listen: "127.0.0.1:7777", Config: e.config})
+	release, err = hubclient.LockDataDir(e.dataDir, hubclient.RunInfo{PID: os.Getpid(), Listen: "127.0.0.1:7777", Config: e.config})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -397,7 +398,7 @@ func TestCLIReviewStdioTokenRotates(t *testing.T) {
 	hubKeys := fmt.Sprintf("auth = \"token\"\ntoken_file = %q", tokenFile)
 	f := startInproc(t, servers, hubConfig{hubKeys: hubKeys, store: fullStore, tweak: func(o *hub.Options) {
 		o.Token = "stdio-token-one"
-		o.ResolveToken = func(h registry.Hub) (string, error) { return hubToken(&registry.Registry{Hub: h}) }
+		o.ResolveToken = func(h registry.Hub) (string, error) { return hubclient.Token(&registry.Registry{Hub: h}) }
 	}})
 	addr := strings.TrimPrefix(f.url, "http://")
 	config := filepath.Join(dir, "hub.toml")
@@ -407,8 +408,8 @@ func TestCLIReviewStdioTokenRotates(t *testing.T) {
 	a := &app{configPath: config, dataDir: filepath.Join(dir, "data"), stdout: io.Discard, stderr: io.Discard}
 	finder := newHubFinder(a, nil, "")
 	first, err := finder.find(context.Background())
-	if err != nil || first.token != "stdio-token-one" {
-		t.Fatalf("find = %v (token %v); want the hub, with the file's token", err, first.token == "stdio-token-one")
+	if err != nil || first.Token != "stdio-token-one" {
+		t.Fatalf("find = %v (token %v); want the hub, with the file's token", err, first.Token == "stdio-token-one")
 	}
 	face := startInprocFace(t, f.url, "/mcp", nil, func(c *faceConfig) {
 		c.find, c.hub = finder.find, first

@@ -9,6 +9,7 @@ import (
 	"github.com/spf13/cobra"
 
 	"github.com/mcphub/mcphub/clientconf"
+	"github.com/mcphub/mcphub/hubclient"
 	"github.com/mcphub/mcphub/internal/tokencount"
 	"github.com/mcphub/mcphub/registry"
 )
@@ -113,7 +114,7 @@ func (a *app) connect(ctx context.Context, client string, o connectOptions) erro
 	if err != nil {
 		return a.printRegistryErrors(err)
 	}
-	view := hubView{profile: o.profile}
+	view := hubclient.View{Profile: o.profile}
 	if err := a.checkRegistryView(reg, view); err != nil {
 		return err
 	}
@@ -121,10 +122,10 @@ func (a *app) connect(ctx context.Context, client string, o connectOptions) erro
 	var hubURL, tok string
 	var headers map[string]string
 	if !stdio {
-		if tok, err = hubToken(reg); err != nil {
+		if tok, err = hubclient.Token(reg); err != nil {
 			return err
 		}
-		hubURL = a.hubFor(reg, tok).url(view.path())
+		hubURL = a.locator().For(reg, tok).URL(view.Path())
 		if tok != "" {
 			headers = map[string]string{"Authorization": "Bearer " + tok}
 		}
@@ -243,15 +244,15 @@ func (a *app) checkToolCap(ctx context.Context, reg *registry.Registry, c client
 		}
 		return fmt.Sprintf("%s, so whether profile %s fits %s's cap of %s could not be checked", why, profile, cp.Client, cp.Wording(true))
 	}
-	tok, err := hubToken(reg)
+	tok, err := hubclient.Token(reg)
 	if err != nil {
 		return "", unchecked("the hub's token could not be read")
 	}
-	t := a.hubFor(reg, tok)
-	cat, err := fetchCatalog(ctx, t, profile, cliConnectTimeout)
+	t := a.locator().For(reg, tok)
+	cat, err := t.Catalog(ctx, profile, hubclient.ConnectTimeout)
 	switch {
-	case errors.Is(err, errNoHub):
-		return "", unchecked("no hub is running at " + t.listen)
+	case errors.Is(err, hubclient.ErrNoHub):
+		return "", unchecked("no hub is running at " + t.Listen)
 	case err != nil:
 		return "", unchecked(fmt.Sprintf("the hub could not be asked (%v)", err))
 	case len(cat.Listed) <= cp.Cap:
@@ -285,7 +286,7 @@ func (a *app) clientHub() clientconf.Hub {
 func (a *app) hubSelf(reg *registry.Registry) registry.Self {
 	self := registry.Self{Listens: []string{reg.Hub.Listen}, Config: reg.Path}
 	// A stale record errs on the side of never importing a hub.
-	if info, err := readRunInfo(a.dataDir); err == nil && info.Listen != "" && !slices.Contains(self.Listens, info.Listen) {
+	if info, err := hubclient.ReadRunInfo(a.dataDir); err == nil && info.Listen != "" && !slices.Contains(self.Listens, info.Listen) {
 		self.Listens = append(self.Listens, info.Listen)
 	}
 	return self

@@ -6,6 +6,7 @@ import (
 
 	"github.com/spf13/cobra"
 
+	"github.com/mcphub/mcphub/hubclient"
 	"github.com/mcphub/mcphub/registry"
 )
 
@@ -55,8 +56,8 @@ the hub lacks, say).`,
 					return
 				}
 				if reg, err := a.loadExistingRegistry(); err == nil && reg != nil && reg.Server(args[0]) != nil {
-					tok, _ := hubToken(reg)
-					a.warnUnset(cmd.Context(), a.hubFor(reg, tok), args[0], reg.Server(args[0]).Vars())
+					tok, _ := hubclient.Token(reg)
+					a.warnUnset(cmd.Context(), a.locator().For(reg, tok), args[0], reg.Server(args[0]).Vars())
 				}
 			})
 			if asJSON {

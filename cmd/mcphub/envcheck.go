@@ -4,9 +4,10 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"net/url"
 	"os"
 	"strings"
+
+	"github.com/mcphub/mcphub/hubclient"
 )
 
 // unsetVars tells which of names the environment that will expand the
@@ -14,20 +15,15 @@ import (
 // is where ${NAME} is resolved; otherwise this process's, the one a hub
 // started from this shell would have. where names the environment that was
 // asked, for messages.
-func (a *app) unsetVars(ctx context.Context, t hubTarget, names []string) (unset []string, where string) {
+func (a *app) unsetVars(ctx context.Context, t hubclient.Target, names []string) (unset []string, where string) {
 	if len(names) == 0 {
 		return nil, ""
 	}
-	q := url.Values{"name": names}
-	var ans struct {
-		Unset []string `json:"unset"`
-		PID   int      `json:"pid"`
-	}
-	err := controlAt(ctx, t, "GET", "/control/env?"+q.Encode(), 200, &ans)
+	ans, err := t.Env(ctx, names)
 	if err == nil {
 		return ans.Unset, fmt.Sprintf("the running hub (pid %d)", ans.PID)
 	}
-	if !errors.Is(err, errNoHub) {
+	if !errors.Is(err, hubclient.ErrNoHub) {
 		// A hub runs but did not say (an older one, a refused token): this
 		// shell's environment says nothing about that hub's.
 		a.noteUnasked(names, err)
@@ -45,11 +41,11 @@ func (a *app) unsetVars(ctx context.Context, t hubTarget, names []string) (unset
 // finds it, for a command that has not loaded the registry itself. When it
 // cannot be found, envTarget says so on stderr and returns false: nothing
 // is then known to be unset.
-func (a *app) envTarget(names []string) (hubTarget, bool) {
+func (a *app) envTarget(names []string) (hubclient.Target, bool) {
 	t, _, err := a.statusTarget()
 	if err != nil {
 		a.noteUnasked(names, err)
-		return hubTarget{}, false
+		return hubclient.Target{}, false
 	}
 	return t, true
 }
@@ -65,7 +61,7 @@ func (a *app) noteUnasked(names []string, err error) {
 // environment expanding the registry lacks variables server refers to: the
 // hub will show it failed, naming them, until they are set where it starts.
 // t is the hub to ask.
-func (a *app) warnUnset(ctx context.Context, t hubTarget, server string, vars []string) {
+func (a *app) warnUnset(ctx context.Context, t hubclient.Target, server string, vars []string) {
 	unset, where := a.unsetVars(ctx, t, vars)
 	if len(unset) == 0 {
 		return

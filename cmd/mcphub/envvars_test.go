@@ -11,7 +11,7 @@ import (
 	"testing"
 	"time"
 
-	"github.com/mcphub/mcphub/hub"
+	"github.com/mcphub/mcphub/api"
 )
 
 // A stdio server gets the safe set of the hub's environment (here the CA
@@ -30,7 +30,7 @@ func TestChildEnvironmentThroughTheHub(t *testing.T) {
 	env := []string{"NODE_EXTRA_CA_CERTS=/etc/corp-ca.pem", "HTTPS_PROXY=http://proxy.corp:3128",
 		"ENVTEST_UNRELATED=nope", "ENVTEST_EXTRA_ONE=1", "ENVTEST_OTHER_SECRET=s3cret", "MCPHUB_TOKEN=hub-token-value"}
 	h.start(env)
-	var st *hub.Status
+	var st *api.Status
 	eventually(t, 15*time.Second, "the servers connect", func() error {
 		var err error
 		if st, err = readyzOf(h.base(), "hub-token-value"); err != nil {
@@ -93,11 +93,11 @@ func TestUnsetVariableFailsOneServerOnly(t *testing.T) {
 
 	// One save: b added beside the server the hub cannot expand.
 	h.write(t, h.registry("", demoServer(h.bin, "a"), demoServer(h.bin, "needs", "T", "${ENVTEST_ONLY_IN_SHELL}"), demoServer(h.bin, "b")))
-	st := h.waitStatus(t, w.run, 15*time.Second, "b connects and needs fails", func(st *hub.Status) error {
+	st := h.waitStatus(t, w.run, 15*time.Second, "b connects and needs fails", func(st *api.Status) error {
 		if err := connected("a", "b")(st); err != nil {
 			return err
 		}
-		if s := findServer(st, "needs"); s == nil || s.State != hub.StateFailed {
+		if s := findServer(st, "needs"); s == nil || s.State != api.StateFailed {
 			return fmt.Errorf("needs is %+v, want failed", s)
 		}
 		return nil

@@ -7,7 +7,9 @@ import (
 	"testing"
 	"time"
 
+	"github.com/mcphub/mcphub/api"
 	"github.com/mcphub/mcphub/hub"
+	"github.com/mcphub/mcphub/hubclient"
 )
 
 // controlHub is a hub in this process over a fake "weather" server and a
@@ -23,7 +25,7 @@ func controlHub(t *testing.T, cfg hubConfig, hubKeys string) (h *inprocHub, addr
 	if !poll(15*time.Second, func() bool {
 		st := h.h.Status()
 		s := findServer(&st, "weather")
-		return s != nil && s.State == hub.StateConnected
+		return s != nil && s.State == api.StateConnected
 	}) {
 		t.Fatalf("weather did not connect within 15s: %s", describe(h.readyz()))
 	}
@@ -99,11 +101,11 @@ func TestGoldenCLIErrors(t *testing.T) {
 // sentence: its JSON-RPC error message, or the status with the first line
 // of a plain-text body; a body in braces, or HTML, is never shown.
 func TestRestartErrorSentences(t *testing.T) {
-	t0 := hubTarget{listen: "127.0.0.1:7733"}
-	withToken := hubTarget{listen: "127.0.0.1:7733", token: "secret-token-value"}
+	t0 := hubclient.Target{Listen: "127.0.0.1:7733"}
+	withToken := hubclient.Target{Listen: "127.0.0.1:7733", Token: "secret-token-value"}
 	for _, tc := range []struct {
 		name   string
-		t      hubTarget
+		t      hubclient.Target
 		status int
 		body   string
 		want   string
@@ -119,7 +121,7 @@ func TestRestartErrorSentences(t *testing.T) {
 		{"wrong token", withToken, 401, "", "refused the registry's"},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
-			err := hubAnswerError(tc.t, tc.status, []byte(tc.body))
+			err := tc.t.AnswerError(tc.status, []byte(tc.body))
 			got := err.Error()
 			if tc.status == 401 && !strings.Contains(got, tc.want) || tc.status != 401 && got != tc.want {
 				t.Errorf("hubAnswerError = %q, want %q", got, tc.want)

@@ -16,7 +16,8 @@ import (
 	"testing"
 	"time"
 
-	"github.com/mcphub/mcphub/hub"
+	"github.com/mcphub/mcphub/api"
+	"github.com/mcphub/mcphub/hubclient"
 	"github.com/mcphub/mcphub/registry"
 )
 
@@ -177,7 +178,7 @@ func (e *goldenEnv) addPort(addr string) {
 // returns for the hub's address, and records the hub in the data directory
 // as `mcphub serve` does: the run file, locked by this live process. It
 // returns the hub's listen address.
-func (e *goldenEnv) serveHub(t *testing.T, st func(addr string) hub.Status) string {
+func (e *goldenEnv) serveHub(t *testing.T, st func(addr string) api.Status) string {
 	t.Helper()
 	var body []byte
 	srv := httptest.NewUnstartedServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
@@ -198,9 +199,9 @@ func (e *goldenEnv) serveHub(t *testing.T, st func(addr string) hub.Status) stri
 	}
 	srv.Start()
 	t.Cleanup(srv.Close)
-	info := runInfo{PID: os.Getpid(), Listen: addr, Config: e.config,
+	info := hubclient.RunInfo{PID: os.Getpid(), Listen: addr, Config: e.config,
 		Started: time.Date(2025, 11, 25, 9, 30, 0, 0, time.UTC)}
-	release, err := lockDataDir(e.dataDir, info)
+	release, err := hubclient.LockDataDir(e.dataDir, info)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -210,19 +211,19 @@ func (e *goldenEnv) serveHub(t *testing.T, st func(addr string) hub.Status) stri
 
 // goldenHubStatus is a hub with a server in every state a user can meet:
 // connected, failed with its last error, crash-looping and disabled.
-func goldenHubStatus(addr string) hub.Status {
-	return hub.Status{
+func goldenHubStatus(addr string) api.Status {
+	return api.Status{
 		Version:  mcphubVersion(),
 		URL:      "http://" + addr + "/mcp",
 		Sessions: 2,
-		Servers: []hub.ServerStatus{
-			{Name: "flaky", State: hub.StateCrashLoop, Transport: "stdio", Restarts: 5,
+		Servers: []api.ServerStatus{
+			{Name: "flaky", State: api.StateCrashLoop, Transport: "stdio", Restarts: 5,
 				LastError: "process exited with status 1: Error: Cannot find module './flaky-server.js'\n    at Module._resolveFilename (node:internal/modules/cjs/loader:1145:15)"},
-			{Name: "github", State: hub.StateConnected, Transport: "stdio", PID: 48213, Protocol: "2025-11-25",
+			{Name: "github", State: api.StateConnected, Transport: "stdio", PID: 48213, Protocol: "2025-11-25",
 				UptimeSeconds: 3723.6, Tools: 26, Prompts: 0, Resources: 1, Restarts: 1},
-			{Name: "internal", State: hub.StateFailed, Transport: "streamable-http", Restarts: 3,
+			{Name: "internal", State: api.StateFailed, Transport: "streamable-http", Restarts: 3,
 				LastError: `connect: Post "https://mcp.internal.example.com/mcp?api_key=***": HTTP 401 Unauthorized`},
-			{Name: "notes", State: hub.StateDisabled},
+			{Name: "notes", State: api.StateDisabled},
 		},
 	}
 }
@@ -272,7 +273,7 @@ func TestGoldenCLI(t *testing.T) {
 			if loadErr == nil {
 				t.Fatal("the broken registry loads")
 			}
-			e.serveHub(t, func(addr string) hub.Status {
+			e.serveHub(t, func(addr string) api.Status {
 				st := goldenHubStatus(addr)
 				st.RegistryError = loadErr.Error()
 				return st

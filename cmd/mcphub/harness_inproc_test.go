@@ -13,6 +13,7 @@ import (
 
 	"github.com/modelcontextprotocol/go-sdk/mcp"
 
+	"github.com/mcphub/mcphub/api"
 	"github.com/mcphub/mcphub/hub"
 	"github.com/mcphub/mcphub/registry"
 	"github.com/mcphub/mcphub/store"
@@ -143,14 +144,14 @@ func (f *inprocHub) addPID(pid int) {
 
 // waitConnected waits until every server is connected and, for each server
 // in avoid, with a PID other than the one given.
-func (f *inprocHub) waitConnected(within time.Duration, avoid map[string]int) *hub.Status {
+func (f *inprocHub) waitConnected(within time.Duration, avoid map[string]int) *api.Status {
 	f.t.Helper()
-	var st hub.Status
+	var st api.Status
 	if !poll(within, func() bool {
 		st = f.h.Status()
 		for _, s := range st.Servers {
 			f.addPID(s.PID)
-			if s.State != hub.StateConnected {
+			if s.State != api.StateConnected {
 				return false
 			}
 			if old, has := avoid[s.Name]; has && (s.PID == old || s.PID == 0) {
@@ -165,7 +166,7 @@ func (f *inprocHub) waitConnected(within time.Duration, avoid map[string]int) *h
 }
 
 // readyz fetches /readyz over HTTP.
-func (f *inprocHub) readyz() *hub.Status {
+func (f *inprocHub) readyz() *api.Status {
 	f.t.Helper()
 	st, err := readyzOf(f.url, "")
 	if err != nil {
@@ -179,7 +180,7 @@ func (f *inprocHub) readyz() *hub.Status {
 
 // server is one server's entry of /readyz; the test fails if it is not
 // listed.
-func (f *inprocHub) server(name string) hub.ServerStatus {
+func (f *inprocHub) server(name string) api.ServerStatus {
 	f.t.Helper()
 	st := f.readyz()
 	s := findServer(st, name)

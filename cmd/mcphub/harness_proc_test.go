@@ -20,7 +20,7 @@ import (
 	"testing"
 	"time"
 
-	"github.com/mcphub/mcphub/hub"
+	"github.com/mcphub/mcphub/api"
 	"github.com/mcphub/mcphub/store"
 )
 
@@ -336,7 +336,7 @@ func (h *procHub) start(env []string, flags ...string) *hubRun {
 func (h *procHub) startReady(within time.Duration, env []string, flags ...string) *hubRun {
 	h.t.Helper()
 	r := h.start(env, flags...)
-	h.waitStatus(h.t, r, within, "the hub answers /readyz", func(*hub.Status) error { return nil })
+	h.waitStatus(h.t, r, within, "the hub answers /readyz", func(*api.Status) error { return nil })
 	return r
 }
 
@@ -386,15 +386,15 @@ func (r *hubRun) stop() {
 }
 
 // status fetches /readyz once.
-func (h *procHub) status() (*hub.Status, error) {
+func (h *procHub) status() (*api.Status, error) {
 	return readyzOf(h.base(), h.token)
 }
 
 // waitStatus polls /readyz until cond accepts it (cond says why not), and
 // fails at once if run (when given) has exited.
-func (h *procHub) waitStatus(t testing.TB, r *hubRun, within time.Duration, what string, cond func(*hub.Status) error) *hub.Status {
+func (h *procHub) waitStatus(t testing.TB, r *hubRun, within time.Duration, what string, cond func(*api.Status) error) *api.Status {
 	t.Helper()
-	var got *hub.Status
+	var got *api.Status
 	eventually(t, within, what, func() error {
 		if r != nil && !r.running() {
 			t.Fatalf("%s: mcphub serve exited: %v", what, r.werr)
@@ -454,7 +454,7 @@ func (h *procHub) logStored(server string) {
 // Status.
 
 // readyzOf fetches base/readyz once, with the bearer token unless it is "".
-func readyzOf(base, token string) (*hub.Status, error) {
+func readyzOf(base, token string) (*api.Status, error) {
 	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Second)
 	defer cancel()
 	req, err := http.NewRequestWithContext(ctx, http.MethodGet, base+"/readyz", nil)
@@ -476,7 +476,7 @@ func readyzOf(base, token string) (*hub.Status, error) {
 	if resp.StatusCode != http.StatusOK {
 		return nil, fmt.Errorf("/readyz: HTTP %d: %s", resp.StatusCode, body)
 	}
-	var st hub.Status
+	var st api.Status
 	if err := json.Unmarshal(body, &st); err != nil {
 		return nil, fmt.Errorf("/readyz: %v: %s", err, body)
 	}
@@ -484,7 +484,7 @@ func readyzOf(base, token string) (*hub.Status, error) {
 }
 
 // findServer returns one server of a status, nil if it is not listed.
-func findServer(st *hub.Status, name string) *hub.ServerStatus {
+func findServer(st *api.Status, name string) *api.ServerStatus {
 	for i := range st.Servers {
 		if st.Servers[i].Name == name {
 			return &st.Servers[i]
@@ -495,14 +495,14 @@ func findServer(st *hub.Status, name string) *hub.ServerStatus {
 
 // connected accepts a status in which every named server is connected with
 // at least one tool.
-func connected(names ...string) func(*hub.Status) error {
-	return func(st *hub.Status) error {
+func connected(names ...string) func(*api.Status) error {
+	return func(st *api.Status) error {
 		for _, n := range names {
 			s := findServer(st, n)
 			if s == nil {
 				return fmt.Errorf("server %s is not listed", n)
 			}
-			if s.State != hub.StateConnected || s.Tools == 0 {
+			if s.State != api.StateConnected || s.Tools == 0 {
 				return fmt.Errorf("server %s is %s with %d tools (%s)", n, s.State, s.Tools, s.LastError)
 			}
 		}
@@ -511,7 +511,7 @@ func connected(names ...string) func(*hub.Status) error {
 }
 
 // describe prints a status on one line for failure messages.
-func describe(st *hub.Status) string {
+func describe(st *api.Status) string {
 	var parts []string
 	for _, s := range st.Servers {
 		parts = append(parts, fmt.Sprintf("%s=%s(pid %d, tools %d, restarts %d, err %q)", s.Name, s.State, s.PID, s.Tools, s.Restarts, s.LastError))

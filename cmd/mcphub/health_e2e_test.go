@@ -17,8 +17,8 @@ import (
 
 	"github.com/modelcontextprotocol/go-sdk/mcp"
 
+	"github.com/mcphub/mcphub/api"
 	"github.com/mcphub/mcphub/bridge"
-	"github.com/mcphub/mcphub/hub"
 )
 
 // healthWithin is how soon `mcphub status` must show that a remote server
@@ -102,7 +102,7 @@ func connectedRemote(t *testing.T) (up upstreamOn, addr, config, dataDir string)
 	// left hanging are let go before the hub closes its connection.
 	t.Cleanup(up.stop)
 	config, dataDir = cliRegistry(t, f, servers)
-	if s, err := statusCLI(t, config, dataDir, "remote"); err != nil || s.State != hub.StateConnected {
+	if s, err := statusCLI(t, config, dataDir, "remote"); err != nil || s.State != api.StateConnected {
 		t.Fatalf("before the upstream stops: %+v, %v; want connected", s, err)
 	}
 	return up, addr, config, dataDir
@@ -110,19 +110,19 @@ func connectedRemote(t *testing.T) (up upstreamOn, addr, config, dataDir string)
 
 // statusCLI runs `mcphub status --json` in this process against the hub
 // its registry names, and returns one server's entry.
-func statusCLI(t *testing.T, config, dataDir, server string) (hub.ServerStatus, error) {
+func statusCLI(t *testing.T, config, dataDir, server string) (api.ServerStatus, error) {
 	t.Helper()
 	var out, errOut bytes.Buffer
 	if code := run([]string{"--config", config, "--data-dir", dataDir, "status", "--json"}, &out, &errOut); code != 0 {
-		return hub.ServerStatus{}, fmt.Errorf("mcphub status --json exited %d: %s%s", code, out.String(), errOut.String())
+		return api.ServerStatus{}, fmt.Errorf("mcphub status --json exited %d: %s%s", code, out.String(), errOut.String())
 	}
-	var st hub.Status
+	var st api.Status
 	if err := json.Unmarshal(out.Bytes(), &st); err != nil {
-		return hub.ServerStatus{}, fmt.Errorf("mcphub status --json: %v: %s", err, out.String())
+		return api.ServerStatus{}, fmt.Errorf("mcphub status --json: %v: %s", err, out.String())
 	}
 	s := findServer(&st, server)
 	if s == nil {
-		return hub.ServerStatus{}, fmt.Errorf("mcphub status --json does not list %s: %s", server, out.String())
+		return api.ServerStatus{}, fmt.Errorf("mcphub status --json does not list %s: %s", server, out.String())
 	}
 	return *s, nil
 }
@@ -142,9 +142,9 @@ func cliRegistry(t *testing.T, f *inprocHub, servers string) (config, dataDir st
 
 // awaitState polls `mcphub status --json` until the server's state
 // satisfies ok, and returns how long that took from since and the entry.
-func awaitState(t *testing.T, config, dataDir, server string, since time.Time, what string, ok func(hub.ServerStatus) bool) (time.Duration, hub.ServerStatus) {
+func awaitState(t *testing.T, config, dataDir, server string, since time.Time, what string, ok func(api.ServerStatus) bool) (time.Duration, api.ServerStatus) {
 	t.Helper()
-	var last hub.ServerStatus
+	var last api.ServerStatus
 	var lastErr error
 	if !poll(healthWithin, func() bool {
 		last, lastErr = statusCLI(t, config, dataDir, server)
@@ -163,8 +163,8 @@ func TestHealthRemoteDownAndBack(t *testing.T) {
 	up, addr, config, dataDir := connectedRemote(t)
 	downAt := time.Now()
 	up.stop()
-	down, s := awaitState(t, config, dataDir, "remote", downAt, "the stopped upstream to show", func(s hub.ServerStatus) bool {
-		return s.State != hub.StateConnected
+	down, s := awaitState(t, config, dataDir, "remote", downAt, "the stopped upstream to show", func(s api.ServerStatus) bool {
+		return s.State != api.StateConnected
 	})
 	t.Logf("down after %d ms: %s (%s)", down.Milliseconds(), s.State, s.LastError)
 	if s.LastError == "" {
@@ -174,8 +174,8 @@ func TestHealthRemoteDownAndBack(t *testing.T) {
 	ln := listenAgain(t, addr)
 	upAt := time.Now()
 	serveUpstreamOn(t, "remote", ln)
-	back, s := awaitState(t, config, dataDir, "remote", upAt, "the upstream served again to show", func(s hub.ServerStatus) bool {
-		return s.State == hub.StateConnected
+	back, s := awaitState(t, config, dataDir, "remote", upAt, "the upstream served again to show", func(s api.ServerStatus) bool {
+		return s.State == api.StateConnected
 	})
 	t.Logf("up after %d ms (restarts %d)", back.Milliseconds(), s.Restarts)
 	if s.Tools == 0 || s.LastError != "" {
@@ -192,7 +192,7 @@ func TestHealthRemoteLongOutage(t *testing.T) {
 	up, addr, config, dataDir := connectedRemote(t)
 	downAt := time.Now()
 	up.stop()
-	var s hub.ServerStatus
+	var s api.ServerStatus
 	var err error
 	if !poll(15*time.Second, func() bool {
 		s, err = statusCLI(t, config, dataDir, "remote")
@@ -200,16 +200,16 @@ func TestHealthRemoteLongOutage(t *testing.T) {
 	}) {
 		t.Fatalf("the hub did not retry the stopped upstream four times within 15 s: %+v, %v", s, err)
 	}
-	if s.State != hub.StateRestarting {
-		t.Errorf("after %d restarts the stopped upstream shows %s, want %s", s.Restarts, s.State, hub.StateRestarting)
+	if s.State != api.StateRestarting {
+		t.Errorf("after %d restarts the stopped upstream shows %s, want %s", s.Restarts, s.State, api.StateRestarting)
 	}
 
 	ln := listenAgain(t, addr)
 	upAt := time.Now()
 	t.Logf("served again after an outage of %d ms", upAt.Sub(downAt).Milliseconds())
 	serveUpstreamOn(t, "remote", ln)
-	back, s := awaitState(t, config, dataDir, "remote", upAt, "the upstream back after a long outage to show", func(s hub.ServerStatus) bool {
-		return s.State == hub.StateConnected
+	back, s := awaitState(t, config, dataDir, "remote", upAt, "the upstream back after a long outage to show", func(s api.ServerStatus) bool {
+		return s.State == api.StateConnected
 	})
 	t.Logf("up %d ms after its return (restarts %d)", back.Milliseconds(), s.Restarts)
 	if s.Tools == 0 || s.LastError != "" {
@@ -225,8 +225,8 @@ func TestHealthRemoteHangs(t *testing.T) {
 	up, _, config, dataDir := connectedRemote(t)
 	hungAt := time.Now()
 	up.hang()
-	down, s := awaitState(t, config, dataDir, "remote", hungAt, "the hung upstream to show", func(s hub.ServerStatus) bool {
-		return s.State != hub.StateConnected
+	down, s := awaitState(t, config, dataDir, "remote", hungAt, "the hung upstream to show", func(s api.ServerStatus) bool {
+		return s.State != api.StateConnected
 	})
 	t.Logf("down after %d ms: %s (%s)", down.Milliseconds(), s.State, s.LastError)
 	if !strings.Contains(s.LastError, "no answer to a ping") {
@@ -254,8 +254,8 @@ func TestHealthNeedsLoginStatus(t *testing.T) {
 	servers := remoteServer("linear", ts.URL+"/mcp", "")
 	f := startInproc(t, servers, hubConfig{noWait: true})
 	config, dataDir := cliRegistry(t, f, servers)
-	_, s := awaitState(t, config, dataDir, "linear", time.Now(), "needs-login to show", func(s hub.ServerStatus) bool {
-		return s.State == hub.StateNeedsLogin
+	_, s := awaitState(t, config, dataDir, "linear", time.Now(), "needs-login to show", func(s api.ServerStatus) bool {
+		return s.State == api.StateNeedsLogin
 	})
 	const want = `server "linear" needs you to sign in (it answered 401 with a Bearer challenge): run mcphub login linear; ` +
 		`or put a valid token in its headers in hub.toml (or the variable they name) and run mcphub restart linear`
@@ -281,12 +281,12 @@ func TestHealthNeedsLoginStatus(t *testing.T) {
 // they are.
 func TestHealthStatesMatchBridge(t *testing.T) {
 	pairs := [][2]string{
-		{bridge.StateStarting, hub.StateStarting},
-		{bridge.StateConnected, hub.StateConnected},
-		{bridge.StateRestarting, hub.StateRestarting},
-		{bridge.StateCrashLoop, hub.StateCrashLoop},
-		{bridge.StateFailed, hub.StateFailed},
-		{bridge.StateNeedsLogin, hub.StateNeedsLogin},
+		{bridge.StateStarting, api.StateStarting},
+		{bridge.StateConnected, api.StateConnected},
+		{bridge.StateRestarting, api.StateRestarting},
+		{bridge.StateCrashLoop, api.StateCrashLoop},
+		{bridge.StateFailed, api.StateFailed},
+		{bridge.StateNeedsLogin, api.StateNeedsLogin},
 	}
 	for _, p := range pairs {
 		if p[0] != p[1] {

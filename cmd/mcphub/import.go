@@ -12,6 +12,7 @@ import (
 	"github.com/spf13/cobra"
 
 	"github.com/mcphub/mcphub/clientconf"
+	"github.com/mcphub/mcphub/hubclient"
 	"github.com/mcphub/mcphub/registry"
 )
 
@@ -149,28 +150,28 @@ func newImportCmd(a *app) *cobra.Command {
 // address (or, when there is no registry yet, the one status would ask)
 // and on the one a running hub recorded in the data directory, which
 // serve --listen may have changed; the default registry's address when
-// neither is known. Its registry is --config. The hubTarget is where that
+// neither is known. Its registry is --config. The hubclient.Target is where that
 // hub answers, nil when the registry does not load (finding it then prints
 // the registry's problems, which only matters when it is asked).
-func (a *app) importHub() (registry.Self, []string, *hubTarget) {
+func (a *app) importHub() (registry.Self, []string, *hubclient.Target) {
 	reg, err := a.loadExistingRegistry()
 	if reg != nil {
-		tok, _ := hubToken(reg)
-		t := a.hubFor(reg, tok)
+		tok, _ := hubclient.Token(reg)
+		t := a.locator().For(reg, tok)
 		return a.hubSelf(reg), reg.SecretEnvNames(), &t
 	}
 	self := registry.Self{Config: a.configPath}
-	var at *hubTarget
+	var at *hubclient.Target
 	if err == nil {
 		if t, _, err := a.statusTarget(); err == nil {
 			at = &t
-			if t.listen != "" {
-				self.Listens = append(self.Listens, t.listen)
+			if t.Listen != "" {
+				self.Listens = append(self.Listens, t.Listen)
 			}
 		}
 	}
 	// A stale record errs on the side of never importing a hub.
-	if info, err := readRunInfo(a.dataDir); err == nil && info.Listen != "" && !slices.Contains(self.Listens, info.Listen) {
+	if info, err := hubclient.ReadRunInfo(a.dataDir); err == nil && info.Listen != "" && !slices.Contains(self.Listens, info.Listen) {
 		self.Listens = append(self.Listens, info.Listen)
 	}
 	if len(self.Listens) == 0 {
@@ -186,7 +187,7 @@ func (a *app) importHub() (registry.Self, []string, *hubTarget) {
 // running hub (or this process, when none runs) is asked once for the
 // whole import: the one at at, or, when at is nil, the one status would
 // ask.
-func (a *app) disableUnset(ctx context.Context, at *hubTarget, res clientconf.ImportResult, file string) map[string]string {
+func (a *app) disableUnset(ctx context.Context, at *hubclient.Target, res clientconf.ImportResult, file string) map[string]string {
 	names := res.Vars()
 	var unset []string
 	var where string

@@ -9,6 +9,7 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/mcphub/mcphub/hubclient"
 	"github.com/mcphub/mcphub/registry"
 )
 
@@ -213,7 +214,7 @@ func TestImportSkipsThisHubEverywhere(t *testing.T) {
 	t.Setenv("MCPHUB_DATA", data)
 	served := closedAddr(t)
 	info := fmt.Sprintf(`{"pid": 1, "listen": %q, "config": %q}`, served, path)
-	if err := os.WriteFile(filepath.Join(data, runFileName), []byte(info), 0o600); err != nil {
+	if err := os.WriteFile(filepath.Join(data, hubclient.RunFileName), []byte(info), 0o600); err != nil {
 		t.Fatal(err)
 	}
 	other := filepath.Join(t.TempDir(), "work.toml")

@@ -11,6 +11,8 @@ import (
 	"slices"
 	"strings"
 	"testing"
+
+	"github.com/mcphub/mcphub/api"
 )
 
 // jsonRun runs mcphub on e's registry and data directory, and decodes its
@@ -179,8 +181,8 @@ func TestJSONHubCommands(t *testing.T) {
 	e.addPort(addr)
 	e.writeRegistry(t, reg)
 
-	var r restartResult
-	if code, _, errOut := jsonRun(t, e, &r, "restart", "weather", "--json"); code != 0 || r != (restartResult{Server: "weather", Status: "restarting"}) {
+	var r api.Restarted
+	if code, _, errOut := jsonRun(t, e, &r, "restart", "weather", "--json"); code != 0 || r != (api.Restarted{Server: "weather", Status: "restarting"}) {
 		t.Errorf("restart --json: exit %d, %+v, stderr %q", code, r, errOut)
 	}
 	var fail jsonError

@@ -10,8 +10,10 @@ import (
 
 	"github.com/spf13/cobra"
 
-	"github.com/mcphub/mcphub/hub"
+	"github.com/mcphub/mcphub/api"
+	"github.com/mcphub/mcphub/hubclient"
 	"github.com/mcphub/mcphub/internal/redact"
+	"github.com/mcphub/mcphub/internal/termtext"
 	"github.com/mcphub/mcphub/registry"
 )
 
@@ -33,7 +35,7 @@ type listEntry struct {
 	// ${VAR}, say), with file:line and the fix; the hub shows it failed.
 	Problem string `json:"problem,omitempty"`
 	// Live is the running hub's view, absent when no hub runs.
-	Live *hub.ServerStatus `json:"live,omitempty"`
+	Live *api.ServerStatus `json:"live,omitempty"`
 	// HubError says why the hub could not be asked (it refused the
 	// token, a TLS mismatch, not mcphub's answer); absent when it answered
 	// or none runs. It is the same sentence for every entry, and holds no
@@ -77,14 +79,14 @@ hub_error (why the hub could not be asked, when it could not).`,
 			if ctx == nil {
 				ctx = context.Background()
 			}
-			tok, _ := hubToken(reg)
-			t := a.hubFor(reg, tok)
-			st, serr := fetchStatus(ctx, t)
-			a.noteServed(t)
+			tok, _ := hubclient.Token(reg)
+			t := a.locator().For(reg, tok)
+			st, serr := t.Status(ctx)
+			a.locator().NoteServed(a.stderr, t)
 			entries := listEntries(reg, st)
 			hubErr := ""
-			if serr != nil && !errors.Is(serr, errNoHub) {
-				hubErr = fmt.Sprintf("could not ask the hub at %s: %v", t.listen, serr)
+			if serr != nil && !errors.Is(serr, hubclient.ErrNoHub) {
+				hubErr = fmt.Sprintf("could not ask the hub at %s: %v", t.Listen, serr)
 				fmt.Fprintln(a.stderr, hubErr)
 				for i := range entries {
 					entries[i].HubError = hubErr
@@ -101,9 +103,9 @@ hub_error (why the hub could not be asked, when it could not).`,
 					fmt.Fprintf(a.stdout, "the hub keeps its last good registry; the file has errors:\n%s\n", st.RegistryError)
 				}
 			case hubErr == "":
-				fmt.Fprintf(a.stdout, "\nno hub running at %s (start one with: mcphub serve)\n", t.listen)
+				fmt.Fprintf(a.stdout, "\nno hub running at %s (start one with: mcphub serve)\n", t.Listen)
 			default:
-				fmt.Fprintf(a.stdout, "\nthe hub at %s could not be asked (the reason is on stderr)\n", t.listen)
+				fmt.Fprintf(a.stdout, "\nthe hub at %s could not be asked (the reason is on stderr)\n", t.Listen)
 			}
 			return nil
 		},
@@ -112,8 +114,8 @@ hub_error (why the hub could not be asked, when it could not).`,
 	return cmd
 }
 
-func listEntries(reg *registry.Registry, st *hub.Status) []listEntry {
-	live := map[string]*hub.ServerStatus{}
+func listEntries(reg *registry.Registry, st *api.Status) []listEntry {
+	live := map[string]*api.ServerStatus{}
 	if st != nil {
 		for i := range st.Servers {
 			live[st.Servers[i].Name] = &st.Servers[i]
@@ -155,13 +157,13 @@ func printList(a *app, entries []listEntry, live bool) {
 		if prefix == "" {
 			prefix = "(none)"
 		}
-		line := fmt.Sprintf("%s\t%s\t%s\t%v\t%s", e.Name, e.Kind, oneLine(target, 60), e.Enabled, prefix)
+		line := fmt.Sprintf("%s\t%s\t%s\t%v\t%s", e.Name, e.Kind, termtext.OneLine(target, 60), e.Enabled, prefix)
 		if live {
 			state, tools := "-", "-"
 			if e.Live != nil {
 				state, tools = e.Live.State, strconv.Itoa(e.Live.Tools)
-				if e.Live.LastError != "" && e.Live.State != hub.StateConnected {
-					state += ": " + oneLine(e.Live.LastError, 80)
+				if e.Live.LastError != "" && e.Live.State != api.StateConnected {
+					state += ": " + termtext.OneLine(e.Live.LastError, 80)
 				}
 			}
 			line += "\t" + state + "\t" + tools

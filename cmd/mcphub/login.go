@@ -15,7 +15,9 @@ import (
 	"github.com/spf13/cobra"
 
 	"github.com/mcphub/mcphub/client"
+	"github.com/mcphub/mcphub/hubclient"
 	"github.com/mcphub/mcphub/internal/keychain"
+	"github.com/mcphub/mcphub/internal/termtext"
 	"github.com/mcphub/mcphub/internal/textdist"
 	"github.com/mcphub/mcphub/oauth"
 	"github.com/mcphub/mcphub/registry"
@@ -203,7 +205,7 @@ func (a *app) login(ctx context.Context, name string, timeout time.Duration, asJ
 	if asJSON {
 		return a.printJSON(res)
 	}
-	fmt.Fprintf(a.stdout, "signed in to %s: %s; tokens kept in the %s\n", name, howMany(res.Tools, "tool"), res.Store)
+	fmt.Fprintf(a.stdout, "signed in to %s: %s; tokens kept in the %s\n", name, termtext.HowMany(res.Tools, "tool"), res.Store)
 	if n := store.Notice(); n != "" {
 		fmt.Fprintln(a.stderr, "note: "+n)
 	}
@@ -239,14 +241,14 @@ func (a *app) reconnectOnHub(ctx context.Context, name string) string {
 	if err != nil {
 		return "not told (" + err.Error() + ")"
 	}
-	err = controlAt(ctx, t, http.MethodPost, "/control/restart?server="+url.QueryEscape(name), http.StatusAccepted, nil)
-	var he *hubError
+	err = t.Control(ctx, http.MethodPost, "/control/restart?server="+url.QueryEscape(name), http.StatusAccepted, nil)
+	var he *hubclient.HubError
 	switch {
 	case err == nil:
 		return "reconnecting " + name + "; see mcphub status"
-	case errors.As(err, &he) && he.status == http.StatusNotFound:
+	case errors.As(err, &he) && he.Status == http.StatusNotFound:
 		return name + " is not enabled on the running hub; mcphub enable " + name + " starts it"
-	case errors.Is(err, errNoHub):
+	case errors.Is(err, hubclient.ErrNoHub):
 		return "no hub running; mcphub serve uses the tokens when it starts"
 	default:
 		return "not told (" + err.Error() + "); mcphub restart " + name + " reconnects it"

@@ -19,6 +19,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/mcphub/mcphub/api"
 	"github.com/mcphub/mcphub/hub"
 	"github.com/mcphub/mcphub/internal/keychain"
 	"github.com/mcphub/mcphub/oauth"
@@ -122,7 +123,7 @@ func (e *oauthEnv) startHub() *inprocHub {
 }
 
 // status is tracker's entry of mcphub status --json.
-func (e *oauthEnv) status() (hub.ServerStatus, error) {
+func (e *oauthEnv) status() (api.ServerStatus, error) {
 	st, err := statusCLI(e.t, e.config, e.dataDir, "tracker")
 	e.outputs = append(e.outputs, st.LastError)
 	return st, err
@@ -168,7 +169,7 @@ func TestLoginThenHubUsesTokens(t *testing.T) {
 	if c := e.fake.counts(); c != after {
 		t.Errorf("counts after the hub's call: %+v; want them as login left them, %+v (no new sign-in, no refusal)", c, after)
 	}
-	if st, err := e.status(); err != nil || st.State != hub.StateConnected {
+	if st, err := e.status(); err != nil || st.State != api.StateConnected {
 		t.Errorf("mcphub status: %+v, %v; want tracker connected", st, err)
 	}
 }
@@ -280,13 +281,13 @@ func TestHubNeedsLoginWhenRefreshFails(t *testing.T) {
 	s.mustEcho(t, "tracker__echo", "before")
 
 	e.fake.setRefreshErr("invalid_grant")
-	var st hub.ServerStatus
+	var st api.ServerStatus
 	eventually(t, 20*time.Second, "tracker shows needs-login", func() error {
 		var err error
 		if st, err = e.status(); err != nil {
 			return err
 		}
-		if st.State != hub.StateNeedsLogin {
+		if st.State != api.StateNeedsLogin {
 			return fmt.Errorf("tracker is %s (%s)", st.State, st.LastError)
 		}
 		return nil
@@ -312,7 +313,7 @@ func TestHubNeedsLoginWhenRefreshFails(t *testing.T) {
 	mustContain(t, "mcphub login's output with a hub running", e.login(), "signed in to tracker", "reconnecting tracker")
 	eventually(t, 20*time.Second, "tracker connected after login", func() error {
 		st, err := e.status()
-		if err == nil && st.State != hub.StateConnected {
+		if err == nil && st.State != api.StateConnected {
 			err = fmt.Errorf("tracker is %s (%s)", st.State, st.LastError)
 		}
 		return err

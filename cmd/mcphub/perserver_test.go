@@ -13,7 +13,7 @@ import (
 	"testing"
 	"time"
 
-	"github.com/mcphub/mcphub/hub"
+	"github.com/mcphub/mcphub/api"
 	"github.com/mcphub/mcphub/internal/jsonrpc"
 )
 
@@ -132,7 +132,7 @@ func TestPerServerSessionLifecycle(t *testing.T) {
 		c.expect(t, tc)
 	}
 	after := f.server("a")
-	if after.State != hub.StateConnected || after.PID != pid || !pidAlive(pid) {
+	if after.State != api.StateConnected || after.PID != pid || !pidAlive(pid) {
 		t.Errorf("after DELETE the shared upstream must keep running: %+v (pid before %d)", after, pid)
 	}
 	s2, _ := c.initialize("/a/mcp")
@@ -250,16 +250,16 @@ func TestPerServerCrashDuringCall(t *testing.T) {
 	}
 	// Between the exit and the restart (backoff ≥ 375 ms) /readyz says so,
 	// and a new session still starts (fail open).
-	var down hub.ServerStatus
-	if !poll(2*time.Second, func() bool { down = f.server("a"); return down.State != hub.StateConnected }) {
+	var down api.ServerStatus
+	if !poll(2*time.Second, func() bool { down = f.server("a"); return down.State != api.StateConnected }) {
 		t.Errorf("/readyz never showed the server down after the exit")
-	} else if down.State != hub.StateRestarting || !strings.Contains(down.LastError, "exit") {
+	} else if down.State != api.StateRestarting || !strings.Contains(down.LastError, "exit") {
 		t.Errorf("/readyz while down: %+v; want restarting with the exit as last_error", down)
 	}
 	c.initialize("/a/mcp")
 
 	newPID := findServer(f.waitConnected(15*time.Second, map[string]int{"a": pid}), "a").PID
-	if rz := f.server("a"); rz.State != hub.StateConnected || rz.PID != newPID || rz.Restarts < 1 {
+	if rz := f.server("a"); rz.State != api.StateConnected || rz.PID != newPID || rz.Restarts < 1 {
 		t.Errorf("/readyz after restart: %+v", rz)
 	}
 	// Sessions survive the restart; the old call was not replayed.
@@ -439,7 +439,7 @@ func TestPerServerSeedEdgeCases(t *testing.T) {
 			if !poll(5*time.Second, func() bool { return slices.Contains(s.state().Cancelled, tc.tag) }) {
 				t.Error("the upstream never saw the abandoned call cancelled")
 			}
-			if rz := f.server("a"); rz.PID != pid || rz.State != hub.StateConnected {
+			if rz := f.server("a"); rz.PID != pid || rz.State != api.StateConnected {
 				t.Errorf("the shared upstream changed: %+v", rz)
 			}
 		})

@@ -194,7 +194,7 @@ func (h probeHandler) HandleRequest(_ context.Context, m *jsonrpc.Message, _ jso
 		return json.RawMessage(`{"roots":[]}`), nil
 	case "elicitation/create":
 		msg, _ := jsonrpc.StringMember(m.Params, "message")
-		fmt.Fprintf(h.out, "the server asked: %s; probe declines\n", oneLine(msg, 200))
+		fmt.Fprintf(h.out, "the server asked: %s; probe declines\n", termtext.OneLine(msg, 200))
 		return json.RawMessage(`{"action":"decline"}`), nil
 	}
 	fmt.Fprintf(h.out, "the server asked for %s; probe cannot answer it\n", m.Method)
@@ -328,7 +328,7 @@ func printProbe(w io.Writer, r *probeReport) {
 	fmt.Fprintf(tw, "protocol\t%s over %s\n", r.ProtocolVersion, r.Transport)
 	fmt.Fprintf(tw, "capabilities\t%s\n", describeCapabilities(r.Capabilities))
 	if r.Instructions != "" {
-		fmt.Fprintf(tw, "instructions\t%s\n", oneLine(r.Instructions, 200))
+		fmt.Fprintf(tw, "instructions\t%s\n", termtext.OneLine(r.Instructions, 200))
 	}
 	tw.Flush()
 	printItems(w, "tools", r.Tools, "name", "description")
@@ -371,7 +371,7 @@ func printItems(w io.Writer, title string, items []json.RawMessage, keyField, de
 		json.Unmarshal(it, &m)
 		key, _ := m[keyField].(string)
 		desc, _ := m[descField].(string)
-		fmt.Fprintf(tw, "  %s\t%s\n", key, oneLine(desc, 100))
+		fmt.Fprintf(tw, "  %s\t%s\n", key, termtext.OneLine(desc, 100))
 	}
 	tw.Flush()
 }
@@ -403,9 +403,6 @@ func printCallResult(w io.Writer, tool string, res json.RawMessage) {
 		fmt.Fprintln(w, string(res))
 	}
 }
-
-// oneLine is termtext.OneLine, under the name the CLI's printers use.
-var oneLine = termtext.OneLine
 
 // probeSignIn readies a sign-in for a probe of a remote server: the
 // browser's redirect listener, and where the tokens go (nowhere beyond the

@@ -18,8 +18,9 @@ import (
 
 	"github.com/modelcontextprotocol/go-sdk/mcp"
 
+	"github.com/mcphub/mcphub/api"
 	"github.com/mcphub/mcphub/clientconf"
-	"github.com/mcphub/mcphub/hub"
+	"github.com/mcphub/mcphub/hubclient"
 	"github.com/mcphub/mcphub/internal/tokencount"
 	"github.com/mcphub/mcphub/registry"
 )
@@ -64,10 +65,10 @@ func TestGoldenProfiles(t *testing.T) {
 // goldenProfilesStatus is goldenHubStatus with profiles: one in full mode,
 // one in search mode with a session and a name it could not expose as
 // offered, and one whose table has a problem.
-func goldenProfilesStatus(addr string) hub.Status {
+func goldenProfilesStatus(addr string) api.Status {
 	st := goldenHubStatus(addr)
 	base := "http://" + addr + "/profiles/"
-	st.Profiles = []hub.ProfileStatus{
+	st.Profiles = []api.ProfileStatus{
 		{Name: "broken", URL: base + "broken/mcp", Mode: "full", Servers: []string{"github"}, Tools: 26, Listed: 26,
 			Problem: "hub.toml:31:11: profiles.broken.include: \"[x\" is not a glob: syntax error in pattern"},
 		{Name: "coding", URL: base + "coding/mcp", Mode: "full", Servers: []string{"github"}, Tools: 12, Listed: 12},
@@ -311,10 +312,10 @@ func TestProfileOlderHub(t *testing.T) {
 	}))
 	addr := srv.Listener.Addr().String()
 	e.addPort(addr)
-	body, _ = json.Marshal(hub.Status{Version: "0.1.0", URL: "http://" + addr + "/mcp"})
+	body, _ = json.Marshal(api.Status{Version: "0.1.0", URL: "http://" + addr + "/mcp"})
 	srv.Start()
 	t.Cleanup(srv.Close)
-	release, err := lockDataDir(e.dataDir, runInfo{PID: os.Getpid(), Listen: addr, Config: e.config, Started: time.Now()})
+	release, err := hubclient.LockDataDir(e.dataDir, hubclient.RunInfo{PID: os.Getpid(), Listen: addr, Config: e.config, Started: time.Now()})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -522,21 +523,5 @@ func TestTokensProfileProblem(t *testing.T) {
 		if !strings.Contains(out.String(), want) {
 			t.Errorf("the report lacks %q:\n%s", want, out.String())
 		}
-	}
-}
-
-// TestProfileErrors: a profile the hub lacks is named with the closest it
-// has; a hub without profiles says it has none.
-func TestProfileErrors(t *testing.T) {
-	st := &hub.Status{Profiles: []hub.ProfileStatus{{Name: "ok", Mode: registry.ModeSearch}, {Name: "bad", Problem: "hub.toml:3:1: profiles.bad.mode: must be \"full\" or \"search\""}}}
-	nameOf := func(p hub.ProfileStatus) string { return p.Name }
-	if err := noProfileErr("ko", "the hub", st.Profiles, nameOf); err == nil || err.Error() != `no profile "ko" in the hub; its profiles are bad, ok (did you mean ok?)` {
-		t.Errorf("unknown profile: %v", err)
-	}
-	if p := profileStatus(st, ""); p != nil {
-		t.Errorf("profileStatus of \"\" = %+v, want nil", p)
-	}
-	if err := noProfileErr("x", "the hub", nil, nameOf); err == nil || !strings.Contains(err.Error(), "it has none") {
-		t.Errorf("no profiles: %v", err)
 	}
 }

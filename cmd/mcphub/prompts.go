@@ -4,12 +4,12 @@ import (
 	"context"
 	"encoding/json"
 	"fmt"
-	"slices"
 	"strings"
 
 	"github.com/modelcontextprotocol/go-sdk/mcp"
 	"github.com/spf13/cobra"
 
+	"github.com/mcphub/mcphub/hubclient"
 	"github.com/mcphub/mcphub/internal/jsonrpc"
 )
 
@@ -58,20 +58,20 @@ names "mcphub prompts get --profile NAME" takes.
 }
 
 // promptsList is prompts ls.
-func (a *app) promptsList(ctx context.Context, v hubView, asJSON bool) error {
-	return listOf(ctx, a, v, asJSON, lister[promptEntry]{
+func (a *app) promptsList(ctx context.Context, v hubclient.View, asJSON bool) error {
+	return listOf(ctx, a, v, asJSON, lister[hubclient.Prompt]{
 		method: "prompts/list",
 		member: "prompts",
 		noun:   "prompt",
-		name:   func(p promptEntry) string { return p.Name },
+		name:   func(p hubclient.Prompt) string { return p.Name },
 		header: []string{"NAME", "ARGUMENTS", "DESCRIPTION"},
-		row:    func(p promptEntry) []string { return []string{p.Name, promptArgs(p), p.Description} },
+		row:    func(p hubclient.Prompt) []string { return []string{p.Name, promptArgs(p), p.Description} },
 	})
 }
 
 // promptArgs lists a prompt's arguments, the optional ones in brackets:
 // "owner repo [branch]"; "-" for none.
-func promptArgs(p promptEntry) string {
+func promptArgs(p hubclient.Prompt) string {
 	var parts []string
 	for _, arg := range p.Arguments {
 		if arg == nil {
@@ -107,7 +107,7 @@ the hub sent it.`,
   mcphub prompts get --profile coding summarize_pr number=42`,
 		Args: cobra.MinimumNArgs(1),
 		RunE: func(cmd *cobra.Command, args []string) error {
-			return a.promptsGet(cmd.Context(), hubView{profile: profile}, args[0], args[1:], asJSON)
+			return a.promptsGet(cmd.Context(), hubclient.View{Profile: profile}, args[0], args[1:], asJSON)
 		},
 	}
 	cmd.Flags().BoolVar(&asJSON, "json", false, "print the result as the hub sent it")
@@ -117,8 +117,8 @@ the hub sent it.`,
 }
 
 // promptsGet is prompts get NAME, on v's endpoint.
-func (a *app) promptsGet(ctx context.Context, v hubView, name string, pairs []string, asJSON bool) error {
-	arguments, err := promptArguments(pairs)
+func (a *app) promptsGet(ctx context.Context, v hubclient.View, name string, pairs []string, asJSON bool) error {
+	arguments, err := hubclient.PromptArguments(pairs)
 	if err != nil {
 		return err
 	}
@@ -139,17 +139,17 @@ func (a *app) promptsGet(ctx context.Context, v hubView, name string, pairs []st
 	if err != nil {
 		return err
 	}
-	raw, err := s.request(ctx, "prompts/get", params)
+	raw, err := s.Request(ctx, "prompts/get", params)
 	if err != nil {
 		if interrupted() {
 			return a.interruptedErr(s)
 		}
-		if rpcCode(err) == jsonrpc.CodeInvalidParams {
-			if uerr := s.unknownPrompt(ctx, name); uerr != nil {
+		if hubclient.RPCCode(err) == jsonrpc.CodeInvalidParams {
+			if uerr := s.UnknownPrompt(ctx, name); uerr != nil {
 				return uerr
 			}
 		}
-		return s.fail("get prompt "+name, err)
+		return s.Fail("get prompt "+name, err)
 	}
 	if asJSON {
 		return printRaw(a.stdout, raw)
@@ -168,35 +168,4 @@ func (a *app) promptsGet(ctx context.Context, v hubView, name string, pairs []st
 		}
 	}
 	return nil
-}
-
-// promptArguments are the arguments of prompts get: MCP prompt arguments
-// are strings, so every value is sent exactly as typed.
-func promptArguments(pairs []string) (map[string]string, error) {
-	kv, err := keyValues(pairs)
-	if err != nil {
-		return nil, err
-	}
-	arguments := make(map[string]string, len(kv))
-	for _, p := range kv {
-		arguments[p.key] = p.value
-	}
-	return arguments, nil
-}
-
-// unknownPrompt is the error for a get the hub refused with invalid params
-// when name is none of its prompts; nil when it is one, or the list cannot
-// be had.
-func (s *hubSession) unknownPrompt(ctx context.Context, name string) error {
-	lctx, cancel := context.WithTimeout(ctx, cliListTimeout)
-	defer cancel()
-	prompts, err := s.listAll(lctx, "prompts/list")
-	if err != nil {
-		return nil
-	}
-	names := itemNames(prompts)
-	if slices.Contains(names, name) {
-		return nil
-	}
-	return s.unknownNameErr("prompt", name, names, s.lsCommand("prompts"))
 }

@@ -7,7 +7,6 @@ import (
 	"io"
 	"io/fs"
 	"strings"
-	"time"
 
 	"github.com/spf13/cobra"
 
@@ -102,12 +101,6 @@ func warningSentences(text string) []string {
 	}
 	return out
 }
-
-// statusTimeout bounds asking a hub that may not be running.
-const statusTimeout = 2 * time.Second
-
-// errNoHub means no hub answers at the registry's listen address.
-var errNoHub = errors.New("no mcphub is running")
 
 // completeServers completes a command's server NAME argument, for shell
 // completion: the registry's servers that keep accepts (every one when keep

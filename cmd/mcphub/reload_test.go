@@ -20,7 +20,7 @@ import (
 
 	sdkjsonrpc "github.com/modelcontextprotocol/go-sdk/jsonrpc"
 
-	"github.com/mcphub/mcphub/hub"
+	"github.com/mcphub/mcphub/api"
 )
 
 // quietWindow is how long a step watches for notifications that must not
@@ -36,7 +36,7 @@ type reloadWorld struct {
 	web       *httpUpstream  // the HTTP server, nil when the test has none
 	webOpened int64          // sessions the hub opened on web at the start
 	pids      map[string]int // each stdio server's last PID
-	last      *hub.Status    // what /readyz showed after the step's change
+	last      *api.Status    // what /readyz showed after the step's change
 }
 
 // changes is how many tools/list_changed notifications a step may cause: at
@@ -61,7 +61,7 @@ type reloadStep struct {
 	replaced  []string                // connected with a new PID; the old process is reaped
 	removed   []string                // no longer listed; the process is reaped
 	disabled  []string                // disabled with no PID; the process is reaped
-	until     func(*hub.Status) error // anything else
+	until     func(*api.Status) error // anything else
 
 	// What must hold then.
 	kept      []string // the same process as before the step, connected
@@ -103,13 +103,13 @@ func (w *reloadWorld) step(t *testing.T, st reloadStep) {
 		// come back within the wait. The others are part of the change.
 		var waitFor, bystanders []string
 		for _, n := range append(slices.Clone(st.connected), st.replaced...) {
-			if srv := findServer(w.last, n); srv != nil && srv.State == hub.StateConnected && !slices.Contains(st.replaced, n) {
+			if srv := findServer(w.last, n); srv != nil && srv.State == api.StateConnected && !slices.Contains(st.replaced, n) {
 				bystanders = append(bystanders, n)
 			} else {
 				waitFor = append(waitFor, n)
 			}
 		}
-		w.last = w.h.waitStatus(t, nil, 10*time.Second, "/readyz shows the change", func(s *hub.Status) error {
+		w.last = w.h.waitStatus(t, nil, 10*time.Second, "/readyz shows the change", func(s *api.Status) error {
 			if err := connected(waitFor...)(s); err != nil {
 				return err
 			}
@@ -124,7 +124,7 @@ func (w *reloadWorld) step(t *testing.T, st reloadStep) {
 				}
 			}
 			for _, n := range st.disabled {
-				if srv := findServer(s, n); srv == nil || srv.State != hub.StateDisabled || srv.PID != 0 {
+				if srv := findServer(s, n); srv == nil || srv.State != api.StateDisabled || srv.PID != 0 {
 					return fmt.Errorf("%s is not disabled yet", n)
 				}
 			}
@@ -134,12 +134,12 @@ func (w *reloadWorld) step(t *testing.T, st reloadStep) {
 			return nil
 		})
 		for _, n := range bystanders {
-			if srv := findServer(w.last, n); srv == nil || srv.State != hub.StateConnected {
+			if srv := findServer(w.last, n); srv == nil || srv.State != api.StateConnected {
 				t.Errorf("%s was not connected when the change showed: %s", n, describe(w.last))
 			}
 		}
 		for _, n := range st.kept {
-			if srv := findServer(w.last, n); srv == nil || srv.PID != old[n] || srv.State != hub.StateConnected {
+			if srv := findServer(w.last, n); srv == nil || srv.PID != old[n] || srv.State != api.StateConnected {
 				t.Errorf("%s was touched by this change: pid %d before; now %s", n, old[n], describe(w.last))
 			}
 		}
@@ -294,7 +294,7 @@ func TestReloadLiveRegistry(t *testing.T) {
 		// An unterminated table header three lines below the good text:
 		// the running set stays as it was, and says why, until the fix.
 		name: "4_broken_save_keeps_last_good", do: write(reg("2", false, true) + "\n\n[servers.d\ncommand = \"x\"\n"),
-		until: func(st *hub.Status) error {
+		until: func(st *api.Status) error {
 			if st.RegistryError == "" {
 				return errors.New("no registry_error yet")
 			}
@@ -340,7 +340,7 @@ func brokenSaveAndFix(t *testing.T, w *reloadWorld, good string) {
 	}
 
 	w.h.write(t, good)
-	st = w.h.waitStatus(t, nil, 10*time.Second, "fixing the file clears registry_error", func(st *hub.Status) error {
+	st = w.h.waitStatus(t, nil, 10*time.Second, "fixing the file clears registry_error", func(st *api.Status) error {
 		if st.RegistryError != "" {
 			return errors.New("registry_error is still set")
 		}
@@ -374,7 +374,7 @@ func killAndWatch(t *testing.T, w *reloadWorld) {
 		calledDuring bool
 		states       []string
 		back         time.Time
-		final        *hub.ServerStatus
+		final        *api.ServerStatus
 	)
 	eventually(t, 10*time.Second, "a reconnects after the kill", func() error {
 		st, err := w.h.status()
@@ -385,7 +385,7 @@ func killAndWatch(t *testing.T, w *reloadWorld) {
 		if len(states) == 0 || states[len(states)-1] != a.State {
 			states = append(states, a.State)
 		}
-		if a.State == hub.StateRestarting && !calledDuring {
+		if a.State == api.StateRestarting && !calledDuring {
 			// A call while a is down must fail at once and say why, or
 			// succeed if a came back meanwhile; it must not hang.
 			calledDuring = true
@@ -401,7 +401,7 @@ func killAndWatch(t *testing.T, w *reloadWorld) {
 				t.Errorf("a__echo while a was restarting: want a JSON-RPC error saying a is restarting, got %v", err)
 			}
 		}
-		if a.State == hub.StateConnected && a.PID > 0 && a.PID != pidA {
+		if a.State == api.StateConnected && a.PID > 0 && a.PID != pidA {
 			back, final = time.Now(), a
 			return nil
 		}
@@ -410,8 +410,8 @@ func killAndWatch(t *testing.T, w *reloadWorld) {
 	gap := back.Sub(killed)
 	t.Logf("a: killed pid %d; states seen %v; connected again as pid %d after %s, restarts %d → %d, last_error %q",
 		pidA, states, final.PID, gap.Round(time.Millisecond), restartsBefore, final.Restarts, final.LastError)
-	if !slices.Contains(states, hub.StateRestarting) {
-		t.Errorf("/readyz never showed a as %s between the kill and the reconnection (saw %v)", hub.StateRestarting, states)
+	if !slices.Contains(states, api.StateRestarting) {
+		t.Errorf("/readyz never showed a as %s between the kill and the reconnection (saw %v)", api.StateRestarting, states)
 	}
 	if final.Restarts < restartsBefore+1 {
 		t.Errorf("a reconnected with restarts = %d, want ≥ %d", final.Restarts, restartsBefore+1)
@@ -431,8 +431,8 @@ func statusThenSIGTERM(t *testing.T, w *reloadWorld) {
 		t.Errorf("mcphub status exited %d against a running hub", code)
 	}
 	for _, n := range []string{"a", "c", "web"} {
-		if !statusLine(out, n, hub.StateConnected) {
-			t.Errorf("mcphub status does not list %s as %s", n, hub.StateConnected)
+		if !statusLine(out, n, api.StateConnected) {
+			t.Errorf("mcphub status does not list %s as %s", n, api.StateConnected)
 		}
 	}
 	if statusLine(out, "b", "") {

@@ -9,16 +9,13 @@ import (
 
 	"github.com/modelcontextprotocol/go-sdk/mcp"
 	"github.com/spf13/cobra"
-	"github.com/yosida95/uritemplate/v3"
 
+	"github.com/mcphub/mcphub/hubclient"
 	"github.com/mcphub/mcphub/internal/jsonrpc"
+	"github.com/mcphub/mcphub/internal/termtext"
 )
 
 func init() { commands = append(commands, newResourcesCmd) }
-
-// codeResourceNotFound is the JSON-RPC code of resources/read for a URI no
-// server has.
-const codeResourceNotFound = -32002
 
 func newResourcesCmd(a *app) *cobra.Command {
 	cmd := a.listCmd(&cobra.Command{
@@ -63,14 +60,14 @@ the hub sent it.`,
 }
 
 // resourcesList is resources ls: the resources and the resource templates.
-func (a *app) resourcesList(ctx context.Context, v hubView, asJSON bool) error {
+func (a *app) resourcesList(ctx context.Context, v hubclient.View, asJSON bool) error {
 	var resources, templates []json.RawMessage
-	fetch := func(ctx context.Context, s *hubSession) error {
+	fetch := func(ctx context.Context, s *hubclient.Session) error {
 		var err error
-		if resources, err = s.listAll(ctx, "resources/list"); err != nil {
+		if resources, err = s.ListAll(ctx, "resources/list"); err != nil {
 			return err
 		}
-		templates, err = s.listAll(ctx, "resources/templates/list")
+		templates, err = s.ListAll(ctx, "resources/templates/list")
 		return err
 	}
 	return a.listView(ctx, v, "resources", fetch, func() error {
@@ -81,11 +78,11 @@ func (a *app) resourcesList(ctx context.Context, v hubView, asJSON bool) error {
 			out = jsonrpc.AppendArray(out, templates)
 			return printRaw(a.stdout, append(out, '}'))
 		}
-		rs, err := decodeItems[resourceEntry]("resources/list", resources)
+		rs, err := hubclient.DecodeItems[hubclient.Resource]("resources/list", resources)
 		if err != nil {
 			return err
 		}
-		ts, err := decodeItems[templateEntry]("resources/templates/list", templates)
+		ts, err := hubclient.DecodeItems[hubclient.ResourceTemplate]("resources/templates/list", templates)
 		if err != nil {
 			return err
 		}
@@ -95,7 +92,7 @@ func (a *app) resourcesList(ctx context.Context, v hubView, asJSON bool) error {
 }
 
 // printResources prints the resources and templates as one table.
-func printResources(a *app, resources []resourceEntry, templates []templateEntry) {
+func printResources(a *app, resources []hubclient.Resource, templates []hubclient.ResourceTemplate) {
 	rows := make([][]string, 0, len(resources)+len(templates))
 	for _, r := range resources {
 		rows = append(rows, []string{r.URI, r.Name, r.Description})
@@ -105,11 +102,11 @@ func printResources(a *app, resources []resourceEntry, templates []templateEntry
 	}
 	slices.SortStableFunc(rows, func(x, y []string) int { return strings.Compare(x[0], y[0]) })
 	if len(rows) > 0 {
-		printTable(a.stdout, []string{"URI", "NAME", "DESCRIPTION"}, rows)
+		termtext.PrintTable(a.stdout, tableWidth, []string{"URI", "NAME", "DESCRIPTION"}, rows)
 	}
-	line := howMany(len(resources), "resource")
+	line := termtext.HowMany(len(resources), "resource")
 	if len(templates) > 0 {
-		line += ", " + howMany(len(templates), "resource template")
+		line += ", " + termtext.HowMany(len(templates), "resource template")
 	}
 	fmt.Fprintln(a.stdout, line)
 }
@@ -131,7 +128,7 @@ result as the hub sent it, binary contents (base64) included.`,
   mcphub resources read --profile docs file:///notes/today.md`,
 		Args: cobra.ExactArgs(1),
 		RunE: func(cmd *cobra.Command, args []string) error {
-			return a.resourcesRead(cmd.Context(), hubView{profile: profile}, args[0], asJSON)
+			return a.resourcesRead(cmd.Context(), hubclient.View{Profile: profile}, args[0], asJSON)
 		},
 	}
 	cmd.Flags().BoolVar(&asJSON, "json", false, "print the result as the hub sent it")
@@ -141,7 +138,7 @@ result as the hub sent it, binary contents (base64) included.`,
 }
 
 // resourcesRead is resources read URI, on v's endpoint.
-func (a *app) resourcesRead(ctx context.Context, v hubView, uri string, asJSON bool) error {
+func (a *app) resourcesRead(ctx context.Context, v hubclient.View, uri string, asJSON bool) error {
 	ctx, interrupted, stop := withInterrupt(ctx)
 	defer stop()
 	s, err := a.openView(ctx, v, nil)
@@ -152,15 +149,15 @@ func (a *app) resourcesRead(ctx context.Context, v hubView, uri string, asJSON b
 		return err
 	}
 	defer s.Close()
-	raw, err := s.request(ctx, "resources/read", fmt.Appendf(nil, `{"uri":%s}`, jsonrpc.Quote(uri)))
+	raw, err := s.Request(ctx, "resources/read", fmt.Appendf(nil, `{"uri":%s}`, jsonrpc.Quote(uri)))
 	if err != nil {
 		if interrupted() {
 			return a.interruptedErr(s)
 		}
-		if code := rpcCode(err); code == codeResourceNotFound || code == jsonrpc.CodeInvalidParams {
-			return s.unknownResource(ctx, uri, err)
+		if code := hubclient.RPCCode(err); code == hubclient.CodeResourceNotFound || code == jsonrpc.CodeInvalidParams {
+			return s.UnknownResource(ctx, uri, err)
 		}
-		return s.fail("read "+uri, err)
+		return s.Fail("read "+uri, err)
 	}
 	if asJSON {
 		return printRaw(a.stdout, raw)
@@ -175,65 +172,4 @@ func (a *app) resourcesRead(ctx context.Context, v hubView, uri string, asJSON b
 		}
 	}
 	return nil
-}
-
-// unknownResource is the error for a read the hub refused as not found
-// (err): its message, with the resources closest to uri when uri is none of
-// the hub's resources and no template's (a URI a template covers, or one
-// with a template's scheme, may well exist: the server said why it does not
-// serve it).
-func (s *hubSession) unknownResource(ctx context.Context, uri string, err error) error {
-	refused := s.fail("read "+uri, err)
-	lctx, cancel := context.WithTimeout(ctx, cliListTimeout)
-	defer cancel()
-	resources, rerr := s.listAll(lctx, "resources/list")
-	templates, terr := s.listAll(lctx, "resources/templates/list")
-	if rerr != nil || terr != nil || coveredByTemplate(uri, templates) {
-		return refused
-	}
-	uris := make([]string, len(resources))
-	for i, r := range resources {
-		uris[i], _ = jsonrpc.StringMember(r, "uri")
-	}
-	if slices.Contains(uris, uri) {
-		return refused
-	}
-	return fmt.Errorf("%w%s", refused, suggestNames("resource", uri, uris, s.lsCommand("resources"), s.where()))
-}
-
-// coveredByTemplate reports whether uri is one a resource template can
-// expand to (RFC 6570), or has the scheme of one.
-func coveredByTemplate(uri string, templates []json.RawMessage) bool {
-	scheme := uriScheme(uri)
-	for _, t := range templates {
-		ut, ok := jsonrpc.StringMember(t, "uriTemplate")
-		if !ok {
-			continue
-		}
-		if tpl, err := uritemplate.New(ut); err == nil && tpl.Regexp().MatchString(uri) {
-			return true
-		}
-		if ts := uriScheme(ut); scheme != "" && strings.EqualFold(ts, scheme) {
-			return true
-		}
-	}
-	return false
-}
-
-// uriScheme is the scheme a URI (or URI template) starts with, "" when it
-// starts with none.
-func uriScheme(uri string) string {
-	scheme, _, ok := strings.Cut(uri, ":")
-	if !ok || scheme == "" {
-		return ""
-	}
-	for i, r := range scheme {
-		switch {
-		case r >= 'a' && r <= 'z', r >= 'A' && r <= 'Z':
-		case i > 0 && (r >= '0' && r <= '9' || r == '+' || r == '-' || r == '.'):
-		default:
-			return ""
-		}
-	}
-	return scheme
 }

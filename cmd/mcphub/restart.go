@@ -5,20 +5,13 @@ import (
 	"errors"
 	"fmt"
 	"net/http"
-	"net/url"
 	"strings"
 
 	"github.com/spf13/cobra"
 
-	"github.com/mcphub/mcphub/hub"
+	"github.com/mcphub/mcphub/api"
+	"github.com/mcphub/mcphub/hubclient"
 )
-
-// restartResult is what restart asked for, its --json answer: the hub's
-// own answer.
-type restartResult struct {
-	Server string `json:"server"`
-	Status string `json:"status"` // "restarting"
-}
 
 func newRestartCmd(a *app) *cobra.Command {
 	var asJSON bool
@@ -42,9 +35,8 @@ replayed.
 			if err != nil {
 				return err
 			}
-			res := restartResult{Server: args[0], Status: "restarting"}
-			err = controlAt(ctx, t, http.MethodPost, "/control/restart?server="+url.QueryEscape(args[0]), http.StatusAccepted, &res)
-			if he := (*hubError)(nil); errors.As(err, &he) && he.status == http.StatusNotFound && he.reason != "" {
+			res, err := t.Restart(ctx, args[0])
+			if he := (*hubclient.HubError)(nil); errors.As(err, &he) && he.Status == http.StatusNotFound && he.Reason != "" {
 				return unknownServerError(ctx, t, args[0], he)
 			}
 			if err != nil {
@@ -64,17 +56,17 @@ replayed.
 // unknownServerError is the hub's refusal to restart name, with what the
 // hub does serve: its enabled servers, or how to enable name when the hub
 // has it disabled.
-func unknownServerError(ctx context.Context, t hubTarget, name string, refused *hubError) error {
-	st, err := fetchStatus(ctx, t)
+func unknownServerError(ctx context.Context, t hubclient.Target, name string, refused *hubclient.HubError) error {
+	st, err := t.Status(ctx)
 	if err != nil {
 		return refused
 	}
 	var enabled []string
 	for _, s := range st.Servers {
 		switch {
-		case s.Name == name && s.State == hub.StateDisabled:
+		case s.Name == name && s.State == api.StateDisabled:
 			return fmt.Errorf("%w; %s is disabled: enable it with mcphub enable %s", refused, name, name)
-		case s.State != hub.StateDisabled:
+		case s.State != api.StateDisabled:
 			enabled = append(enabled, s.Name)
 		}
 	}

@@ -1,7 +1,6 @@
 package main
 
 import (
-	"encoding/json"
 	"errors"
 	"fmt"
 	"os"
@@ -9,79 +8,9 @@ import (
 	"strings"
 	"testing"
 	"time"
+
+	"github.com/mcphub/mcphub/hubclient"
 )
-
-// One hub per data directory: a second lock is refused and names the
-// holder, what the holder recorded stays readable, and a released directory
-// can be taken again.
-func TestLockDataDirIsExclusive(t *testing.T) {
-	dir := t.TempDir()
-	info := runInfo{PID: 4242, Listen: "127.0.0.1:7777", Config: "hub.toml", Started: time.Now()}
-	release, err := lockDataDir(dir, info)
-	if err != nil {
-		t.Fatal(err)
-	}
-	if got, err := readRunInfo(dir); err != nil || got.PID != info.PID || got.Listen != info.Listen {
-		t.Fatalf("readRunInfo while locked = %+v, %v; want the holder's record", got, err)
-	}
-	if _, err := lockDataDir(dir, runInfo{PID: 1, Listen: "x"}); !errors.Is(err, errDataDirBusy) || !strings.Contains(err.Error(), "pid 4242 listening on 127.0.0.1:7777") {
-		t.Fatalf("a second lock: %v, want errDataDirBusy naming the holder", err)
-	}
-	release()
-	if _, err := readRunInfo(dir); err == nil {
-		t.Error("readRunInfo after release found a hub")
-	}
-	release2, err := lockDataDir(dir, info)
-	if err != nil {
-		t.Fatalf("lock after release: %v", err)
-	}
-	release2()
-}
-
-// TestRunFileLiveHub: the run file records the hub's version and its
-// registry as an absolute path, and liveRunInfo finds a hub only while one
-// holds the lock: not after it let go, nor from a file a dead hub left.
-func TestRunFileLiveHub(t *testing.T) {
-	dir := t.TempDir()
-	t.Chdir(t.TempDir())
-	release, err := lockDataDir(dir, runInfo{PID: 4242, Listen: "127.0.0.1:7777", Config: "hub.toml", Started: time.Now()})
-	if err != nil {
-		t.Fatal(err)
-	}
-	got := liveRunInfo(dir)
-	if got == nil {
-		t.Fatal("liveRunInfo found no hub while the directory is locked")
-	}
-	wd, _ := os.Getwd()
-	if got.Version != mcphubVersion() || got.Config != filepath.Join(wd, "hub.toml") || got.Listen != "127.0.0.1:7777" {
-		t.Errorf("run file = %+v; want version %q and config %q", got, mcphubVersion(), filepath.Join(wd, "hub.toml"))
-	}
-	// The check takes the lock for no longer than an instant: the holder
-	// keeps it, and a second hub is still refused.
-	if _, err := lockDataDir(dir, runInfo{PID: 1, Listen: "x"}); !errors.Is(err, errDataDirBusy) {
-		t.Fatalf("after liveRunInfo, a second lock: %v, want errDataDirBusy", err)
-	}
-	release()
-	if got := liveRunInfo(dir); got != nil {
-		t.Errorf("liveRunInfo after release = %+v, want none", got)
-	}
-	// A hub killed with SIGKILL leaves its record, but not its lock.
-	stale, _ := json.Marshal(runInfo{PID: 4242, Listen: "127.0.0.1:7777", Config: "/x/hub.toml"})
-	if err := os.WriteFile(filepath.Join(dir, runFileName), stale, 0o600); err != nil {
-		t.Fatal(err)
-	}
-	if got := liveRunInfo(dir); got != nil {
-		t.Errorf("liveRunInfo of a dead hub's file = %+v, want none", got)
-	}
-	if got := liveRunInfo(filepath.Join(dir, "missing")); got != nil {
-		t.Errorf("liveRunInfo without a run file = %+v", got)
-	}
-	release, err = lockDataDir(dir, runInfo{PID: 1, Listen: "127.0.0.1:1"})
-	if err != nil {
-		t.Fatalf("lock after a dead hub: %v", err)
-	}
-	release()
-}
 
 // TestRunFileFindsHubOnAnotherPort: a hub started with serve --listen
 // 127.0.0.1:0 listens on a port the kernel picked, not the registry's; status,
@@ -100,12 +29,12 @@ func TestRunFileFindsHubOnAnotherPort(t *testing.T) {
 	h.token = token
 	h.write(t, h.registry(fmt.Sprintf("auth = \"token\"\ntoken_file = %q", tokenFile), demoServer(h.bin, "demo")))
 	r := h.start(nil, "--listen", "127.0.0.1:0")
-	var info *runInfo
+	var info *hubclient.RunInfo
 	eventually(t, 20*time.Second, "the hub records where it listens", func() error {
 		if !r.running() {
 			t.Fatalf("mcphub serve exited: %v", r.werr)
 		}
-		if info = liveRunInfo(h.data); info == nil {
+		if info = hubclient.LiveRunInfo(h.data); info == nil {
 			return errors.New("no live hub in the run file")
 		}
 		if _, err := readyzOf("http://"+info.Listen, token); err != nil {
@@ -131,7 +60,7 @@ func TestRunFileFindsHubOnAnotherPort(t *testing.T) {
 	}
 	code, out, errOut = cli("connect", "cursor")
 	if code != 0 || !strings.Contains(out, "http://"+info.Listen+"/mcp") {
-		t.Errorf("connect cursor: exit %d, stdout %q, stderr %q; want the URL http://%s/mcp (connect.go must ask a.hubFor(reg, tok), not the registry's listen)",
+		t.Errorf("connect cursor: exit %d, stdout %q, stderr %q; want the URL http://%s/mcp (connect.go must ask a.locator().For(reg, tok), not the registry's listen)",
 			code, out, errOut, info.Listen)
 	}
 	if strings.Contains(out+errOut, token) && !strings.Contains(out, "Bearer "+token) {

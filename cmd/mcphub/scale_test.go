@@ -37,7 +37,7 @@ import (
 
 	"github.com/modelcontextprotocol/go-sdk/mcp"
 
-	"github.com/mcphub/mcphub/hub"
+	"github.com/mcphub/mcphub/api"
 )
 
 // scaleQuiet is the CPU share under which the hub counts as idle, and
@@ -211,7 +211,7 @@ func scaleWaitConnected(t *testing.T, h *procHub, r *hubRun, n int, within time.
 		if err == nil {
 			up := 0
 			for _, s := range st.Servers {
-				if s.State == hub.StateConnected && s.Tools > 0 {
+				if s.State == api.StateConnected && s.Tools > 0 {
 					up++
 				}
 			}
@@ -233,7 +233,7 @@ func scaleWaitConnected(t *testing.T, h *procHub, r *hubRun, n int, within time.
 
 // scaleReadyz fetches /readyz with a client whose timeout suits a large
 // answer.
-func scaleReadyz(hc *http.Client, base string) (*hub.Status, error) {
+func scaleReadyz(hc *http.Client, base string) (*api.Status, error) {
 	resp, err := hc.Get(base + "/readyz")
 	if err != nil {
 		return nil, err
@@ -246,7 +246,7 @@ func scaleReadyz(hc *http.Client, base string) (*hub.Status, error) {
 	if resp.StatusCode != http.StatusOK {
 		return nil, fmt.Errorf("/readyz: HTTP %d: %s", resp.StatusCode, short(body))
 	}
-	var st hub.Status
+	var st api.Status
 	if err := json.Unmarshal(body, &st); err != nil {
 		return nil, fmt.Errorf("/readyz: %v", err)
 	}

@@ -21,7 +21,7 @@ import (
 	"testing"
 	"time"
 
-	"github.com/mcphub/mcphub/hub"
+	"github.com/mcphub/mcphub/api"
 )
 
 // The secrets of TestSecuritySecretsNeverLogged and TestSecurityAuthToken:
@@ -37,8 +37,8 @@ var secQueryValue = regexp.MustCompile(`key=([^&"\s\\,):]*)`)
 
 // secSettled accepts a status in which each named server is in a settled
 // state its check accepts.
-func secSettled(want map[string]func(hub.ServerStatus) bool) func(*hub.Status) error {
-	return func(st *hub.Status) error {
+func secSettled(want map[string]func(api.ServerStatus) bool) func(*api.Status) error {
+	return func(st *api.Status) error {
 		for name, ok := range want {
 			if s := findServer(st, name); s == nil || !ok(*s) {
 				return fmt.Errorf("server %s has not settled", name)
@@ -49,7 +49,7 @@ func secSettled(want map[string]func(hub.ServerStatus) bool) func(*hub.Status) e
 }
 
 // secConnected accepts a stdio server that is connected, with its PID.
-func secConnected(s hub.ServerStatus) bool { return s.State == hub.StateConnected && s.PID > 0 }
+func secConnected(s api.ServerStatus) bool { return s.State == api.StateConnected && s.PID > 0 }
 
 // secCommands runs each mcphub command against the hub with extra env and
 // records its output (stdout, then stderr) under "mcphub ARGS"; every one
@@ -105,9 +105,9 @@ func secSecrets(t *testing.T, format string) {
 			"headers = { Authorization = \"Bearer ${SECRET_VALUE}\", X-Api-Key = \"${SECRET_VALUE}\" }")))
 	env := []string{"SECRET_VALUE=" + secEnvSecret}
 	r := h.start(env, "--log-format", format, "--log-level", "debug")
-	h.waitStatus(t, r, 30*time.Second, "the servers settle", secSettled(map[string]func(hub.ServerStatus) bool{
+	h.waitStatus(t, r, 30*time.Second, "the servers settle", secSettled(map[string]func(api.ServerStatus) bool{
 		"local":  secConnected,
-		"remote": func(s hub.ServerStatus) bool { return s.State != hub.StateStarting && s.LastError != "" },
+		"remote": func(s api.ServerStatus) bool { return s.State != api.StateStarting && s.LastError != "" },
 	}))
 	// A session and a call, so request logging at debug level runs too.
 	s, _ := newRawClient(t, h.base()).initialize("/mcp")
@@ -164,7 +164,7 @@ func TestSecurityAuthToken(t *testing.T) {
 	h.token = secToken
 	env := []string{"MCPHUB_TOKEN=" + secToken}
 	r := h.start(env, "--log-format", "json", "--log-level", "debug")
-	st := h.waitStatus(t, r, 30*time.Second, "local connects", secSettled(map[string]func(hub.ServerStatus) bool{"local": secConnected}))
+	st := h.waitStatus(t, r, 30*time.Second, "local connects", secSettled(map[string]func(api.ServerStatus) bool{"local": secConnected}))
 
 	c := newRawClient(t, h.base())
 	wrong := secToken[:len(secToken)-1]
@@ -192,10 +192,10 @@ func TestSecurityAuthToken(t *testing.T) {
 
 	outputs := map[string]string{}
 	secCommands(t, h, env, outputs, []string{"status"}, []string{"status", "--json"}, []string{"list"}, []string{"list", "--json"}, []string{"sessions"})
-	if !strings.Contains(outputs["mcphub status"], "local") || !strings.Contains(outputs["mcphub status"], hub.StateConnected) {
+	if !strings.Contains(outputs["mcphub status"], "local") || !strings.Contains(outputs["mcphub status"], api.StateConnected) {
 		t.Errorf("mcphub status with the token does not show local connected:\n%s", outputs["mcphub status"])
 	}
-	if !strings.Contains(outputs["mcphub list"], hub.StateConnected) {
+	if !strings.Contains(outputs["mcphub list"], api.StateConnected) {
 		t.Errorf("mcphub list with the token does not show the live state:\n%s", outputs["mcphub list"])
 	}
 	// Without the token, status must say it was refused, not print an

@@ -17,7 +17,7 @@ import (
 	"testing"
 	"time"
 
-	"github.com/mcphub/mcphub/hub"
+	"github.com/mcphub/mcphub/api"
 )
 
 // TestSecurityNoOrphans ends `mcphub serve` with SIGKILL, SIGTERM and SIGINT
@@ -50,7 +50,7 @@ func TestSecurityNoOrphans(t *testing.T) {
 			h.write(t, h.registry("", childServer(t, "one", children["one"]), childServer(t, "two", children["two"])))
 			r := h.start([]string{"SEC_CANARY=must-not-reach-children", "MCPHUB_TOKEN=must-not-reach-children-either"}, "--log-level", "debug")
 			st := h.waitStatus(t, r, 30*time.Second, "both children connect",
-				secSettled(map[string]func(hub.ServerStatus) bool{"one": secConnected, "two": secConnected}))
+				secSettled(map[string]func(api.ServerStatus) bool{"one": secConnected, "two": secConnected}))
 			pids := map[string]int{}
 			for _, s := range st.Servers {
 				pids[s.Name] = s.PID

@@ -15,7 +15,9 @@ import (
 
 	"github.com/spf13/cobra"
 
+	"github.com/mcphub/mcphub/api"
 	"github.com/mcphub/mcphub/hub"
+	"github.com/mcphub/mcphub/hubclient"
 	"github.com/mcphub/mcphub/logfile"
 	"github.com/mcphub/mcphub/oauth"
 	"github.com/mcphub/mcphub/registry"
@@ -116,7 +118,7 @@ func runServe(ctx context.Context, a *app, f serveFlags) error {
 		return err
 	}
 	defer ln.Close()
-	release, err := lockDataDir(a.dataDir, runInfo{PID: os.Getpid(), Listen: reg.Hub.Listen, TLSCert: reg.Hub.TLSCert, Config: a.configPath, Started: time.Now()})
+	release, err := hubclient.LockDataDir(a.dataDir, hubclient.RunInfo{PID: os.Getpid(), Listen: reg.Hub.Listen, TLSCert: reg.Hub.TLSCert, Config: a.configPath, Version: mcphubVersion(), Started: time.Now()})
 	if err != nil {
 		return err
 	}
@@ -156,7 +158,7 @@ func (a *app) serveSettings(f serveFlags) (*registry.Registry, string, *tls.Conf
 		return nil, "", nil, a.printRegistryErrors(err)
 	}
 	f.override(reg)
-	token, err := hubToken(reg)
+	token, err := hubclient.Token(reg)
 	if err != nil {
 		return nil, "", nil, err
 	}
@@ -198,7 +200,7 @@ func openHub(reg *registry.Registry, token string, db *store.Store, persist bool
 		Token:       token,
 		// Auth turned on or off in hub.toml, or another token, applies
 		// to the next request without a restart.
-		ResolveToken: func(h registry.Hub) (string, error) { return hubToken(&registry.Registry{Hub: h}) },
+		ResolveToken: func(h registry.Hub) (string, error) { return hubclient.Token(&registry.Registry{Hub: h}) },
 	}
 	if persist {
 		opts.Store = hubStore{db}
@@ -328,13 +330,13 @@ func reportServers(a *app, h *hub.Hub) (stop func()) {
 					continue
 				}
 				switch s.State {
-				case hub.StateConnected:
+				case api.StateConnected:
 					fmt.Fprintf(a.stdout, "%s: connected, %d tools\n", s.Name, s.Tools)
-				case hub.StateFailed, hub.StateCrashLoop, hub.StateRestarting:
+				case api.StateFailed, api.StateCrashLoop, api.StateRestarting:
 					fmt.Fprintf(a.stdout, "%s: failed: %s\n", s.Name, s.LastError)
-				case hub.StateNeedsLogin:
+				case api.StateNeedsLogin:
 					fmt.Fprintf(a.stdout, "%s: %s\n", s.Name, s.LastError)
-				case hub.StateDisabled:
+				case api.StateDisabled:
 					fmt.Fprintf(a.stdout, "%s: disabled\n", s.Name)
 				default:
 					pending++

@@ -14,6 +14,7 @@ import (
 
 	"github.com/mcphub/mcphub/client"
 	"github.com/mcphub/mcphub/clientconf"
+	"github.com/mcphub/mcphub/hubclient"
 	"github.com/mcphub/mcphub/registry"
 	"github.com/mcphub/mcphub/service"
 )
@@ -224,7 +225,7 @@ func (c *serviceCtl) nextStart() string {
 // dataDirHolder is the pid of the live hub that holds the data directory,
 // 0 when none does (a run file a killed hub left counts for none).
 func (c *serviceCtl) dataDirHolder() int {
-	if info := liveRunInfo(c.a.dataDir); info != nil {
+	if info := hubclient.LiveRunInfo(c.a.dataDir); info != nil {
 		return info.PID
 	}
 	return 0

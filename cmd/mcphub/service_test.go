@@ -16,6 +16,7 @@ import (
 
 	"github.com/mcphub/mcphub/client"
 	"github.com/mcphub/mcphub/clientconf"
+	"github.com/mcphub/mcphub/hubclient"
 	"github.com/mcphub/mcphub/service"
 )
 
@@ -573,13 +574,13 @@ env = { AWS_SECRET_ACCESS_KEY = "${AWS_SECRET_ACCESS_KEY}" }
 func TestServiceDataDirHolder(t *testing.T) {
 	dir := t.TempDir()
 	c := &serviceCtl{a: &app{dataDir: dir}}
-	if err := os.WriteFile(filepath.Join(dir, runFileName), []byte(`{"pid":4242,"listen":"127.0.0.1:7733"}`), 0o600); err != nil {
+	if err := os.WriteFile(filepath.Join(dir, hubclient.RunFileName), []byte(`{"pid":4242,"listen":"127.0.0.1:7733"}`), 0o600); err != nil {
 		t.Fatal(err)
 	}
 	if pid := c.dataDirHolder(); pid != 0 {
 		t.Errorf("a stale run file taken for hub %d", pid)
 	}
-	release, err := lockDataDir(dir, runInfo{PID: 4343, Listen: "127.0.0.1:7733"})
+	release, err := hubclient.LockDataDir(dir, hubclient.RunInfo{PID: 4343, Listen: "127.0.0.1:7733"})
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -5,14 +5,14 @@ import (
 	"errors"
 	"fmt"
 	"net/http"
-	"net/url"
 	"strings"
 	"text/tabwriter"
 	"time"
 
 	"github.com/spf13/cobra"
 
-	"github.com/mcphub/mcphub/hub"
+	"github.com/mcphub/mcphub/api"
+	"github.com/mcphub/mcphub/hubclient"
 )
 
 // sessionEnded is what sessions rm did, its --json answer.
@@ -36,13 +36,17 @@ for [hub] session_ttl.
 --json prints the hub's array of sessions, as GET /control/sessions answers.`,
 		Args: cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {
-			var list []hub.SessionInfo
-			if err := a.control(cmd.Context(), http.MethodGet, "/control/sessions", http.StatusOK, &list); err != nil {
+			t, _, err := a.statusTarget()
+			if err != nil {
+				return err
+			}
+			list, err := t.Sessions(cmd.Context())
+			if err != nil {
 				return err
 			}
 			if asJSON {
 				if list == nil {
-					list = []hub.SessionInfo{}
+					list = []api.SessionInfo{}
 				}
 				return a.printJSON(list)
 			}
@@ -70,8 +74,12 @@ client must initialize a new one. mcphub sessions lists the IDs.
 		Args:              cobra.ExactArgs(1),
 		ValidArgsFunction: a.completeSessions,
 		RunE: func(cmd *cobra.Command, args []string) error {
-			err := a.control(cmd.Context(), http.MethodDelete, "/control/sessions?id="+url.QueryEscape(args[0]), http.StatusNoContent, nil)
-			if he := (*hubError)(nil); errors.As(err, &he) && he.status == http.StatusNotFound && he.reason != "" {
+			t, _, err := a.statusTarget()
+			if err != nil {
+				return err
+			}
+			err = t.EndSession(cmd.Context(), args[0])
+			if he := (*hubclient.HubError)(nil); errors.As(err, &he) && he.Status == http.StatusNotFound && he.Reason != "" {
 				return fmt.Errorf("%w (see mcphub sessions for the live ones)", he)
 			}
 			if err != nil {
@@ -100,13 +108,13 @@ func (a *app) completeSessions(cmd *cobra.Command, args []string, toComplete str
 	if err != nil || reg == nil {
 		return nil, cobra.ShellCompDirectiveNoFileComp
 	}
-	tok, _ := hubToken(reg)
+	tok, _ := hubclient.Token(reg)
 	ctx := cmd.Context()
 	if ctx == nil {
 		ctx = context.Background()
 	}
-	var list []hub.SessionInfo
-	if controlAt(ctx, a.hubFor(reg, tok), http.MethodGet, "/control/sessions", http.StatusOK, &list) != nil {
+	list, err := a.locator().For(reg, tok).Sessions(ctx)
+	if err != nil {
 		return nil, cobra.ShellCompDirectiveNoFileComp
 	}
 	var out []cobra.Completion

@@ -15,6 +15,7 @@ import (
 	"sync"
 	"time"
 
+	"github.com/mcphub/mcphub/hubclient"
 	"github.com/mcphub/mcphub/registry"
 )
 
@@ -56,7 +57,7 @@ func (h *hubFinder) current() (*registry.Registry, string) {
 	h.mu.Lock()
 	defer h.mu.Unlock()
 	if reg, err := registry.LoadServing(h.a.configPath); err == nil {
-		if tok, err := hubToken(reg); err == nil {
+		if tok, err := hubclient.Token(reg); err == nil {
 			h.reg, h.tok = reg, tok
 		}
 	}
@@ -69,20 +70,20 @@ func (h *hubFinder) current() (*registry.Registry, string) {
 // with --listen or port 0. A live hub that serves another registry is not a
 // candidate, and gets no token of this registry's even when it listens at
 // the registry's address.
-func (h *hubFinder) candidates() []hubTarget {
+func (h *hubFinder) candidates() []hubclient.Target {
 	reg, tok := h.current()
-	info := liveRunInfo(h.a.dataDir)
-	var out []hubTarget
+	info := hubclient.LiveRunInfo(h.a.dataDir)
+	var out []hubclient.Target
 	if reg != nil && !strings.HasSuffix(reg.Hub.Listen, ":0") {
-		own := targetOf(reg.Hub, tok)
-		if info != nil && !h.a.servesConfig(info) {
-			own = ownTarget(reg.Hub, tok, info)
+		own := hubclient.TargetOf(reg.Hub, tok)
+		if info != nil && !h.a.locator().Serves(info) {
+			own = hubclient.OwnTarget(reg.Hub, tok, info)
 		}
 		out = append(out, own)
 	}
-	if info != nil && h.a.servesConfig(info) {
-		t := runTarget(info, tok)
-		if len(out) == 0 || out[0].listen != t.listen {
+	if info != nil && h.a.locator().Serves(info) {
+		t := hubclient.RunTarget(info, tok)
+		if len(out) == 0 || out[0].Listen != t.Listen {
 			out = append(out, t)
 		}
 	}
@@ -90,34 +91,34 @@ func (h *hubFinder) candidates() []hubTarget {
 }
 
 // find returns the first candidate at which a hub answers /healthz. It is
-// errNoHub when none does; a hub that answers but refuses the token, or
+// hubclient.ErrNoHub when none does; a hub that answers but refuses the token, or
 // something else on the port, is reported as it is.
-func (h *hubFinder) find(ctx context.Context) (hubTarget, error) {
+func (h *hubFinder) find(ctx context.Context) (hubclient.Target, error) {
 	var firstErr error
 	for _, t := range h.candidates() {
 		err := probeHub(ctx, t)
 		if err == nil {
 			return t, nil
 		}
-		if firstErr == nil || errors.Is(firstErr, errNoHub) && !errors.Is(err, errNoHub) {
+		if firstErr == nil || errors.Is(firstErr, hubclient.ErrNoHub) && !errors.Is(err, hubclient.ErrNoHub) {
 			firstErr = err
 		}
 	}
 	if firstErr == nil {
-		firstErr = errNoHub
+		firstErr = hubclient.ErrNoHub
 	}
-	return hubTarget{}, firstErr
+	return hubclient.Target{}, firstErr
 }
 
 // probeHub asks t for /healthz once.
-func probeHub(ctx context.Context, t hubTarget) error {
-	ctx, cancel := context.WithTimeout(ctx, statusTimeout)
+func probeHub(ctx context.Context, t hubclient.Target) error {
+	ctx, cancel := context.WithTimeout(ctx, hubclient.StatusTimeout)
 	defer cancel()
-	req, err := http.NewRequestWithContext(ctx, http.MethodGet, t.url("/healthz"), nil)
+	req, err := http.NewRequestWithContext(ctx, http.MethodGet, t.URL("/healthz"), nil)
 	if err != nil {
 		return err
 	}
-	resp, err := t.do(req)
+	resp, err := t.Do(req)
 	if err != nil {
 		return err
 	}
@@ -127,12 +128,12 @@ func probeHub(ctx context.Context, t hubTarget) error {
 	case http.StatusOK:
 		return nil
 	case http.StatusUnauthorized:
-		return &wrongAnswerError{tokenRefused(t).Error()}
+		return &wrongAnswerError{t.TokenRefused().Error()}
 	}
-	if reason := hubReason(body); reason != "" {
-		return &wrongAnswerError{fmt.Sprintf("the hub at %s refused: %s", t.listen, reason)}
+	if reason := hubclient.Reason(body); reason != "" {
+		return &wrongAnswerError{fmt.Sprintf("the hub at %s refused: %s", t.Listen, reason)}
 	}
-	return &wrongAnswerError{fmt.Sprintf("something other than mcphub answers at %s (HTTP %d to /healthz)", t.listen, resp.StatusCode)}
+	return &wrongAnswerError{fmt.Sprintf("something other than mcphub answers at %s (HTTP %d to /healthz)", t.Listen, resp.StatusCode)}
 }
 
 // wrongAnswerError means something answered /healthz, but not as a hub this
@@ -143,31 +144,31 @@ func (e *wrongAnswerError) Error() string { return e.msg }
 
 // ensure finds the running hub or, when none answers, starts one in the
 // background and waits for it. started reports that this call started it.
-func (h *hubFinder) ensure(ctx context.Context) (t hubTarget, started bool, err error) {
+func (h *hubFinder) ensure(ctx context.Context) (t hubclient.Target, started bool, err error) {
 	t, err = h.find(ctx)
-	if !errors.Is(err, errNoHub) {
+	if !errors.Is(err, hubclient.ErrNoHub) {
 		return t, false, err
 	}
 	h.mu.Lock()
 	loaded := h.reg != nil
 	h.mu.Unlock()
 	if !loaded {
-		return hubTarget{}, false, fmt.Errorf("no hub is running and the registry %s does not load, so none can be started", h.a.configPath)
+		return hubclient.Target{}, false, fmt.Errorf("no hub is running and the registry %s does not load, so none can be started", h.a.configPath)
 	}
 	bg, err := startHubProcess(h.a.configPath, h.a.dataDir)
 	if err != nil {
-		return hubTarget{}, false, err
+		return hubclient.Target{}, false, err
 	}
 	t, err = h.awaitStarted(ctx, bg)
 	if err != nil {
-		return hubTarget{}, false, err
+		return hubclient.Target{}, false, err
 	}
-	if info := liveRunInfo(h.a.dataDir); info == nil || info.PID != bg.pid {
+	if info := hubclient.LiveRunInfo(h.a.dataDir); info == nil || info.PID != bg.pid {
 		// Another face or a user started one at the same time, and the
 		// one started here gives way (it cannot have the data directory).
 		return t, false, nil
 	}
-	fmt.Fprintf(h.a.stderr, "mcphub: started a hub in the background (pid %d) at %s; its log: %s\n", bg.pid, t.url("/mcp"), bg.logPath)
+	fmt.Fprintf(h.a.stderr, "mcphub: started a hub in the background (pid %d) at %s; its log: %s\n", bg.pid, t.URL("/mcp"), bg.logPath)
 	return t, true, nil
 }
 
@@ -182,7 +183,7 @@ func (h *hubFinder) ensure(ctx context.Context) (t hubTarget, started bool, err 
 // until then a connection is accepted and left unanswered, and reset when
 // a serve that cannot have the directory exits. That is a hub not ready
 // yet, and its exit says why.
-func (h *hubFinder) awaitStarted(ctx context.Context, bg *bgHub) (hubTarget, error) {
+func (h *hubFinder) awaitStarted(ctx context.Context, bg *bgHub) (hubclient.Target, error) {
 	ctx, cancel := context.WithTimeout(ctx, hubStartWait)
 	defer cancel()
 	b := newRetryDelay(50*time.Millisecond, time.Second)
@@ -193,20 +194,20 @@ func (h *hubFinder) awaitStarted(ctx context.Context, bg *bgHub) (hubTarget, err
 		}
 		var wrong *wrongAnswerError
 		if errors.As(err, &wrong) {
-			return hubTarget{}, err
+			return hubclient.Target{}, err
 		}
 		select {
 		case <-bg.exited:
 			if t, err := h.find(ctx); err == nil {
 				return t, nil
 			}
-			return hubTarget{}, fmt.Errorf("the hub started in the background (pid %d) exited: %v; the end of %s:\n%s", bg.pid, bg.waitErr, bg.logPath, bg.logTail())
+			return hubclient.Target{}, fmt.Errorf("the hub started in the background (pid %d) exited: %v; the end of %s:\n%s", bg.pid, bg.waitErr, bg.logPath, bg.logTail())
 		case <-time.After(b.next()):
 		case <-ctx.Done():
 			if errors.Is(ctx.Err(), context.DeadlineExceeded) {
-				return hubTarget{}, fmt.Errorf("the hub started in the background (pid %d) did not answer within %s; see %s", bg.pid, hubStartWait, bg.logPath)
+				return hubclient.Target{}, fmt.Errorf("the hub started in the background (pid %d) did not answer within %s; see %s", bg.pid, hubStartWait, bg.logPath)
 			}
-			return hubTarget{}, ctx.Err()
+			return hubclient.Target{}, ctx.Err()
 		}
 	}
 }

@@ -12,7 +12,9 @@ import (
 
 	"github.com/spf13/cobra"
 
-	"github.com/mcphub/mcphub/hub"
+	"github.com/mcphub/mcphub/api"
+	"github.com/mcphub/mcphub/hubclient"
+	"github.com/mcphub/mcphub/internal/termtext"
 	"github.com/mcphub/mcphub/registry"
 )
 
@@ -50,10 +52,10 @@ directory, else the default address, and creates no registry.
 			if ctx == nil {
 				ctx = context.Background()
 			}
-			st, err := fetchStatus(ctx, t)
-			a.noteServed(t)
-			if errors.Is(err, errNoHub) {
-				why := fmt.Sprintf("no mcphub is running at %s (start one with: mcphub serve)", t.listen)
+			st, err := t.Status(ctx)
+			a.locator().NoteServed(a.stderr, t)
+			if errors.Is(err, hubclient.ErrNoHub) {
+				why := fmt.Sprintf("no mcphub is running at %s (start one with: mcphub serve)", t.Listen)
 				if asJSON {
 					return exitError{code: 1, why: why}
 				}
@@ -81,20 +83,49 @@ directory, else the default address, and creates no registry.
 // creating the registry: when there is no registry file, the live hub
 // recorded in the data directory (a hub serving another registry), else the
 // address of the built-in default registry. noRegistry reports that case.
-func (a *app) statusTarget() (t hubTarget, noRegistry bool, err error) {
+func (a *app) statusTarget() (t hubclient.Target, noRegistry bool, err error) {
 	if _, err := os.Stat(a.configPath); !errors.Is(err, fs.ErrNotExist) {
 		t, _, err := a.target()
 		return t, false, err
 	}
 	reg, err := registry.Parse(a.configPath, registry.DefaultRegistry(), os.LookupEnv)
 	if err != nil {
-		return hubTarget{}, true, fmt.Errorf("the built-in default registry: %w", err)
+		return hubclient.Target{}, true, fmt.Errorf("the built-in default registry: %w", err)
 	}
-	tok, _ := hubToken(reg)
-	return a.hubFor(reg, tok), true, nil
+	tok, _ := hubclient.Token(reg)
+	return a.locator().For(reg, tok), true, nil
 }
 
-func printStatus(a *app, st *hub.Status) {
+// locator finds the hub of --config and --data-dir.
+func (a *app) locator() hubclient.Locator {
+	return hubclient.Locator{ConfigPath: a.configPath, DataDir: a.dataDir}
+}
+
+// target finds the running hub: where the live hub holding the data
+// directory recorded it listens when it serves this registry (see
+// hubclient.Locator.For), else at the registry's listen address; when the
+// registry does not load (the hub keeps its last good one), at the address
+// the hub recorded in the data directory, sent no token. Registry problems
+// are printed, not fatal: status must work precisely when the file is
+// broken.
+func (a *app) target() (hubclient.Target, *registry.Registry, error) {
+	reg, err := a.loadRegistry()
+	if err == nil {
+		tok, _ := hubclient.Token(reg)
+		return a.locator().For(reg, tok), reg, nil
+	}
+	fmt.Fprintf(a.stderr, "the registry does not load:\n")
+	a.printRegistryErrors(err)
+	info := hubclient.LiveRunInfo(a.dataDir)
+	if info == nil {
+		if info, err = hubclient.ReadRunInfo(a.dataDir); err != nil {
+			return hubclient.Target{}, nil, exitError{code: 1, why: fmt.Sprintf("the registry %s does not load, and no hub is recorded in %s: fix the problems printed on stderr, then start one with: mcphub serve", a.configPath, a.dataDir)}
+		}
+	}
+	return hubclient.RunTarget(info, ""), nil, nil
+}
+
+func printStatus(a *app, st *api.Status) {
 	fmt.Fprintf(a.stdout, "mcphub %s at %s, %d sessions\n\n", st.Version, st.URL, st.Sessions)
 	tw := tabwriter.NewWriter(a.stdout, 0, 4, 2, ' ', 0)
 	fmt.Fprintln(tw, "SERVER\tSTATE\tPID\tPROTOCOL\tUPTIME\tTOOLS\tRESTARTS\tLAST ERROR")
@@ -109,13 +140,13 @@ func printStatus(a *app, st *hub.Status) {
 		if s.UptimeSeconds > 0 {
 			uptime = (time.Duration(s.UptimeSeconds) * time.Second).String()
 		}
-		fmt.Fprintf(tw, "%s\t%s\t%s\t%s\t%s\t%d\t%d\t%s\n", s.Name, s.State, pid, protocol, uptime, s.Tools, s.Restarts, oneLine(s.LastError, 80))
+		fmt.Fprintf(tw, "%s\t%s\t%s\t%s\t%s\t%d\t%d\t%s\n", s.Name, s.State, pid, protocol, uptime, s.Tools, s.Restarts, termtext.OneLine(s.LastError, 80))
 	}
 	tw.Flush()
 	// A failed server's whole reason, when the table had to cut it: it is
 	// what the user needs to fix it (which variable, which line).
 	for _, s := range st.Servers {
-		if s.State != hub.StateConnected && oneLine(s.LastError, 80) != oneLine(s.LastError, len(s.LastError)+1) {
+		if s.State != api.StateConnected && termtext.OneLine(s.LastError, 80) != termtext.OneLine(s.LastError, len(s.LastError)+1) {
 			fmt.Fprintf(a.stdout, "\n%s: %s\n", s.Name, strings.ReplaceAll(strings.TrimSpace(s.LastError), "\n", "\n  "))
 		}
 	}
@@ -133,7 +164,7 @@ func printStatus(a *app, st *hub.Status) {
 // tool counts for a profile with a problem, which keeps it from serving),
 // then each such problem, and the names each profile could not expose as
 // they are.
-func printProfiles(a *app, st *hub.Status) {
+func printProfiles(a *app, st *api.Status) {
 	if len(st.Profiles) == 0 {
 		return
 	}
@@ -143,7 +174,7 @@ func printProfiles(a *app, st *hub.Status) {
 	for _, p := range st.Profiles {
 		servers := "-"
 		if len(p.Servers) > 0 {
-			servers = oneLine(strings.Join(p.Servers, ","), 40)
+			servers = termtext.OneLine(strings.Join(p.Servers, ","), 40)
 		}
 		listed, tools := fmt.Sprint(p.Listed), fmt.Sprint(p.Tools)
 		if p.Problem != "" {

@@ -9,6 +9,7 @@ import (
 
 	"github.com/spf13/cobra"
 
+	"github.com/mcphub/mcphub/hubclient"
 	"github.com/mcphub/mcphub/registry"
 )
 
@@ -56,7 +57,7 @@ func newStdioCmd(a *app) *cobra.Command {
 		Long:  stdioLong,
 		Args:  cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {
-			return runStdio(a, cmd, hubView{server: server, profile: profile}, logLevel)
+			return runStdio(a, cmd, hubclient.View{Server: server, Profile: profile}, logLevel)
 		},
 	}
 	fl := cmd.Flags()
@@ -70,8 +71,8 @@ func newStdioCmd(a *app) *cobra.Command {
 
 // runStdio finds or starts the hub, then relays to v's endpoint until
 // stdin ends or a signal comes.
-func runStdio(a *app, cmd *cobra.Command, v hubView, logLevel string) error {
-	if v.server != "" && v.profile != "" {
+func runStdio(a *app, cmd *cobra.Command, v hubclient.View, logLevel string) error {
+	if v.Server != "" && v.Profile != "" {
 		return fmt.Errorf("give --server or --profile, not both: --server relays one server's own endpoint, --profile a profile's (see %s --help)", cmd.CommandPath())
 	}
 	log, _, err := newLogger(a, "text", logLevel)
@@ -102,7 +103,7 @@ func runStdio(a *app, cmd *cobra.Command, v hubView, logLevel string) error {
 	}
 	tok := ""
 	if reg != nil {
-		if tok, err = hubToken(reg); err != nil {
+		if tok, err = hubclient.Token(reg); err != nil {
 			return err
 		}
 	}
@@ -113,7 +114,7 @@ func runStdio(a *app, cmd *cobra.Command, v hubView, logLevel string) error {
 	if err != nil {
 		return err
 	}
-	cfg := faceConfig{find: finder.find, hub: t, path: v.path(), in: cmd.InOrStdin(), out: a.stdout, log: log}
+	cfg := faceConfig{find: finder.find, hub: t, path: v.Path(), in: cmd.InOrStdin(), out: a.stdout, log: log}
 	if started {
 		cfg.revive = func(ctx context.Context) error {
 			_, _, err := finder.ensure(ctx)
@@ -126,22 +127,22 @@ func runStdio(a *app, cmd *cobra.Command, v hubView, logLevel string) error {
 // checkRegistryView makes sure the registry has v's server, enabled, or
 // its profile, without a problem, before a hub is found or started for it
 // (stdio) or a client is pointed at it (connect).
-func (a *app) checkRegistryView(reg *registry.Registry, v hubView) error {
+func (a *app) checkRegistryView(reg *registry.Registry, v hubclient.View) error {
 	switch {
-	case v.server != "":
-		switch s := reg.Server(v.server); {
+	case v.Server != "":
+		switch s := reg.Server(v.Server); {
 		case s == nil:
-			return fmt.Errorf("no server %q in %s (see mcphub list)", v.server, a.configPath)
+			return fmt.Errorf("no server %q in %s (see mcphub list)", v.Server, a.configPath)
 		case !s.Enabled:
-			return fmt.Errorf("server %q is disabled (turn it on with: mcphub enable %s)", v.server, v.server)
+			return fmt.Errorf("server %q is disabled (turn it on with: mcphub enable %s)", v.Server, v.Server)
 		}
-	case v.profile != "":
-		p := reg.Profile(v.profile)
+	case v.Profile != "":
+		p := reg.Profile(v.Profile)
 		if p == nil {
-			return noProfileErr(v.profile, reg.Path, reg.Profiles, func(p *registry.Profile) string { return p.Name })
+			return hubclient.NoProfileErr(v.Profile, reg.Path, reg.Profiles, func(p *registry.Profile) string { return p.Name })
 		}
 		if p.Problem != "" {
-			return fmt.Errorf("profile %s serves nothing until its table in %s is fixed (mcphub validate shows every problem):\n%s", v.profile, reg.Path, p.Problem)
+			return fmt.Errorf("profile %s serves nothing until its table in %s is fixed (mcphub validate shows every problem):\n%s", v.Profile, reg.Path, p.Problem)
 		}
 	}
 	return nil

@@ -22,7 +22,8 @@ import (
 	"testing"
 	"time"
 
-	"github.com/mcphub/mcphub/hub"
+	"github.com/mcphub/mcphub/api"
+	"github.com/mcphub/mcphub/hubclient"
 	"github.com/mcphub/mcphub/internal/jsonrpc"
 )
 
@@ -231,12 +232,12 @@ func startInprocFace(t *testing.T, base, path string, answer func(*jsonrpc.Messa
 	if err != nil {
 		t.Fatal(err)
 	}
-	target := hubTarget{listen: u.Host}
+	target := hubclient.Target{Listen: u.Host}
 	inR, inW := io.Pipe()
 	outR, outW := io.Pipe()
 	f := &inprocFace{in: inW, done: make(chan error, 1), logs: &logBuffer{}}
 	cfg := faceConfig{
-		find: func(ctx context.Context) (hubTarget, error) { return target, probeHub(ctx, target) },
+		find: func(ctx context.Context) (hubclient.Target, error) { return target, probeHub(ctx, target) },
 		hub:  target, path: path, in: inR, out: outW,
 		log: slog.New(slog.NewTextHandler(f.logs, &slog.HandlerOptions{Level: slog.LevelDebug})),
 	}
@@ -380,7 +381,7 @@ func (p *stdioProc) code(t testing.TB, what string) int {
 // The hub's sessions.
 
 // hubSessions lists the live sessions of the hub at base.
-func hubSessions(base, token string) ([]hub.SessionInfo, error) {
+func hubSessions(base, token string) ([]api.SessionInfo, error) {
 	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Second)
 	defer cancel()
 	req, err := http.NewRequestWithContext(ctx, http.MethodGet, base+"/control/sessions", nil)
@@ -398,12 +399,12 @@ func hubSessions(base, token string) ([]hub.SessionInfo, error) {
 	if resp.StatusCode != http.StatusOK {
 		return nil, fmt.Errorf("/control/sessions: HTTP %d", resp.StatusCode)
 	}
-	var out []hub.SessionInfo
+	var out []api.SessionInfo
 	return out, json.NewDecoder(resp.Body).Decode(&out)
 }
 
 // sessionIDs lists the ids of sessions.
-func sessionIDs(ss []hub.SessionInfo) string {
+func sessionIDs(ss []api.SessionInfo) string {
 	var ids []string
 	for _, s := range ss {
 		ids = append(ids, s.ID)

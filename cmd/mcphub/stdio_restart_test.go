@@ -18,7 +18,8 @@ import (
 	"testing"
 	"time"
 
-	"github.com/mcphub/mcphub/hub"
+	"github.com/mcphub/mcphub/api"
+	"github.com/mcphub/mcphub/hubclient"
 	"github.com/mcphub/mcphub/internal/filelock"
 	"github.com/mcphub/mcphub/internal/jsonrpc"
 )
@@ -123,7 +124,7 @@ func TestStdioFaceStartsHub(t *testing.T) {
 	p, q := startStdioProc(t, h, nil), startStdioProc(t, h, nil)
 	p.initialize()
 	q.initialize()
-	info, err := readRunInfo(h.data)
+	info, err := hubclient.ReadRunInfo(h.data)
 	if err != nil {
 		t.Fatalf("no hub recorded in the data directory after initialize: %v\nstderr:\n%s", err, p.stderr.String())
 	}
@@ -165,7 +166,7 @@ func TestStdioFaceStartsHub(t *testing.T) {
 	if _, err := h.status(); err != nil || pidGone(hubPID) {
 		t.Errorf("the hub did not outlive the face: %v", err)
 	}
-	var st *hub.Status
+	var st *api.Status
 	if st, err = h.status(); err == nil && findServer(st, "a") == nil {
 		t.Errorf("the started hub does not serve the registry: %s", describe(st))
 	}
@@ -197,7 +198,7 @@ func TestStdioFaceTLSToken(t *testing.T) {
 			return err
 		}
 		defer resp.Body.Close()
-		var st hub.Status
+		var st api.Status
 		if err := json.NewDecoder(resp.Body).Decode(&st); err != nil {
 			return err
 		}
@@ -229,7 +230,7 @@ func TestStdioFaceHubFailsToStart(t *testing.T) {
 	if err := os.MkdirAll(h.data, 0o700); err != nil {
 		t.Fatal(err)
 	}
-	lock, err := os.OpenFile(filepath.Join(h.data, runFileName), os.O_RDWR|os.O_CREATE, 0o600)
+	lock, err := os.OpenFile(filepath.Join(h.data, hubclient.RunFileName), os.O_RDWR|os.O_CREATE, 0o600)
 	if err != nil {
 		t.Fatal(err)
 	}

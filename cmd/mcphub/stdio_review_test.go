@@ -22,6 +22,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/mcphub/mcphub/hubclient"
 	"github.com/mcphub/mcphub/internal/jsonrpc"
 )
 
@@ -41,17 +42,17 @@ type bareFace struct {
 // the test to read, and cleanup only cancels it.
 func newBareFace(t *testing.T, base string, writer bool) *bareFace {
 	t.Helper()
-	var target hubTarget
+	var target hubclient.Target
 	if base != "" {
 		u, err := url.Parse(base)
 		if err != nil {
 			t.Fatal(err)
 		}
-		target = hubTarget{listen: u.Host}
+		target = hubclient.Target{Listen: u.Host}
 	}
 	b := &bareFace{logs: &logBuffer{}}
 	b.face = newFace(faceConfig{
-		find: func(ctx context.Context) (hubTarget, error) { return target, probeHub(ctx, target) },
+		find: func(ctx context.Context) (hubclient.Target, error) { return target, probeHub(ctx, target) },
 		hub:  target, path: "/mcp", in: strings.NewReader(""), out: io.Discard,
 		log: slog.New(slog.NewTextHandler(b.logs, &slog.HandlerOptions{Level: slog.LevelDebug})),
 	})

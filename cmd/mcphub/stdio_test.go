@@ -23,6 +23,7 @@ import (
 	sdkjsonrpc "github.com/modelcontextprotocol/go-sdk/jsonrpc"
 	"github.com/modelcontextprotocol/go-sdk/mcp"
 
+	"github.com/mcphub/mcphub/hubclient"
 	"github.com/mcphub/mcphub/internal/jsonrpc"
 )
 
@@ -280,7 +281,7 @@ func TestStdioUnknownServer(t *testing.T) {
 	if code != 1 || stdout.Len() > 0 || !strings.Contains(stderr.String(), `no server "nope"`) {
 		t.Errorf("exit %d, stdout %q, stderr %q; want 1, nothing, and the unknown server named", code, stdout.String(), stderr.String())
 	}
-	if _, err := readRunInfo(filepath.Join(dir, "data")); err == nil {
+	if _, err := hubclient.ReadRunInfo(filepath.Join(dir, "data")); err == nil {
 		t.Errorf("a hub was started for an unknown server")
 	}
 }

@@ -11,6 +11,7 @@ import (
 	"sync/atomic"
 	"time"
 
+	"github.com/mcphub/mcphub/hubclient"
 	"github.com/mcphub/mcphub/internal/jsonrpc"
 )
 
@@ -47,13 +48,13 @@ const (
 // faceConfig is what a face needs; the command fills it in, the tests too.
 type faceConfig struct {
 	// find returns where the hub answers now (it may move to another port
-	// across a restart); errNoHub when none answers.
-	find func(ctx context.Context) (hubTarget, error)
+	// across a restart); hubclient.ErrNoHub when none answers.
+	find func(ctx context.Context) (hubclient.Target, error)
 	// revive starts the hub again after it has been gone a while; nil
 	// means only wait for it. Set when this face started the hub.
 	revive func(ctx context.Context) error
-	hub    hubTarget // where the hub answered at startup
-	path   string    // the endpoint: /mcp or /NAME/mcp
+	hub    hubclient.Target // where the hub answered at startup
+	path   string           // the endpoint: /mcp or /NAME/mcp
 	in     io.Reader
 	out    io.Writer
 	log    *slog.Logger

@@ -12,6 +12,7 @@ import (
 	"time"
 
 	"github.com/mcphub/mcphub/client"
+	"github.com/mcphub/mcphub/hubclient"
 	"github.com/mcphub/mcphub/internal/jsonrpc"
 )
 
@@ -72,7 +73,7 @@ type faceHub struct {
 
 	mu         sync.Mutex
 	params     initParams
-	target     hubTarget
+	target     hubclient.Target
 	conn       *client.Conn
 	tr         *hubTransport
 	gen        int           // the connection's number, from 1
@@ -113,7 +114,7 @@ func (h *faceHub) connectFirst(ctx context.Context, raw json.RawMessage) (json.R
 	if err != nil && unauthorized(err) {
 		// The token may have changed since the hub was found: auth
 		// turned on, or the token file replaced.
-		if fresh, ferr := h.f.cfg.find(ctx); ferr == nil && fresh.token != t.token {
+		if fresh, ferr := h.f.cfg.find(ctx); ferr == nil && fresh.Token != t.Token {
 			t = fresh
 			conn, tr, err = h.dial(ctx, 1, t, nil)
 		}
@@ -122,15 +123,15 @@ func (h *faceHub) connectFirst(ctx context.Context, raw json.RawMessage) (json.R
 		return nil, err
 	}
 	h.install(conn, tr, 1, t)
-	h.f.log.Info("relaying to the hub", "url", t.url(h.f.cfg.path), "client", p.ClientInfo.Name)
+	h.f.log.Info("relaying to the hub", "url", t.URL(h.f.cfg.path), "client", p.ClientInfo.Name)
 	return conn.Initialize().Raw, nil
 }
 
 // dial connects connection gen to the hub at t, resuming st when given.
-func (h *faceHub) dial(ctx context.Context, gen int, t hubTarget, st *client.State) (*client.Conn, *hubTransport, error) {
+func (h *faceHub) dial(ctx context.Context, gen int, t hubclient.Target, st *client.State) (*client.Conn, *hubTransport, error) {
 	base := http.RoundTripper(h.plain)
-	if t.tlsCert != "" {
-		hc, err := t.pinnedClient()
+	if t.TLSCert != "" {
+		hc, err := t.PinnedClient()
 		if err != nil {
 			return nil, nil, err
 		}
@@ -144,7 +145,7 @@ func (h *faceHub) dial(ctx context.Context, gen int, t hubTarget, st *client.Sta
 	var conn *client.Conn
 	current := func() client.State { return conn.State() }
 	cfg := client.Config{
-		Name: "hub", URL: t.url(h.f.cfg.path), Transport: client.TransportStreamableHTTP,
+		Name: "hub", URL: t.URL(h.f.cfg.path), Transport: client.TransportStreamableHTTP,
 		HTTPClient: &http.Client{Transport: tr},
 		ClientInfo: p.ClientInfo, Capabilities: p.Capabilities, ProtocolVersion: p.ProtocolVersion,
 		Resume: st,
@@ -155,8 +156,8 @@ func (h *faceHub) dial(ctx context.Context, gen int, t hubTarget, st *client.Sta
 		OnState:   h.onState(gen, current),
 		Logger:    h.f.log,
 	}
-	if t.token != "" {
-		cfg.Headers = map[string]string{"Authorization": "Bearer " + t.token}
+	if t.Token != "" {
+		cfg.Headers = map[string]string{"Authorization": "Bearer " + t.Token}
 	}
 	conn = client.New(cfg, faceHandler{f: h.f, gen: gen})
 	ctx, cancel := context.WithTimeout(ctx, faceConnectTimeout)
@@ -174,7 +175,7 @@ func (h *faceHub) dial(ctx context.Context, gen int, t hubTarget, st *client.Sta
 // opened the session lacks the initialize result, without which a
 // replacement could not resume the session, and the next report waits for
 // an event on one of its streams.
-func (h *faceHub) install(conn *client.Conn, tr *hubTransport, gen int, t hubTarget) {
+func (h *faceHub) install(conn *client.Conn, tr *hubTransport, gen int, t hubclient.Target) {
 	h.mu.Lock()
 	defer h.mu.Unlock()
 	if gen >= h.stateGen {
@@ -349,12 +350,12 @@ func (h *faceHub) tokenReplaced(ctx context.Context, gen int, err error) bool {
 	}
 	fresh, ferr := h.f.cfg.find(ctx)
 	h.mu.Lock()
-	sent, current := h.target.token, gen == h.gen
+	sent, current := h.target.Token, gen == h.gen
 	h.mu.Unlock()
 	if !current {
 		return true // replaced already; the next connection is newer
 	}
-	if ferr != nil || fresh.token == sent {
+	if ferr != nil || fresh.Token == sent {
 		return false
 	}
 	h.f.log.Info("the hub's token changed; reconnecting with the registry's token in force now")
@@ -530,7 +531,7 @@ func (h *faceHub) swap(old *client.Conn) error {
 // reachHub waits until a hub answers, with jittered backoff from 100 ms to
 // 2 s. A hub this face started is started again once it has been gone for
 // reviveAfter.
-func (h *faceHub) reachHub(deadline time.Time) (hubTarget, error) {
+func (h *faceHub) reachHub(deadline time.Time) (hubclient.Target, error) {
 	delay := newRetryDelay(100*time.Millisecond, 2*time.Second)
 	down := time.Now()
 	var revived time.Time
@@ -541,13 +542,13 @@ func (h *faceHub) reachHub(deadline time.Time) (hubTarget, error) {
 			return t, nil
 		}
 		if h.f.ctx.Err() != nil {
-			return hubTarget{}, h.f.ctx.Err()
+			return hubclient.Target{}, h.f.ctx.Err()
 		}
 		var wrong *wrongAnswerError
 		if msg := err.Error(); errors.As(err, &wrong) && msg != lastErr {
 			h.f.log.Warn("the hub does not answer as it should", "err", err)
 			lastErr = msg
-		} else if !errors.Is(err, errNoHub) {
+		} else if !errors.Is(err, hubclient.ErrNoHub) {
 			h.f.log.Debug("the hub does not answer yet", "err", err)
 		}
 		if h.f.cfg.revive != nil && time.Since(down) >= h.f.cfg.reviveAfter && time.Since(revived) >= faceReviveEvery {
@@ -559,10 +560,10 @@ func (h *faceHub) reachHub(deadline time.Time) (hubTarget, error) {
 			continue
 		}
 		if time.Now().After(deadline) {
-			return hubTarget{}, fmt.Errorf("no hub has answered for %s: %w", h.f.cfg.giveUp, err)
+			return hubclient.Target{}, fmt.Errorf("no hub has answered for %s: %w", h.f.cfg.giveUp, err)
 		}
 		if !sleepFor(h.f.ctx, delay.next()) {
-			return hubTarget{}, h.f.ctx.Err()
+			return hubclient.Target{}, h.f.ctx.Err()
 		}
 	}
 }
@@ -627,8 +628,8 @@ func (h *faceHub) deleteSession(st client.State) {
 }
 
 // sendDelete sends the DELETE that ends session st to the hub at t.
-func (h *faceHub) sendDelete(ctx context.Context, t hubTarget, st client.State) error {
-	req, err := http.NewRequestWithContext(ctx, http.MethodDelete, t.url(h.f.cfg.path), nil)
+func (h *faceHub) sendDelete(ctx context.Context, t hubclient.Target, st client.State) error {
+	req, err := http.NewRequestWithContext(ctx, http.MethodDelete, t.URL(h.f.cfg.path), nil)
 	if err != nil {
 		return fmt.Errorf("the DELETE of the hub session: %w", err)
 	}
@@ -636,7 +637,7 @@ func (h *faceHub) sendDelete(ctx context.Context, t hubTarget, st client.State) 
 	if st.ProtocolVersion != "" {
 		req.Header.Set("MCP-Protocol-Version", st.ProtocolVersion)
 	}
-	resp, err := t.do(req)
+	resp, err := t.Do(req)
 	if err != nil {
 		return fmt.Errorf("the DELETE of the hub session: %w", err)
 	}
@@ -647,7 +648,7 @@ func (h *faceHub) sendDelete(ctx context.Context, t hubTarget, st client.State) 
 		resp.StatusCode == http.StatusNotFound, resp.StatusCode == http.StatusMethodNotAllowed:
 		return nil
 	}
-	return &client.HTTPError{Method: http.MethodDelete, URL: t.url(h.f.cfg.path), Status: resp.StatusCode}
+	return &client.HTTPError{Method: http.MethodDelete, URL: t.URL(h.f.cfg.path), Status: resp.StatusCode}
 }
 
 func sleepFor(ctx context.Context, d time.Duration) bool {

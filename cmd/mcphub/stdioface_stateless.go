@@ -12,6 +12,7 @@ import (
 	"sync"
 	"time"
 
+	"github.com/mcphub/mcphub/hubclient"
 	"github.com/mcphub/mcphub/internal/jsonrpc"
 	"github.com/mcphub/mcphub/internal/sse"
 )
@@ -49,7 +50,7 @@ type statelessFace struct {
 	f *face
 
 	mu      sync.Mutex
-	target  hubTarget                        // where the hub answered last
+	target  hubclient.Target                 // where the hub answered last
 	params  map[string][]jsonrpc.ParamHeader // tool → its Mcp-Param headers, from the lists relayed
 	listed  bool                             // the hub has listed the tools, to the client or the face
 	listing chan struct{}                    // closed when the face's own listing under way ends; nil when none
@@ -74,7 +75,7 @@ type hubWait struct {
 // Requests in flight go on meanwhile.
 func (f *face) runStateless(ctx context.Context, msgs <-chan *jsonrpc.Message, first *jsonrpc.Message) (*jsonrpc.Message, error) {
 	sf := &statelessFace{f: f, target: f.cfg.hub, params: map[string][]jsonrpc.ParamHeader{}, failed: make(chan struct{})}
-	f.log.Info("relaying a 2026-07-28 client to the hub statelessly", "url", sf.target.url(f.cfg.path))
+	f.log.Info("relaying a 2026-07-28 client to the hub statelessly", "url", sf.target.URL(f.cfg.path))
 	sf.dispatch(first)
 	for {
 		select {
@@ -167,7 +168,7 @@ func (sf *statelessFace) relay(ctx context.Context, m *jsonrpc.Message) error {
 	case err != nil:
 		return err
 	}
-	return hubAnswerError(sf.current(), status, body)
+	return sf.current().AnswerError(status, body)
 }
 
 // exchange POSTs m and hands each JSON-RPC message of the answer (the JSON
@@ -331,7 +332,7 @@ func (sf *statelessFace) post(ctx context.Context, m *jsonrpc.Message) (*http.Re
 	retoken := true
 	for resends := 0; ; resends++ {
 		t := sf.current()
-		req, err := http.NewRequestWithContext(ctx, http.MethodPost, t.url(sf.f.cfg.path), bytes.NewReader(body))
+		req, err := http.NewRequestWithContext(ctx, http.MethodPost, t.URL(sf.f.cfg.path), bytes.NewReader(body))
 		if err != nil {
 			return nil, err
 		}
@@ -346,13 +347,13 @@ func (sf *statelessFace) post(ctx context.Context, m *jsonrpc.Message) (*http.Re
 			args, _ := jsonrpc.Member(m.Params, "arguments")
 			jsonrpc.SetParamHeaders(req.Header, hs, args)
 		}
-		resp, err := t.do(req)
+		resp, err := t.Do(req)
 		switch {
 		case err == nil && resp.StatusCode == http.StatusUnauthorized && retoken && sf.tokenChanged(ctx, t):
 			retoken = false
 			resp.Body.Close()
 			continue
-		case err == nil, !errors.Is(err, errNoHub), ctx.Err() != nil:
+		case err == nil, !errors.Is(err, hubclient.ErrNoHub), ctx.Err() != nil:
 			return resp, err
 		case resends >= faceMaxResends:
 			return nil, fmt.Errorf("the request did not reach the hub in %d tries: %w", resends+1, err)
@@ -366,9 +367,9 @@ func (sf *statelessFace) post(ctx context.Context, m *jsonrpc.Message) (*http.Re
 // tokenChanged reports whether the hub's token in force now differs from
 // the one t sent (auth turned on, or the token file replaced, which the hub
 // applies at once), and makes the new one the target's.
-func (sf *statelessFace) tokenChanged(ctx context.Context, t hubTarget) bool {
+func (sf *statelessFace) tokenChanged(ctx context.Context, t hubclient.Target) bool {
 	fresh, err := sf.f.cfg.find(ctx)
-	if err != nil || fresh.token == t.token {
+	if err != nil || fresh.Token == t.Token {
 		return false
 	}
 	sf.f.log.Info("the hub's token changed; sending the registry's token in force now")
@@ -379,7 +380,7 @@ func (sf *statelessFace) tokenChanged(ctx context.Context, t hubTarget) bool {
 }
 
 // current is where the hub answered last.
-func (sf *statelessFace) current() hubTarget {
+func (sf *statelessFace) current() hubclient.Target {
 	sf.mu.Lock()
 	defer sf.mu.Unlock()
 	return sf.target
@@ -390,7 +391,7 @@ func (sf *statelessFace) current() hubTarget {
 // which starts a hub this face started again); each stops waiting when its
 // ctx ends. A hub that stays away past giveUp fails this request and every
 // later one, and ends the face.
-func (sf *statelessFace) waitHub(ctx context.Context, failed hubTarget) error {
+func (sf *statelessFace) waitHub(ctx context.Context, failed hubclient.Target) error {
 	sf.mu.Lock()
 	select {
 	case <-sf.failed:
@@ -415,7 +416,7 @@ func (sf *statelessFace) waitHub(ctx context.Context, failed hubTarget) error {
 			switch {
 			case err == nil:
 				sf.target = t
-				sf.f.log.Info("the hub answers again", "url", t.url(sf.f.cfg.path))
+				sf.f.log.Info("the hub answers again", "url", t.URL(sf.f.cfg.path))
 			case sf.f.ctx.Err() == nil:
 				sf.err = err
 				close(sf.failed)

@@ -2,18 +2,16 @@ package main
 
 import (
 	"context"
-	"encoding/json"
 	"errors"
 	"fmt"
 	"io"
-	"net/http"
-	"net/url"
 	"strings"
-	"time"
 
 	"github.com/spf13/cobra"
 
-	"github.com/mcphub/mcphub/hub"
+	"github.com/mcphub/mcphub/api"
+	"github.com/mcphub/mcphub/hubclient"
+	"github.com/mcphub/mcphub/internal/termtext"
 	"github.com/mcphub/mcphub/internal/tokencount"
 	"github.com/mcphub/mcphub/registry"
 )
@@ -111,19 +109,19 @@ func (a *app) tokens(ctx context.Context, o tokensOptions) error {
 	if err != nil {
 		return err
 	}
-	cat, err := fetchCatalog(ctx, t, o.profile, cliListTimeout)
+	cat, err := t.Catalog(ctx, o.profile, hubclient.ListTimeout)
 	if err != nil {
 		return fail(err)
 	}
 	// The status says which servers are down and which profiles there
 	// are; without it the counts stand alone.
-	st, _ := fetchStatus(ctx, t)
+	st, _ := t.Status(ctx)
 	if interrupted() {
 		return a.interruptedErr(nil)
 	}
 	// The vocabulary is decoded only now that the hub has answered.
 	counter := enc.NewCounter()
-	rep, err := countCatalog(counter, cat)
+	rep, err := counter.Report(cat)
 	if err != nil {
 		return err
 	}
@@ -135,12 +133,12 @@ func (a *app) tokens(ctx context.Context, o tokensOptions) error {
 	}
 	if st != nil {
 		a.noteDown(st, o.profile, "tools")
-		if ps := profileStatus(st, o.profile); ps != nil && ps.Problem != "" {
+		if ps := hubclient.FindProfile(st, o.profile); ps != nil && ps.Problem != "" {
 			fmt.Fprintf(a.stderr, "note: profile %s serves nothing until its table is fixed (mcphub validate shows the problems); these are the tools it selects meanwhile\n", o.profile)
 		}
 	}
 	if n := rep.UnknownTools(); n > 0 {
-		fmt.Fprintf(a.stderr, "note: the hub's catalog names no server for %s, counted under %s\n", howMany(n, "tool"), tokencount.UnknownServer)
+		fmt.Fprintf(a.stderr, "note: the hub's catalog names no server for %s, counted under %s\n", termtext.HowMany(n, "tool"), tokencount.UnknownServer)
 	}
 	if o.asJSON {
 		return a.printJSON(rep)
@@ -150,20 +148,20 @@ func (a *app) tokens(ctx context.Context, o tokensOptions) error {
 }
 
 // profileCosts counts the tools of each profile the hub's status st lists,
-// asking the hub at t for their catalogs within one cliListTimeout in all.
+// asking the hub at t for their catalogs within one hubclient.ListTimeout in all.
 // A profile with a problem serves nothing, so it is not asked for; one
 // whose catalog cannot be had is noted on stderr and not counted.
-func (a *app) profileCosts(ctx context.Context, t hubTarget, counter *tokencount.Counter, st *hub.Status) ([]tokencount.ProfileCost, error) {
-	ctx, cancel := context.WithTimeout(ctx, cliListTimeout)
+func (a *app) profileCosts(ctx context.Context, t hubclient.Target, counter *tokencount.Counter, st *api.Status) ([]tokencount.ProfileCost, error) {
+	ctx, cancel := context.WithTimeout(ctx, hubclient.ListTimeout)
 	defer cancel()
 	var costs []tokencount.ProfileCost
 	for _, p := range st.Profiles {
-		pc := tokencount.ProfileCost{Name: p.Name, Endpoint: hubView{profile: p.Name}.path(), Mode: p.Mode, Problem: p.Problem}
+		pc := tokencount.ProfileCost{Name: p.Name, Endpoint: hubclient.View{Profile: p.Name}.Path(), Mode: p.Mode, Problem: p.Problem}
 		if p.Problem != "" {
 			costs = append(costs, pc)
 			continue
 		}
-		pcat, err := fetchCatalog(ctx, t, p.Name, cliListTimeout)
+		pcat, err := t.Catalog(ctx, p.Name, hubclient.ListTimeout)
 		if err != nil {
 			if errors.Is(ctx.Err(), context.Canceled) {
 				return nil, err
@@ -171,7 +169,7 @@ func (a *app) profileCosts(ctx context.Context, t hubTarget, counter *tokencount
 			pc.Error = err.Error()
 			fmt.Fprintf(a.stderr, "note: profile %s is not counted: %v\n", p.Name, err)
 		} else {
-			prep, err := countCatalog(counter, pcat)
+			prep, err := counter.Report(pcat)
 			if err != nil {
 				return nil, fmt.Errorf("profile %s: %w", p.Name, err)
 			}
@@ -180,91 +178,6 @@ func (a *app) profileCosts(ctx context.Context, t hubTarget, counter *tokencount
 		costs = append(costs, pc)
 	}
 	return costs, nil
-}
-
-// ---------------------------------------------------------------------------
-// The hub's catalog.
-
-// hubCatalog is the hub's answer to GET /control/catalog: one endpoint's
-// tools as its clients are given them (Listed, tools/list: the search tools
-// in search mode) and every tool the endpoint serves, with the server it is
-// of.
-type hubCatalog struct {
-	Endpoint string            `json:"endpoint"`
-	Mode     string            `json:"mode"`
-	Listed   []json.RawMessage `json:"listed"`
-	Tools    []catalogTool     `json:"tools"`
-}
-
-// catalogTool is one tool an endpoint serves: its server, its name there,
-// and its entry as the endpoint gives it (its exposed name, overrides
-// applied).
-type catalogTool struct {
-	Server string          `json:"server"`
-	Tool   string          `json:"tool"`
-	Item   json.RawMessage `json:"item"`
-}
-
-// catalogBodyMax bounds the hub's catalog answer: thousands of tools with
-// long schemas stay far below it.
-const catalogBodyMax = 64 << 20
-
-// fetchCatalog asks the hub at t for the catalog of /mcp, or of profile's
-// endpoint, within timeout (the hub answers once it has its servers' lists,
-// which may take a moment after it started). A profile the hub does not
-// serve is an error naming those it does.
-func fetchCatalog(ctx context.Context, t hubTarget, profile string, timeout time.Duration) (*hubCatalog, error) {
-	ctx, cancel := context.WithTimeout(ctx, timeout)
-	defer cancel()
-	path := "/control/catalog"
-	if profile != "" {
-		path += "?profile=" + url.QueryEscape(profile)
-	}
-	req, err := http.NewRequestWithContext(ctx, http.MethodGet, t.url(path), nil)
-	if err != nil {
-		return nil, err
-	}
-	resp, err := t.do(req)
-	if errors.Is(err, context.DeadlineExceeded) || err != nil && ctx.Err() == context.DeadlineExceeded {
-		return nil, fmt.Errorf("the hub at %s did not answer with its catalog within %s; see mcphub status", t.listen, timeout)
-	}
-	if err != nil {
-		return nil, err
-	}
-	defer resp.Body.Close()
-	if resp.StatusCode != http.StatusOK {
-		body, _ := io.ReadAll(io.LimitReader(resp.Body, 4096))
-		herr := hubAnswerError(t, resp.StatusCode, body)
-		if resp.StatusCode == http.StatusNotFound && strings.HasPrefix(hubReason(body), "no such endpoint") {
-			return nil, olderHubErr(t, "does not answer /control/catalog")
-		}
-		if resp.StatusCode == http.StatusNotFound && profile != "" {
-			if st, err := fetchStatus(ctx, t); err == nil {
-				return nil, noProfileErr(profile, "the hub", st.Profiles, func(p hub.ProfileStatus) string { return p.Name })
-			}
-		}
-		return nil, herr
-	}
-	var cat hubCatalog
-	if err := json.NewDecoder(io.LimitReader(resp.Body, catalogBodyMax)).Decode(&cat); err != nil {
-		if ctx.Err() != nil {
-			return nil, fmt.Errorf("the hub at %s did not send its whole catalog within %s", t.listen, timeout)
-		}
-		return nil, fmt.Errorf("the hub at %s answered %s with something other than mcphub's catalog: %w", t.listen, "/control/catalog", err)
-	}
-	return &cat, nil
-}
-
-// ---------------------------------------------------------------------------
-// Counting.
-
-// countCatalog counts the tokens of the hub's catalog cat with counter.
-func countCatalog(counter *tokencount.Counter, cat *hubCatalog) (*tokencount.Report, error) {
-	tools := make([]tokencount.CatalogTool, len(cat.Tools))
-	for i, t := range cat.Tools {
-		tools[i] = tokencount.CatalogTool{Server: t.Server, Item: t.Item}
-	}
-	return counter.Report(tokencount.Catalog{Endpoint: cat.Endpoint, Mode: cat.Mode, Listed: cat.Listed, Tools: tools})
 }
 
 // ---------------------------------------------------------------------------
@@ -278,13 +191,13 @@ func searchSaving(listed, full tokencount.Total) string {
 	if full.Tools == 0 {
 		return "its servers offer no tools yet, so search mode finds none (see mcphub status)"
 	}
-	msg := fmt.Sprintf("in full its %s would cost %d tokens; ", howMany(full.Tools, "tool"), full.Tokens)
+	msg := fmt.Sprintf("in full its %s would cost %d tokens; ", termtext.HowMany(full.Tools, "tool"), full.Tokens)
 	diff := full.Tokens - listed.Tokens
 	switch {
 	case 100*max(diff, -diff) < full.Tokens:
 		return msg + "search mode costs about the same"
 	case diff < 0:
-		return msg + fmt.Sprintf("search mode costs %s more, as its tools are few", howMany(-diff, "token"))
+		return msg + fmt.Sprintf("search mode costs %s more, as its tools are few", termtext.HowMany(-diff, "token"))
 	}
 	return msg + fmt.Sprintf("search mode saves %d%%", (200*diff+full.Tokens)/(2*full.Tokens))
 }
@@ -302,7 +215,7 @@ func printTokensReport(w io.Writer, r *tokencount.Report, tools bool) {
 		return append(rows, []string{"TOTAL", fmt.Sprint(r.Full.Tools), fmt.Sprint(r.Full.Tokens)})
 	}
 	if r.Profile != "" {
-		fmt.Fprintf(w, "profile %s (%s, %s mode): a client is given %s\n\n", r.Profile, r.Endpoint, r.Mode, howMany(r.Total.Tools, "tool"))
+		fmt.Fprintf(w, "profile %s (%s, %s mode): a client is given %s\n\n", r.Profile, r.Endpoint, r.Mode, termtext.HowMany(r.Total.Tools, "tool"))
 	}
 	if r.Mode == registry.ModeSearch {
 		rows := make([][]string, 0, len(r.Listed)+1)

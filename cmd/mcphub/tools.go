@@ -6,14 +6,14 @@ import (
 	"fmt"
 	"io"
 	"os"
-	"slices"
-	"strings"
 
 	"github.com/modelcontextprotocol/go-sdk/mcp"
 	"github.com/spf13/cobra"
 	"golang.org/x/term"
 
+	"github.com/mcphub/mcphub/hubclient"
 	"github.com/mcphub/mcphub/internal/jsonrpc"
+	"github.com/mcphub/mcphub/internal/termtext"
 )
 
 func init() { commands = append(commands, newToolsCmd) }
@@ -74,20 +74,20 @@ which in search mode are its three search tools.`,
 
 // toolsList is tools ls: the tools of the merged endpoint, of a server's
 // or of a profile's.
-func (a *app) toolsList(ctx context.Context, v hubView, asJSON bool) error {
-	return listOf(ctx, a, v, asJSON, lister[toolEntry]{
+func (a *app) toolsList(ctx context.Context, v hubclient.View, asJSON bool) error {
+	return listOf(ctx, a, v, asJSON, lister[hubclient.Tool]{
 		method: "tools/list",
 		member: "tools",
 		noun:   "tool",
-		name:   func(t toolEntry) string { return t.Name },
+		name:   func(t hubclient.Tool) string { return t.Name },
 		header: []string{"NAME", "DESCRIPTION"},
-		row:    func(t toolEntry) []string { return []string{t.Name, t.Description} },
-		note: func(s *hubSession) string {
-			if !s.searchMode() {
+		row:    func(t hubclient.Tool) []string { return []string{t.Name, t.Description} },
+		note: func(s *hubclient.Session) string {
+			if !s.SearchMode() {
 				return ""
 			}
 			return fmt.Sprintf("search mode: the profile's %s are found through search_tools; mcphub tokens --profile %s counts them",
-				howMany(s.profileTools, "tool"), s.profile)
+				termtext.HowMany(s.ProfileTools(), "tool"), s.View().Profile)
 		},
 	})
 }
@@ -177,14 +177,14 @@ func (progressHandler) HandleRequest(_ context.Context, m *jsonrpc.Message, _ js
 // toolsCall is tools call NAME.
 func (a *app) toolsCall(ctx context.Context, name string, pairs []string, o toolCallOptions) error {
 	// Refuse malformed arguments before going to the hub.
-	if _, err := toolArguments(o.args, pairs, nil); err != nil {
+	if _, err := hubclient.ToolArguments(o.args, pairs, nil); err != nil {
 		return err
 	}
 	ctx, interrupted, stop := withInterrupt(ctx)
 	defer stop()
 	prog := &progressLine{w: a.stderr, width: terminalWidth(a.stderr)}
 	prog.on = isTerminal(a.stderr) && virtualTerminal(a.stderr)
-	s, err := a.openView(ctx, hubView{profile: o.profile}, progressHandler{prog: prog})
+	s, err := a.openView(ctx, hubclient.View{Profile: o.profile}, progressHandler{prog: prog})
 	if err != nil {
 		if interrupted() {
 			return a.interruptedErr(nil)
@@ -195,7 +195,7 @@ func (a *app) toolsCall(ctx context.Context, name string, pairs []string, o tool
 	var schema json.RawMessage
 	if len(pairs) > 0 {
 		// The pairs' values are read as the tool's input schema types them.
-		tool, err := s.findTool(ctx, name)
+		tool, err := s.FindTool(ctx, name)
 		if err != nil {
 			if interrupted() {
 				return a.interruptedErr(s)
@@ -205,7 +205,7 @@ func (a *app) toolsCall(ctx context.Context, name string, pairs []string, o tool
 		}
 		schema = tool.InputSchema
 	}
-	arguments, err := toolArguments(o.args, pairs, schema)
+	arguments, err := hubclient.ToolArguments(o.args, pairs, schema)
 	if err != nil {
 		return err
 	}
@@ -214,21 +214,21 @@ func (a *app) toolsCall(ctx context.Context, name string, pairs []string, o tool
 		params = fmt.Appendf(params, `,"arguments":%s`, arguments)
 	}
 	params = fmt.Appendf(params, `,"_meta":{"progressToken":%s}}`, jsonrpc.Quote(cliProgressToken))
-	raw, err := s.request(ctx, "tools/call", params)
+	raw, err := s.Request(ctx, "tools/call", params)
 	prog.clear()
 	if err != nil {
 		if interrupted() {
 			return a.interruptedErr(s)
 		}
-		if rpcCode(err) == jsonrpc.CodeInvalidParams {
-			if uerr := s.unknownTool(ctx, name); uerr != nil {
+		if hubclient.RPCCode(err) == jsonrpc.CodeInvalidParams {
+			if uerr := s.UnknownTool(ctx, name); uerr != nil {
 				// The tool may be missing because its server is down
 				// or waits for a sign-in: say which, and what to run.
 				a.noteMissing(ctx, s, "tools")
 				return uerr
 			}
 		}
-		return s.fail("call "+name, err)
+		return s.Fail("call "+name, err)
 	}
 	var res mcp.CallToolResult
 	if err := json.Unmarshal(raw, &res); err != nil {
@@ -262,111 +262,6 @@ func (a *app) toolsCall(ctx context.Context, name string, pairs []string, o tool
 		return exitError{code: 1}
 	}
 	return nil
-}
-
-// findTool is the tool name of the session's view, or the error saying
-// there is none.
-func (s *hubSession) findTool(ctx context.Context, name string) (*toolEntry, error) {
-	lctx, cancel := context.WithTimeout(ctx, cliListTimeout)
-	defer cancel()
-	listed, own, err := s.toolItems(lctx)
-	if err != nil {
-		return nil, s.fail("list the tools of "+s.where(), err)
-	}
-	raws := append(listed, own...)
-	if i := slices.Index(itemNames(raws), name); i >= 0 {
-		var tool toolEntry
-		if err := json.Unmarshal(raws[i], &tool); err != nil {
-			return nil, fmt.Errorf("the hub's tool %s is malformed: %w", name, err)
-		}
-		return &tool, nil
-	}
-	return nil, s.unknownToolErr(name, listed, own)
-}
-
-// toolItems are the tools a call on the session may name: those its
-// tools/list holds and, on a profile in search mode, the profile's own
-// tools (own), which it serves by name without listing them.
-func (s *hubSession) toolItems(ctx context.Context) (listed, own []json.RawMessage, err error) {
-	if listed, err = s.listAll(ctx, "tools/list"); err != nil || !s.searchMode() {
-		return listed, nil, err
-	}
-	cat, err := fetchCatalog(ctx, s.target, s.profile, cliListTimeout)
-	if err != nil {
-		return nil, nil, err
-	}
-	for _, t := range cat.Tools {
-		own = append(own, t.Item)
-	}
-	return listed, own, nil
-}
-
-// unknownToolErr says that the session's view has no tool name, among
-// listed and own (toolItems): on a profile in search mode, naming the
-// closest of the profile's own tools, which tokens -v lists.
-func (s *hubSession) unknownToolErr(name string, listed, own []json.RawMessage) error {
-	if s.searchMode() {
-		return s.unknownNameErr("tool", name, itemNames(own), "mcphub tokens --profile "+s.profile+" -v")
-	}
-	return s.unknownNameErr("tool", name, itemNames(listed), s.lsCommand("tools"))
-}
-
-// lsCommand is the command that lists kind ("tools") of the session's
-// view.
-func (s *hubSession) lsCommand(kind string) string {
-	switch {
-	case s.server != "":
-		return "mcphub " + kind + " ls " + s.server
-	case s.profile != "":
-		return "mcphub " + kind + " ls --profile " + s.profile
-	}
-	return "mcphub " + kind + " ls"
-}
-
-// unknownTool is the error for a call the hub refused with invalid params
-// when name is none of its tools; nil when it is one, or the list cannot be
-// had.
-func (s *hubSession) unknownTool(ctx context.Context, name string) error {
-	lctx, cancel := context.WithTimeout(ctx, cliListTimeout)
-	defer cancel()
-	listed, own, err := s.toolItems(lctx)
-	if err != nil {
-		return nil
-	}
-	if slices.Contains(itemNames(append(listed, own...)), name) {
-		return nil
-	}
-	return s.unknownToolErr(name, listed, own)
-}
-
-// toolArguments are the arguments of tools call: --args's object, with the
-// key=value pairs added, each value read as schema, the tool's input
-// schema, types its key (see argumentValue); nil when there are neither.
-func toolArguments(argsJSON string, pairs []string, schema json.RawMessage) (json.RawMessage, error) {
-	kv, err := keyValues(pairs)
-	if err != nil {
-		return nil, err
-	}
-	obj := map[string]json.RawMessage{}
-	if t := strings.TrimSpace(argsJSON); t != "" {
-		if t[0] != '{' || json.Unmarshal([]byte(t), &obj) != nil {
-			return nil, fmt.Errorf(`--args must be one JSON object, such as --args '{"path": "/tmp"}'`)
-		}
-		if len(kv) == 0 {
-			return json.RawMessage(t), nil
-		}
-	} else if len(kv) == 0 {
-		return nil, nil
-	}
-	types := schemaTypes(schema)
-	for _, p := range kv {
-		v, err := argumentValue(p.key, p.value, types[p.key])
-		if err != nil {
-			return nil, err
-		}
-		obj[p.key] = v
-	}
-	return json.Marshal(obj)
 }
 
 // isTerminal reports whether w is a terminal. It is a variable so that a

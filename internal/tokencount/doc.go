@@ -7,7 +7,8 @@
 // table of AI clients' caps on the number of tools they take.
 //
 // It counts what it is given: the caller fetches the endpoint's catalog
-// from a running hub and hands it over as a [Catalog]. The package imports
-// only the standard library and github.com/tiktoken-go/tokenizer; it never
+// from a running hub and hands it over as an api.Catalog. The package imports
+// only the standard library, api/, internal/jsonrpc and
+// github.com/tiktoken-go/tokenizer; it never
 // imports hub/, client/, registry/ or cmd/, and never talks to a hub.
 package tokencount

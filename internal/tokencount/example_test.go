@@ -4,6 +4,8 @@ import (
 	"encoding/json"
 	"fmt"
 
+	"github.com/mcphub/mcphub/api"
+
 	"github.com/mcphub/mcphub/internal/tokencount"
 )
 
@@ -19,11 +21,11 @@ func Example() {
 	counter := enc.NewCounter() // decodes the vocabulary: once a run
 	add := json.RawMessage(`{"name":"notes__add","description":"Adds a note.","inputSchema":{"type":"object","properties":{"text":{"type":"string"}}}}`)
 	forecast := json.RawMessage(`{"name":"weather__forecast","description":"Returns tomorrow's forecast for a city.","inputSchema":{"type":"object","properties":{"city":{"type":"string"}}}}`)
-	rep, err := counter.Report(tokencount.Catalog{
+	rep, err := counter.Report(&api.Catalog{
 		Endpoint: "/mcp",
 		Mode:     "full",
 		Listed:   []json.RawMessage{add, forecast},
-		Tools: []tokencount.CatalogTool{
+		Tools: []api.CatalogTool{
 			{Server: "notes", Item: add},
 			{Server: "weather", Item: forecast},
 		},

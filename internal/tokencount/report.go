@@ -7,6 +7,7 @@ import (
 	"slices"
 	"strings"
 
+	"github.com/mcphub/mcphub/api"
 	"github.com/mcphub/mcphub/internal/jsonrpc"
 )
 
@@ -18,27 +19,6 @@ const UnknownServer = "?"
 // catalog names it (registry.ModeSearch): its clients are given three
 // search tools instead of its catalog.
 const modeSearch = "search"
-
-// Catalog is what a report is counted from: one endpoint's tools as the
-// hub's GET /control/catalog gives them.
-type Catalog struct {
-	// Endpoint is the endpoint's path, "/mcp" or "/profiles/NAME/mcp".
-	Endpoint string
-	// Mode is the endpoint's mode: "full", or "search".
-	Mode string
-	// Listed are the tools/list entries a client of the endpoint is given:
-	// the search tools in search mode.
-	Listed []json.RawMessage
-	// Tools are every tool the endpoint serves, with its server.
-	Tools []CatalogTool
-}
-
-// CatalogTool is one tool an endpoint serves: its server, and its entry as
-// the endpoint gives it (its exposed name, overrides applied).
-type CatalogTool struct {
-	Server string
-	Item   json.RawMessage
-}
 
 // Report is what one endpoint's tools cost, and the --json answer of
 // mcphub tokens.
@@ -138,7 +118,7 @@ func countItems(counter *Counter, items []json.RawMessage) ([]countedItem, error
 // server the catalog names for each (UnknownServer where it names none).
 // Servers and tools are sorted by tokens, the most first, then by name;
 // Exceeds names the ToolCaps the listed tools exceed.
-func (c *Counter) Report(cat Catalog) (*Report, error) {
+func (c *Counter) Report(cat *api.Catalog) (*Report, error) {
 	rep := &Report{Encoding: c.Encoding(), Endpoint: cat.Endpoint, Mode: cat.Mode,
 		Servers: []ServerCost{}, Tools: []ToolCost{}, Exceeds: []CapExceed{}}
 	listed, err := countItems(c, cat.Listed)
@@ -176,7 +156,7 @@ func (c *Counter) Report(cat Catalog) (*Report, error) {
 // addSearchTools counts, for an endpoint in search mode, the view's own
 // tools (what they would cost listed in full) and records the listed
 // search tools one by one.
-func (r *Report) addSearchTools(c *Counter, cat Catalog, listed []countedItem) error {
+func (r *Report) addSearchTools(c *Counter, cat *api.Catalog, listed []countedItem) error {
 	items := make([]json.RawMessage, len(cat.Tools))
 	for i, t := range cat.Tools {
 		items[i] = t.Item

@@ -8,6 +8,8 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/mcphub/mcphub/api"
+
 	"github.com/mcphub/mcphub/registry"
 )
 
@@ -75,20 +77,20 @@ func TestCountRefuses(t *testing.T) {
 	if _, err := c.Count(json.RawMessage(`{"name":`)); err == nil || !strings.Contains(err.Error(), "not JSON") {
 		t.Errorf("broken JSON: %v", err)
 	}
-	if _, err := c.Report(Catalog{Mode: "full", Listed: []json.RawMessage{json.RawMessage(`[1]`)}}); err == nil || !strings.Contains(err.Error(), "not a JSON object") {
+	if _, err := c.Report(&api.Catalog{Mode: "full", Listed: []json.RawMessage{json.RawMessage(`[1]`)}}); err == nil || !strings.Contains(err.Error(), "not a JSON object") {
 		t.Errorf("an entry that is not an object: %v", err)
 	}
 }
 
 // catalogOf is a full-mode catalog of /mcp listing items, each of the
 // server servers names for it (none: not in the catalog's tools).
-func catalogOf(items []json.RawMessage, servers map[string]string) Catalog {
-	cat := Catalog{Endpoint: "/mcp", Mode: "full", Listed: items}
+func catalogOf(items []json.RawMessage, servers map[string]string) *api.Catalog {
+	cat := &api.Catalog{Endpoint: "/mcp", Mode: "full", Listed: items}
 	for _, item := range items {
 		var e struct{ Name string }
 		json.Unmarshal(item, &e)
 		if s, ok := servers[e.Name]; ok {
-			cat.Tools = append(cat.Tools, CatalogTool{Server: s, Item: item})
+			cat.Tools = append(cat.Tools, api.CatalogTool{Server: s, Item: item})
 		}
 	}
 	return cat
@@ -189,9 +191,9 @@ func TestCapWording(t *testing.T) {
 func TestCountOnce(t *testing.T) {
 	counter := Encodings[0].NewCounter()
 	item := json.RawMessage(`{"name":"a","description":"Adds a note."}`)
-	cat := Catalog{Endpoint: "/profiles/find/mcp", Mode: registry.ModeSearch,
+	cat := &api.Catalog{Endpoint: "/profiles/find/mcp", Mode: registry.ModeSearch,
 		Listed: []json.RawMessage{json.RawMessage(`{"name":"search_tools"}`)},
-		Tools:  []CatalogTool{{Server: "s", Item: item}, {Server: "t", Item: item}}}
+		Tools:  []api.CatalogTool{{Server: "s", Item: item}, {Server: "t", Item: item}}}
 	rep, err := counter.Report(cat)
 	if err != nil {
 		t.Fatal(err)

@@ -1,4 +1,4 @@
-package main
+package hubclient
 
 import (
 	"context"
@@ -12,11 +12,11 @@ import (
 	"github.com/mcphub/mcphub/internal/filelock"
 )
 
-// runInfo is what a running `mcphub serve` records in its data directory:
-// other commands find the hub through it, at the address it really listens
-// on (serve --listen, or port 0, may differ from the registry's), and when
-// the registry does not load.
-type runInfo struct {
+// RunInfo is what a running `mcphub serve` records in its data directory
+// (LockDataDir): other commands find the hub through it, at the address it
+// really listens on (serve --listen, or port 0, may differ from the
+// registry's), and when the registry does not load.
+type RunInfo struct {
 	PID     int       `json:"pid"`
 	Listen  string    `json:"listen"`
 	TLSCert string    `json:"tls_cert,omitempty"` // set when the hub serves HTTPS
@@ -25,37 +25,41 @@ type runInfo struct {
 	Started time.Time `json:"started"`
 }
 
-const runFileName = "serve.lock"
+// RunFileName is the run file's name in the data directory: the file the
+// hub locks and records itself in.
+const RunFileName = "serve.lock"
 
-// lockDataDirWait bounds how long a starting hub waits for the data
-// directory's lock before it takes it for another hub's.
-const lockDataDirWait = 250 * time.Millisecond
+// LockWait bounds how long a starting hub waits for the data directory's
+// lock before it takes it for another hub's: LiveRunInfo holds it for an
+// instant.
+const LockWait = 250 * time.Millisecond
 
-// errDataDirBusy means another hub holds the data directory.
-var errDataDirBusy = errors.New("the data directory is in use")
+// ErrDataDirBusy means another hub holds the data directory: LockDataDir
+// refuses a second hub on it.
+var ErrDataDirBusy = errors.New("the data directory is in use")
 
-// lockDataDir takes the data directory for this hub: an exclusive lock on
+// LockDataDir takes the data directory for this hub: an exclusive lock on
 // serve.lock, which also records where the hub listens, the registry it
 // serves (made absolute, so that commands run from another directory can
-// compare it) and mcphub's version. A second hub on the same directory is
-// refused; the system drops the lock when a hub dies, even by SIGKILL, so a
-// stale file never blocks a new start. A lock held for an instant, by
-// liveRunInfo checking for a live hub, is waited for, up to
-// lockDataDirWait. The lock is filelock's, the one registry edits take
-// too.
-func lockDataDir(dir string, info runInfo) (release func(), err error) {
+// compare it) and mcphub's version (info.Version, which the caller sets).
+// A second hub on the same directory is refused; the system drops the lock
+// when a hub dies, even by SIGKILL, so a stale file never blocks a new
+// start. A lock held for an instant, by LiveRunInfo checking for a live
+// hub, is waited for, up to LockWait. The lock is filelock's, the one
+// registry edits take too.
+func LockDataDir(dir string, info RunInfo) (release func(), err error) {
 	if err := os.MkdirAll(dir, 0o700); err != nil {
 		return nil, fmt.Errorf("data directory: %w", err)
 	}
-	path := filepath.Join(dir, runFileName)
+	path := filepath.Join(dir, RunFileName)
 	f, err := os.OpenFile(path, os.O_RDWR|os.O_CREATE, 0o600)
 	if err != nil {
 		return nil, fmt.Errorf("data directory: %w", err)
 	}
-	// liveRunInfo, in any process, holds the lock for an instant to tell
+	// LiveRunInfo, in any process, holds the lock for an instant to tell
 	// a live hub from a dead one's record; a hub starting in that instant
 	// waits it out instead of taking the check for another hub.
-	ctx, cancel := context.WithTimeout(context.Background(), lockDataDirWait)
+	ctx, cancel := context.WithTimeout(context.Background(), LockWait)
 	err = filelock.Lock(ctx, f)
 	cancel()
 	if err != nil {
@@ -64,18 +68,15 @@ func lockDataDir(dir string, info runInfo) (release func(), err error) {
 			return nil, fmt.Errorf("data directory: %w", err)
 		}
 		other := ""
-		if prev, rerr := readRunInfo(dir); rerr == nil {
+		if prev, rerr := ReadRunInfo(dir); rerr == nil {
 			other = fmt.Sprintf(" by mcphub pid %d listening on %s", prev.PID, prev.Listen)
 		}
-		return nil, fmt.Errorf("%w%s: %s (use another --data-dir to run a second hub)", errDataDirBusy, other, dir)
+		return nil, fmt.Errorf("%w%s: %s (use another --data-dir to run a second hub)", ErrDataDirBusy, other, dir)
 	}
 	if info.Config != "" {
 		if abs, err := filepath.Abs(info.Config); err == nil {
 			info.Config = abs
 		}
-	}
-	if info.Version == "" {
-		info.Version = mcphubVersion()
 	}
 	data, _ := json.Marshal(info)
 	if err := f.Truncate(0); err == nil {
@@ -89,21 +90,21 @@ func lockDataDir(dir string, info runInfo) (release func(), err error) {
 	}, nil
 }
 
-// readRunInfo reads what the hub holding dir recorded; it fails when no hub
+// ReadRunInfo reads what the hub holding dir recorded; it fails when no hub
 // holds it, or one that died left the file.
-func readRunInfo(dir string) (*runInfo, error) {
-	data, err := os.ReadFile(filepath.Join(dir, runFileName))
+func ReadRunInfo(dir string) (*RunInfo, error) {
+	data, err := os.ReadFile(filepath.Join(dir, RunFileName))
 	if err != nil {
 		return nil, err
 	}
-	var info runInfo
+	var info RunInfo
 	if err := json.Unmarshal(data, &info); err != nil || info.Listen == "" {
 		return nil, errors.New("no hub recorded")
 	}
 	return &info, nil
 }
 
-// liveRunInfo is what the hub holding dir recorded, when a live hub holds
+// LiveRunInfo is what the hub holding dir recorded, when a live hub holds
 // it; nil when none does.
 //
 // A hub is live when serve.lock is locked: the check opens the file apart
@@ -118,14 +119,14 @@ func readRunInfo(dir string) (*runInfo, error) {
 // The lock is tried only when the file holds a record: a hub that stopped
 // cleanly leaves it empty. When the lock is free (a hub killed with SIGKILL
 // left its record), the check holds it for the two system calls that take
-// and drop it; a hub starting in that instant waits for it (lockDataDir
-// waits up to lockDataDirWait).
-func liveRunInfo(dir string) *runInfo {
-	info, err := readRunInfo(dir)
+// and drop it; a hub starting in that instant waits for it (LockDataDir
+// waits up to LockWait).
+func LiveRunInfo(dir string) *RunInfo {
+	info, err := ReadRunInfo(dir)
 	if err != nil {
 		return nil
 	}
-	f, err := os.Open(filepath.Join(dir, runFileName))
+	f, err := os.Open(filepath.Join(dir, RunFileName))
 	if err != nil {
 		return nil
 	}
@@ -139,7 +140,7 @@ func liveRunInfo(dir string) *runInfo {
 	}
 	// Read again: the hub that holds the lock may have written its record
 	// since, or be stopping and have cleared it.
-	if info, err = readRunInfo(dir); err != nil {
+	if info, err = ReadRunInfo(dir); err != nil {
 		return nil
 	}
 	return info
