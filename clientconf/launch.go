@@ -31,7 +31,7 @@ func InstalledExecutable(executable func() (string, error), lookPath func(string
 	if exe, err = filepath.Abs(exe); err != nil {
 		return "", false, err
 	}
-	if ran, err := lookPath(args0); err == nil && filepath.IsAbs(ran) && ran != exe && SameFile(ran, exe) {
+	if ran, err := lookPath(args0); err == nil && filepath.IsAbs(ran) && ran != exe && registry.SamePath(ran, exe) {
 		return filepath.Clean(ran), false, nil
 	}
 	return exe, false, nil
@@ -67,7 +67,7 @@ func (h Hub) Command(profile string) (string, []string, error) {
 	if err != nil {
 		return "", nil, err
 	}
-	if def, err := builtinRegistryPath(); err != nil || !SameFile(cfg, def) {
+	if def, err := builtinRegistryPath(); err != nil || !registry.SamePath(cfg, def) {
 		args = append(args, "--config", cfg)
 	}
 	data, err := filepath.Abs(h.DataDir)
@@ -75,7 +75,7 @@ func (h Hub) Command(profile string) (string, []string, error) {
 		return "", nil, err
 	}
 	// A client does not see $MCPHUB_DATA either.
-	if os.Getenv("MCPHUB_DATA") != "" || !SameFile(data, registry.DefaultDataDir()) {
+	if os.Getenv("MCPHUB_DATA") != "" || !registry.SamePath(data, registry.DefaultDataDir()) {
 		args = append(args, "--data-dir", data)
 	}
 	if profile != "" {
@@ -92,18 +92,6 @@ func builtinRegistryPath() (string, error) {
 		return "", err
 	}
 	return filepath.Join(dir, "mcphub", "hub.toml"), nil
-}
-
-// SameFile reports whether two absolute paths name the same file, also
-// when one reaches it through a symlink: a client's entry and the hub may
-// spell one registry or command two ways.
-func SameFile(a, b string) bool {
-	if filepath.Clean(a) == filepath.Clean(b) {
-		return true
-	}
-	sa, errA := os.Stat(a)
-	sb, errB := os.Stat(b)
-	return errA == nil && errB == nil && os.SameFile(sa, sb)
 }
 
 // Entry builds the entry that points client c at the hub: the stdio

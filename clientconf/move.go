@@ -190,7 +190,7 @@ func differs(s *registry.Server, e clientEntry) string {
 	if s.URL != "" {
 		return mapDiffers("header", canonicalHeaders(e.spec.Headers), canonicalHeaders(s.Headers), e.prompted)
 	}
-	if filepath.IsAbs(e.spec.Command) && filepath.IsAbs(s.Command) && !SameFile(e.spec.Command, s.Command) {
+	if filepath.IsAbs(e.spec.Command) && filepath.IsAbs(s.Command) && !registry.SamePath(e.spec.Command, s.Command) {
 		return "its command is another file than the hub's"
 	}
 	if d := mapDiffers("env", e.spec.Env, s.Env, e.prompted); d != "" {
@@ -204,7 +204,7 @@ func differs(s *registry.Server, e clientEntry) string {
 	switch {
 	case !ok || (cwd != "" && !filepath.IsAbs(cwd)):
 		return "its working directory cannot be checked"
-	case cwd == "" || s.Cwd == "" || !SameFile(cwd, s.Cwd):
+	case cwd == "" || s.Cwd == "" || !registry.SamePath(cwd, s.Cwd):
 		return "its working directory differs"
 	}
 	return ""

@@ -3,7 +3,6 @@ package hubclient
 import (
 	"fmt"
 	"io"
-	"os"
 	"path/filepath"
 
 	"github.com/mcphub/mcphub/registry"
@@ -49,7 +48,7 @@ func (l Locator) Serves(info *RunInfo) bool {
 func (l Locator) IsConfig(path string) bool {
 	served, err1 := filepath.Abs(path)
 	config, err2 := filepath.Abs(l.ConfigPath)
-	return err1 == nil && err2 == nil && sameFile(served, config)
+	return err1 == nil && err2 == nil && registry.SamePath(served, config)
 }
 
 // NoteServed says on w when the live hub holding the data directory serves
@@ -67,15 +66,4 @@ func (l Locator) NoteServed(w io.Writer, t Target) {
 	}
 	fmt.Fprintf(w, "note: the hub holding %s, at %s, serves another registry, %s, not %s, so this command asked %s, the listen address of %s; to reach that hub, pass --config %s\n",
 		l.DataDir, t.ServedAt, t.Served, l.ConfigPath, t.Listen, l.ConfigPath, t.Served)
-}
-
-// sameFile reports whether two absolute paths name the same file, also
-// when one reaches it through a symlink.
-func sameFile(a, b string) bool {
-	if filepath.Clean(a) == filepath.Clean(b) {
-		return true
-	}
-	sa, errA := os.Stat(a)
-	sb, errB := os.Stat(b)
-	return errA == nil && errB == nil && os.SameFile(sa, sb)
 }

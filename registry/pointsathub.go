@@ -74,7 +74,7 @@ func (h Self) sameRegistry(s ServerSpec, config string) bool {
 	if filepath.IsAbs(s.Cwd) && !strings.Contains(s.Cwd, "$") {
 		dir = s.Cwd
 	}
-	return samePath(absPath(config, dir), absPath(h.Config, ""))
+	return SamePath(absPath(config, dir), absPath(h.Config, ""))
 }
 
 // absPath is p made absolute: against dir when p is relative and dir is
@@ -89,11 +89,12 @@ func absPath(p, dir string) string {
 	return filepath.Clean(p)
 }
 
-// samePath reports whether two absolute paths name one file: the same
-// text, or, when both exist, the same file by the system's account (links,
-// case-insensitive file systems).
-func samePath(a, b string) bool {
-	if a == b {
+// SamePath reports whether two absolute paths name one file: the same
+// text once cleaned, or, when both exist, the same file by the system's
+// account (a symlink, a case-insensitive file system). A client's entry,
+// the run file and the hub may spell one registry or command two ways.
+func SamePath(a, b string) bool {
+	if filepath.Clean(a) == filepath.Clean(b) {
 		return true
 	}
 	fa, err := os.Stat(a)
