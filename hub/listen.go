@@ -107,26 +107,7 @@ func (set *sessionSet) listen(w http.ResponseWriter, r *http.Request, endpoint s
 	defer s.close()
 	owners := map[string]string{} // uri → the server subscribed to
 	defer set.unsubscribeListener(s, owners)
-	var subscribed []string
-	for _, uri := range f.ResourceSubscriptions {
-		if l.uris[uri] {
-			continue
-		}
-		server, err := set.router.resourceOwner(s, uri)
-		if err != nil {
-			continue
-		}
-		if set.router.countSubscription(server, "", uri, true) {
-			params := fmt.Appendf(nil, `{"uri":%s}`, jsonrpc.Quote(uri))
-			if _, err := set.router.forward(r.Context(), s, server, "resources/subscribe", params, nil); err != nil {
-				set.router.countSubscription(server, "", uri, false)
-				set.log.Debug("could not subscribe for a listener", "server", server, "uri", uri, "err", err)
-				continue
-			}
-		}
-		l.uris[uri], owners[uri] = true, server
-		subscribed = append(subscribed, uri)
-	}
+	subscribed := set.subscribeListener(r.Context(), s, l, owners, f.ResourceSubscriptions)
 	if len(f.ResourceSubscriptions) > 0 {
 		list, _ := json.Marshal(subscribed)
 		if subscribed == nil {
@@ -173,6 +154,35 @@ func (set *sessionSet) listen(w http.ResponseWriter, r *http.Request, endpoint s
 			return
 		}
 	}
+}
+
+// subscribeListener subscribes listener l, over session s, to the URIs
+// some server of its endpoint offers, as resources/subscribe would; a URI
+// no server offers, or whose server refuses, is left out. It records in
+// owners (uri → the server subscribed to) what unsubscribeListener
+// releases, and returns the URIs subscribed, in the order asked.
+func (set *sessionSet) subscribeListener(ctx context.Context, s *session, l *listener, owners map[string]string, uris []string) []string {
+	var subscribed []string
+	for _, uri := range uris {
+		if l.uris[uri] {
+			continue
+		}
+		server, err := set.router.resourceOwner(s, uri)
+		if err != nil {
+			continue
+		}
+		if set.router.countSubscription(server, "", uri, true) {
+			params := fmt.Appendf(nil, `{"uri":%s}`, jsonrpc.Quote(uri))
+			if _, err := set.router.forward(ctx, s, server, "resources/subscribe", params, nil); err != nil {
+				set.router.countSubscription(server, "", uri, false)
+				set.log.Debug("could not subscribe for a listener", "server", server, "uri", uri, "err", err)
+				continue
+			}
+		}
+		l.uris[uri], owners[uri] = true, server
+		subscribed = append(subscribed, uri)
+	}
+	return subscribed
 }
 
 // unsubscribeListener releases a listener's resource subscriptions (uri →
