@@ -63,6 +63,13 @@ var rooms = map[string][]string{
 	// API, the terminal's MCP session): it reaches the hub over HTTP only,
 	// never through hub/.
 	"hubclient": {"api", "registry", "client", "internal", "github.com/yosida95/uritemplate"},
+	// Test support: a fake OAuth authorization server and the protected
+	// MCP server in front of it, for the oauth and client rooms' tests. It
+	// never imports oauth/ (whose own tests import it) nor client/.
+	"internal/oauthtest": {"github.com/modelcontextprotocol/go-sdk/auth"},
+	// Test support shared by several rooms' tests (Recv, SyncBuffer,
+	// NoSecrets): the standard library only.
+	"internal/testkit": {},
 }
 
 // room returns the room a package belongs to: its path inside the module,
@@ -240,6 +247,10 @@ func TestRoomTableCatchesAViolation(t *testing.T) {
 		{module + "/demo", module + "/bridge", false},
 		{module + "/demo", module + "/cmd/mcphub", false},
 		{module + "/demo", "github.com/modelcontextprotocol/go-sdk/mcp", false},
+		{module + "/internal/oauthtest", module + "/oauth", false},
+		{module + "/internal/oauthtest", module + "/client", false},
+		{module + "/internal/oauthtest", "github.com/modelcontextprotocol/go-sdk/auth", true},
+		{module + "/internal/testkit", module + "/internal/jsonrpc", false},
 	}
 	for _, c := range cases {
 		got := violations([]goPackage{{ImportPath: c.pkg, Imports: []string{c.imp}}}, isStandard)

@@ -12,6 +12,7 @@ import (
 	"time"
 
 	"github.com/mcphub/mcphub/internal/jsonrpc"
+	"github.com/mcphub/mcphub/internal/testkit"
 )
 
 // bearerChallenge is a WWW-Authenticate value as an OAuth-protected MCP
@@ -54,7 +55,7 @@ func TestAuthRequiredBearer(t *testing.T) {
 			if !strings.Contains(err.Error(), "HTTP 401") {
 				t.Errorf("error %q does not name the status", err)
 			}
-			noSecrets(t, "the error", err.Error(), "realm-secret-1", "meta-secret-2", "body-secret-3", "invalid_token", "read write")
+			testkit.NoSecrets(t, "the error", err.Error(), "realm-secret-1", "meta-secret-2", "body-secret-3", "invalid_token", "read write")
 		})
 	}
 }

@@ -15,6 +15,7 @@ import (
 	"time"
 
 	"github.com/mcphub/mcphub/internal/jsonrpc"
+	"github.com/mcphub/mcphub/internal/testkit"
 )
 
 // The Go SDK's conformance everything-server (installed by scripts/setup) is
@@ -57,7 +58,7 @@ func freePort(t *testing.T) string {
 func startEverythingHTTP(t *testing.T, bin string, stateless bool) string {
 	t.Helper()
 	addr := "127.0.0.1:" + freePort(t)
-	out := &syncBuffer{}
+	out := &testkit.SyncBuffer{}
 	cmd := exec.Command(bin, "-http="+addr, "-stateless="+strconv.FormatBool(stateless))
 	cmd.Stdout, cmd.Stderr = out, out
 	if err := cmd.Start(); err != nil {

@@ -17,6 +17,7 @@ import (
 	"time"
 
 	"github.com/mcphub/mcphub/internal/jsonrpc"
+	"github.com/mcphub/mcphub/internal/testkit"
 )
 
 // This file holds a scripted Streamable HTTP server written against the wire
@@ -316,9 +317,9 @@ func waitFor(t *testing.T, d time.Duration, what string, cond func() bool) {
 
 // startHTTP starts a connection with cfg and closes it at cleanup, before
 // the servers the test started (cleanups run last-registered first).
-func startHTTP(t *testing.T, cfg Config, h Handler) (*Conn, *syncBuffer) {
+func startHTTP(t *testing.T, cfg Config, h Handler) (*Conn, *testkit.SyncBuffer) {
 	t.Helper()
-	logs := &syncBuffer{}
+	logs := &testkit.SyncBuffer{}
 	if cfg.Name == "" {
 		cfg.Name = "up"
 	}

@@ -12,6 +12,7 @@ import (
 	"time"
 
 	"github.com/mcphub/mcphub/internal/jsonrpc"
+	"github.com/mcphub/mcphub/internal/testkit"
 )
 
 func TestScanPrefix(t *testing.T) {
@@ -82,11 +83,11 @@ func FuzzScanPrefix(f *testing.F) {
 }
 
 // startSmall starts the fake stdio server with a small message limit.
-func startSmall(t *testing.T, limit int) (*Conn, *syncBuffer) {
+func startSmall(t *testing.T, limit int) (*Conn, *testkit.SyncBuffer) {
 	t.Helper()
 	cfg := fakeStdioConfig(t, "normal")
 	cfg.MaxMessageBytes = limit
-	logs := &syncBuffer{}
+	logs := &testkit.SyncBuffer{}
 	cfg.Logger = slog.New(slog.NewTextHandler(logs, nil))
 	c := New(cfg, nil)
 	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)

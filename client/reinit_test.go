@@ -9,6 +9,8 @@ import (
 	"strings"
 	"testing"
 	"time"
+
+	"github.com/mcphub/mcphub/internal/testkit"
 )
 
 // Re-initialization under stress: calls made while a new session is being
@@ -84,7 +86,7 @@ func TestStreamableCallsDuringReinitialization(t *testing.T) {
 func TestStreamableSessionLostAgainDuringReinitialization(t *testing.T) {
 	f := newFakeStreamable(t)
 	f.expire = map[string]int{"s1": 1, "s2": 0, "s3": 0, "s4": 0}
-	logs := &syncBuffer{}
+	logs := &testkit.SyncBuffer{}
 	c := New(Config{Name: "up", URL: f.url, Transport: TransportStreamableHTTP,
 		Logger: slog.New(slog.NewTextHandler(logs, &slog.HandlerOptions{Level: slog.LevelDebug}))}, nil)
 	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)

@@ -15,17 +15,8 @@ import (
 	"time"
 
 	"github.com/mcphub/mcphub/internal/jsonrpc"
+	"github.com/mcphub/mcphub/internal/testkit"
 )
-
-// noSecrets fails the test if any of secrets appears in text.
-func noSecrets(t *testing.T, where, text string, secrets ...string) {
-	t.Helper()
-	for _, s := range secrets {
-		if strings.Contains(text, s) {
-			t.Errorf("%s holds the secret %q:\n%s", where, s, text)
-		}
-	}
-}
 
 // A server's stderr, logged and kept for the ExitError, is redacted of the
 // server's env values and of credentials it prints.
@@ -43,9 +34,9 @@ func TestStdioStderrIsRedacted(t *testing.T) {
 	if !strings.Contains(text, "token=*** in use") || !strings.Contains(text, "Authorization: ***") || !strings.Contains(text, "giving up") {
 		t.Errorf("the ExitError lost the stderr around the secrets: %s", text)
 	}
-	noSecrets(t, "the ExitError", text, "registry-given", "abcdefgh12345678")
+	testkit.NoSecrets(t, "the ExitError", text, "registry-given", "abcdefgh12345678")
 	waitFor(t, 5*time.Second, "the stderr to be logged", func() bool { return strings.Contains(logs.String(), "giving up") })
-	noSecrets(t, "the log", logs.String(), "registry-given", "abcdefgh12345678")
+	testkit.NoSecrets(t, "the log", logs.String(), "registry-given", "abcdefgh12345678")
 }
 
 // An upstream HTTP error body that echoes what mcphub sent is redacted
@@ -75,7 +66,7 @@ func TestHTTPErrorBodyIsRedacted(t *testing.T) {
 			if !strings.Contains(he.Body, "bad credentials") {
 				t.Errorf("the body lost its text: %q", he.Body)
 			}
-			noSecrets(t, "the error", err.Error(), "hdr-secret-456", "team-secret-789", "url-secret-123", "ya29.zzzz")
+			testkit.NoSecrets(t, "the error", err.Error(), "hdr-secret-456", "team-secret-789", "url-secret-123", "ya29.zzzz")
 		})
 	}
 }
@@ -133,5 +124,5 @@ func TestTransportErrorIsRedacted(t *testing.T) {
 	if err == nil || !strings.Contains(err.Error(), "Content-Length") {
 		t.Fatalf("Start: %v, want net/http's complaint about the Content-Length", err)
 	}
-	noSecrets(t, "the error", err.Error(), "len-secret-42")
+	testkit.NoSecrets(t, "the error", err.Error(), "len-secret-42")
 }

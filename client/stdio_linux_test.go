@@ -13,6 +13,8 @@ import (
 	"syscall"
 	"testing"
 	"time"
+
+	"github.com/mcphub/mcphub/internal/testkit"
 )
 
 func init() {
@@ -82,7 +84,7 @@ func TestStdioServerDiesWithKilledHub(t *testing.T) {
 			}
 			hub := exec.Command(exe, "-test.run=^$")
 			hub.Env = append(os.Environ(), "MCPHUB_FAKE_SERVER="+mode)
-			stderr := &syncBuffer{}
+			stderr := &testkit.SyncBuffer{}
 			hub.Stderr = stderr
 			out, err := hub.StdoutPipe()
 			if err != nil {

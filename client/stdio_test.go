@@ -1,7 +1,6 @@
 package client
 
 import (
-	"bytes"
 	"context"
 	"encoding/json"
 	"errors"
@@ -14,6 +13,7 @@ import (
 	"time"
 
 	"github.com/mcphub/mcphub/internal/jsonrpc"
+	"github.com/mcphub/mcphub/internal/testkit"
 )
 
 // recorder is a Handler that keeps what the server sent on its own.
@@ -59,27 +59,9 @@ func (r *recorder) notifications(method string) []*jsonrpc.Message {
 	return out
 }
 
-// syncBuffer is a log sink safe for concurrent writers.
-type syncBuffer struct {
-	mu sync.Mutex
-	b  bytes.Buffer
-}
-
-func (s *syncBuffer) Write(p []byte) (int, error) {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	return s.b.Write(p)
-}
-
-func (s *syncBuffer) String() string {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	return s.b.String()
-}
-
-func startFake(t *testing.T, mode string, h Handler) (*Conn, *syncBuffer) {
+func startFake(t *testing.T, mode string, h Handler) (*Conn, *testkit.SyncBuffer) {
 	t.Helper()
-	logs := &syncBuffer{}
+	logs := &testkit.SyncBuffer{}
 	cfg := fakeStdioConfig(t, mode)
 	cfg.Logger = slog.New(slog.NewTextHandler(logs, &slog.HandlerOptions{Level: slog.LevelDebug}))
 	c := New(cfg, h)
@@ -229,7 +211,7 @@ func TestStdioCrashFailsPendingCallsAtOnce(t *testing.T) {
 func TestStdioOversizedLineIsSkipped(t *testing.T) {
 	cfg := fakeStdioConfig(t, "normal")
 	cfg.MaxMessageBytes = 1024
-	logs := &syncBuffer{}
+	logs := &testkit.SyncBuffer{}
 	cfg.Logger = slog.New(slog.NewTextHandler(logs, nil))
 	c := New(cfg, nil)
 	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)

@@ -7,6 +7,8 @@ import (
 	"path/filepath"
 	"strings"
 	"testing"
+
+	"github.com/mcphub/mcphub/logfile/logfiletest"
 )
 
 // The rest of a rotated hub.log is found even once lumberjack compressed
@@ -16,13 +18,13 @@ import (
 func TestFollowReadsCompressedRotatedRest(t *testing.T) {
 	data := t.TempDir()
 	dir := Dir(data)
-	writeLogFiles(t, data, map[string][]string{"hub.log": {`{"msg":"one"}`}})
+	logfiletest.WriteFiles(t, dir, map[string][]string{"hub.log": {`{"msg":"one"}`}})
 	_, pos, err := readCurrent(dir)
 	if err != nil || pos.off == 0 {
 		t.Fatalf("readCurrent: %+v %v", pos, err)
 	}
 	os.Remove(filepath.Join(dir, FileName))
-	writeLogFiles(t, data, map[string][]string{
+	logfiletest.WriteFiles(t, dir, map[string][]string{
 		"hub-2026-11-25T10-00-00.000.log.gz": {`{"msg":"one"}`, `{"msg":"two"}`},
 	})
 	os.WriteFile(filepath.Join(dir, FileName), []byte("{\"msg\":\"three\"}\n{\"msg\":\"fo"), 0o600)
@@ -50,7 +52,7 @@ func TestFollowReadsCompressedRotatedRest(t *testing.T) {
 func TestFollowTwoRotationsBetweenLooks(t *testing.T) {
 	data := t.TempDir()
 	dir := Dir(data)
-	writeLogFiles(t, data, map[string][]string{
+	logfiletest.WriteFiles(t, dir, map[string][]string{
 		"hub-2026-11-25T09-00-00.000.log.gz": {`{"msg":"older"}`},
 		"hub.log":                            {`{"msg":"one"}`},
 	})
@@ -59,7 +61,7 @@ func TestFollowTwoRotationsBetweenLooks(t *testing.T) {
 		t.Fatal(err)
 	}
 	os.Remove(filepath.Join(dir, FileName))
-	writeLogFiles(t, data, map[string][]string{
+	logfiletest.WriteFiles(t, dir, map[string][]string{
 		"hub-2026-11-25T10-00-00.000.log.gz": {`{"msg":"one"}`, `{"msg":"two"}`},
 		"hub-2026-11-25T10-00-01.000.log":    {`{"msg":"three"}`, `{"msg":"four"}`},
 		"hub.log":                            {`{"msg":"five"}`},
@@ -78,7 +80,7 @@ func TestFollowTwoRotationsBetweenLooks(t *testing.T) {
 // sharing does not allow that).
 func TestFileRenamedWhileOpen(t *testing.T) {
 	data := t.TempDir()
-	writeLogFiles(t, data, map[string][]string{"hub.log": {`{"msg":"one"}`}})
+	logfiletest.WriteFiles(t, Dir(data), map[string][]string{"hub.log": {`{"msg":"one"}`}})
 	path := filepath.Join(Dir(data), FileName)
 	f, err := openLogForRead(path)
 	if err != nil {

@@ -7,6 +7,8 @@ import (
 	"strings"
 	"testing"
 	"time"
+
+	"github.com/mcphub/mcphub/logfile/logfiletest"
 )
 
 // The backups are listed after hub.log is read: a rotation just before the
@@ -14,7 +16,7 @@ import (
 // read among the backups, where it is not read twice.
 func TestHistoryAcrossRotation(t *testing.T) {
 	rec := func(i int) string {
-		return logRec(time.Date(2026, 11, 25, 10, 0, i, 0, time.UTC), "INFO", "", fmt.Sprintf("record %d", i))
+		return logfiletest.Record(time.Date(2026, 11, 25, 10, 0, i, 0, time.UTC), "INFO", "", fmt.Sprintf("record %d", i))
 	}
 	msgs := func(h History) string {
 		var got []string
@@ -27,7 +29,7 @@ func TestHistoryAcrossRotation(t *testing.T) {
 	for _, gz := range []bool{false, true} {
 		data := t.TempDir()
 		dir := Dir(data)
-		writeLogFiles(t, data, map[string][]string{
+		logfiletest.WriteFiles(t, dir, map[string][]string{
 			"hub-2026-11-25T10-00-02.500.log.gz": {rec(1), rec(2)},
 			"hub.log":                            {rec(3), rec(4)},
 		})
@@ -46,9 +48,9 @@ func TestHistoryAcrossRotation(t *testing.T) {
 		if gz {
 			old, _ := os.ReadFile(backup)
 			os.Remove(backup)
-			writeLogFiles(t, data, map[string][]string{filepath.Base(backup) + ".gz": strings.Split(strings.TrimSpace(string(old)), "\n")})
+			logfiletest.WriteFiles(t, dir, map[string][]string{filepath.Base(backup) + ".gz": strings.Split(strings.TrimSpace(string(old)), "\n")})
 		}
-		writeLogFiles(t, data, map[string][]string{"hub.log": {rec(6)}})
+		logfiletest.WriteFiles(t, dir, map[string][]string{"hub.log": {rec(6)}})
 		h, err := readHistoryAfter(dir, current, pos, Query{N: 3}, false)
 		if err != nil || msgs(h) != "record 2,record 3,record 4" {
 			t.Errorf("compressed %v: rotated after the read: %q (%v)", gz, msgs(h), err)

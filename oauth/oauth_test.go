@@ -3,8 +3,6 @@ package oauth
 import (
 	"bytes"
 	"context"
-	"crypto/sha256"
-	"encoding/base64"
 	"encoding/json"
 	"errors"
 	"fmt"
@@ -22,235 +20,21 @@ import (
 
 	"github.com/modelcontextprotocol/go-sdk/auth"
 	"golang.org/x/oauth2"
+
+	"github.com/mcphub/mcphub/internal/oauthtest"
+	"github.com/mcphub/mcphub/internal/testkit"
 )
 
-// The tests of OAuth sign-in run against a fake authorization server
-// (metadata, registration, authorization, token endpoints) and a fake MCP
-// server that wants its tokens, both on loopback.
-
-const testRedirect = "http://127.0.0.1:9/callback"
-
-// fakeAS is a scripted OAuth 2.1 authorization server.
-type fakeAS struct {
-	t    *testing.T
-	name string
-	srv  *httptest.Server
-	iss  string
-
-	mu         sync.Mutex
-	n          int
-	clients    map[string]string // client id → secret
-	redirects  map[string]string // client id → registered redirect
-	codes      map[string]fakeCode
-	access     map[string]bool // access tokens the resource accepts
-	refresh    map[string]bool // refresh tokens the token endpoint accepts
-	expiresIn  int
-	refreshErr string // when set, a refresh is refused with this error code
-	unavail    int    // refreshes answered 503 before one succeeds
-	exchangeFn func(w http.ResponseWriter, code string) bool
-	registerFn func(w http.ResponseWriter) bool // answers a registration when it returns true
-	public     bool                             // registers public clients (no secret)
-	emptyBasic int                              // token requests with Basic and an empty secret
-	secretExp  int64                            // client_secret_expires_at of registrations
-	registers  int
-	authorizes int
-	refreshes  int
-	scopes     []string // scope asked by each authorization request
-	refreshed  chan string
-}
-
-type fakeCode struct {
-	client, challenge, redirect, resource, scope string
-}
-
-func newFakeAS(t *testing.T, name string) *fakeAS {
-	as := &fakeAS{t: t, name: name, clients: map[string]string{}, redirects: map[string]string{}, codes: map[string]fakeCode{},
-		access: map[string]bool{}, refresh: map[string]bool{}, expiresIn: 3600, refreshed: make(chan string, 16)}
-	as.srv = httptest.NewServer(as)
-	as.iss = as.srv.URL
-	t.Cleanup(as.srv.Close)
-	return as
-}
-
-func (as *fakeAS) ServeHTTP(w http.ResponseWriter, r *http.Request) {
-	if strings.HasPrefix(r.Header.Get("Authorization"), "Bearer ") {
-		as.t.Errorf("the authorization server got a Bearer token: %s %s", r.Method, r.URL.Path)
-	}
-	switch r.URL.Path {
-	case "/.well-known/oauth-authorization-server":
-		writeJSON(w, http.StatusOK, map[string]any{
-			"issuer": as.iss, "authorization_endpoint": as.iss + "/authorize", "token_endpoint": as.iss + "/token",
-			"registration_endpoint": as.iss + "/register", "code_challenge_methods_supported": []string{"S256"},
-			"token_endpoint_auth_methods_supported":          []string{"client_secret_basic"},
-			"authorization_response_iss_parameter_supported": true,
-			"scopes_supported":                               []string{"mcp:read", "mcp:write", "offline_access"},
-		})
-	case "/register":
-		var meta struct {
-			RedirectURIs []string `json:"redirect_uris"`
-			GrantTypes   []string `json:"grant_types"`
-		}
-		json.NewDecoder(r.Body).Decode(&meta)
-		if len(meta.RedirectURIs) != 1 || !slices.Contains(meta.GrantTypes, "refresh_token") {
-			writeJSON(w, http.StatusBadRequest, map[string]string{"error": "invalid_client_metadata"})
-			return
-		}
-		as.mu.Lock()
-		defer as.mu.Unlock()
-		as.registers++
-		if as.registerFn != nil && as.registerFn(w) {
-			return
-		}
-		as.n++
-		id := fmt.Sprintf("client-%s-%d", as.name, as.n)
-		secret := fmt.Sprintf("client-secret-%s-%d", as.name, as.n)
-		body := map[string]any{"client_id": id, "client_secret": secret, "client_secret_expires_at": as.secretExp,
-			"token_endpoint_auth_method": "client_secret_basic", "redirect_uris": meta.RedirectURIs}
-		if as.public {
-			secret = ""
-			delete(body, "client_secret")
-			body["token_endpoint_auth_method"] = "none"
-		}
-		as.clients[id] = secret
-		as.redirects[id] = meta.RedirectURIs[0]
-		writeJSON(w, http.StatusCreated, body)
-	case "/authorize":
-		q := r.URL.Query()
-		as.mu.Lock()
-		as.authorizes++
-		as.scopes = append(as.scopes, q.Get("scope"))
-		known := as.redirects[q.Get("client_id")] == q.Get("redirect_uri")
-		as.n++
-		code := fmt.Sprintf("auth-code-%s-%d", as.name, as.n)
-		as.codes[code] = fakeCode{client: q.Get("client_id"), challenge: q.Get("code_challenge"), redirect: q.Get("redirect_uri"),
-			resource: q.Get("resource"), scope: q.Get("scope")}
-		as.mu.Unlock()
-		if !known || q.Get("code_challenge_method") != "S256" || q.Get("resource") == "" {
-			http.Error(w, "bad authorization request", http.StatusBadRequest)
-			return
-		}
-		http.Redirect(w, r, q.Get("redirect_uri")+"?"+url.Values{"code": {code}, "state": {q.Get("state")}, "iss": {as.iss}}.Encode(), http.StatusFound)
-	case "/token":
-		as.token(w, r)
-	default:
-		http.NotFound(w, r)
-	}
-}
-
-func (as *fakeAS) token(w http.ResponseWriter, r *http.Request) {
-	r.ParseForm()
-	id, secret, ok := r.BasicAuth()
-	if !ok {
-		id, secret = r.PostForm.Get("client_id"), r.PostForm.Get("client_secret")
-	}
-	as.mu.Lock()
-	defer as.mu.Unlock()
-	if ok && secret == "" {
-		as.emptyBasic++
-	}
-	if known, found := as.clients[id]; !found || known != secret {
-		writeJSON(w, http.StatusUnauthorized, map[string]string{"error": "invalid_client"})
-		return
-	}
-	switch r.PostForm.Get("grant_type") {
-	case "authorization_code":
-		code := r.PostForm.Get("code")
-		if as.exchangeFn != nil && as.exchangeFn(w, code) {
-			return
-		}
-		c, found := as.codes[code]
-		delete(as.codes, code)
-		sum := sha256.Sum256([]byte(r.PostForm.Get("code_verifier")))
-		if !found || c.client != id || base64.RawURLEncoding.EncodeToString(sum[:]) != c.challenge ||
-			r.PostForm.Get("resource") != c.resource || r.PostForm.Get("redirect_uri") != c.redirect {
-			writeJSON(w, http.StatusBadRequest, map[string]string{"error": "invalid_grant"})
-			return
-		}
-		as.issueLocked(w, c.scope)
-	case "refresh_token":
-		rt := r.PostForm.Get("refresh_token")
-		as.refreshes++
-		if as.unavail > 0 {
-			as.unavail--
-			http.Error(w, "try later", http.StatusServiceUnavailable)
-			return
-		}
-		if as.refreshErr != "" {
-			writeJSON(w, http.StatusBadRequest, map[string]string{"error": as.refreshErr,
-				"error_description": "refresh token " + rt + " is no longer good"})
-			return
-		}
-		if !as.refresh[rt] {
-			writeJSON(w, http.StatusBadRequest, map[string]string{"error": "invalid_grant"})
-			return
-		}
-		delete(as.refresh, rt) // rotation
-		at := as.issueLocked(w, "")
-		as.refreshed <- at
-	default:
-		writeJSON(w, http.StatusBadRequest, map[string]string{"error": "unsupported_grant_type"})
-	}
-}
-
-// issueLocked answers a token request with a new access and refresh token.
-func (as *fakeAS) issueLocked(w http.ResponseWriter, scope string) string {
-	as.n++
-	at := fmt.Sprintf("access-token-%s-%d", as.name, as.n)
-	rt := fmt.Sprintf("refresh-token-%s-%d", as.name, as.n)
-	as.access[at] = true
-	as.refresh[rt] = true
-	body := map[string]any{"access_token": at, "refresh_token": rt, "token_type": "Bearer", "expires_in": as.expiresIn}
-	if scope != "" {
-		body["scope"] = scope
-	}
-	writeJSON(w, http.StatusOK, body)
-	return at
-}
-
-func (as *fakeAS) valid(tok string) bool {
-	as.mu.Lock()
-	defer as.mu.Unlock()
-	return as.access[tok]
-}
-
-// revoke makes the resource refuse every token issued so far.
-func (as *fakeAS) revoke() {
-	as.mu.Lock()
-	clear(as.access)
-	as.mu.Unlock()
-}
-
-func (as *fakeAS) counts() (registers, authorizes, refreshes int) {
-	as.mu.Lock()
-	defer as.mu.Unlock()
-	return as.registers, as.authorizes, as.refreshes
-}
-
-func writeJSON(w http.ResponseWriter, status int, v any) {
-	w.Header().Set("Content-Type", "application/json")
-	w.WriteHeader(status)
-	json.NewEncoder(w).Encode(v)
-}
+// The tests of OAuth sign-in run against oauthtest's fake authorization
+// server and a fake MCP server that wants its tokens, both on loopback.
 
 // fakeResource is an MCP server that answers every request it accepts
-// with an empty result, behind a Bearer check against the authorization
-// server it names.
+// with an empty result, behind oauthtest's Bearer check.
 type fakeResource struct {
-	t    *testing.T
-	srv  *httptest.Server
-	url  string // the MCP endpoint
-	path string // its path
+	*oauthtest.Resource
 
-	mu       sync.Mutex
-	as       *fakeAS
-	static   string                                                           // a token accepted besides the AS's
-	forbid   func(m *rpcRequest) string                                       // a scope a request lacks, "" for none
-	handle   func(w http.ResponseWriter, r *http.Request, m *rpcRequest) bool // answers a request itself when it returns true
-	hold401  int                                                              // refusals held until this many arrived
-	held     int
-	release  chan struct{}
-	bearers  []string // the Authorization of every MCP request
-	refusals int
+	mu     sync.Mutex
+	handle func(w http.ResponseWriter, r *http.Request, m *rpcRequest) bool // answers a request itself when it returns true
 }
 
 // rpcRequest is what fakeResource reads of a JSON-RPC request.
@@ -262,70 +46,37 @@ type rpcRequest struct {
 	} `json:"params"`
 }
 
-func newFakeResource(t *testing.T, as *fakeAS) *fakeResource {
-	res := &fakeResource{t: t, as: as, release: make(chan struct{}), path: "/mcp"}
-	res.srv = httptest.NewServer(res)
-	res.url = res.srv.URL + res.path
-	t.Cleanup(res.srv.Close)
+func newFakeResource(t *testing.T, as *oauthtest.AuthServer) *fakeResource {
+	res := &fakeResource{}
+	res.Resource = oauthtest.NewResource(t, as, "/mcp", http.HandlerFunc(res.serve))
 	return res
 }
 
-func (res *fakeResource) ServeHTTP(w http.ResponseWriter, r *http.Request) {
-	res.mu.Lock()
-	as := res.as
-	res.mu.Unlock()
-	prm := res.srv.URL + "/.well-known/oauth-protected-resource" + res.path
-	if r.URL.Path == "/.well-known/oauth-protected-resource"+res.path {
-		writeJSON(w, http.StatusOK, map[string]any{"resource": res.url, "authorization_servers": []string{as.iss},
-			"scopes_supported": []string{"mcp:read"}})
-		return
-	}
+// serve answers a request the resource accepted.
+func (res *fakeResource) serve(w http.ResponseWriter, r *http.Request) {
 	body, _ := io.ReadAll(r.Body)
-	authz := r.Header.Get("Authorization")
-	tok, _ := strings.CutPrefix(authz, "Bearer ")
-	res.mu.Lock()
-	res.bearers = append(res.bearers, authz)
-	static, forbid, handle := res.static, res.forbid, res.handle
-	res.mu.Unlock()
-	if !(tok != "" && (as.valid(tok) || tok == static)) {
-		res.mu.Lock()
-		res.refusals++
-		res.held++
-		hold, held, release := res.hold401, res.held, res.release
-		if hold > 0 && held == hold {
-			close(release)
-		}
-		res.mu.Unlock()
-		if hold > 0 {
-			select {
-			case <-release:
-			case <-r.Context().Done():
-				return
-			}
-		}
-		w.Header().Set("WWW-Authenticate", fmt.Sprintf(`Bearer resource_metadata="%s", scope="mcp:read"`, prm))
-		http.Error(w, `{"error":"invalid_token","echo":"`+authz+`"}`, http.StatusUnauthorized)
-		return
-	}
 	var m rpcRequest
 	json.Unmarshal(body, &m)
-	if forbid != nil {
-		if scope := forbid(&m); scope != "" {
-			w.Header().Set("WWW-Authenticate", fmt.Sprintf(`Bearer error="insufficient_scope", scope="%s", resource_metadata="%s"`, scope, prm))
-			http.Error(w, "insufficient scope", http.StatusForbidden)
-			return
-		}
-	}
+	res.mu.Lock()
+	handle := res.handle
+	res.mu.Unlock()
 	if handle != nil && handle(w, r, &m) {
 		return
 	}
-	writeJSON(w, http.StatusOK, map[string]any{"jsonrpc": "2.0", "id": m.ID, "result": map[string]any{}})
+	oauthtest.WriteJSON(w, http.StatusOK, map[string]any{"jsonrpc": "2.0", "id": m.ID, "result": map[string]any{}})
 }
 
+// setForbid makes f decide the scope each request lacks ("" for none).
 func (res *fakeResource) setForbid(f func(m *rpcRequest) string) {
-	res.mu.Lock()
-	res.forbid = f
-	res.mu.Unlock()
+	if f == nil {
+		res.SetForbid(nil)
+		return
+	}
+	res.SetForbid(func(body []byte) string {
+		var m rpcRequest
+		json.Unmarshal(body, &m)
+		return f(&m)
+	})
 }
 
 func (res *fakeResource) setHandle(f func(w http.ResponseWriter, r *http.Request, m *rpcRequest) bool) {
@@ -334,100 +85,14 @@ func (res *fakeResource) setHandle(f func(w http.ResponseWriter, r *http.Request
 	res.mu.Unlock()
 }
 
-func (res *fakeResource) setAS(as *fakeAS) {
-	res.mu.Lock()
-	res.as = as
-	res.mu.Unlock()
-}
-
-// sawBearer reports whether some MCP request carried tok.
-func (res *fakeResource) sawBearer(tok string) bool { return res.sawBearerSince(0, tok) }
-
-// mark is where sawBearerSince starts looking.
-func (res *fakeResource) mark() int {
-	res.mu.Lock()
-	defer res.mu.Unlock()
-	return len(res.bearers)
-}
-
-// sawBearerSince reports whether some MCP request since mark carried tok.
-func (res *fakeResource) sawBearerSince(mark int, tok string) bool {
-	res.mu.Lock()
-	defer res.mu.Unlock()
-	return slices.Contains(res.bearers[mark:], "Bearer "+tok)
-}
-
-func (res *fakeResource) lastBearer() string {
-	res.mu.Lock()
-	defer res.mu.Unlock()
-	return res.bearers[len(res.bearers)-1]
-}
-
-// memStore is a TokenStore in memory.
-type memStore struct {
-	mu    sync.Mutex
-	data  map[string][]byte
-	saves int
-}
-
-func newMemStore() *memStore { return &memStore{data: map[string][]byte{}} }
-
-func (s *memStore) Load(key string) ([]byte, error) {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	return bytes.Clone(s.data[key]), nil
-}
-
-func (s *memStore) Save(key string, data []byte) error {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	s.saves++
-	s.data[key] = bytes.Clone(data)
-	return nil
-}
-
-func (s *memStore) Delete(key string) error {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	delete(s.data, key)
-	return nil
-}
-
-func (s *memStore) grant(t *testing.T, serverURL string) *Grant {
+// storedGrant is the grant s holds for serverURL.
+func storedGrant(t *testing.T, s TokenStore, serverURL string) *Grant {
 	t.Helper()
 	g, err := LoadGrant(s, serverURL)
 	if err != nil {
 		t.Fatal(err)
 	}
 	return g
-}
-
-// headless completes the browser step as a headless client does: the
-// authorization URL is fetched without following its redirect, whose
-// query holds the code, state and iss. n counts the calls.
-func headless(n *atomic.Int32) auth.AuthorizationCodeFetcher {
-	return func(ctx context.Context, a *auth.AuthorizationArgs) (*auth.AuthorizationResult, error) {
-		n.Add(1)
-		hc := &http.Client{CheckRedirect: func(*http.Request, []*http.Request) error { return http.ErrUseLastResponse }}
-		req, err := http.NewRequestWithContext(ctx, http.MethodGet, a.URL, nil)
-		if err != nil {
-			return nil, err
-		}
-		resp, err := hc.Do(req)
-		if err != nil {
-			return nil, err
-		}
-		defer resp.Body.Close()
-		if resp.StatusCode/100 != 3 {
-			return nil, fmt.Errorf("authorization endpoint answered %d", resp.StatusCode)
-		}
-		loc, err := url.Parse(resp.Header.Get("Location"))
-		if err != nil {
-			return nil, err
-		}
-		q := loc.Query()
-		return &auth.AuthorizationResult{Code: q.Get("code"), State: q.Get("state"), Iss: q.Get("iss")}, nil
-	}
 }
 
 // testConn is a connection in miniature: an Authorizer, and the HTTP
@@ -443,10 +108,10 @@ type testConn struct {
 
 // newOAuthConn prepares a connection to res with oc; start it with
 // startOAuth, after setting any test hook.
-func newOAuthConn(t *testing.T, res *fakeResource, oc *Config) (*testConn, *syncBuffer) {
+func newOAuthConn(t *testing.T, res *fakeResource, oc *Config) (*testConn, *testkit.SyncBuffer) {
 	t.Helper()
-	logs := &syncBuffer{}
-	c := newTestConn(t, Options{URL: res.url, Config: *oc,
+	logs := &testkit.SyncBuffer{}
+	c := newTestConn(t, Options{URL: res.URL, Config: *oc,
 		Logger: slog.New(slog.NewTextHandler(logs, &slog.HandlerOptions{Level: slog.LevelDebug}))})
 	return c, logs
 }
@@ -519,45 +184,17 @@ func call(t *testing.T, c *testConn, method string, params string) (json.RawMess
 	return b, err
 }
 
-// noSecrets fails the test if any of secrets appears in text.
-func noSecrets(t *testing.T, where, text string, secrets ...string) {
-	t.Helper()
-	for _, s := range secrets {
-		if strings.Contains(text, s) {
-			t.Errorf("%s holds the secret %q:\n%s", where, s, text)
-		}
-	}
-}
-
-// syncBuffer is a log sink safe for concurrent writers.
-type syncBuffer struct {
-	mu sync.Mutex
-	b  bytes.Buffer
-}
-
-func (s *syncBuffer) Write(p []byte) (int, error) {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	return s.b.Write(p)
-}
-
-func (s *syncBuffer) String() string {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	return s.b.String()
-}
-
 // signIn signs in to res once, with a connection that is closed after.
 func signIn(t *testing.T, res *fakeResource, store TokenStore) *Grant {
 	t.Helper()
 	var fetches atomic.Int32
-	c, _ := newOAuthConn(t, res, &Config{Store: store, Fetch: headless(&fetches), RedirectURL: testRedirect})
+	c, _ := newOAuthConn(t, res, &Config{Store: store, Fetch: oauthtest.Headless(&fetches), RedirectURL: oauthtest.RedirectURL})
 	startOAuth(t, c)
 	if _, err := call(t, c, "tools/list", ""); err != nil {
 		t.Fatalf("tools/list after sign-in: %v", err)
 	}
 	c.Close()
-	g, err := LoadGrant(store, res.url)
+	g, err := LoadGrant(store, res.URL)
 	if err != nil || !g.hasToken() {
 		t.Fatalf("no grant stored after sign-in: %+v, %v", g, err)
 	}
@@ -594,18 +231,6 @@ func (ft *fakeTimers) next(t *testing.T) fakeTimer {
 	}
 }
 
-func recv[T any](t *testing.T, ch <-chan T, what string) T {
-	t.Helper()
-	select {
-	case v := <-ch:
-		return v
-	case <-time.After(10 * time.Second):
-		t.Fatalf("timed out waiting for %s", what)
-		var zero T
-		return zero
-	}
-}
-
 func TestCanonicalResource(t *testing.T) {
 	for in, want := range map[string]string{
 		"HTTPS://Example.COM/mcp/":               "https://example.com/mcp",
@@ -624,12 +249,12 @@ func TestCanonicalResource(t *testing.T) {
 // checks that the grant is stored whole and that a second connection uses
 // it without signing in.
 func TestOAuthSignInThenStoredGrant(t *testing.T) {
-	as := newFakeAS(t, "a")
+	as := oauthtest.NewAuthServer(t, "a")
 	res := newFakeResource(t, as)
-	store := newMemStore()
+	store := oauthtest.NewMemStore()
 	var fetches atomic.Int32
 	var changes atomic.Int32
-	oc := &Config{Store: store, Fetch: headless(&fetches), RedirectURL: testRedirect, OnChange: func() { changes.Add(1) }}
+	oc := &Config{Store: store, Fetch: oauthtest.Headless(&fetches), RedirectURL: oauthtest.RedirectURL, OnChange: func() { changes.Add(1) }}
 	c, logs := newOAuthConn(t, res, oc)
 	startOAuth(t, c)
 	if _, err := call(t, c, "tools/list", ""); err != nil {
@@ -638,12 +263,12 @@ func TestOAuthSignInThenStoredGrant(t *testing.T) {
 	if n := fetches.Load(); n != 1 {
 		t.Errorf("signed in %d times, want 1", n)
 	}
-	g := store.grant(t, res.url)
+	g := storedGrant(t, store, res.URL)
 	if g == nil {
 		t.Fatal("no grant stored")
 	}
-	if g.Issuer != as.iss || g.ClientID != "client-a-1" || g.ClientSecret != "client-secret-a-1" || g.AuthStyle != oauth2.AuthStyleInHeader ||
-		!g.Dynamic || g.RedirectURL != testRedirect || g.TokenURL != as.iss+"/token" || !g.hasToken() || g.Token.RefreshToken == "" {
+	if g.Issuer != as.Issuer() || g.ClientID != "client-a-1" || g.ClientSecret != "client-secret-a-1" || g.AuthStyle != oauth2.AuthStyleInHeader ||
+		!g.Dynamic || g.RedirectURL != oauthtest.RedirectURL || g.TokenURL != as.Issuer()+"/token" || !g.hasToken() || g.Token.RefreshToken == "" {
 		t.Errorf("stored grant = %+v", g)
 	}
 	if !slices.Contains(g.Scopes, "mcp:read") {
@@ -652,11 +277,11 @@ func TestOAuthSignInThenStoredGrant(t *testing.T) {
 	if changes.Load() == 0 {
 		t.Error("OnChange was not told of the new grant")
 	}
-	if res.lastBearer() != "Bearer "+g.Token.AccessToken {
-		t.Errorf("the last request carried %q", res.lastBearer())
+	if res.LastBearer() != "Bearer "+g.Token.AccessToken {
+		t.Errorf("the last request carried %q", res.LastBearer())
 	}
 	c.Close()
-	noSecrets(t, "the logs", logs.String(), g.Token.AccessToken, g.Token.RefreshToken, g.ClientSecret, "auth-code-a")
+	testkit.NoSecrets(t, "the logs", logs.String(), g.Token.AccessToken, g.Token.RefreshToken, g.ClientSecret, "auth-code-a")
 
 	// A new connection, which cannot sign in, uses the stored grant.
 	c2, _ := newOAuthConn(t, res, &Config{Store: store})
@@ -664,10 +289,10 @@ func TestOAuthSignInThenStoredGrant(t *testing.T) {
 	if _, err := call(t, c2, "tools/call", `{"name":"x"}`); err != nil {
 		t.Fatalf("tools/call on the stored grant: %v", err)
 	}
-	if registers, authorizes, _ := as.counts(); registers != 1 || authorizes != 1 {
+	if registers, authorizes, _ := as.Counts(); registers != 1 || authorizes != 1 {
 		t.Errorf("registered %d and authorized %d times, want once each", registers, authorizes)
 	}
-	if !res.sawBearer(g.Token.AccessToken) {
+	if !res.SawBearer(g.Token.AccessToken) {
 		t.Error("the stored token was not used")
 	}
 }
@@ -676,9 +301,9 @@ func TestOAuthSignInThenStoredGrant(t *testing.T) {
 // about 80% of its life, that the next requests carry the new token and
 // that the rotated refresh token is stored.
 func TestOAuthBackgroundRefresh(t *testing.T) {
-	as := newFakeAS(t, "a")
+	as := oauthtest.NewAuthServer(t, "a")
 	res := newFakeResource(t, as)
-	store := newMemStore()
+	store := oauthtest.NewMemStore()
 	first := signIn(t, res, store)
 
 	changed := make(chan struct{}, 16)
@@ -690,48 +315,48 @@ func TestOAuthBackgroundRefresh(t *testing.T) {
 		t.Errorf("first refresh due in %v, want about 80%% of %v", tm.d, life)
 	}
 	tm.fire <- time.Now()
-	second := recv(t, as.refreshed, "a refresh")
-	recv(t, changed, "the refreshed grant to be stored")
+	second := testkit.Recv(t, as.Refreshed, "a refresh")
+	testkit.Recv(t, changed, "the refreshed grant to be stored")
 	timers.next(t) // the refresher waits for the next one
 
 	if _, err := call(t, c, "tools/list", ""); err != nil {
 		t.Fatalf("tools/list after the refresh: %v", err)
 	}
-	if got := res.lastBearer(); got != "Bearer "+second {
+	if got := res.LastBearer(); got != "Bearer "+second {
 		t.Errorf("after the refresh a request carried %q, want the new token", got)
 	}
-	g := store.grant(t, res.url)
+	g := storedGrant(t, store, res.URL)
 	if g.Token.AccessToken != second || g.Token.RefreshToken == first.Token.RefreshToken || g.Token.RefreshToken == "" {
 		t.Errorf("stored token after the refresh: access %q refresh %q (first refresh %q)", g.Token.AccessToken, g.Token.RefreshToken, first.Token.RefreshToken)
 	}
 	if g.ClientID != first.ClientID || g.Issuer != first.Issuer {
 		t.Errorf("the refresh changed the registration: %+v", g)
 	}
-	noSecrets(t, "the logs", logs.String(), first.Token.AccessToken, first.Token.RefreshToken, second, g.Token.RefreshToken, g.ClientSecret)
+	testkit.NoSecrets(t, "the logs", logs.String(), first.Token.AccessToken, first.Token.RefreshToken, second, g.Token.RefreshToken, g.ClientSecret)
 }
 
 // TestOAuthExpiredTokenRefreshedBeforeUse checks that a stored token past
 // its expiry is refreshed before the request goes out.
 func TestOAuthExpiredTokenRefreshedBeforeUse(t *testing.T) {
-	as := newFakeAS(t, "a")
+	as := oauthtest.NewAuthServer(t, "a")
 	res := newFakeResource(t, as)
-	store := newMemStore()
+	store := oauthtest.NewMemStore()
 	g := signIn(t, res, store)
 	g.Token.Expiry = time.Now().Add(-time.Minute)
 	data, _ := json.Marshal(g)
-	store.Save(CanonicalResource(res.url), data)
-	as.revoke() // the old token would be refused
-	mark := res.mark()
+	store.Save(CanonicalResource(res.URL), data)
+	as.Revoke() // the old token would be refused
+	mark := res.Mark()
 
 	c, _ := newOAuthConn(t, res, &Config{Store: store})
 	startOAuth(t, c)
 	if _, err := call(t, c, "tools/list", ""); err != nil {
 		t.Fatalf("tools/list: %v", err)
 	}
-	if _, _, refreshes := as.counts(); refreshes != 1 {
+	if _, _, refreshes := as.Counts(); refreshes != 1 {
 		t.Errorf("%d refreshes, want 1", refreshes)
 	}
-	if res.sawBearerSince(mark, g.Token.AccessToken) {
+	if res.SawBearerSince(mark, g.Token.AccessToken) {
 		t.Error("the expired token was sent")
 	}
 }
@@ -742,27 +367,25 @@ func TestOAuthExpiredTokenRefreshedBeforeUse(t *testing.T) {
 // gets the server's 401 (the connection reports that sign-in is needed),
 // with no secret in any error.
 func TestOAuthRefreshRejected(t *testing.T) {
-	as := newFakeAS(t, "a")
+	as := oauthtest.NewAuthServer(t, "a")
 	res := newFakeResource(t, as)
-	store := newMemStore()
+	store := oauthtest.NewMemStore()
 	g := signIn(t, res, store)
-	as.mu.Lock()
-	as.refreshErr = "invalid_grant"
-	as.mu.Unlock()
+	as.SetRefreshErr("invalid_grant")
 
 	failed := make(chan error, 1)
 	c, logs := newOAuthConn(t, res, &Config{Store: store, OnRefreshFailed: func(err error) { failed <- err }})
 	timers := useFakeTimers(c)
 	startOAuth(t, c)
 	timers.next(t).fire <- time.Now()
-	err := recv(t, failed, "OnRefreshFailed")
+	err := testkit.Recv(t, failed, "OnRefreshFailed")
 	if !strings.Contains(err.Error(), "invalid_grant") {
 		t.Errorf("OnRefreshFailed(%v) does not say why", err)
 	}
 	secrets := []string{g.Token.AccessToken, g.Token.RefreshToken, g.ClientSecret}
-	noSecrets(t, "the refresh error", err.Error(), secrets...)
+	testkit.NoSecrets(t, "the refresh error", err.Error(), secrets...)
 
-	stored := store.grant(t, res.url)
+	stored := storedGrant(t, store, res.URL)
 	if stored == nil || stored.Token != nil || stored.ClientID != g.ClientID || stored.ClientSecret != g.ClientSecret {
 		t.Errorf("stored grant after invalid_grant = %+v, want the registration without a token", stored)
 	}
@@ -771,21 +394,19 @@ func TestOAuthRefreshRejected(t *testing.T) {
 	if se := (*statusError)(nil); !errors.As(err, &se) || se.status != http.StatusUnauthorized || errors.As(err, &ae) {
 		t.Fatalf("tools/list after the token was dropped: %v, want the server's 401 as it came", err)
 	}
-	noSecrets(t, "the error", err.Error(), secrets...)
-	noSecrets(t, "the logs", logs.String(), secrets...)
+	testkit.NoSecrets(t, "the error", err.Error(), secrets...)
+	testkit.NoSecrets(t, "the logs", logs.String(), secrets...)
 }
 
 // TestOAuthRefreshRetriesWithBackoff checks that a refresh that fails for
 // a reason that may pass is retried after 1 s, then 2 s, and succeeds
 // without dropping anything.
 func TestOAuthRefreshRetriesWithBackoff(t *testing.T) {
-	as := newFakeAS(t, "a")
+	as := oauthtest.NewAuthServer(t, "a")
 	res := newFakeResource(t, as)
-	store := newMemStore()
+	store := oauthtest.NewMemStore()
 	signIn(t, res, store)
-	as.mu.Lock()
-	as.unavail = 2
-	as.mu.Unlock()
+	as.SetUnavailable(2)
 	failed := make(chan error, 1)
 	c, _ := newOAuthConn(t, res, &Config{Store: store, OnRefreshFailed: func(err error) { failed <- err }})
 	timers := useFakeTimers(c)
@@ -798,15 +419,15 @@ func TestOAuthRefreshRetriesWithBackoff(t *testing.T) {
 		}
 		tm.fire <- time.Now()
 	}
-	fresh := recv(t, as.refreshed, "the refresh that succeeds")
+	fresh := testkit.Recv(t, as.Refreshed, "the refresh that succeeds")
 	if tm := timers.next(t); tm.d < 40*time.Minute {
 		t.Errorf("after a successful refresh the next is due in %v", tm.d)
 	}
 	if _, err := call(t, c, "tools/list", ""); err != nil {
 		t.Fatalf("tools/list: %v", err)
 	}
-	if res.lastBearer() != "Bearer "+fresh {
-		t.Errorf("a request carried %q, want the refreshed token", res.lastBearer())
+	if res.LastBearer() != "Bearer "+fresh {
+		t.Errorf("a request carried %q, want the refreshed token", res.LastBearer())
 	}
 	select {
 	case err := <-failed:
@@ -818,13 +439,13 @@ func TestOAuthRefreshRetriesWithBackoff(t *testing.T) {
 // TestOAuthSignInAgainReusesRegistration checks that a new sign-in with
 // the same authorization server reuses the stored client registration.
 func TestOAuthSignInAgainReusesRegistration(t *testing.T) {
-	as := newFakeAS(t, "a")
+	as := oauthtest.NewAuthServer(t, "a")
 	res := newFakeResource(t, as)
-	store := newMemStore()
+	store := oauthtest.NewMemStore()
 	first := signIn(t, res, store)
-	as.revoke()
+	as.Revoke()
 	g := signIn(t, res, store)
-	registers, authorizes, _ := as.counts()
+	registers, authorizes, _ := as.Counts()
 	if registers != 1 || authorizes != 2 {
 		t.Errorf("registered %d times and authorized %d, want 1 and 2", registers, authorizes)
 	}
@@ -837,25 +458,23 @@ func TestOAuthSignInAgainReusesRegistration(t *testing.T) {
 // points at another authorization server, the stored registration is not
 // presented to it: a new one is made, and the grant replaced.
 func TestOAuthAuthorizationServerMigration(t *testing.T) {
-	as1 := newFakeAS(t, "one")
-	as2 := newFakeAS(t, "two")
+	as1 := oauthtest.NewAuthServer(t, "one")
+	as2 := oauthtest.NewAuthServer(t, "two")
 	res := newFakeResource(t, as1)
-	store := newMemStore()
+	store := oauthtest.NewMemStore()
 	first := signIn(t, res, store)
-	res.setAS(as2)
+	res.SetAS(as2)
 	g := signIn(t, res, store)
-	if g.Issuer != as2.iss || g.ClientID != "client-two-1" {
-		t.Errorf("grant after the move = issuer %q client %q, want %q client-two-1", g.Issuer, g.ClientID, as2.iss)
+	if g.Issuer != as2.Issuer() || g.ClientID != "client-two-1" {
+		t.Errorf("grant after the move = issuer %q client %q, want %q client-two-1", g.Issuer, g.ClientID, as2.Issuer())
 	}
-	if r1, a1, _ := as1.counts(); r1 != 1 || a1 != 1 {
+	if r1, a1, _ := as1.Counts(); r1 != 1 || a1 != 1 {
 		t.Errorf("the first server saw %d registrations and %d authorizations after the move", r1-1, a1-1)
 	}
-	if r2, _, _ := as2.counts(); r2 != 1 {
+	if r2, _, _ := as2.Counts(); r2 != 1 {
 		t.Errorf("the second server saw %d registrations, want 1", r2)
 	}
-	as2.mu.Lock()
-	_, leaked := as2.clients[first.ClientID]
-	as2.mu.Unlock()
+	_, leaked := as2.ClientSecret(first.ClientID)
 	if leaked {
 		t.Error("the first server's client was presented to the second")
 	}
@@ -864,16 +483,14 @@ func TestOAuthAuthorizationServerMigration(t *testing.T) {
 // TestOAuthConcurrentRefusalsSignInOnce revokes the token, then sends ten
 // calls at once: all are refused together, one sign-in answers them all.
 func TestOAuthConcurrentRefusalsSignInOnce(t *testing.T) {
-	as := newFakeAS(t, "a")
+	as := oauthtest.NewAuthServer(t, "a")
 	res := newFakeResource(t, as)
-	store := newMemStore()
+	store := oauthtest.NewMemStore()
 	var fetches atomic.Int32
-	c, _ := newOAuthConn(t, res, &Config{Store: store, Fetch: headless(&fetches), RedirectURL: testRedirect})
+	c, _ := newOAuthConn(t, res, &Config{Store: store, Fetch: oauthtest.Headless(&fetches), RedirectURL: oauthtest.RedirectURL})
 	startOAuth(t, c)
-	as.revoke()
-	res.mu.Lock()
-	res.hold401, res.held = 10, 0
-	res.mu.Unlock()
+	as.Revoke()
+	res.HoldRefusals(10)
 	errs := make(chan error, 10)
 	for i := range 10 {
 		go func() {
@@ -882,14 +499,14 @@ func TestOAuthConcurrentRefusalsSignInOnce(t *testing.T) {
 		}()
 	}
 	for range 10 {
-		if err := recv(t, errs, "a call"); err != nil {
+		if err := testkit.Recv(t, errs, "a call"); err != nil {
 			t.Errorf("call: %v", err)
 		}
 	}
 	if n := fetches.Load(); n != 2 {
 		t.Errorf("signed in %d times, want 2 (the first and one for the ten refusals)", n)
 	}
-	if _, authorizes, _ := as.counts(); authorizes != 2 {
+	if _, authorizes, _ := as.Counts(); authorizes != 2 {
 		t.Errorf("%d authorization requests, want 2", authorizes)
 	}
 }
@@ -898,7 +515,7 @@ func TestOAuthConcurrentRefusalsSignInOnce(t *testing.T) {
 // sign-in asking for the new scope and the old ones, and that the same
 // refusal gets at most three sign-ins.
 func TestOAuthStepUpCapped(t *testing.T) {
-	as := newFakeAS(t, "a")
+	as := oauthtest.NewAuthServer(t, "a")
 	res := newFakeResource(t, as)
 	res.setForbid(func(m *rpcRequest) string {
 		if m.Method == "tools/call" && m.Params.Name == "write" {
@@ -907,7 +524,7 @@ func TestOAuthStepUpCapped(t *testing.T) {
 		return ""
 	})
 	var fetches atomic.Int32
-	c, _ := newOAuthConn(t, res, &Config{Store: newMemStore(), Fetch: headless(&fetches), RedirectURL: testRedirect})
+	c, _ := newOAuthConn(t, res, &Config{Store: oauthtest.NewMemStore(), Fetch: oauthtest.Headless(&fetches), RedirectURL: oauthtest.RedirectURL})
 	startOAuth(t, c)
 	for i := range 5 {
 		_, err := call(t, c, "tools/call", `{"name":"write"}`)
@@ -919,9 +536,8 @@ func TestOAuthStepUpCapped(t *testing.T) {
 	if n := fetches.Load(); n != 1+maxAuthorize {
 		t.Errorf("signed in %d times, want %d (the first and %d step-ups)", n, 1+maxAuthorize, maxAuthorize)
 	}
-	as.mu.Lock()
-	last := strings.Fields(as.scopes[len(as.scopes)-1])
-	as.mu.Unlock()
+	scopes := as.Scopes()
+	last := strings.Fields(scopes[len(scopes)-1])
 	if !slices.Contains(last, "mcp:write") || !slices.Contains(last, "mcp:read") {
 		t.Errorf("the step-up asked for %v, want mcp:write with mcp:read", last)
 	}
@@ -935,10 +551,10 @@ func TestOAuthStepUpCapped(t *testing.T) {
 // TestOAuthForbiddenIsFinal checks that a 403 without insufficient_scope
 // never leads to a sign-in.
 func TestOAuthForbiddenIsFinal(t *testing.T) {
-	as := newFakeAS(t, "a")
+	as := oauthtest.NewAuthServer(t, "a")
 	res := newFakeResource(t, as)
 	var fetches atomic.Int32
-	c, _ := newOAuthConn(t, res, &Config{Fetch: headless(&fetches), RedirectURL: testRedirect})
+	c, _ := newOAuthConn(t, res, &Config{Fetch: oauthtest.Headless(&fetches), RedirectURL: oauthtest.RedirectURL})
 	startOAuth(t, c)
 	res.setHandle(func(w http.ResponseWriter, r *http.Request, m *rpcRequest) bool {
 		if m.Params.Name != "deny" {
@@ -969,7 +585,7 @@ func TestOAuthBearerStaysOnOrigin(t *testing.T) {
 		mu.Unlock()
 		var m rpcRequest
 		if json.NewDecoder(r.Body).Decode(&m) == nil && m.Method != "" {
-			writeJSON(w, http.StatusOK, map[string]any{"jsonrpc": "2.0", "id": m.ID, "result": map[string]any{"content": []any{}}})
+			oauthtest.WriteJSON(w, http.StatusOK, map[string]any{"jsonrpc": "2.0", "id": m.ID, "result": map[string]any{"content": []any{}}})
 			return
 		}
 		http.NotFound(w, r)
@@ -982,9 +598,9 @@ func TestOAuthBearerStaysOnOrigin(t *testing.T) {
 	}
 
 	{
-		as := newFakeAS(t, "a")
+		as := oauthtest.NewAuthServer(t, "a")
 		res := newFakeResource(t, as)
-		store := newMemStore()
+		store := oauthtest.NewMemStore()
 		g := signIn(t, res, store)
 		res.setHandle(func(w http.ResponseWriter, r *http.Request, m *rpcRequest) bool {
 			if m.Params.Name != "away" {
@@ -1002,25 +618,25 @@ func TestOAuthBearerStaysOnOrigin(t *testing.T) {
 		if len(got) != 1 || got[0] != "POST /elsewhere " {
 			t.Errorf("the other origin saw %q, want one POST without Authorization", got)
 		}
-		noSecrets(t, "the other origin's requests", strings.Join(got, "\n"), g.Token.AccessToken)
+		testkit.NoSecrets(t, "the other origin's requests", strings.Join(got, "\n"), g.Token.AccessToken)
 	}
 }
 
 // TestOAuthAdoptsGrantStoredElsewhere checks that a connection that cannot
 // sign in picks up, on a refusal, the grant another process stored since.
 func TestOAuthAdoptsGrantStoredElsewhere(t *testing.T) {
-	as := newFakeAS(t, "a")
+	as := oauthtest.NewAuthServer(t, "a")
 	res := newFakeResource(t, as)
-	store := newMemStore()
+	store := oauthtest.NewMemStore()
 	first := signIn(t, res, store)
 	c, _ := newOAuthConn(t, res, &Config{Store: store})
 	startOAuth(t, c)
-	as.revoke()
+	as.Revoke()
 	g := signIn(t, res, store)
 	if _, err := call(t, c, "tools/list", ""); err != nil {
 		t.Fatalf("tools/list after another sign-in: %v", err)
 	}
-	if res.lastBearer() != "Bearer "+g.Token.AccessToken || g.Token.AccessToken == first.Token.AccessToken {
+	if res.LastBearer() != "Bearer "+g.Token.AccessToken || g.Token.AccessToken == first.Token.AccessToken {
 		t.Error("the grant stored by the other sign-in was not used")
 	}
 }
@@ -1029,19 +645,30 @@ func TestOAuthAdoptsGrantStoredElsewhere(t *testing.T) {
 // set its metadata claims that issuer; without, it has none, and go-sdk
 // falls back to its /register, /authorize and /token.
 type evilAS struct {
-	*fakeAS
+	srv     *httptest.Server
+	iss     string
 	mu      sync.Mutex
 	poison  string
 	secrets []string // client secrets its token endpoint was sent
 	regs    int
+	issued  bool // its token endpoint issued evil-access
 }
 
 func newEvilAS(t *testing.T) *evilAS {
-	e := &evilAS{fakeAS: &fakeAS{t: t, name: "evil", access: map[string]bool{}}}
+	e := &evilAS{}
 	e.srv = httptest.NewServer(e)
 	e.iss = e.srv.URL
 	t.Cleanup(e.srv.Close)
 	return e
+}
+
+// Issuer and Valid make it an authorization server the resource can name.
+func (e *evilAS) Issuer() string { return e.iss }
+
+func (e *evilAS) Valid(tok string) bool {
+	e.mu.Lock()
+	defer e.mu.Unlock()
+	return e.issued && tok == "evil-access"
 }
 
 func (e *evilAS) setPoison(iss string) {
@@ -1060,7 +687,7 @@ func (e *evilAS) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 			http.NotFound(w, r)
 			return
 		}
-		writeJSON(w, http.StatusOK, map[string]any{
+		oauthtest.WriteJSON(w, http.StatusOK, map[string]any{
 			"issuer": poison, "authorization_endpoint": e.iss + "/authorize", "token_endpoint": e.iss + "/token",
 			"registration_endpoint": e.iss + "/register", "code_challenge_methods_supported": []string{"S256"},
 		})
@@ -1068,7 +695,7 @@ func (e *evilAS) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 		e.mu.Lock()
 		e.regs++
 		e.mu.Unlock()
-		writeJSON(w, http.StatusCreated, map[string]any{"client_id": "evil-client", "token_endpoint_auth_method": "none"})
+		oauthtest.WriteJSON(w, http.StatusCreated, map[string]any{"client_id": "evil-client", "token_endpoint_auth_method": "none"})
 	case "/authorize":
 		q := r.URL.Query()
 		http.Redirect(w, r, q.Get("redirect_uri")+"?"+url.Values{"code": {"evil-code"}, "state": {q.Get("state")}}.Encode(), http.StatusFound)
@@ -1077,11 +704,9 @@ func (e *evilAS) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 		_, pw, _ := r.BasicAuth()
 		e.mu.Lock()
 		e.secrets = append(e.secrets, pw, r.PostForm.Get("client_secret"))
+		e.issued = true
 		e.mu.Unlock()
-		e.fakeAS.mu.Lock()
-		e.access["evil-access"] = true
-		e.fakeAS.mu.Unlock()
-		writeJSON(w, http.StatusOK, map[string]any{"access_token": "evil-access", "token_type": "Bearer", "expires_in": 3600})
+		oauthtest.WriteJSON(w, http.StatusOK, map[string]any{"access_token": "evil-access", "token_type": "Bearer", "expires_in": 3600})
 	default:
 		http.NotFound(w, r)
 	}
@@ -1092,20 +717,20 @@ func (e *evilAS) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 // at the same one without metadata: the stored registration and its
 // secret are presented to neither; the second sign-in registers with it.
 func TestOAuthPoisonedMetadataNeverGetsTheSecret(t *testing.T) {
-	good := newFakeAS(t, "good")
+	good := oauthtest.NewAuthServer(t, "good")
 	res := newFakeResource(t, good)
-	store := newMemStore()
+	store := oauthtest.NewMemStore()
 	g := signIn(t, res, store)
-	if !g.Dynamic || g.ClientSecret == "" || g.Issuer != good.iss {
+	if !g.Dynamic || g.ClientSecret == "" || g.Issuer != good.Issuer() {
 		t.Fatalf("setup: stored grant %+v", g)
 	}
 	var fetches atomic.Int32
-	c, _ := newOAuthConn(t, res, &Config{Store: store, Fetch: headless(&fetches), RedirectURL: testRedirect})
+	c, _ := newOAuthConn(t, res, &Config{Store: store, Fetch: oauthtest.Headless(&fetches), RedirectURL: oauthtest.RedirectURL})
 	startOAuth(t, c)
 
 	evil := newEvilAS(t)
-	evil.setPoison(good.iss)
-	res.setAS(evil.fakeAS)
+	evil.setPoison(good.Issuer())
+	res.SetAS(evil)
 	if _, err := call(t, c, "tools/list", ""); err == nil {
 		t.Error("signed in with metadata that claims another issuer")
 	}
@@ -1116,7 +741,7 @@ func TestOAuthPoisonedMetadataNeverGetsTheSecret(t *testing.T) {
 	evil.mu.Lock()
 	defer evil.mu.Unlock()
 	if slices.Contains(evil.secrets, g.ClientSecret) {
-		t.Fatalf("the client secret registered with %s was sent to %s", good.iss, evil.iss)
+		t.Fatalf("the client secret registered with %s was sent to %s", good.Issuer(), evil.iss)
 	}
 	if evil.regs != 1 {
 		t.Errorf("%d registrations with the new server, want 1", evil.regs)
@@ -1134,7 +759,7 @@ func reusable(c *testConn, g *Grant) bool {
 
 // flakyStore fails Save while fail is set.
 type flakyStore struct {
-	*memStore
+	*oauthtest.MemStore
 	fail atomic.Bool
 }
 
@@ -1142,18 +767,18 @@ func (s *flakyStore) Save(key string, data []byte) error {
 	if s.fail.Load() {
 		return errors.New("keychain locked")
 	}
-	return s.memStore.Save(key, data)
+	return s.MemStore.Save(key, data)
 }
 
 // TestOAuthSaveFailureKeepsNewerGrant checks that once a Save failed, a
 // refusal does not bring back the older stored grant (whose refresh token
 // was rotated away) but signs in.
 func TestOAuthSaveFailureKeepsNewerGrant(t *testing.T) {
-	as := newFakeAS(t, "as")
+	as := oauthtest.NewAuthServer(t, "as")
 	res := newFakeResource(t, as)
-	store := &flakyStore{memStore: newMemStore()}
+	store := &flakyStore{MemStore: oauthtest.NewMemStore()}
 	var fetches atomic.Int32
-	c, _ := newOAuthConn(t, res, &Config{Store: store, Fetch: headless(&fetches), RedirectURL: testRedirect})
+	c, _ := newOAuthConn(t, res, &Config{Store: store, Fetch: oauthtest.Headless(&fetches), RedirectURL: oauthtest.RedirectURL})
 	startOAuth(t, c)
 	if _, err := call(t, c, "tools/list", ""); err != nil {
 		t.Fatal(err)
@@ -1169,7 +794,7 @@ func TestOAuthSaveFailureKeepsNewerGrant(t *testing.T) {
 	if g2.Token.RefreshToken == g1.Token.RefreshToken {
 		t.Fatal("setup: not refreshed")
 	}
-	as.revoke()
+	as.Revoke()
 	before := fetches.Load()
 	if _, err := call(t, c, "tools/list", ""); err != nil {
 		t.Errorf("tools/list after the revocation: %v", err)
@@ -1186,9 +811,9 @@ func TestOAuthRefreshSendsResource(t *testing.T) {
 	var mu sync.Mutex
 	var form url.Values
 	var basic bool
-	as := newFakeAS(t, "as")
-	inner := as.srv.Config.Handler
-	as.srv.Config.Handler = http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+	as := oauthtest.NewAuthServer(t, "as")
+	inner := as.Server.Config.Handler
+	as.Server.Config.Handler = http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		if r.URL.Path == "/token" {
 			b, _ := io.ReadAll(r.Body)
 			r.Body = io.NopCloser(bytes.NewReader(b))
@@ -1203,7 +828,7 @@ func TestOAuthRefreshSendsResource(t *testing.T) {
 	})
 	res := newFakeResource(t, as)
 	var fetches atomic.Int32
-	c, _ := newOAuthConn(t, res, &Config{Fetch: headless(&fetches), RedirectURL: testRedirect})
+	c, _ := newOAuthConn(t, res, &Config{Fetch: oauthtest.Headless(&fetches), RedirectURL: oauthtest.RedirectURL})
 	startOAuth(t, c)
 	g, _ := c.a.current()
 	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
@@ -1216,10 +841,10 @@ func TestOAuthRefreshSendsResource(t *testing.T) {
 	if form == nil {
 		t.Fatal("no refresh seen")
 	}
-	if form.Get("resource") != res.url || !basic || form.Get("client_secret") != "" {
-		t.Errorf("refresh request: resource %q (want %q), basic %v, secret in the form %v", form.Get("resource"), res.url, basic, form.Get("client_secret") != "")
+	if form.Get("resource") != res.URL || !basic || form.Get("client_secret") != "" {
+		t.Errorf("refresh request: resource %q (want %q), basic %v, secret in the form %v", form.Get("resource"), res.URL, basic, form.Get("client_secret") != "")
 	}
-	if ng, _ := c.a.current(); ng.Token.AccessToken == g.Token.AccessToken || ng.Token.Expiry.IsZero() || ng.Resource != res.url {
+	if ng, _ := c.a.current(); ng.Token.AccessToken == g.Token.AccessToken || ng.Token.Expiry.IsZero() || ng.Resource != res.URL {
 		t.Errorf("grant after the refresh: %+v", ng)
 	}
 }
@@ -1227,12 +852,12 @@ func TestOAuthRefreshSendsResource(t *testing.T) {
 // TestOAuthAttemptsCapHoldsForVaryingChallenges checks that a challenge
 // whose free text changes on every answer still gets three sign-ins.
 func TestOAuthAttemptsCapHoldsForVaryingChallenges(t *testing.T) {
-	as := newFakeAS(t, "as")
+	as := oauthtest.NewAuthServer(t, "as")
 	var n atomic.Int32
 	var srv *httptest.Server
 	srv = httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		if r.URL.Path == "/.well-known/oauth-protected-resource/mcp" {
-			writeJSON(w, http.StatusOK, map[string]any{"resource": srv.URL + "/mcp", "authorization_servers": []string{as.iss}})
+			oauthtest.WriteJSON(w, http.StatusOK, map[string]any{"resource": srv.URL + "/mcp", "authorization_servers": []string{as.Issuer()}})
 			return
 		}
 		w.Header().Set("WWW-Authenticate", fmt.Sprintf(`Bearer error="invalid_token", error_description="request %d"`, n.Add(1)))
@@ -1241,7 +866,7 @@ func TestOAuthAttemptsCapHoldsForVaryingChallenges(t *testing.T) {
 	t.Cleanup(srv.Close)
 	var fetches atomic.Int32
 	c := newTestConn(t, Options{URL: srv.URL + "/mcp", Logger: slog.New(slog.DiscardHandler),
-		Config: Config{Fetch: headless(&fetches), RedirectURL: testRedirect}})
+		Config: Config{Fetch: oauthtest.Headless(&fetches), RedirectURL: oauthtest.RedirectURL}})
 	if err := c.a.Start(); err != nil {
 		t.Fatal(err)
 	}
@@ -1280,7 +905,7 @@ func TestOAuthChallengeKey(t *testing.T) {
 		}
 	}
 
-	as := newFakeAS(t, "as")
+	as := oauthtest.NewAuthServer(t, "as")
 	res := newFakeResource(t, as)
 	c, _ := newOAuthConn(t, res, &Config{})
 	a := c.a
@@ -1309,7 +934,7 @@ func TestOAuthChallengeKey(t *testing.T) {
 // challenge's on a first sign-in, and that a step-up asks for them and
 // for the scope its challenge names.
 func TestOAuthConfiguredScopes(t *testing.T) {
-	as := newFakeAS(t, "a")
+	as := oauthtest.NewAuthServer(t, "a")
 	res := newFakeResource(t, as)
 	res.setForbid(func(m *rpcRequest) string {
 		if m.Method == "tools/call" && m.Params.Name == "admin" {
@@ -1318,15 +943,13 @@ func TestOAuthConfiguredScopes(t *testing.T) {
 		return ""
 	})
 	var fetches atomic.Int32
-	c, _ := newOAuthConn(t, res, &Config{Fetch: headless(&fetches), RedirectURL: testRedirect, Scopes: []string{"mcp:write", "custom:x"}})
+	c, _ := newOAuthConn(t, res, &Config{Fetch: oauthtest.Headless(&fetches), RedirectURL: oauthtest.RedirectURL, Scopes: []string{"mcp:write", "custom:x"}})
 	startOAuth(t, c)
 	// The fake server refuses the tool whatever the token grants.
 	if _, err := call(t, c, "tools/call", `{"name":"admin"}`); !strings.Contains(fmt.Sprint(err), "403") {
 		t.Fatalf("tools/call after the step-up: %v, want HTTP 403", err)
 	}
-	as.mu.Lock()
-	asked := slices.Clone(as.scopes)
-	as.mu.Unlock()
+	asked := as.Scopes()
 	if len(asked) != 2 {
 		t.Fatalf("%d authorization requests, want 2", len(asked))
 	}
@@ -1346,15 +969,15 @@ func TestOAuthConfiguredScopes(t *testing.T) {
 // a Basic header with an empty secret), and one whose secret has expired
 // is not.
 func TestOAuthRegistrationReuse(t *testing.T) {
-	for name, setup := range map[string]func(as *fakeAS){
-		"public":         func(as *fakeAS) { as.public = true },
-		"expired secret": func(as *fakeAS) { as.secretExp = time.Now().Add(30 * time.Second).Unix() },
+	for name, setup := range map[string]func(as *oauthtest.AuthServer){
+		"public":         func(as *oauthtest.AuthServer) { as.Public = true },
+		"expired secret": func(as *oauthtest.AuthServer) { as.SecretExpiresAt = time.Now().Add(30 * time.Second).Unix() },
 	} {
 		t.Run(name, func(t *testing.T) {
-			as := newFakeAS(t, "a")
+			as := oauthtest.NewAuthServer(t, "a")
 			setup(as)
 			res := newFakeResource(t, as)
-			store := newMemStore()
+			store := oauthtest.NewMemStore()
 			first := signIn(t, res, store)
 			// The registration refreshes as it authenticates (none for
 			// a public client).
@@ -1367,17 +990,15 @@ func TestOAuthRegistrationReuse(t *testing.T) {
 			if err := c.a.refresh(ctx, cur.Token); err != nil {
 				t.Fatalf("refresh: %v", err)
 			}
-			recv(t, saved, "the refreshed grant to be stored")
-			if g := store.grant(t, res.url); g.Token.AccessToken == first.Token.AccessToken {
+			testkit.Recv(t, saved, "the refreshed grant to be stored")
+			if g := storedGrant(t, store, res.URL); g.Token.AccessToken == first.Token.AccessToken {
 				t.Fatal("not refreshed")
 			}
 			c.Close()
-			as.revoke()
+			as.Revoke()
 			second := signIn(t, res, store)
-			registers, _, _ := as.counts()
-			as.mu.Lock()
-			emptyBasic := as.emptyBasic
-			as.mu.Unlock()
+			registers, _, _ := as.Counts()
+			emptyBasic := as.EmptyBasic()
 			switch {
 			case name == "public" && (registers != 1 || second.ClientID != first.ClientID):
 				t.Errorf("registered %d times, want the public client reused", registers)
@@ -1395,17 +1016,15 @@ func TestOAuthRegistrationReuse(t *testing.T) {
 // sign-in was abandoned in the browser is.
 func TestOAuthRefusedRegistrationForgotten(t *testing.T) {
 	t.Run("refused", func(t *testing.T) {
-		as := newFakeAS(t, "a")
+		as := oauthtest.NewAuthServer(t, "a")
 		res := newFakeResource(t, as)
-		store := newMemStore()
+		store := oauthtest.NewMemStore()
 		first := signIn(t, res, store)
 		var fetches atomic.Int32
-		c, _ := newOAuthConn(t, res, &Config{Store: store, Fetch: headless(&fetches), RedirectURL: testRedirect})
+		c, _ := newOAuthConn(t, res, &Config{Store: store, Fetch: oauthtest.Headless(&fetches), RedirectURL: oauthtest.RedirectURL})
 		startOAuth(t, c)
-		as.revoke()
-		as.mu.Lock()
-		delete(as.clients, first.ClientID)
-		as.mu.Unlock()
+		as.Revoke()
+		as.ForgetClient(first.ClientID)
 		_, err := call(t, c, "tools/list", "")
 		var ae *SignInError
 		if !errors.As(err, &ae) || !strings.Contains(err.Error(), "invalid_client") {
@@ -1414,33 +1033,33 @@ func TestOAuthRefusedRegistrationForgotten(t *testing.T) {
 		if _, err := call(t, c, "tools/list", ""); err != nil {
 			t.Fatalf("tools/list after registering anew: %v", err)
 		}
-		if registers, _, _ := as.counts(); registers != 2 || fetches.Load() != 2 {
+		if registers, _, _ := as.Counts(); registers != 2 || fetches.Load() != 2 {
 			t.Errorf("registered %d times with %d sign-ins, want 2 and 2", registers, fetches.Load())
 		}
 	})
 	t.Run("abandoned", func(t *testing.T) {
-		as := newFakeAS(t, "a")
+		as := oauthtest.NewAuthServer(t, "a")
 		res := newFakeResource(t, as)
-		store := newMemStore()
+		store := oauthtest.NewMemStore()
 		signIn(t, res, store)
 		var fetches atomic.Int32
-		inner := headless(&fetches)
+		inner := oauthtest.Headless(&fetches)
 		fetch := func(ctx context.Context, args *auth.AuthorizationArgs) (*auth.AuthorizationResult, error) {
 			if fetches.Add(1) == 1 {
 				return nil, errors.New("the browser was closed")
 			}
 			return inner(ctx, args)
 		}
-		c, _ := newOAuthConn(t, res, &Config{Store: store, Fetch: fetch, RedirectURL: testRedirect})
+		c, _ := newOAuthConn(t, res, &Config{Store: store, Fetch: fetch, RedirectURL: oauthtest.RedirectURL})
 		startOAuth(t, c)
-		as.revoke()
+		as.Revoke()
 		if _, err := call(t, c, "tools/list", ""); err == nil {
 			t.Fatal("an abandoned sign-in succeeded")
 		}
 		if _, err := call(t, c, "tools/list", ""); err != nil {
 			t.Fatalf("tools/list after signing in: %v", err)
 		}
-		if registers, _, _ := as.counts(); registers != 1 {
+		if registers, _, _ := as.Counts(); registers != 1 {
 			t.Errorf("registered %d times, want 1", registers)
 		}
 	})
@@ -1450,13 +1069,11 @@ func TestOAuthRefusedRegistrationForgotten(t *testing.T) {
 // within the refresh margin whose refresh fails for a reason that may pass
 // is still sent.
 func TestOAuthTransientRefreshFailureSendsValidToken(t *testing.T) {
-	as := newFakeAS(t, "a")
+	as := oauthtest.NewAuthServer(t, "a")
 	res := newFakeResource(t, as)
-	store := newMemStore()
+	store := oauthtest.NewMemStore()
 	g := signIn(t, res, store)
-	as.mu.Lock()
-	as.unavail = 1000
-	as.mu.Unlock()
+	as.SetUnavailable(1000)
 	c, _ := newOAuthConn(t, res, &Config{Store: store})
 	useFakeTimers(c)
 	c.a.now = func() time.Time { return g.Token.Expiry.Add(-refreshMargin / 2) }
@@ -1464,14 +1081,14 @@ func TestOAuthTransientRefreshFailureSendsValidToken(t *testing.T) {
 	if _, err := call(t, c, "tools/list", ""); err != nil {
 		t.Fatalf("tools/list: %v", err)
 	}
-	if _, _, refreshes := as.counts(); refreshes == 0 || res.lastBearer() != "Bearer "+g.Token.AccessToken {
-		t.Errorf("%d refreshes; the request carried %q, want the current token", refreshes, res.lastBearer())
+	if _, _, refreshes := as.Counts(); refreshes == 0 || res.LastBearer() != "Bearer "+g.Token.AccessToken {
+		t.Errorf("%d refreshes; the request carried %q, want the current token", refreshes, res.LastBearer())
 	}
 }
 
 // gateStore holds Save while block is set, until release is closed.
 type gateStore struct {
-	*memStore
+	*oauthtest.MemStore
 	block   atomic.Bool
 	entered chan struct{}
 	release chan struct{}
@@ -1482,33 +1099,33 @@ func (s *gateStore) Save(key string, data []byte) error {
 		s.entered <- struct{}{}
 		<-s.release
 	}
-	return s.memStore.Save(key, data)
+	return s.MemStore.Save(key, data)
 }
 
 // TestOAuthSlowStoreBlocksNothing checks that a Save that does not return
 // (a keychain asking the user) holds up neither requests nor Close.
 func TestOAuthSlowStoreBlocksNothing(t *testing.T) {
-	as := newFakeAS(t, "a")
+	as := oauthtest.NewAuthServer(t, "a")
 	res := newFakeResource(t, as)
-	store := &gateStore{memStore: newMemStore(), entered: make(chan struct{}, 1), release: make(chan struct{})}
+	store := &gateStore{MemStore: oauthtest.NewMemStore(), entered: make(chan struct{}, 1), release: make(chan struct{})}
 	t.Cleanup(func() { close(store.release) })
-	signIn(t, res, store.memStore)
+	signIn(t, res, store.MemStore)
 	c, _ := newOAuthConn(t, res, &Config{Store: store})
 	timers := useFakeTimers(c)
 	startOAuth(t, c)
 	store.block.Store(true)
 	timers.next(t).fire <- time.Now()
-	fresh := recv(t, as.refreshed, "a refresh")
-	recv(t, store.entered, "the refreshed grant to be saved")
+	fresh := testkit.Recv(t, as.Refreshed, "a refresh")
+	testkit.Recv(t, store.entered, "the refreshed grant to be saved")
 	if _, err := call(t, c, "tools/list", ""); err != nil {
 		t.Fatalf("tools/list while the store is busy: %v", err)
 	}
-	if res.lastBearer() != "Bearer "+fresh {
-		t.Errorf("the request carried %q, want the refreshed token", res.lastBearer())
+	if res.LastBearer() != "Bearer "+fresh {
+		t.Errorf("the request carried %q, want the refreshed token", res.LastBearer())
 	}
 	closed := make(chan struct{})
 	go func() { c.Close(); close(closed) }()
-	recv(t, closed, "Close while the store is busy")
+	testkit.Recv(t, closed, "Close while the store is busy")
 }
 
 // TestOAuthDialGuard checks which addresses the requests to authorization
@@ -1532,14 +1149,14 @@ func TestOAuthDialGuard(t *testing.T) {
 
 	// A server on a public address: its authorization server may not be
 	// on loopback, unless reached through the configured proxy.
-	as := newFakeAS(t, "a")
+	as := oauthtest.NewAuthServer(t, "a")
 	c := newTestConn(t, Options{URL: "http://192.0.2.10/mcp", Logger: slog.New(slog.DiscardHandler)})
-	_, err := c.a.hc.Get(as.iss + "/.well-known/oauth-authorization-server")
+	_, err := c.a.hc.Get(as.Issuer() + "/.well-known/oauth-authorization-server")
 	if err == nil || !strings.Contains(err.Error(), "not a public address") {
 		t.Errorf("reaching a loopback authorization server for a public server: %v", err)
 	}
 	proxy := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
-		writeJSON(w, http.StatusOK, map[string]string{"via": "proxy", "for": r.URL.String()})
+		oauthtest.WriteJSON(w, http.StatusOK, map[string]string{"via": "proxy", "for": r.URL.String()})
 	}))
 	t.Cleanup(proxy.Close)
 	pu, _ := url.Parse(proxy.URL)
@@ -1556,8 +1173,8 @@ func TestOAuthDialGuard(t *testing.T) {
 // unreadable while it quotes a client secret, and checks that the secret
 // reaches neither the error nor the logs.
 func TestOAuthRegistrationErrorHidesSecret(t *testing.T) {
-	as := newFakeAS(t, "a")
-	as.registerFn = func(w http.ResponseWriter) bool {
+	as := oauthtest.NewAuthServer(t, "a")
+	as.OnRegister = func(w http.ResponseWriter) bool {
 		w.Header().Set("Content-Type", "application/json")
 		w.WriteHeader(http.StatusCreated)
 		io.WriteString(w, `{"client_id": 42, "client_secret" : "reg-secret-xyz\"q", "x": 1}`)
@@ -1565,7 +1182,7 @@ func TestOAuthRegistrationErrorHidesSecret(t *testing.T) {
 	}
 	res := newFakeResource(t, as)
 	var fetches atomic.Int32
-	c, logs := newOAuthConn(t, res, &Config{Fetch: headless(&fetches), RedirectURL: testRedirect})
+	c, logs := newOAuthConn(t, res, &Config{Fetch: oauthtest.Headless(&fetches), RedirectURL: oauthtest.RedirectURL})
 	if err := c.a.Start(); err != nil {
 		t.Fatal(err)
 	}
@@ -1573,25 +1190,25 @@ func TestOAuthRegistrationErrorHidesSecret(t *testing.T) {
 	if err == nil || !strings.Contains(err.Error(), "register") {
 		t.Fatalf("initialize: %v, want the registration's failure", err)
 	}
-	noSecrets(t, "the error", err.Error(), "reg-secret-xyz", `q", "x"`)
-	noSecrets(t, "the logs", logs.String(), "reg-secret-xyz")
+	testkit.NoSecrets(t, "the error", err.Error(), "reg-secret-xyz", `q", "x"`)
+	testkit.NoSecrets(t, "the logs", logs.String(), "reg-secret-xyz")
 }
 
 // TestOAuthCloseWaitsForSave checks that Close waits for a save in
 // progress (a refresh just before the hub stops must not lose the rotated
 // refresh token), when the store answers.
 func TestOAuthCloseWaitsForSave(t *testing.T) {
-	as := newFakeAS(t, "a")
+	as := oauthtest.NewAuthServer(t, "a")
 	res := newFakeResource(t, as)
-	store := &gateStore{memStore: newMemStore(), entered: make(chan struct{}, 1), release: make(chan struct{})}
-	signIn(t, res, store.memStore)
+	store := &gateStore{MemStore: oauthtest.NewMemStore(), entered: make(chan struct{}, 1), release: make(chan struct{})}
+	signIn(t, res, store.MemStore)
 	c, _ := newOAuthConn(t, res, &Config{Store: store})
 	timers := useFakeTimers(c)
 	startOAuth(t, c)
 	store.block.Store(true)
 	timers.next(t).fire <- time.Now()
-	recv(t, as.refreshed, "a refresh")
-	recv(t, store.entered, "the refreshed grant to be saved")
+	testkit.Recv(t, as.Refreshed, "a refresh")
+	testkit.Recv(t, store.entered, "the refreshed grant to be saved")
 	closed := make(chan struct{})
 	go func() { c.Close(); close(closed) }()
 	// Close may not return while the save is in progress; a Close that
@@ -1602,8 +1219,8 @@ func TestOAuthCloseWaitsForSave(t *testing.T) {
 	case <-time.After(300 * time.Millisecond):
 	}
 	close(store.release)
-	recv(t, closed, "Close")
-	g := store.grant(t, res.url)
+	testkit.Recv(t, closed, "Close")
+	g := storedGrant(t, store, res.URL)
 	if cur, _ := c.a.current(); g == nil || g.Token == nil || g.Token.RefreshToken != cur.Token.RefreshToken {
 		t.Errorf("after Close the store holds %+v, want the refreshed grant", g)
 	}

@@ -3,6 +3,9 @@ package main
 import (
 	"testing"
 	"time"
+
+	"github.com/mcphub/mcphub/logfile"
+	"github.com/mcphub/mcphub/logfile/logfiletest"
 )
 
 // goldenLog is a hub's log as `mcphub serve` leaves it: a gzipped backup
@@ -18,19 +21,19 @@ func goldenLog(t *testing.T, e *goldenEnv) {
 		}
 		return tm
 	}
-	writeLogFiles(t, e.dataDir, map[string][]string{
+	logfiletest.WriteFiles(t, logfile.Dir(e.dataDir), map[string][]string{
 		"hub-2026-11-25T10-59-30.000.log.gz": {
-			logRec(at("11:58:12.004"), "INFO", "", "mcphub starting", "version", "1.4.0", "listen", "127.0.0.1:7733"),
-			logRec(at("11:59:01.250"), "WARN", "github", "npm warn exec The following package was not found and will be installed: @modelcontextprotocol/server-github@2025.4.8", "stream", "stderr"),
+			logfiletest.Record(at("11:58:12.004"), "INFO", "", "mcphub starting", "version", "1.4.0", "listen", "127.0.0.1:7733"),
+			logfiletest.Record(at("11:59:01.250"), "WARN", "github", "npm warn exec The following package was not found and will be installed: @modelcontextprotocol/server-github@2025.4.8", "stream", "stderr"),
 		},
 		"hub.log": {
-			logRec(at("11:59:45.000"), "INFO", "github", "connected", "tools", 26, "pid", 48213),
-			logRec(at("11:59:58.731"), "WARN", "flaky", "\x1b[31mError\x1b[0m: Cannot find module './flaky-server.js'\n    at Module._resolveFilename", "stream", "stderr"),
-			logRec(at("11:59:58.790"), "ERROR", "flaky", "server exited", "err", "process exited with status 1", "restarts", 5),
+			logfiletest.Record(at("11:59:45.000"), "INFO", "github", "connected", "tools", 26, "pid", 48213),
+			logfiletest.Record(at("11:59:58.731"), "WARN", "flaky", "\x1b[31mError\x1b[0m: Cannot find module './flaky-server.js'\n    at Module._resolveFilename", "stream", "stderr"),
+			logfiletest.Record(at("11:59:58.790"), "ERROR", "flaky", "server exited", "err", "process exited with status 1", "restarts", 5),
 			`{"time":"2026-11-25T11:59:59.5+01:00","level":"INFO","msg":"session started","session":{"id":"3f2a","client":"claude-code 2.1"},"protocol":"2025-11-25"}`,
 			"fatal error: concurrent map writes",
-			logRec(at("12:00:00.123"), "WARN", "github", "GitHub MCP Server running on stdio", "stream", "stderr"),
-			logRec(at("12:00:01.000"), "INFO", "", "stopping", "signal", "interrupt"),
+			logfiletest.Record(at("12:00:00.123"), "WARN", "github", "GitHub MCP Server running on stdio", "stream", "stderr"),
+			logfiletest.Record(at("12:00:01.000"), "INFO", "", "stopping", "signal", "interrupt"),
 		},
 	})
 }

@@ -2,7 +2,6 @@ package main
 
 import (
 	"bytes"
-	"compress/gzip"
 	"context"
 	"encoding/json"
 	"fmt"
@@ -15,49 +14,8 @@ import (
 	"time"
 
 	"github.com/mcphub/mcphub/logfile"
+	"github.com/mcphub/mcphub/logfile/logfiletest"
 )
-
-// writeLogFiles writes the files of a log under dataDir/logs: name to
-// lines, gzipped when the name ends in .gz.
-func writeLogFiles(t *testing.T, dataDir string, files map[string][]string) {
-	t.Helper()
-	dir := logfile.Dir(dataDir)
-	if err := os.MkdirAll(dir, 0o700); err != nil {
-		t.Fatal(err)
-	}
-	for name, lines := range files {
-		data := []byte(strings.Join(lines, "\n") + "\n")
-		if strings.HasSuffix(name, ".gz") {
-			var b bytes.Buffer
-			zw := gzip.NewWriter(&b)
-			zw.Write(data)
-			if err := zw.Close(); err != nil {
-				t.Fatal(err)
-			}
-			data = b.Bytes()
-		}
-		if err := os.WriteFile(filepath.Join(dir, name), data, 0o600); err != nil {
-			t.Fatal(err)
-		}
-	}
-}
-
-// logRec is a JSON line as the hub's file handler writes it, at t.
-func logRec(t time.Time, level, server, msg string, kv ...any) string {
-	q := func(v any) string {
-		b, _ := json.Marshal(v)
-		return string(b)
-	}
-	var b strings.Builder
-	fmt.Fprintf(&b, `{"time":%s,"level":%s,"msg":%s`, q(t.Format(time.RFC3339Nano)), q(level), q(msg))
-	if server != "" {
-		fmt.Fprintf(&b, `,"server":%s`, q(server))
-	}
-	for i := 0; i+1 < len(kv); i += 2 {
-		fmt.Fprintf(&b, `,%s:%s`, q(kv[i]), q(kv[i+1]))
-	}
-	return b.String() + "}"
-}
 
 // runLogsCmd runs `mcphub --data-dir dataDir logs args...` in this process.
 func runLogsCmd(t *testing.T, dataDir string, args ...string) (code int, stdout, stderr string) {
@@ -86,16 +44,16 @@ func TestLogsPrinter(t *testing.T) {
 func TestLogsServerFilter(t *testing.T) {
 	data := t.TempDir()
 	t0 := time.Date(2026, 11, 25, 10, 0, 0, 0, time.UTC)
-	writeLogFiles(t, data, map[string][]string{
+	logfiletest.WriteFiles(t, logfile.Dir(data), map[string][]string{
 		"hub-2026-11-25T10-00-10.000.log.gz": {
-			logRec(t0, "WARN", "github", "old github line", "stream", "stderr"),
+			logfiletest.Record(t0, "WARN", "github", "old github line", "stream", "stderr"),
 		},
 		"hub.log": {
-			logRec(t0.Add(20*time.Second), "INFO", "", "hub line"),
-			logRec(t0.Add(21*time.Second), "WARN", "github", "github line", "stream", "stderr"),
+			logfiletest.Record(t0.Add(20*time.Second), "INFO", "", "hub line"),
+			logfiletest.Record(t0.Add(21*time.Second), "WARN", "github", "github line", "stream", "stderr"),
 			"not json at all",
-			logRec(t0.Add(22*time.Second), "WARN", "flaky", "flaky line", "stream", "stderr"),
-			logRec(t0.Add(23*time.Second), "INFO", "github", "server replaced"),
+			logfiletest.Record(t0.Add(22*time.Second), "WARN", "flaky", "flaky line", "stream", "stderr"),
+			logfiletest.Record(t0.Add(23*time.Second), "INFO", "github", "server replaced"),
 		},
 	})
 	code, out, errOut := runLogsCmd(t, data, "github")
@@ -106,7 +64,7 @@ func TestLogsServerFilter(t *testing.T) {
 		t.Errorf("logs github: exit %d\n%s\nwant:\n%s\nstderr: %s", code, out, want, errOut)
 	}
 	code, out, _ = runLogsCmd(t, data, "flaky", "--json")
-	if code != 0 || out != logRec(t0.Add(22*time.Second), "WARN", "flaky", "flaky line", "stream", "stderr")+"\n" {
+	if code != 0 || out != logfiletest.Record(t0.Add(22*time.Second), "WARN", "flaky", "flaky line", "stream", "stderr")+"\n" {
 		t.Errorf("logs flaky --json: exit %d\n%s", code, out)
 	}
 	code, out, errOut = runLogsCmd(t, data, "githb")
@@ -126,10 +84,10 @@ func TestLogsLastNAcrossRotatedBackup(t *testing.T) {
 	data := t.TempDir()
 	t0 := time.Date(2026, 11, 25, 10, 0, 0, 0, time.UTC)
 	rec := func(i int) string {
-		return logRec(t0.Add(time.Duration(i)*time.Second), "INFO", "", fmt.Sprintf("record %d", i))
+		return logfiletest.Record(t0.Add(time.Duration(i)*time.Second), "INFO", "", fmt.Sprintf("record %d", i))
 	}
 	compressing := []string{rec(3), rec(4)}
-	writeLogFiles(t, data, map[string][]string{
+	logfiletest.WriteFiles(t, logfile.Dir(data), map[string][]string{
 		"hub-2026-11-25T10-00-02.500.log.gz": {rec(1), rec(2)},
 		"hub-2026-11-25T10-00-04.500.log":    compressing,
 		"hub-2026-11-25T10-00-04.500.log.gz": compressing[:1], // half written
@@ -168,13 +126,13 @@ func TestLogsSince(t *testing.T) {
 	data := t.TempDir()
 	now := time.Now()
 	old, recent := now.Add(-2*time.Hour), now.Add(-5*time.Minute)
-	writeLogFiles(t, data, map[string][]string{
+	logfiletest.WriteFiles(t, logfile.Dir(data), map[string][]string{
 		// Rotated out before the window: not even read.
-		"hub-" + old.Add(time.Minute).UTC().Format(logfile.BackupTime) + ".log.gz": {logRec(old, "INFO", "", "two hours ago")},
+		"hub-" + old.Add(time.Minute).UTC().Format(logfile.BackupTime) + ".log.gz": {logfiletest.Record(old, "INFO", "", "two hours ago")},
 		"hub.log": {
-			logRec(old.Add(2*time.Minute), "INFO", "", "still old"),
+			logfiletest.Record(old.Add(2*time.Minute), "INFO", "", "still old"),
 			"old trailing line",
-			logRec(recent, "INFO", "", "five minutes ago"),
+			logfiletest.Record(recent, "INFO", "", "five minutes ago"),
 			"recent trailing line",
 		},
 	})
@@ -389,7 +347,7 @@ func TestLogsSkipsWhatIsNotAFile(t *testing.T) {
 		t.Errorf("logs with directories only: exit %d: %s", code, errOut)
 	}
 	t0 := time.Date(2026, 11, 25, 10, 0, 0, 0, time.UTC)
-	writeLogFiles(t, data, map[string][]string{"hub-2026-11-25T10-00-01.000.log.gz": {logRec(t0, "INFO", "", "rotated")}})
+	logfiletest.WriteFiles(t, logfile.Dir(data), map[string][]string{"hub-2026-11-25T10-00-01.000.log.gz": {logfiletest.Record(t0, "INFO", "", "rotated")}})
 	if code, out, errOut := runLogsCmd(t, data); code != 0 || out != "2026-11-25T10:00:00.000Z INFO  rotated\n" {
 		t.Errorf("logs: exit %d\n%s\n%s", code, out, errOut)
 	}

@@ -1,4 +1,12 @@
-package logfile
+// Package logfiletest writes hub log files for tests: the records the
+// hub's file handler writes, and the files of a log directory, rotated
+// and gzipped ones included. The logfile room's own tests and the tests
+// of `mcphub logs` in cmd/mcphub share it.
+//
+// It imports the standard library only, not even logfile: logfile's own
+// (internal) tests import it, so the caller passes the log directory
+// (logfile.Dir of a data directory).
+package logfiletest
 
 import (
 	"bytes"
@@ -12,11 +20,11 @@ import (
 	"time"
 )
 
-// writeLogFiles writes the files of a log under dataDir/logs: name to
-// lines, gzipped when the name ends in .gz.
-func writeLogFiles(t *testing.T, dataDir string, files map[string][]string) {
+// WriteFiles writes the files of a log into dir, creating it: name to
+// lines, gzipped when the name ends in .gz, as lumberjack leaves its
+// compressed backups.
+func WriteFiles(t testing.TB, dir string, files map[string][]string) {
 	t.Helper()
-	dir := Dir(dataDir)
 	if err := os.MkdirAll(dir, 0o700); err != nil {
 		t.Fatal(err)
 	}
@@ -37,8 +45,10 @@ func writeLogFiles(t *testing.T, dataDir string, files map[string][]string) {
 	}
 }
 
-// logRec is a JSON line as the hub's file handler writes it, at t.
-func logRec(t time.Time, level, server, msg string, kv ...any) string {
+// Record is a JSON line as the hub's file handler writes it, at t: time,
+// level and msg, then server when it is not "", then the attributes kv
+// (key, value, key, value...).
+func Record(t time.Time, level, server, msg string, kv ...any) string {
 	q := func(v any) string {
 		b, _ := json.Marshal(v)
 		return string(b)
