@@ -63,6 +63,12 @@ var rooms = map[string][]string{
 	// API, the terminal's MCP session): it reaches the hub over HTTP only,
 	// never through hub/.
 	"hubclient": {"api", "registry", "client", "internal", "github.com/yosida95/uritemplate"},
+	// The terminal MCP client: what tools, prompts and resources do once
+	// their flags are read (listing, calling, printing, Ctrl-C). It
+	// reaches the hub through hubclient, never through hub/, and never
+	// imports cobra: the commands' wiring stays in cmd/.
+	"mcpterm": {"hubclient", "api", "registry", "client", "internal", "github.com/modelcontextprotocol/go-sdk/mcp",
+		"golang.org/x/term", "golang.org/x/sys"},
 }
 
 // room returns the room a package belongs to: its path inside the module,
@@ -240,6 +246,13 @@ func TestRoomTableCatchesAViolation(t *testing.T) {
 		{module + "/demo", module + "/bridge", false},
 		{module + "/demo", module + "/cmd/mcphub", false},
 		{module + "/demo", "github.com/modelcontextprotocol/go-sdk/mcp", false},
+		{module + "/mcpterm", module + "/hub", false},
+		{module + "/mcpterm", module + "/bridge", false},
+		{module + "/mcpterm", module + "/cmd/mcphub", false},
+		{module + "/mcpterm", "github.com/spf13/cobra", false},
+		{module + "/hubclient", module + "/mcpterm", false},
+		{module + "/mcpterm", module + "/hubclient", true},
+		{module + "/mcpterm", "github.com/modelcontextprotocol/go-sdk/mcp", true},
 	}
 	for _, c := range cases {
 		got := violations([]goPackage{{ImportPath: c.pkg, Imports: []string{c.imp}}}, isStandard)
