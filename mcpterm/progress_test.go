@@ -7,6 +7,7 @@ import (
 
 	"github.com/modelcontextprotocol/go-sdk/mcp"
 
+	"github.com/mcphub/mcphub/internal/jsonrpc"
 	"github.com/mcphub/mcphub/internal/termtext"
 )
 
@@ -54,5 +55,22 @@ func TestProgressLine(t *testing.T) {
 	}
 	if cols > 19 {
 		t.Errorf("the line %q takes %d columns of a 20-column terminal", line, cols)
+	}
+}
+
+// TestProgressHandler: only the progress of the CLI's own call reaches the
+// line; a request of the hub is refused.
+func TestProgressHandler(t *testing.T) {
+	var out bytes.Buffer
+	h := progressHandler{prog: &progressLine{w: &out, on: true, width: 80}}
+	h.HandleNotification(&jsonrpc.Message{Method: "notifications/progress", Params: []byte(`{"progressToken":"other","progress":1}`)}, nil)
+	h.HandleNotification(&jsonrpc.Message{Method: "notifications/message", Params: []byte(`{"progressToken":"mcphub-cli","progress":1}`)}, nil)
+	h.HandleNotification(&jsonrpc.Message{Method: "notifications/progress", Params: []byte(`{"progressToken":"mcphub-cli","progress":2,"total":4}`)}, nil)
+	if want := "\r\x1b[Kprogress 2/4 (50%)"; out.String() != want {
+		t.Errorf("the line is %q, want %q", out.String(), want)
+	}
+	if _, err := h.HandleRequest(t.Context(), &jsonrpc.Message{Method: "sampling/createMessage"}, nil); err == nil ||
+		!strings.Contains(err.Error(), "mcphub tools call does not answer sampling/createMessage") {
+		t.Errorf("a request of the hub: %v", err)
 	}
 }
