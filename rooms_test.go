@@ -70,6 +70,12 @@ var rooms = map[string][]string{
 	// Test support shared by several rooms' tests (Recv, SyncBuffer,
 	// NoSecrets): the standard library only.
 	"internal/testkit": {},
+	// The terminal MCP client: what tools, prompts and resources do once
+	// their flags are read (listing, calling, printing, Ctrl-C). It
+	// reaches the hub through hubclient, never through hub/, and never
+	// imports cobra: the commands' wiring stays in cmd/.
+	"mcpterm": {"hubclient", "api", "registry", "client", "internal", "github.com/modelcontextprotocol/go-sdk/mcp",
+		"golang.org/x/term", "golang.org/x/sys"},
 }
 
 // room returns the room a package belongs to: its path inside the module,
@@ -251,6 +257,13 @@ func TestRoomTableCatchesAViolation(t *testing.T) {
 		{module + "/internal/oauthtest", module + "/client", false},
 		{module + "/internal/oauthtest", "github.com/modelcontextprotocol/go-sdk/auth", true},
 		{module + "/internal/testkit", module + "/internal/jsonrpc", false},
+		{module + "/mcpterm", module + "/hub", false},
+		{module + "/mcpterm", module + "/bridge", false},
+		{module + "/mcpterm", module + "/cmd/mcphub", false},
+		{module + "/mcpterm", "github.com/spf13/cobra", false},
+		{module + "/hubclient", module + "/mcpterm", false},
+		{module + "/mcpterm", module + "/hubclient", true},
+		{module + "/mcpterm", "github.com/modelcontextprotocol/go-sdk/mcp", true},
 	}
 	for _, c := range cases {
 		got := violations([]goPackage{{ImportPath: c.pkg, Imports: []string{c.imp}}}, isStandard)

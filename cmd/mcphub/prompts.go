@@ -1,16 +1,10 @@
 package main
 
 import (
-	"context"
-	"encoding/json"
-	"fmt"
-	"strings"
-
-	"github.com/modelcontextprotocol/go-sdk/mcp"
 	"github.com/spf13/cobra"
 
 	"github.com/mcphub/mcphub/hubclient"
-	"github.com/mcphub/mcphub/internal/jsonrpc"
+	"github.com/mcphub/mcphub/mcpterm"
 )
 
 func init() { commands = append(commands, newPromptsCmd) }
@@ -32,7 +26,7 @@ the names the profile gives them, which "prompts get --profile NAME" takes.`,
   mcphub prompts ls --profile coding
   mcphub prompts get github__summarize_pr owner=me repo=hub number=42`,
 		Args: cobra.NoArgs,
-	}, "the same as prompts ls --json", a.promptsList)
+	}, "the same as prompts ls --json", (*mcpterm.Client).ListPrompts)
 	cmd.AddCommand(newPromptsLsCmd(a), newPromptsGetCmd(a))
 	return cmd
 }
@@ -54,39 +48,7 @@ names "mcphub prompts get --profile NAME" takes.
   mcphub prompts ls github --json
   mcphub prompts ls --profile coding`,
 		Args: cobra.MaximumNArgs(1),
-	}, "print the prompts array as the hub sent it", a.promptsList)
-}
-
-// promptsList is prompts ls.
-func (a *app) promptsList(ctx context.Context, v hubclient.View, asJSON bool) error {
-	return listOf(ctx, a, v, asJSON, lister[hubclient.Prompt]{
-		method: "prompts/list",
-		member: "prompts",
-		noun:   "prompt",
-		name:   func(p hubclient.Prompt) string { return p.Name },
-		header: []string{"NAME", "ARGUMENTS", "DESCRIPTION"},
-		row:    func(p hubclient.Prompt) []string { return []string{p.Name, promptArgs(p), p.Description} },
-	})
-}
-
-// promptArgs lists a prompt's arguments, the optional ones in brackets:
-// "owner repo [branch]"; "-" for none.
-func promptArgs(p hubclient.Prompt) string {
-	var parts []string
-	for _, arg := range p.Arguments {
-		if arg == nil {
-			continue
-		}
-		if arg.Required {
-			parts = append(parts, arg.Name)
-		} else {
-			parts = append(parts, "["+arg.Name+"]")
-		}
-	}
-	if len(parts) == 0 {
-		return "-"
-	}
-	return strings.Join(parts, " ")
+	}, "print the prompts array as the hub sent it", (*mcpterm.Client).ListPrompts)
 }
 
 func newPromptsGetCmd(a *app) *cobra.Command {
@@ -107,65 +69,11 @@ the hub sent it.`,
   mcphub prompts get --profile coding summarize_pr number=42`,
 		Args: cobra.MinimumNArgs(1),
 		RunE: func(cmd *cobra.Command, args []string) error {
-			return a.promptsGet(cmd.Context(), hubclient.View{Profile: profile}, args[0], args[1:], asJSON)
+			return exitCode(a.mcp().GetPrompt(cmd.Context(), hubclient.View{Profile: profile}, args[0], args[1:], asJSON))
 		},
 	}
 	cmd.Flags().BoolVar(&asJSON, "json", false, "print the result as the hub sent it")
 	cmd.Flags().StringVar(&profile, "profile", "", "get the prompt from the profile's endpoint (/profiles/NAME/mcp)")
 	cmd.RegisterFlagCompletionFunc("profile", a.completeProfileFlag)
 	return cmd
-}
-
-// promptsGet is prompts get NAME, on v's endpoint.
-func (a *app) promptsGet(ctx context.Context, v hubclient.View, name string, pairs []string, asJSON bool) error {
-	arguments, err := hubclient.PromptArguments(pairs)
-	if err != nil {
-		return err
-	}
-	ctx, interrupted, stop := withInterrupt(ctx)
-	defer stop()
-	s, err := a.openView(ctx, v, nil)
-	if err != nil {
-		if interrupted() {
-			return a.interruptedErr(nil)
-		}
-		return err
-	}
-	defer s.Close()
-	params, err := json.Marshal(struct {
-		Name      string            `json:"name"`
-		Arguments map[string]string `json:"arguments,omitempty"`
-	}{name, arguments})
-	if err != nil {
-		return err
-	}
-	raw, err := s.Request(ctx, "prompts/get", params)
-	if err != nil {
-		if interrupted() {
-			return a.interruptedErr(s)
-		}
-		if hubclient.RPCCode(err) == jsonrpc.CodeInvalidParams {
-			if uerr := s.UnknownPrompt(ctx, name); uerr != nil {
-				return uerr
-			}
-		}
-		return s.Fail("get prompt "+name, err)
-	}
-	if asJSON {
-		return printRaw(a.stdout, raw)
-	}
-	var res mcp.GetPromptResult
-	if err := json.Unmarshal(raw, &res); err != nil {
-		return fmt.Errorf("get prompt %s: the hub's result is malformed: %w", name, err)
-	}
-	for _, m := range res.Messages {
-		if m == nil {
-			continue
-		}
-		fmt.Fprintf(a.stdout, "[%s]\n", m.Role)
-		if m.Content != nil {
-			printContent(a.stdout, []mcp.Content{m.Content})
-		}
-	}
-	return nil
 }

@@ -1,18 +1,10 @@
 package main
 
 import (
-	"context"
-	"encoding/json"
-	"fmt"
-	"slices"
-	"strings"
-
-	"github.com/modelcontextprotocol/go-sdk/mcp"
 	"github.com/spf13/cobra"
 
 	"github.com/mcphub/mcphub/hubclient"
-	"github.com/mcphub/mcphub/internal/jsonrpc"
-	"github.com/mcphub/mcphub/internal/termtext"
+	"github.com/mcphub/mcphub/mcpterm"
 )
 
 func init() { commands = append(commands, newResourcesCmd) }
@@ -34,7 +26,7 @@ endpoint /mcp; with SERVER, "resources ls" asks that server's own endpoint
   mcphub resources ls --profile docs  # what a client of /profiles/docs/mcp sees
   mcphub resources read file:///notes/today.md`,
 		Args: cobra.NoArgs,
-	}, "the same as resources ls --json", a.resourcesList)
+	}, "the same as resources ls --json", (*mcpterm.Client).ListResources)
 	cmd.AddCommand(newResourcesLsCmd(a), newResourcesReadCmd(a))
 	return cmd
 }
@@ -56,59 +48,7 @@ the hub sent it.`,
   mcphub resources ls notes --json
   mcphub resources ls --profile docs`,
 		Args: cobra.MaximumNArgs(1),
-	}, "print the resources and templates as the hub sent them", a.resourcesList)
-}
-
-// resourcesList is resources ls: the resources and the resource templates.
-func (a *app) resourcesList(ctx context.Context, v hubclient.View, asJSON bool) error {
-	var resources, templates []json.RawMessage
-	fetch := func(ctx context.Context, s *hubclient.Session) error {
-		var err error
-		if resources, err = s.ListAll(ctx, "resources/list"); err != nil {
-			return err
-		}
-		templates, err = s.ListAll(ctx, "resources/templates/list")
-		return err
-	}
-	return a.listView(ctx, v, "resources", fetch, func() error {
-		if asJSON {
-			out := []byte(`{"resources":`)
-			out = jsonrpc.AppendArray(out, resources)
-			out = append(out, `,"resourceTemplates":`...)
-			out = jsonrpc.AppendArray(out, templates)
-			return printRaw(a.stdout, append(out, '}'))
-		}
-		rs, err := hubclient.DecodeItems[hubclient.Resource]("resources/list", resources)
-		if err != nil {
-			return err
-		}
-		ts, err := hubclient.DecodeItems[hubclient.ResourceTemplate]("resources/templates/list", templates)
-		if err != nil {
-			return err
-		}
-		printResources(a, rs, ts)
-		return nil
-	})
-}
-
-// printResources prints the resources and templates as one table.
-func printResources(a *app, resources []hubclient.Resource, templates []hubclient.ResourceTemplate) {
-	rows := make([][]string, 0, len(resources)+len(templates))
-	for _, r := range resources {
-		rows = append(rows, []string{r.URI, r.Name, r.Description})
-	}
-	for _, t := range templates {
-		rows = append(rows, []string{t.URITemplate, t.Name, t.Description})
-	}
-	slices.SortStableFunc(rows, func(x, y []string) int { return strings.Compare(x[0], y[0]) })
-	if len(rows) > 0 {
-		termtext.PrintTable(a.stdout, tableWidth, []string{"URI", "NAME", "DESCRIPTION"}, rows)
-	}
-	line := termtext.HowMany(len(resources), "resource")
-	if len(templates) > 0 {
-		line += ", " + termtext.HowMany(len(templates), "resource template")
-	}
-	fmt.Fprintln(a.stdout, line)
+	}, "print the resources and templates as the hub sent them", (*mcpterm.Client).ListResources)
 }
 
 func newResourcesReadCmd(a *app) *cobra.Command {
@@ -128,48 +68,11 @@ result as the hub sent it, binary contents (base64) included.`,
   mcphub resources read --profile docs file:///notes/today.md`,
 		Args: cobra.ExactArgs(1),
 		RunE: func(cmd *cobra.Command, args []string) error {
-			return a.resourcesRead(cmd.Context(), hubclient.View{Profile: profile}, args[0], asJSON)
+			return exitCode(a.mcp().ReadResource(cmd.Context(), hubclient.View{Profile: profile}, args[0], asJSON))
 		},
 	}
 	cmd.Flags().BoolVar(&asJSON, "json", false, "print the result as the hub sent it")
 	cmd.Flags().StringVar(&profile, "profile", "", "read the resource through the profile's endpoint (/profiles/NAME/mcp)")
 	cmd.RegisterFlagCompletionFunc("profile", a.completeProfileFlag)
 	return cmd
-}
-
-// resourcesRead is resources read URI, on v's endpoint.
-func (a *app) resourcesRead(ctx context.Context, v hubclient.View, uri string, asJSON bool) error {
-	ctx, interrupted, stop := withInterrupt(ctx)
-	defer stop()
-	s, err := a.openView(ctx, v, nil)
-	if err != nil {
-		if interrupted() {
-			return a.interruptedErr(nil)
-		}
-		return err
-	}
-	defer s.Close()
-	raw, err := s.Request(ctx, "resources/read", fmt.Appendf(nil, `{"uri":%s}`, jsonrpc.Quote(uri)))
-	if err != nil {
-		if interrupted() {
-			return a.interruptedErr(s)
-		}
-		if code := hubclient.RPCCode(err); code == hubclient.CodeResourceNotFound || code == jsonrpc.CodeInvalidParams {
-			return s.UnknownResource(ctx, uri, err)
-		}
-		return s.Fail("read "+uri, err)
-	}
-	if asJSON {
-		return printRaw(a.stdout, raw)
-	}
-	var res mcp.ReadResourceResult
-	if err := json.Unmarshal(raw, &res); err != nil {
-		return fmt.Errorf("read %s: the hub's result is malformed: %w", uri, err)
-	}
-	for _, c := range res.Contents {
-		if c != nil {
-			printResourceContents(a.stdout, c)
-		}
-	}
-	return nil
 }

@@ -23,7 +23,6 @@ import (
 	"github.com/mcphub/mcphub/api"
 	"github.com/mcphub/mcphub/hub"
 	"github.com/mcphub/mcphub/hubclient"
-	"github.com/mcphub/mcphub/internal/termtext"
 )
 
 // cliHub is a hub in this process over one upstream server, and the
@@ -146,53 +145,6 @@ func TestToolsRawResult(t *testing.T) {
 				t.Errorf("exit %d, stdout %q, stderr %q; want %q", code, out.String(), errOut.String(), want.String())
 			}
 		})
-	}
-}
-
-// TestToolsProgressLine: on a terminal each notification rewrites one line,
-// cut to the terminal's width, and clear removes it; elsewhere nothing is
-// written at all.
-func TestToolsProgressLine(t *testing.T) {
-	var out bytes.Buffer
-	l := &progressLine{w: &out, on: true, width: 40}
-	l.show(&mcp.ProgressNotificationParams{Progress: 1, Total: 4, Message: "reading\nfiles"})
-	l.show(&mcp.ProgressNotificationParams{Progress: 2.5, Message: "a message far too long for the line"})
-	l.clear()
-	l.show(&mcp.ProgressNotificationParams{Progress: 3, Total: 4})
-	want := "\r\x1b[Kprogress 1/4 (25%) reading files" + "\r\x1b[Kprogress 2.50 a message far too long f…" + "\r\x1b[K"
-	if out.String() != want {
-		t.Errorf("terminal output %q, want %q", out.String(), want)
-	}
-	out.Reset()
-	l = &progressLine{w: &out, width: 80}
-	l.show(&mcp.ProgressNotificationParams{Progress: 1, Total: 2})
-	l.clear()
-	if out.Len() != 0 {
-		t.Errorf("not a terminal, yet the progress line wrote %q", out.String())
-	}
-
-	// A server's control characters never reach the terminal.
-	out.Reset()
-	l = &progressLine{w: &out, on: true, width: 80}
-	l.show(&mcp.ProgressNotificationParams{Progress: 1, Message: "\x1b]0;title\x07red\x1b[31m\u009b2J\x00\tend\xff"})
-	if want := "\r\x1b[Kprogress 1 ]0;titlered[31m2J end\ufffd"; out.String() != want {
-		t.Errorf("a message with control characters wrote %q, want %q", out.String(), want)
-	}
-
-	// Wide characters count two columns: the line still fits.
-	out.Reset()
-	l = &progressLine{w: &out, on: true, width: 20}
-	l.show(&mcp.ProgressNotificationParams{Progress: 1, Message: "進捗進捗進捗進捗進捗"})
-	line := strings.TrimPrefix(out.String(), "\r\x1b[K")
-	if want := "progress 1 進捗進…"; line != want {
-		t.Errorf("a line of wide characters is %q, want %q", line, want)
-	}
-	cols := 0
-	for _, r := range line {
-		cols += termtext.RuneColumns(r)
-	}
-	if cols > 19 {
-		t.Errorf("the line %q takes %d columns of a 20-column terminal", line, cols)
 	}
 }
 

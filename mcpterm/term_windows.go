@@ -1,6 +1,6 @@
 //go:build windows
 
-package main
+package mcpterm
 
 import (
 	"io"
@@ -10,16 +10,17 @@ import (
 	"golang.org/x/sys/windows"
 )
 
-// cliSignals are the signals that interrupt a tools, resources or prompts
+// signals are the signals that interrupt a tools, resources or prompts
 // command as Ctrl-C does, cancelling its request on the hub: a console
 // closing or a shutdown (SIGTERM) as well.
-var cliSignals = []os.Signal{os.Interrupt, syscall.SIGTERM}
+var signals = []os.Signal{os.Interrupt, syscall.SIGTERM}
 
-// enableVirtualTerminal turns on the console's processing of escape
+// EnableVirtualTerminal turns on the console's processing of escape
 // sequences for w, which the progress line rewrites itself with; a legacy
 // console would show them as they are. It reports whether the console
-// processes them.
-func enableVirtualTerminal(w io.Writer) bool {
+// processes them, so that a caller shows no progress line where it would
+// be garbage.
+func EnableVirtualTerminal(w io.Writer) bool {
 	f, ok := w.(*os.File)
 	if !ok {
 		return false
