@@ -1,4 +1,4 @@
-package main
+package stdioface
 
 import (
 	"context"
@@ -21,9 +21,9 @@ import (
 // and comes back, so that a hub restart is invisible to the client.
 
 const (
-	// faceReviveAfter is how long a hub this face started may be gone
+	// DefaultReviveAfter is how long a hub this face started may be gone
 	// before it is started again.
-	faceReviveAfter = 5 * time.Second
+	DefaultReviveAfter = 5 * time.Second
 	// faceReviveEvery spaces further attempts to start it.
 	faceReviveEvery = 30 * time.Second
 	// faceMaxResends bounds how often one request that never reached the
@@ -87,7 +87,7 @@ type faceHub struct {
 
 func (h *faceHub) init(f *face) {
 	h.f = f
-	h.target = f.cfg.hub
+	h.target = f.cfg.Hub
 	h.plain = &http.Transport{
 		DialContext:         (&net.Dialer{Timeout: 10 * time.Second, KeepAlive: 30 * time.Second}).DialContext,
 		MaxIdleConnsPerHost: 16,
@@ -114,7 +114,7 @@ func (h *faceHub) connectFirst(ctx context.Context, raw json.RawMessage) (json.R
 	if err != nil && unauthorized(err) {
 		// The token may have changed since the hub was found: auth
 		// turned on, or the token file replaced.
-		if fresh, ferr := h.f.cfg.find(ctx); ferr == nil && fresh.Token != t.Token {
+		if fresh, ferr := h.f.cfg.Find(ctx); ferr == nil && fresh.Token != t.Token {
 			t = fresh
 			conn, tr, err = h.dial(ctx, 1, t, nil)
 		}
@@ -123,7 +123,7 @@ func (h *faceHub) connectFirst(ctx context.Context, raw json.RawMessage) (json.R
 		return nil, err
 	}
 	h.install(conn, tr, 1, t)
-	h.f.log.Info("relaying to the hub", "url", t.URL(h.f.cfg.path), "client", p.ClientInfo.Name)
+	h.f.log.Info("relaying to the hub", "url", t.URL(h.f.cfg.Path), "client", p.ClientInfo.Name)
 	return conn.Initialize().Raw, nil
 }
 
@@ -145,7 +145,7 @@ func (h *faceHub) dial(ctx context.Context, gen int, t hubclient.Target, st *cli
 	var conn *client.Conn
 	current := func() client.State { return conn.State() }
 	cfg := client.Config{
-		Name: "hub", URL: t.URL(h.f.cfg.path), Transport: client.TransportStreamableHTTP,
+		Name: "hub", URL: t.URL(h.f.cfg.Path), Transport: client.TransportStreamableHTTP,
 		HTTPClient: &http.Client{Transport: tr},
 		ClientInfo: p.ClientInfo, Capabilities: p.Capabilities, ProtocolVersion: p.ProtocolVersion,
 		Resume: st,
@@ -348,7 +348,7 @@ func (h *faceHub) tokenReplaced(ctx context.Context, gen int, err error) bool {
 	if !unauthorized(err) {
 		return false
 	}
-	fresh, ferr := h.f.cfg.find(ctx)
+	fresh, ferr := h.f.cfg.Find(ctx)
 	h.mu.Lock()
 	sent, current := h.target.Token, gen == h.gen
 	h.mu.Unlock()
@@ -499,7 +499,7 @@ func (h *faceHub) swap(old *client.Conn) error {
 	old.Close()
 	h.plain.CloseIdleConnections()
 	h.f.log.Info("the hub cannot be reached; waiting for it")
-	deadline := time.Now().Add(h.f.cfg.giveUp)
+	deadline := time.Now().Add(h.f.cfg.GiveUp)
 	delay := newRetryDelay(100*time.Millisecond, 2*time.Second)
 	for {
 		t, err := h.reachHub(deadline)
@@ -520,7 +520,7 @@ func (h *faceHub) swap(old *client.Conn) error {
 		}
 		h.f.log.Warn("could not reconnect to the hub", "err", err)
 		if time.Now().After(deadline) {
-			return fmt.Errorf("could not reconnect to the hub within %s: %w", h.f.cfg.giveUp, err)
+			return fmt.Errorf("could not reconnect to the hub within %s: %w", h.f.cfg.GiveUp, err)
 		}
 		if !sleepFor(h.f.ctx, delay.next()) {
 			return h.f.ctx.Err()
@@ -537,7 +537,7 @@ func (h *faceHub) reachHub(deadline time.Time) (hubclient.Target, error) {
 	var revived time.Time
 	var lastErr string
 	for {
-		t, err := h.f.cfg.find(h.f.ctx)
+		t, err := h.f.cfg.Find(h.f.ctx)
 		if err == nil {
 			return t, nil
 		}
@@ -551,16 +551,16 @@ func (h *faceHub) reachHub(deadline time.Time) (hubclient.Target, error) {
 		} else if !errors.Is(err, hubclient.ErrNoHub) {
 			h.f.log.Debug("the hub does not answer yet", "err", err)
 		}
-		if h.f.cfg.revive != nil && time.Since(down) >= h.f.cfg.reviveAfter && time.Since(revived) >= faceReviveEvery {
+		if h.f.cfg.Revive != nil && time.Since(down) >= h.f.cfg.ReviveAfter && time.Since(revived) >= faceReviveEvery {
 			revived = time.Now()
 			h.f.log.Info("the hub this face started is gone; starting it again")
-			if err := h.f.cfg.revive(h.f.ctx); err != nil {
+			if err := h.f.cfg.Revive(h.f.ctx); err != nil {
 				h.f.log.Warn("could not start the hub again", "err", err)
 			}
 			continue
 		}
 		if time.Now().After(deadline) {
-			return hubclient.Target{}, fmt.Errorf("no hub has answered for %s: %w", h.f.cfg.giveUp, err)
+			return hubclient.Target{}, fmt.Errorf("no hub has answered for %s: %w", h.f.cfg.GiveUp, err)
 		}
 		if !sleepFor(h.f.ctx, delay.next()) {
 			return hubclient.Target{}, h.f.ctx.Err()
@@ -603,11 +603,11 @@ func (h *faceHub) close() {
 // let sessions be deleted, has nothing left to end; one that refuses the
 // DELETE otherwise is not asked again.
 func (h *faceHub) deleteSession(st client.State) {
-	ctx, cancel := context.WithTimeout(context.Background(), h.f.cfg.drain)
+	ctx, cancel := context.WithTimeout(context.Background(), h.f.cfg.Drain)
 	defer cancel()
 	delay := newRetryDelay(100*time.Millisecond, 2*time.Second)
 	for {
-		t, err := h.f.cfg.find(ctx)
+		t, err := h.f.cfg.Find(ctx)
 		if err == nil {
 			err = h.sendDelete(ctx, t, st)
 			if err == nil {
@@ -621,7 +621,7 @@ func (h *faceHub) deleteSession(st client.State) {
 			}
 		}
 		if !sleepFor(ctx, delay.next()) {
-			h.f.log.Warn("the hub did not answer in time to end the session; it ends when the hub expires it", "waited", h.f.cfg.drain)
+			h.f.log.Warn("the hub did not answer in time to end the session; it ends when the hub expires it", "waited", h.f.cfg.Drain)
 			return
 		}
 	}
@@ -629,7 +629,7 @@ func (h *faceHub) deleteSession(st client.State) {
 
 // sendDelete sends the DELETE that ends session st to the hub at t.
 func (h *faceHub) sendDelete(ctx context.Context, t hubclient.Target, st client.State) error {
-	req, err := http.NewRequestWithContext(ctx, http.MethodDelete, t.URL(h.f.cfg.path), nil)
+	req, err := http.NewRequestWithContext(ctx, http.MethodDelete, t.URL(h.f.cfg.Path), nil)
 	if err != nil {
 		return fmt.Errorf("the DELETE of the hub session: %w", err)
 	}
@@ -648,7 +648,7 @@ func (h *faceHub) sendDelete(ctx context.Context, t hubclient.Target, st client.
 		resp.StatusCode == http.StatusNotFound, resp.StatusCode == http.StatusMethodNotAllowed:
 		return nil
 	}
-	return &client.HTTPError{Method: http.MethodDelete, URL: t.URL(h.f.cfg.path), Status: resp.StatusCode}
+	return &client.HTTPError{Method: http.MethodDelete, URL: t.URL(h.f.cfg.Path), Status: resp.StatusCode}
 }
 
 func sleepFor(ctx context.Context, d time.Duration) bool {

@@ -1,4 +1,4 @@
-package main
+package stdioface
 
 import (
 	"bufio"
@@ -29,13 +29,15 @@ const (
 	// faceMaxLine bounds one line from the client; a longer one is
 	// refused and skipped.
 	faceMaxLine = 32 << 20
-	// faceGiveUp is how long the hub may stay unreachable before the face
-	// gives up. A desktop client keeps its servers for hours and shows a
-	// dead one as failed, so waiting out a slow restart is worth minutes.
-	faceGiveUp = 5 * time.Minute
-	// faceDrain is how long the calls in flight when stdin ends may take to
-	// finish, for a client that writes its requests and closes stdin.
-	faceDrain = 5 * time.Second
+	// DefaultGiveUp is how long the hub may stay unreachable before the
+	// face gives up. A desktop client keeps its servers for hours and
+	// shows a dead one as failed, so waiting out a slow restart is worth
+	// minutes.
+	DefaultGiveUp = 5 * time.Minute
+	// DefaultDrain is how long the calls in flight when stdin ends may
+	// take to finish, for a client that writes its requests and closes
+	// stdin.
+	DefaultDrain = 5 * time.Second
 	// faceConnectTimeout bounds one connection attempt to the hub.
 	faceConnectTimeout = 30 * time.Second
 	// faceEarlyCancelKeep is how long a cancellation of the hub's that came
@@ -45,27 +47,36 @@ const (
 	faceEarlyCancelMax  = 256
 )
 
-// faceConfig is what a face needs; the command fills it in, the tests too.
-type faceConfig struct {
-	// find returns where the hub answers now (it may move to another port
-	// across a restart); hubclient.ErrNoHub when none answers.
-	find func(ctx context.Context) (hubclient.Target, error)
-	// revive starts the hub again after it has been gone a while; nil
+// Options is what one face needs: where the hub answers and how to find it
+// again, the client's two streams and the log. Run fills it in from the
+// registry; a test or another front end may fill it in itself.
+type Options struct {
+	// Find returns where the hub answers now (it may move to another port
+	// across a restart); hubclient.ErrNoHub when none answers. A
+	// Finder's Find suits it.
+	Find func(ctx context.Context) (hubclient.Target, error)
+	// Revive starts the hub again after it has been gone a while; nil
 	// means only wait for it. Set when this face started the hub.
-	revive func(ctx context.Context) error
-	hub    hubclient.Target // where the hub answered at startup
-	path   string           // the endpoint: /mcp or /NAME/mcp
-	in     io.Reader
-	out    io.Writer
-	log    *slog.Logger
-	// giveUp, drain and reviveAfter override faceGiveUp, faceDrain and
-	// faceReviveAfter when set.
-	giveUp, drain, reviveAfter time.Duration
+	Revive func(ctx context.Context) error
+	// Hub is where the hub answered at startup.
+	Hub hubclient.Target
+	// Path is the endpoint relayed to: /mcp, /NAME/mcp or
+	// /profiles/NAME/mcp (hubclient.View.Path).
+	Path string
+	// In and Out are the client's side: newline-delimited JSON-RPC.
+	In  io.Reader
+	Out io.Writer
+	// Log receives the face's diagnostics; never stdout, which carries
+	// only MCP messages.
+	Log *slog.Logger
+	// GiveUp, Drain and ReviveAfter override DefaultGiveUp, DefaultDrain
+	// and DefaultReviveAfter when set.
+	GiveUp, Drain, ReviveAfter time.Duration
 }
 
 // face is one running stdio face.
 type face struct {
-	cfg faceConfig
+	cfg Options
 	log *slog.Logger
 
 	ctx    context.Context // ends at shutdown; parent of every call
@@ -122,18 +133,28 @@ type hubRequest struct {
 	id  string
 }
 
-func newFace(cfg faceConfig) *face {
+// Relay runs one face with o until stdin ends (nil), ctx ends (nil: a
+// signal), or the hub is lost for good (its error). Before it returns, the
+// hub session is deleted and what was queued for the client is written.
+func Relay(ctx context.Context, o Options) error {
+	return newFace(o).run(ctx)
+}
+
+func newFace(cfg Options) *face {
+	if cfg.Log == nil {
+		cfg.Log = slog.New(slog.DiscardHandler)
+	}
 	for _, d := range []struct {
 		v   *time.Duration
 		def time.Duration
-	}{{&cfg.giveUp, faceGiveUp}, {&cfg.drain, faceDrain}, {&cfg.reviveAfter, faceReviveAfter}} {
+	}{{&cfg.GiveUp, DefaultGiveUp}, {&cfg.Drain, DefaultDrain}, {&cfg.ReviveAfter, DefaultReviveAfter}} {
 		if *d.v <= 0 {
 			*d.v = d.def
 		}
 	}
 	ctx, cancel := context.WithCancel(context.Background())
 	f := &face{
-		cfg: cfg, log: cfg.log, ctx: ctx, cancel: cancel,
+		cfg: cfg, log: cfg.Log, ctx: ctx, cancel: cancel,
 		out: make(chan []byte, 256), writerStop: make(chan struct{}), writerDone: make(chan struct{}),
 		notes: make(chan *jsonrpc.Message, 256),
 		calls: map[string]faceCall{}, srvWait: map[string]chan *jsonrpc.Message{},
@@ -498,7 +519,7 @@ func (f *face) greet() {
 // writes what is queued, then returns.
 func (f *face) writer() {
 	defer close(f.writerDone)
-	w := bufio.NewWriterSize(f.cfg.out, 64<<10)
+	w := bufio.NewWriterSize(f.cfg.Out, 64<<10)
 	write := func(line []byte) bool {
 		if _, err := w.Write(line); err != nil {
 			f.log.Debug("stdout is closed", "err", err)
@@ -540,7 +561,7 @@ func (f *face) writer() {
 // with the JSON-RPC error for it.
 func (f *face) reader(msgs chan<- *jsonrpc.Message) {
 	defer close(msgs)
-	err := readLines(f.cfg.in, faceMaxLine, func(line []byte, tooLong bool) bool {
+	err := readLines(f.cfg.In, faceMaxLine, func(line []byte, tooLong bool) bool {
 		m, rpcErr := decodeLine(line, tooLong)
 		if rpcErr != nil {
 			f.log.Warn("refused a line from the client", "err", rpcErr.Message)
@@ -587,8 +608,8 @@ func (f *face) shutdown(ctx context.Context, drain bool) {
 		}()
 		select {
 		case <-done:
-		case <-time.After(f.cfg.drain):
-			f.log.Warn("stdin ended with requests in flight; they are abandoned", "waited", f.cfg.drain)
+		case <-time.After(f.cfg.Drain):
+			f.log.Warn("stdin ended with requests in flight; they are abandoned", "waited", f.cfg.Drain)
 		case <-ctx.Done():
 			f.log.Debug("stopped while requests were in flight; they are abandoned")
 		}
