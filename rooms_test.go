@@ -63,6 +63,10 @@ var rooms = map[string][]string{
 	// API, the terminal's MCP session): it reaches the hub over HTTP only,
 	// never through hub/.
 	"hubclient": {"api", "registry", "client", "internal", "github.com/yosida95/uritemplate"},
+	// The stdio face (session relay, stateless relay, starting a hub in
+	// the background): it reaches the hub over HTTP only, through
+	// hubclient and client, never through hub/.
+	"stdioface": {"hubclient", "client", "registry", "api", "logfile", "internal", "golang.org/x/sys"},
 }
 
 // room returns the room a package belongs to: its path inside the module,
@@ -240,6 +244,13 @@ func TestRoomTableCatchesAViolation(t *testing.T) {
 		{module + "/demo", module + "/bridge", false},
 		{module + "/demo", module + "/cmd/mcphub", false},
 		{module + "/demo", "github.com/modelcontextprotocol/go-sdk/mcp", false},
+		{module + "/stdioface", module + "/hub", false},
+		{module + "/stdioface", module + "/bridge", false},
+		{module + "/stdioface", module + "/store", false},
+		{module + "/stdioface", module + "/cmd/mcphub", false},
+		{module + "/stdioface", module + "/hubclient", true},
+		{module + "/stdioface", module + "/client", true},
+		{module + "/hubclient", module + "/stdioface", false},
 	}
 	for _, c := range cases {
 		got := violations([]goPackage{{ImportPath: c.pkg, Imports: []string{c.imp}}}, isStandard)
