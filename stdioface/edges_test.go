@@ -259,4 +259,3 @@ func TestFaceHubWaitsForInitialize(t *testing.T) {
 		t.Errorf("the hub got %s for roots/list, want the client's roots", a.Encode())
 	}
 }
-
