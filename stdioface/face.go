@@ -1,9 +1,7 @@
 package stdioface
 
 import (
-	"bufio"
 	"context"
-	"encoding/json"
 	"errors"
 	"io"
 	"log/slog"
@@ -20,10 +18,14 @@ import (
 // endpoint by a client.Conn. The client's requests go to the hub under the
 // client's own ids, so its cancellations and progress tokens pass through as
 // they are; the hub's requests come to the client under ids of the face's
-// own. This file reads and writes the client's side (stdioface_lines.go
-// frames its lines); stdioface_hub.go keeps the connection to the hub alive
-// across hub restarts, and stdioface_transport.go is what one connection
-// hands the face.
+// own. This file runs one face from the handshake to its shutdown;
+// stdio.go reads and writes the client's side (lines.go frames its lines),
+// calls.go relays the client's requests and asks.go the hub's; hub.go
+// opens the connection to the hub, hub_call.go carries messages on it,
+// hub_supervise.go keeps it alive across hub restarts and hub_close.go ends
+// it; transport.go is what one connection hands the face. stateless.go
+// relays a client of the 2026-07-28 revision, and spawn.go finds or starts
+// the hub.
 
 const (
 	// faceMaxLine bounds one line from the client; a longer one is
@@ -219,7 +221,7 @@ func (f *face) run(ctx context.Context) error {
 // is answered and any other request refused, as a server does before
 // initialize, except a request of the 2026-07-28 revision, which has no
 // initialize: handshake returns it, and the face relays that client
-// statelessly (stdioface_stateless.go).
+// statelessly (stateless.go).
 func (f *face) handshake(ctx context.Context, msgs <-chan *jsonrpc.Message) (stateless *jsonrpc.Message, err error) {
 	for {
 		var m *jsonrpc.Message
@@ -283,307 +285,6 @@ func (f *face) dispatch(m *jsonrpc.Message) {
 		}
 	case jsonrpc.KindResponse, jsonrpc.KindErrorResponse:
 		f.answered(m)
-	}
-}
-
-// startCall relays a request of the client's over the session.
-func (f *face) startCall(m *jsonrpc.Message) {
-	f.track(m, func(ctx context.Context) error {
-		res, err := f.hub.call(ctx, m)
-		if err == nil && ctx.Err() == nil {
-			f.send(jsonrpc.NewResponse(m.ID, res))
-		}
-		return err
-	})
-}
-
-// track runs relay, which answers request m, on its own goroutine, so that
-// stdin's end waits for it (or, for subscriptions/listen, cancels it) and
-// the client's notifications/cancelled stops it. An error relay returns is
-// the client's answer, unless the call was cancelled: a cancelled request
-// is not answered.
-func (f *face) track(m *jsonrpc.Message, relay func(ctx context.Context) error) {
-	ctx, cancel := context.WithCancel(f.ctx)
-	key := string(m.ID)
-	f.callsMu.Lock()
-	if _, dup := f.calls[key]; dup {
-		f.callsMu.Unlock()
-		cancel()
-		f.send(jsonrpc.NewErrorResponse(m.ID, jsonrpc.NewError(jsonrpc.CodeInvalidRequest, "a request with this id is already in flight")))
-		return
-	}
-	f.calls[key] = faceCall{cancel: cancel, long: m.Method == "subscriptions/listen"}
-	f.callsMu.Unlock()
-	f.callsWG.Add(1)
-	go func() {
-		defer f.callsWG.Done()
-		defer func() {
-			f.callsMu.Lock()
-			delete(f.calls, key)
-			f.callsMu.Unlock()
-			cancel()
-		}()
-		if err := relay(ctx); err != nil && ctx.Err() == nil {
-			f.send(jsonrpc.NewErrorResponse(m.ID, asRPCError(err)))
-		}
-	}()
-}
-
-// inFlight lists the ids of the client's requests still waiting.
-func (f *face) inFlight() map[string]bool {
-	f.callsMu.Lock()
-	defer f.callsMu.Unlock()
-	ids := make(map[string]bool, len(f.calls))
-	for k := range f.calls {
-		ids[k] = true
-	}
-	return ids
-}
-
-// cancelCall stops waiting for a request the client cancelled; the
-// cancellation itself goes to the hub as the client sent it.
-func (f *face) cancelCall(params json.RawMessage) {
-	id, ok := jsonrpc.Member(params, "requestId")
-	if !ok {
-		return
-	}
-	f.callsMu.Lock()
-	c, ok := f.calls[string(id)]
-	f.callsMu.Unlock()
-	if ok {
-		c.cancel()
-	}
-}
-
-// asRPCError is the error the client gets for a failed call: the hub's
-// JSON-RPC error as it was sent, or an internal error saying what happened.
-func asRPCError(err error) *jsonrpc.Error {
-	var rpcErr *jsonrpc.Error
-	if errors.As(err, &rpcErr) {
-		return rpcErr
-	}
-	return jsonrpc.NewError(jsonrpc.CodeInternalError, err.Error())
-}
-
-// sendNotes sends the client's notifications to the hub, one at a time in
-// the order they came.
-func (f *face) sendNotes() {
-	for {
-		select {
-		case m := <-f.notes:
-			f.hub.notify(m)
-		case <-f.ctx.Done():
-			return
-		}
-	}
-}
-
-// askClient forwards a request of the hub's (sampling, elicitation, roots)
-// to the client under a fresh id of the face's own, so ids stay unique
-// across hub connections, and returns the client's result or its JSON-RPC
-// error. When the hub cancels the request, or the connection that carried
-// it ends, the client is told to stop with notifications/cancelled.
-func (f *face) askClient(ctx context.Context, gen int, m *jsonrpc.Message) (json.RawMessage, error) {
-	id := jsonrpc.IntID(f.srvNext.Add(1))
-	ctx, cancel := context.WithCancelCause(ctx)
-	defer cancel(nil)
-	answer := make(chan *jsonrpc.Message, 1)
-	key := hubRequest{gen: gen, id: string(m.ID)}
-	f.srvMu.Lock()
-	if early, ok := f.srvEarly[key]; ok {
-		// Cancelled before it got here: the client is not asked.
-		delete(f.srvEarly, key)
-		f.srvMu.Unlock()
-		return nil, errors.New(early.reason)
-	}
-	f.srvWait[string(id)] = answer
-	f.srvHub[key] = cancel
-	f.srvMu.Unlock()
-	defer func() {
-		f.srvMu.Lock()
-		delete(f.srvWait, string(id))
-		delete(f.srvHub, key)
-		f.srvMu.Unlock()
-	}()
-	f.sendHub(jsonrpc.NewRequest(id, m.Method, m.Params))
-	select {
-	case a := <-answer:
-		if a.Error != nil {
-			return nil, a.Error
-		}
-		return a.Result, nil
-	case <-ctx.Done():
-		why := context.Cause(ctx)
-		f.sendHub(jsonrpc.NewNotification("notifications/cancelled",
-			append(append(append([]byte(`{"requestId":`), id...), `,"reason":`...), jsonrpc.Quote(why.Error())...)))
-		return nil, why
-	}
-}
-
-// hubCancelled handles the hub's notifications/cancelled for a request it
-// sent on connection gen: the forwarding stops and the client is told under
-// the face's id. A request not being forwarded yet may still be on its way
-// to askClient: the cancellation is remembered for it a while. It reports
-// whether the request was one being forwarded.
-func (f *face) hubCancelled(gen int, params json.RawMessage) bool {
-	id, ok := jsonrpc.Member(params, "requestId")
-	if !ok {
-		return false
-	}
-	reason, _ := jsonrpc.StringMember(params, "reason")
-	if reason == "" {
-		reason = "cancelled by the server"
-	}
-	key := hubRequest{gen: gen, id: string(id)}
-	f.srvMu.Lock()
-	cancel := f.srvHub[key]
-	if cancel == nil {
-		f.rememberCancel(key, reason)
-	}
-	f.srvMu.Unlock()
-	if cancel == nil {
-		return false
-	}
-	cancel(errors.New(reason))
-	return true
-}
-
-// rememberCancel keeps the cancellation of a request not yet forwarded,
-// forgetting those kept longer than faceEarlyCancelKeep (their request was
-// answered before they came) and, past faceEarlyCancelMax, any. The hub's
-// ids are unique on one connection, so one kept for long harms nothing.
-// f.srvMu is held.
-func (f *face) rememberCancel(key hubRequest, reason string) {
-	now := time.Now()
-	for k, e := range f.srvEarly {
-		if now.Sub(e.at) > faceEarlyCancelKeep || len(f.srvEarly) >= faceEarlyCancelMax {
-			delete(f.srvEarly, k)
-		}
-	}
-	f.srvEarly[key] = earlyCancel{reason: reason, at: now}
-}
-
-// answered delivers the client's response to a request of the hub's.
-func (f *face) answered(m *jsonrpc.Message) {
-	f.srvMu.Lock()
-	ch := f.srvWait[string(m.ID)]
-	delete(f.srvWait, string(m.ID))
-	f.srvMu.Unlock()
-	if ch == nil {
-		f.log.Debug("the client answered a request that is not waiting", "rpc_id", string(m.ID))
-		return
-	}
-	ch <- m
-}
-
-// send queues one message for the client. Each is written as one line.
-func (f *face) send(m *jsonrpc.Message) {
-	f.queue(frameLine(m))
-}
-
-func (f *face) queue(line []byte) {
-	select {
-	case f.out <- line:
-	case <-f.writerDone:
-	}
-}
-
-// sendHub queues a message the hub sent on its own (a notification, a
-// request of its, the cancellation of one). Until the client has the
-// initialize response it is held, in order, and queued right after it.
-func (f *face) sendHub(m *jsonrpc.Message) {
-	line := frameLine(m)
-	f.greetMu.Lock()
-	if !f.greeted {
-		f.held = append(f.held, line)
-		f.greetMu.Unlock()
-		return
-	}
-	f.greetMu.Unlock()
-	f.queue(line)
-}
-
-// greet lets the hub's own messages through once the initialize response
-// is queued, those held first. Queueing them under greetMu keeps a message
-// that comes meanwhile behind them.
-func (f *face) greet() {
-	f.greetMu.Lock()
-	defer f.greetMu.Unlock()
-	for _, line := range f.held {
-		f.queue(line)
-	}
-	f.held, f.greeted = nil, true
-}
-
-// writer is the one goroutine that writes to stdout. When told to stop it
-// writes what is queued, then returns.
-func (f *face) writer() {
-	defer close(f.writerDone)
-	w := bufio.NewWriterSize(f.cfg.Out, 64<<10)
-	write := func(line []byte) bool {
-		if _, err := w.Write(line); err != nil {
-			f.log.Debug("stdout is closed", "err", err)
-			return false
-		}
-		// Flush once nothing more is queued, so a burst is one write.
-		if len(f.out) == 0 {
-			if err := w.Flush(); err != nil {
-				f.log.Debug("stdout is closed", "err", err)
-				return false
-			}
-		}
-		return true
-	}
-	for {
-		select {
-		case line := <-f.out:
-			if !write(line) {
-				return
-			}
-		case <-f.writerStop:
-			for {
-				select {
-				case line := <-f.out:
-					if !write(line) {
-						return
-					}
-				default:
-					w.Flush()
-					return
-				}
-			}
-		}
-	}
-}
-
-// reader decodes the client's lines and hands them over in order; it closes
-// msgs when stdin ends. A line that is not a JSON-RPC message is answered
-// with the JSON-RPC error for it.
-func (f *face) reader(msgs chan<- *jsonrpc.Message) {
-	defer close(msgs)
-	err := readLines(f.cfg.In, faceMaxLine, func(line []byte, tooLong bool) bool {
-		m, rpcErr := decodeLine(line, tooLong)
-		if rpcErr != nil {
-			f.log.Warn("refused a line from the client", "err", rpcErr.Message)
-			var id json.RawMessage
-			if m != nil {
-				id = m.ID
-			}
-			f.send(jsonrpc.NewErrorResponse(id, rpcErr))
-			return true
-		}
-		if m == nil {
-			return true
-		}
-		select {
-		case msgs <- m:
-			return true
-		case <-f.ctx.Done():
-			return false
-		}
-	})
-	if err != nil && !errors.Is(err, io.EOF) {
-		f.log.Debug("reading stdin failed", "err", err)
 	}
 }
 
