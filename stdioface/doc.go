@@ -24,7 +24,8 @@
 //
 // It reaches the hub only over HTTP: through hubclient (the target, its
 // token, the run file) and client (the Streamable HTTP connection). It may
-// import hubclient, client, registry, api and internal packages. It never
+// import hubclient, client, registry (to read hub.toml's token again),
+// internal packages and x/sys (to detach a hub on Windows). It never
 // imports hub, bridge or store: the hub is another process. It never
 // imports cmd.
 package stdioface

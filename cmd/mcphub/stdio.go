@@ -94,10 +94,7 @@ func runStdio(a *app, cmd *cobra.Command, v hubclient.View, logLevel string) err
 			return err
 		}
 	}
-	exe, err := os.Executable()
-	if err != nil {
-		exe = ""
-	}
+	exe, _ := os.Executable() // "" when unknown: then no hub can be started
 	return stdioface.Run(ctx, stdioface.Config{
 		ConfigPath: a.configPath, DataDir: a.dataDir, Registry: reg, Executable: exe,
 		View: v, In: cmd.InOrStdin(), Out: a.stdout, Stderr: a.stderr, Log: log,
