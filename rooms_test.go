@@ -76,6 +76,11 @@ var rooms = map[string][]string{
 	// imports cobra: the commands' wiring stays in cmd/.
 	"mcpterm": {"hubclient", "api", "registry", "client", "internal", "github.com/modelcontextprotocol/go-sdk/mcp",
 		"golang.org/x/term", "golang.org/x/sys"},
+	// The stdio face (session relay, stateless relay, starting a hub in
+	// the background): it reaches the hub over HTTP only, through
+	// hubclient and client, never through hub/. It reads hub.toml again
+	// for the token in force (registry); x/sys detaches a hub on Windows.
+	"stdioface": {"hubclient", "client", "registry", "internal", "golang.org/x/sys"},
 }
 
 // room returns the room a package belongs to: its path inside the module,
@@ -264,6 +269,13 @@ func TestRoomTableCatchesAViolation(t *testing.T) {
 		{module + "/hubclient", module + "/mcpterm", false},
 		{module + "/mcpterm", module + "/hubclient", true},
 		{module + "/mcpterm", "github.com/modelcontextprotocol/go-sdk/mcp", true},
+		{module + "/stdioface", module + "/hub", false},
+		{module + "/stdioface", module + "/bridge", false},
+		{module + "/stdioface", module + "/store", false},
+		{module + "/stdioface", module + "/cmd/mcphub", false},
+		{module + "/stdioface", module + "/hubclient", true},
+		{module + "/stdioface", module + "/client", true},
+		{module + "/hubclient", module + "/stdioface", false},
 	}
 	for _, c := range cases {
 		got := violations([]goPackage{{ImportPath: c.pkg, Imports: []string{c.imp}}}, isStandard)

@@ -19,6 +19,7 @@ import (
 	"github.com/mcphub/mcphub/hubclient"
 	"github.com/mcphub/mcphub/internal/filelock"
 	"github.com/mcphub/mcphub/registry"
+	"github.com/mcphub/mcphub/stdioface"
 )
 
 const reviewToken = "review-secret-token-0123456789"
@@ -244,7 +245,7 @@ func TestCLIReviewTokenSentences(t *testing.T) {
 		want := tc.t.TokenRefused().Error()
 		_, statusErr := tc.t.Status(context.Background())
 		controlErr := tc.t.Control(context.Background(), http.MethodGet, "/control/sessions", http.StatusOK, nil)
-		probeErr := probeHub(context.Background(), tc.t)
+		probeErr := stdioface.Probe(context.Background(), tc.t)
 		for what, err := range map[string]error{"fetchStatus": statusErr, "controlAt": controlErr, "probeHub": probeErr} {
 			if err == nil || err.Error() != want {
 				t.Errorf("%s with token %v: %v; want %q", what, tc.t.Token != "", err, want)
@@ -334,55 +335,6 @@ func TestCLIReviewLockWaitsForCheck(t *testing.T) {
 	}
 }
 
-// TestCLIReviewSpawnCandidates: the stdio face looks for its hub where its
-// registry listens and where the live hub holding the data directory, when
-// it serves this registry, recorded it listens; never at a dead hub's
-// record, nor at a hub serving another registry.
-func TestCLIReviewSpawnCandidates(t *testing.T) {
-	t.Setenv("MCPHUB_TOKEN", "")
-	e := goldenNewEnv(t)
-	own := e.closedAddr(t)
-	e.writeRegistry(t, reviewRegistry(t, e, own))
-	a := &app{configPath: e.config, dataDir: e.dataDir, stdout: io.Discard, stderr: io.Discard}
-	finder := newHubFinder(a, nil, "")
-	listens := func() (out []string) {
-		for _, c := range finder.candidates() {
-			out = append(out, c.Listen+"/"+c.Token)
-		}
-		return out
-	}
-	ownWant := own + "/" + reviewToken
-	// A dead hub's record: no lock.
-	stale, _ := json.Marshal(hubclient.RunInfo{PID: 4242, Listen: "127.0.0.1:7777", Config: e.config})
-	if err := os.MkdirAll(e.dataDir, 0o700); err != nil {
-		t.Fatal(err)
-	}
-	if err := os.WriteFile(filepath.Join(e.dataDir, hubclient.RunFileName), stale, 0o600); err != nil {
-		t.Fatal(err)
-	}
-	if got := listens(); len(got) != 1 || got[0] != ownWant {
-		t.Errorf("candidates with a dead hub's record = %v; want only %s", got, own)
-	}
-	// A live hub serving another registry, at this registry's address.
-	release, err := hubclient.LockDataDir(e.dataDir, hubclient.RunInfo{PID: os.Getpid(), Listen: own, Config: filepath.Join(e.tmp, "other.toml")})
-	if err != nil {
-		t.Fatal(err)
-	}
-	if got := listens(); len(got) != 1 || got[0] != own+"/" {
-		t.Errorf("candidates with another registry's hub at this address = %v; want %s without the token", got, own)
-	}
-	release()
-	// A live hub serving this registry on another port.
-	release, err = hubclient.LockDataDir(e.dataDir, hubclient.RunInfo{PID: os.Getpid(), Listen: "127.0.0.1:7777", Config: e.config})
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer release()
-	if got := listens(); len(got) != 2 || got[0] != ownWant || got[1] != "127.0.0.1:7777/"+reviewToken {
-		t.Errorf("candidates with this registry's hub on another port = %v; want %s, then 127.0.0.1:7777, with the token", got, own)
-	}
-}
-
 // TestCLIReviewStdioTokenRotates: a face keeps relaying when the hub's token
 // changes under it (the token file replaced, applied by the hub at once):
 // it reads the registry's token again and reconnects with it, resuming the
@@ -405,14 +357,16 @@ func TestCLIReviewStdioTokenRotates(t *testing.T) {
 	if err := os.WriteFile(config, fmt.Appendf(nil, "[hub]\nlisten = %q\n%s\n", addr, hubKeys), 0o600); err != nil {
 		t.Fatal(err)
 	}
-	a := &app{configPath: config, dataDir: filepath.Join(dir, "data"), stdout: io.Discard, stderr: io.Discard}
-	finder := newHubFinder(a, nil, "")
-	first, err := finder.find(context.Background())
+	finder, err := stdioface.NewFinder(stdioface.Config{ConfigPath: config, DataDir: filepath.Join(dir, "data")})
+	if err != nil {
+		t.Fatal(err)
+	}
+	first, err := finder.Find(context.Background())
 	if err != nil || first.Token != "stdio-token-one" {
 		t.Fatalf("find = %v (token %v); want the hub, with the file's token", err, first.Token == "stdio-token-one")
 	}
-	face := startInprocFace(t, f.url, "/mcp", nil, func(c *faceConfig) {
-		c.find, c.hub = finder.find, first
+	face := startInprocFace(t, f.url, "/mcp", nil, func(c *stdioface.Options) {
+		c.Find, c.Hub = finder.Find, first
 	})
 	face.initialize()
 	if got := face.tool("a__echo", map[string]any{"text": "one"}); got != "a:one" {
@@ -478,14 +432,16 @@ func TestCLIReviewStdioTokenRefusedCall(t *testing.T) {
 	if err := os.WriteFile(config, fmt.Appendf(nil, "[hub]\nlisten = %q\nauth = \"token\"\ntoken_file = %q\n", strings.TrimPrefix(f.url, "http://"), tokenFile), 0o600); err != nil {
 		t.Fatal(err)
 	}
-	a := &app{configPath: config, dataDir: filepath.Join(dir, "data"), stdout: io.Discard, stderr: io.Discard}
-	finder := newHubFinder(a, nil, "")
-	first, err := finder.find(context.Background())
+	finder, err := stdioface.NewFinder(stdioface.Config{ConfigPath: config, DataDir: filepath.Join(dir, "data")})
 	if err != nil {
 		t.Fatal(err)
 	}
-	face := startInprocFace(t, f.url, "/mcp", nil, func(c *faceConfig) {
-		c.find, c.hub = finder.find, first
+	first, err := finder.Find(context.Background())
+	if err != nil {
+		t.Fatal(err)
+	}
+	face := startInprocFace(t, f.url, "/mcp", nil, func(c *stdioface.Options) {
+		c.Find, c.Hub = finder.Find, first
 	})
 	face.initialize()
 	if got := face.tool("a__echo", map[string]any{"text": "one"}); got != "a:one" {

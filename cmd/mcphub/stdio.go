@@ -4,13 +4,12 @@ import (
 	"context"
 	"fmt"
 	"os"
-	"os/signal"
-	"syscall"
 
 	"github.com/spf13/cobra"
 
 	"github.com/mcphub/mcphub/hubclient"
 	"github.com/mcphub/mcphub/registry"
+	"github.com/mcphub/mcphub/stdioface"
 )
 
 const stdioLong = `Speak MCP over standard input and output, for clients that can only start
@@ -69,8 +68,9 @@ func newStdioCmd(a *app) *cobra.Command {
 	return cmd
 }
 
-// runStdio finds or starts the hub, then relays to v's endpoint until
-// stdin ends or a signal comes.
+// runStdio checks the flags and the registry, then hands the face to
+// stdioface.Run, which finds or starts the hub and relays to v's endpoint
+// until stdin ends or a signal comes.
 func runStdio(a *app, cmd *cobra.Command, v hubclient.View, logLevel string) error {
 	if v.Server != "" && v.Profile != "" {
 		return fmt.Errorf("give --server or --profile, not both: --server relays one server's own endpoint, --profile a profile's (see %s --help)", cmd.CommandPath())
@@ -83,13 +83,6 @@ func runStdio(a *app, cmd *cobra.Command, v hubclient.View, logLevel string) err
 	if ctx == nil {
 		ctx = context.Background()
 	}
-	ctx, stop := signal.NotifyContext(ctx, os.Interrupt, syscall.SIGTERM)
-	defer stop()
-	// A client that dies closes our stdout; writing to it must fail with
-	// EPIPE, which ends the relay through its normal shutdown (the hub
-	// session deleted), instead of killing the face by SIGPIPE.
-	signal.Ignore(syscall.SIGPIPE)
-
 	reg, err := a.loadRegistry()
 	if err != nil {
 		fmt.Fprintf(a.stderr, "the registry %s does not load:\n", a.configPath)
@@ -101,27 +94,11 @@ func runStdio(a *app, cmd *cobra.Command, v hubclient.View, logLevel string) err
 			return err
 		}
 	}
-	tok := ""
-	if reg != nil {
-		if tok, err = hubclient.Token(reg); err != nil {
-			return err
-		}
-	}
-	// The finder reads the registry's token again whenever the face looks
-	// for the hub, so a reconnect sends the token in force now.
-	finder := newHubFinder(a, reg, tok)
-	t, started, err := finder.ensure(ctx)
-	if err != nil {
-		return err
-	}
-	cfg := faceConfig{find: finder.find, hub: t, path: v.Path(), in: cmd.InOrStdin(), out: a.stdout, log: log}
-	if started {
-		cfg.revive = func(ctx context.Context) error {
-			_, _, err := finder.ensure(ctx)
-			return err
-		}
-	}
-	return newFace(cfg).run(ctx)
+	exe, _ := os.Executable() // "" when unknown: then no hub can be started
+	return stdioface.Run(ctx, stdioface.Config{
+		ConfigPath: a.configPath, DataDir: a.dataDir, Registry: reg, Executable: exe,
+		View: v, In: cmd.InOrStdin(), Out: a.stdout, Stderr: a.stderr, Log: log,
+	})
 }
 
 // checkRegistryView makes sure the registry has v's server, enabled, or

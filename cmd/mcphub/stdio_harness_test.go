@@ -5,6 +5,7 @@ package main
 // process), and the two ways to run a face.
 
 import (
+	"bufio"
 	"bytes"
 	"context"
 	"encoding/json"
@@ -25,6 +26,7 @@ import (
 	"github.com/mcphub/mcphub/api"
 	"github.com/mcphub/mcphub/hubclient"
 	"github.com/mcphub/mcphub/internal/jsonrpc"
+	"github.com/mcphub/mcphub/stdioface"
 )
 
 // lineClient is a stdio MCP client: it writes lines to a face's stdin and
@@ -53,33 +55,44 @@ func newLineClient(t testing.TB, w io.WriteCloser, r io.Reader, answer func(*jso
 
 func (c *lineClient) read(r io.Reader) {
 	defer close(c.eof)
-	readLines(r, 64<<20, func(line []byte, _ bool) bool {
-		m, err := jsonrpc.Decode(line)
-		c.mu.Lock()
-		if err != nil || bytes.ContainsAny(line, "\r\n") {
-			c.bad = append(c.bad, string(line))
-			c.mu.Unlock()
-			return true
+	br := bufio.NewReaderSize(r, 64<<10)
+	for {
+		line, err := br.ReadBytes('\n')
+		if len(line) > 0 {
+			c.take(bytes.TrimSuffix(bytes.TrimSuffix(line, []byte("\n")), []byte("\r")))
 		}
-		c.seen = append(c.seen, m)
-		var ch chan *jsonrpc.Message
-		if m.IsResponse() {
-			ch = c.waiting[string(m.ID)]
-			delete(c.waiting, string(m.ID))
+		if err != nil {
+			return
 		}
+	}
+}
+
+// take handles one line of the face's stdout.
+func (c *lineClient) take(line []byte) {
+	m, err := jsonrpc.Decode(line)
+	c.mu.Lock()
+	if err != nil || bytes.ContainsAny(line, "\r\n") {
+		c.bad = append(c.bad, string(line))
 		c.mu.Unlock()
-		switch {
-		case ch != nil:
-			ch <- m
-		case m.IsRequest() && c.answer != nil:
-			go func() {
-				if reply := c.answer(m); reply != nil {
-					c.write(reply)
-				}
-			}()
-		}
-		return true
-	})
+		return
+	}
+	c.seen = append(c.seen, m)
+	var ch chan *jsonrpc.Message
+	if m.IsResponse() {
+		ch = c.waiting[string(m.ID)]
+		delete(c.waiting, string(m.ID))
+	}
+	c.mu.Unlock()
+	switch {
+	case ch != nil:
+		ch <- m
+	case m.IsRequest() && c.answer != nil:
+		go func() {
+			if reply := c.answer(m); reply != nil {
+				c.write(reply)
+			}
+		}()
+	}
 }
 
 // write sends one message as a line.
@@ -226,7 +239,7 @@ type inprocFace struct {
 // startInprocFace runs a face against the hub at base (an http:// URL) on
 // path, with answer replying to the server's requests; tweak changes its
 // configuration last.
-func startInprocFace(t *testing.T, base, path string, answer func(*jsonrpc.Message) *jsonrpc.Message, tweak ...func(*faceConfig)) *inprocFace {
+func startInprocFace(t *testing.T, base, path string, answer func(*jsonrpc.Message) *jsonrpc.Message, tweak ...func(*stdioface.Options)) *inprocFace {
 	t.Helper()
 	u, err := url.Parse(base)
 	if err != nil {
@@ -236,16 +249,16 @@ func startInprocFace(t *testing.T, base, path string, answer func(*jsonrpc.Messa
 	inR, inW := io.Pipe()
 	outR, outW := io.Pipe()
 	f := &inprocFace{in: inW, done: make(chan error, 1), logs: &logBuffer{}}
-	cfg := faceConfig{
-		find: func(ctx context.Context) (hubclient.Target, error) { return target, probeHub(ctx, target) },
-		hub:  target, path: path, in: inR, out: outW,
-		log: slog.New(slog.NewTextHandler(f.logs, &slog.HandlerOptions{Level: slog.LevelDebug})),
+	cfg := stdioface.Options{
+		Find: func(ctx context.Context) (hubclient.Target, error) { return target, stdioface.Probe(ctx, target) },
+		Hub:  target, Path: path, In: inR, Out: outW,
+		Log: slog.New(slog.NewTextHandler(f.logs, &slog.HandlerOptions{Level: slog.LevelDebug})),
 	}
 	for _, tw := range tweak {
 		tw(&cfg)
 	}
 	go func() {
-		err := newFace(cfg).run(context.Background())
+		err := stdioface.Relay(context.Background(), cfg)
 		outW.Close()
 		inR.Close()
 		f.done <- err

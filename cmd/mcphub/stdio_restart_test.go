@@ -22,6 +22,7 @@ import (
 	"github.com/mcphub/mcphub/hubclient"
 	"github.com/mcphub/mcphub/internal/filelock"
 	"github.com/mcphub/mcphub/internal/jsonrpc"
+	"github.com/mcphub/mcphub/stdioface"
 )
 
 // TestStdioFaceHubRestart: the hub is killed (SIGKILL, by its PID) between
@@ -216,7 +217,7 @@ func TestStdioFaceTLSToken(t *testing.T) {
 	if strings.Contains(p.stderr.String(), token) {
 		t.Errorf("the token shows on stderr:\n%s", p.stderr.String())
 	}
-	if _, err := os.Stat(filepath.Join(h.data, serveLogName)); err == nil {
+	if _, err := os.Stat(filepath.Join(h.data, stdioface.ServeLogName)); err == nil {
 		t.Errorf("a second hub was started although one answered over HTTPS")
 	}
 }

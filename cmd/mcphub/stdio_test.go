@@ -12,7 +12,6 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
-	"io"
 	"os"
 	"path/filepath"
 	"slices"
@@ -25,6 +24,7 @@ import (
 
 	"github.com/mcphub/mcphub/hubclient"
 	"github.com/mcphub/mcphub/internal/jsonrpc"
+	"github.com/mcphub/mcphub/stdioface"
 )
 
 // TestStdioFaceRelay: through the face, tools/list and a call reach the
@@ -233,7 +233,7 @@ func TestStdioFaceSessionLost(t *testing.T) {
 // waiting for the hub is not left hanging.
 func TestStdioFaceGivesUp(t *testing.T) {
 	f := startInproc(t, childServer(t, "a", childOpts{}), hubConfig{store: fullStore})
-	face := startInprocFace(t, f.url, "/mcp", nil, func(c *faceConfig) { c.giveUp = time.Second })
+	face := startInprocFace(t, f.url, "/mcp", nil, func(c *stdioface.Options) { c.GiveUp = time.Second })
 	face.initialize()
 	f.close()
 	face.send(5, "tools/call", map[string]any{"name": "a__echo", "arguments": map[string]any{"text": "x"}})
@@ -284,48 +284,4 @@ func TestStdioUnknownServer(t *testing.T) {
 	if _, err := hubclient.ReadRunInfo(filepath.Join(dir, "data")); err == nil {
 		t.Errorf("a hub was started for an unknown server")
 	}
-}
-
-// FuzzStdioLines: any input splits into lines that each either decode to a
-// message, whose framing for the other side is one line of valid JSON, or
-// give a JSON-RPC error to answer with; nothing panics.
-func FuzzStdioLines(f *testing.F) {
-	for _, s := range []string{
-		`{"jsonrpc":"2.0","id":1,"method":"initialize","params":{}}` + "\n",
-		`{"jsonrpc":"2.0","method":"notifications/initialized"}` + "\r\n\n",
-		"{\"jsonrpc\":\"2.0\",\"id\":\"x\",\"result\":{\"a\":\n1}}",
-		`[{"jsonrpc":"2.0","id":1,"method":"ping"}]`,
-		strings.Repeat("x", 100) + "\n{}",
-		"\xff\xfe\n",
-	} {
-		f.Add([]byte(s))
-	}
-	f.Fuzz(func(t *testing.T, data []byte) {
-		const max = 64
-		err := readLines(bytes.NewReader(data), max, func(line []byte, tooLong bool) bool {
-			if tooLong && line != nil {
-				t.Fatalf("a line over the limit came with content")
-			}
-			if len(line) > max || bytes.ContainsRune(line, '\n') {
-				t.Fatalf("bad line %q", line)
-			}
-			m, rpcErr := decodeLine(line, tooLong)
-			switch {
-			case rpcErr != nil:
-				out := frameLine(jsonrpc.NewErrorResponse(nil, rpcErr))
-				if !json.Valid(out) || bytes.IndexByte(out, '\n') != len(out)-1 {
-					t.Fatalf("error framed as %q", out)
-				}
-			case m != nil:
-				out := frameLine(m)
-				if !json.Valid(out) || bytes.IndexByte(out, '\n') != len(out)-1 {
-					t.Fatalf("%q framed as %q", line, out)
-				}
-			}
-			return true
-		})
-		if !errors.Is(err, io.EOF) {
-			t.Fatalf("readLines ended with %v, want EOF", err)
-		}
-	})
 }

@@ -1,4 +1,4 @@
-package main
+package stdioface
 
 import (
 	"bytes"
@@ -23,40 +23,62 @@ import (
 // when none runs: `mcphub stdio` must work for a desktop client that knows
 // nothing about hubs.
 
-// serveLogName is the file in the data directory that a hub started in the
-// background writes its output to.
-const serveLogName = "serve.log"
+// ServeLogName is the file in the data directory that a hub started in the
+// background writes its output to: the place to look when it fails to
+// start or dies.
+const ServeLogName = "serve.log"
 
 // hubStartWait bounds how long a hub started in the background may take to
 // answer.
 const hubStartWait = 20 * time.Second
 
-// hubFinder knows where a hub serving this registry and data directory may
-// answer, and the token it wants. The registry is read again each time the
-// hub is looked for, so that a face that reconnects sends the token in force
-// now: auth turned on in hub.toml, or a token file replaced, reaches the hub
-// without a restart, and must reach the face too.
-type hubFinder struct {
-	a *app
+// Finder knows where a hub serving one registry and data directory may
+// answer, and the token it wants, and starts one in the background when
+// none does. The registry is read again each time the hub is looked for, so
+// that a face that reconnects sends the token in force now: auth turned on
+// in hub.toml, or a token file replaced, reaches the hub without a restart,
+// and must reach the face too.
+type Finder struct {
+	configPath, dataDir string
+	exe                 string    // the mcphub executable that serves a hub started here
+	stderr              io.Writer // where starting one is reported
+	loc                 hubclient.Locator
 
 	mu  sync.Mutex
 	reg *registry.Registry // the last registry that loaded; nil when none has
 	tok string             // its bearer token, "" for none
 }
 
-// newHubFinder is the finder for a's registry, reg (nil when it does not
-// load), whose token is tok.
-func newHubFinder(a *app, reg *registry.Registry, tok string) *hubFinder {
-	return &hubFinder{a: a, reg: reg, tok: tok}
+// NewFinder is the finder for cfg's registry and data directory.
+// cfg.Registry is the registry as it loaded (nil when it does not); its
+// token is read here, and an error reading it is returned. Only
+// ConfigPath, DataDir, Executable, Stderr and Registry are used.
+func NewFinder(cfg Config) (*Finder, error) {
+	tok := ""
+	if cfg.Registry != nil {
+		var err error
+		if tok, err = hubclient.Token(cfg.Registry); err != nil {
+			return nil, err
+		}
+	}
+	stderr := cfg.Stderr
+	if stderr == nil {
+		stderr = io.Discard
+	}
+	return &Finder{
+		configPath: cfg.ConfigPath, dataDir: cfg.DataDir, exe: cfg.Executable, stderr: stderr,
+		loc: hubclient.Locator{ConfigPath: cfg.ConfigPath, DataDir: cfg.DataDir},
+		reg: cfg.Registry, tok: tok,
+	}, nil
 }
 
 // current reads the registry and its token again. A registry that does not
 // load now, or whose token cannot be read (a token file being replaced), leaves
 // the last good one in force.
-func (h *hubFinder) current() (*registry.Registry, string) {
+func (h *Finder) current() (*registry.Registry, string) {
 	h.mu.Lock()
 	defer h.mu.Unlock()
-	if reg, err := registry.LoadServing(h.a.configPath); err == nil {
+	if reg, err := registry.LoadServing(h.configPath); err == nil {
 		if tok, err := hubclient.Token(reg); err == nil {
 			h.reg, h.tok = reg, tok
 		}
@@ -70,18 +92,18 @@ func (h *hubFinder) current() (*registry.Registry, string) {
 // with --listen or port 0. A live hub that serves another registry is not a
 // candidate, and gets no token of this registry's even when it listens at
 // the registry's address.
-func (h *hubFinder) candidates() []hubclient.Target {
+func (h *Finder) candidates() []hubclient.Target {
 	reg, tok := h.current()
-	info := hubclient.LiveRunInfo(h.a.dataDir)
+	info := hubclient.LiveRunInfo(h.dataDir)
 	var out []hubclient.Target
 	if reg != nil && !strings.HasSuffix(reg.Hub.Listen, ":0") {
 		own := hubclient.TargetOf(reg.Hub, tok)
-		if info != nil && !h.a.locator().Serves(info) {
+		if info != nil && !h.loc.Serves(info) {
 			own = hubclient.OwnTarget(reg.Hub, tok, info)
 		}
 		out = append(out, own)
 	}
-	if info != nil && h.a.locator().Serves(info) {
+	if info != nil && h.loc.Serves(info) {
 		t := hubclient.RunTarget(info, tok)
 		if len(out) == 0 || out[0].Listen != t.Listen {
 			out = append(out, t)
@@ -90,13 +112,15 @@ func (h *hubFinder) candidates() []hubclient.Target {
 	return out
 }
 
-// find returns the first candidate at which a hub answers /healthz. It is
-// hubclient.ErrNoHub when none does; a hub that answers but refuses the token, or
-// something else on the port, is reported as it is.
-func (h *hubFinder) find(ctx context.Context) (hubclient.Target, error) {
+// Find returns the first place at which a hub serving the registry answers
+// /healthz: the registry's listen address, then where the live hub holding
+// the data directory recorded it listens. It is hubclient.ErrNoHub when
+// none does; a hub that answers but refuses the token, or something else on
+// the port, is reported as it is. It suits Options.Find.
+func (h *Finder) Find(ctx context.Context) (hubclient.Target, error) {
 	var firstErr error
 	for _, t := range h.candidates() {
-		err := probeHub(ctx, t)
+		err := Probe(ctx, t)
 		if err == nil {
 			return t, nil
 		}
@@ -110,8 +134,12 @@ func (h *hubFinder) find(ctx context.Context) (hubclient.Target, error) {
 	return hubclient.Target{}, firstErr
 }
 
-// probeHub asks t for /healthz once.
-func probeHub(ctx context.Context, t hubclient.Target) error {
+// Probe asks the hub at t for /healthz once: nil when it answers as a hub
+// that takes t's token, hubclient.ErrNoHub (wrapped) when nothing accepts
+// the connection, and a sentence saying what answered otherwise (a refused
+// token, another program on the port). A test's Options.Find can be Probe
+// of a fixed target.
+func Probe(ctx context.Context, t hubclient.Target) error {
 	ctx, cancel := context.WithTimeout(ctx, hubclient.StatusTimeout)
 	defer cancel()
 	req, err := http.NewRequestWithContext(ctx, http.MethodGet, t.URL("/healthz"), nil)
@@ -137,15 +165,15 @@ func probeHub(ctx context.Context, t hubclient.Target) error {
 }
 
 // wrongAnswerError means something answered /healthz, but not as a hub this
-// command may use does; any other error of probeHub is the network's.
+// command may use does; any other error of Probe is the network's.
 type wrongAnswerError struct{ msg string }
 
 func (e *wrongAnswerError) Error() string { return e.msg }
 
 // ensure finds the running hub or, when none answers, starts one in the
 // background and waits for it. started reports that this call started it.
-func (h *hubFinder) ensure(ctx context.Context) (t hubclient.Target, started bool, err error) {
-	t, err = h.find(ctx)
+func (h *Finder) ensure(ctx context.Context) (t hubclient.Target, started bool, err error) {
+	t, err = h.Find(ctx)
 	if !errors.Is(err, hubclient.ErrNoHub) {
 		return t, false, err
 	}
@@ -153,9 +181,9 @@ func (h *hubFinder) ensure(ctx context.Context) (t hubclient.Target, started boo
 	loaded := h.reg != nil
 	h.mu.Unlock()
 	if !loaded {
-		return hubclient.Target{}, false, fmt.Errorf("no hub is running and the registry %s does not load, so none can be started", h.a.configPath)
+		return hubclient.Target{}, false, fmt.Errorf("no hub is running and the registry %s does not load, so none can be started", h.configPath)
 	}
-	bg, err := startHubProcess(h.a.configPath, h.a.dataDir)
+	bg, err := startHubProcess(h.exe, h.configPath, h.dataDir)
 	if err != nil {
 		return hubclient.Target{}, false, err
 	}
@@ -163,12 +191,12 @@ func (h *hubFinder) ensure(ctx context.Context) (t hubclient.Target, started boo
 	if err != nil {
 		return hubclient.Target{}, false, err
 	}
-	if info := hubclient.LiveRunInfo(h.a.dataDir); info == nil || info.PID != bg.pid {
+	if info := hubclient.LiveRunInfo(h.dataDir); info == nil || info.PID != bg.pid {
 		// Another face or a user started one at the same time, and the
 		// one started here gives way (it cannot have the data directory).
 		return t, false, nil
 	}
-	fmt.Fprintf(h.a.stderr, "mcphub: started a hub in the background (pid %d) at %s; its log: %s\n", bg.pid, t.URL("/mcp"), bg.logPath)
+	fmt.Fprintf(h.stderr, "mcphub: started a hub in the background (pid %d) at %s; its log: %s\n", bg.pid, t.URL("/mcp"), bg.logPath)
 	return t, true, nil
 }
 
@@ -183,12 +211,12 @@ func (h *hubFinder) ensure(ctx context.Context) (t hubclient.Target, started boo
 // until then a connection is accepted and left unanswered, and reset when
 // a serve that cannot have the directory exits. That is a hub not ready
 // yet, and its exit says why.
-func (h *hubFinder) awaitStarted(ctx context.Context, bg *bgHub) (hubclient.Target, error) {
+func (h *Finder) awaitStarted(ctx context.Context, bg *bgHub) (hubclient.Target, error) {
 	ctx, cancel := context.WithTimeout(ctx, hubStartWait)
 	defer cancel()
 	b := newRetryDelay(50*time.Millisecond, time.Second)
 	for {
-		t, err := h.find(ctx)
+		t, err := h.Find(ctx)
 		if err == nil {
 			return t, nil
 		}
@@ -198,7 +226,7 @@ func (h *hubFinder) awaitStarted(ctx context.Context, bg *bgHub) (hubclient.Targ
 		}
 		select {
 		case <-bg.exited:
-			if t, err := h.find(ctx); err == nil {
+			if t, err := h.Find(ctx); err == nil {
 				return t, nil
 			}
 			return hubclient.Target{}, fmt.Errorf("the hub started in the background (pid %d) exited: %v; the end of %s:\n%s", bg.pid, bg.waitErr, bg.logPath, bg.logTail())
@@ -241,15 +269,14 @@ func (b *bgHub) logTail() string {
 	return string(data)
 }
 
-// startHubProcess starts `mcphub serve` on the registry and data directory,
+// startHubProcess starts exe, an mcphub, as `mcphub serve` on the registry and data directory,
 // detached from this process (its own session or process group, no
 // console), so that it outlives the client that started it. Its output is
 // appended to serve.log in the data directory. The process is waited for in
 // the background, so it leaves no zombie while this process lives.
-func startHubProcess(configPath, dataDir string) (*bgHub, error) {
-	exe, err := os.Executable()
-	if err != nil {
-		return nil, fmt.Errorf("start a hub: %w", err)
+func startHubProcess(exe, configPath, dataDir string) (*bgHub, error) {
+	if exe == "" {
+		return nil, errors.New("start a hub: no mcphub executable to start it with")
 	}
 	cfg, err := filepath.Abs(configPath)
 	if err != nil {
@@ -262,7 +289,7 @@ func startHubProcess(configPath, dataDir string) (*bgHub, error) {
 	if err := os.MkdirAll(data, 0o700); err != nil {
 		return nil, fmt.Errorf("start a hub: data directory: %w", err)
 	}
-	bg := &bgHub{logPath: filepath.Join(data, serveLogName), exited: make(chan struct{})}
+	bg := &bgHub{logPath: filepath.Join(data, ServeLogName), exited: make(chan struct{})}
 	logFile, err := os.OpenFile(bg.logPath, os.O_WRONLY|os.O_CREATE|os.O_APPEND, 0o600)
 	if err != nil {
 		return nil, fmt.Errorf("start a hub: %w", err)

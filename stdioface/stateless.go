@@ -1,4 +1,4 @@
-package main
+package stdioface
 
 import (
 	"bytes"
@@ -74,8 +74,8 @@ type hubWait struct {
 // face to open a session with, along with where the hub answers now.
 // Requests in flight go on meanwhile.
 func (f *face) runStateless(ctx context.Context, msgs <-chan *jsonrpc.Message, first *jsonrpc.Message) (*jsonrpc.Message, error) {
-	sf := &statelessFace{f: f, target: f.cfg.hub, params: map[string][]jsonrpc.ParamHeader{}, failed: make(chan struct{})}
-	f.log.Info("relaying a 2026-07-28 client to the hub statelessly", "url", sf.target.URL(f.cfg.path))
+	sf := &statelessFace{f: f, target: f.cfg.Hub, params: map[string][]jsonrpc.ParamHeader{}, failed: make(chan struct{})}
+	f.log.Info("relaying a 2026-07-28 client to the hub statelessly", "url", sf.target.URL(f.cfg.Path))
 	sf.dispatch(first)
 	for {
 		select {
@@ -332,7 +332,7 @@ func (sf *statelessFace) post(ctx context.Context, m *jsonrpc.Message) (*http.Re
 	retoken := true
 	for resends := 0; ; resends++ {
 		t := sf.current()
-		req, err := http.NewRequestWithContext(ctx, http.MethodPost, t.URL(sf.f.cfg.path), bytes.NewReader(body))
+		req, err := http.NewRequestWithContext(ctx, http.MethodPost, t.URL(sf.f.cfg.Path), bytes.NewReader(body))
 		if err != nil {
 			return nil, err
 		}
@@ -368,7 +368,7 @@ func (sf *statelessFace) post(ctx context.Context, m *jsonrpc.Message) (*http.Re
 // the one t sent (auth turned on, or the token file replaced, which the hub
 // applies at once), and makes the new one the target's.
 func (sf *statelessFace) tokenChanged(ctx context.Context, t hubclient.Target) bool {
-	fresh, err := sf.f.cfg.find(ctx)
+	fresh, err := sf.f.cfg.Find(ctx)
 	if err != nil || fresh.Token == t.Token {
 		return false
 	}
@@ -410,13 +410,13 @@ func (sf *statelessFace) waitHub(ctx context.Context, failed hubclient.Target) e
 		sf.f.bg.Add(1)
 		go func() {
 			defer sf.f.bg.Done()
-			t, err := sf.f.hub.reachHub(time.Now().Add(sf.f.cfg.giveUp))
+			t, err := sf.f.hub.reachHub(time.Now().Add(sf.f.cfg.GiveUp))
 			sf.mu.Lock()
 			sf.wait, w.err = nil, err
 			switch {
 			case err == nil:
 				sf.target = t
-				sf.f.log.Info("the hub answers again", "url", t.URL(sf.f.cfg.path))
+				sf.f.log.Info("the hub answers again", "url", t.URL(sf.f.cfg.Path))
 			case sf.f.ctx.Err() == nil:
 				sf.err = err
 				close(sf.failed)

@@ -6,6 +6,7 @@ import (
 	"time"
 
 	"github.com/mcphub/mcphub/internal/jsonrpc"
+	"github.com/mcphub/mcphub/stdioface"
 )
 
 // modernParams is params with the _meta a 2026-07-28 request carries.
@@ -100,7 +101,7 @@ func TestStdioFaceStateless(t *testing.T) {
 	if code := p.exitCode(t); code != 0 {
 		t.Errorf("mcphub stdio exited %d at stdin's end, want 0\n%s", code, p.stderr.String())
 	}
-	if took := time.Since(began); took >= faceDrain {
+	if took := time.Since(began); took >= stdioface.DefaultDrain {
 		t.Errorf("mcphub stdio took %s to exit with a listen stream open; it waited for the stream instead of cancelling it", took)
 	}
 	if bad := p.badLines(); len(bad) > 0 {
