@@ -41,7 +41,7 @@ locale, temporary directories, proxy and CA-bundle variables; see README);
 kind is "stdio" or "remote"; warnings are the ones printed on stderr.`
 
 type addFlags struct {
-	targetFlags
+	registry.Target
 	prefix, share, protocol     string
 	allow, deny                 []string
 	connectTimeout, callTimeout time.Duration
@@ -104,7 +104,7 @@ func newAddCmd(a *app) *cobra.Command {
 		},
 	}
 	fl := cmd.Flags()
-	f.targetFlags.register(fl, "")
+	registerTarget(fl, &f.Target, "")
 	fl.StringVar(&f.prefix, "prefix", "", "namespace prefix for this server's names (default: NAME)")
 	fl.BoolVar(&f.noPrefix, "no-prefix", false, "expose this server's names without a prefix")
 	fl.StringVar(&f.share, "share", "", `"server" (one upstream connection, default) or "session" (one per client session)`)
@@ -124,17 +124,15 @@ func newAddCmd(a *app) *cobra.Command {
 // spec turns the command line into a registry entry. dash is the index of
 // the first argument after --, or -1.
 func (f *addFlags) spec(name string, rest []string, dash int) (registry.ServerSpec, error) {
-	s := registry.ServerSpec{Name: name, Share: f.share, Protocol: f.protocol,
-		Allow: f.allow, Deny: f.deny, ConnectTimeout: f.connectTimeout, CallTimeout: f.callTimeout, Disabled: f.disabled}
 	if dash > 1 {
-		return s, fmt.Errorf("unexpected arguments before --: %q (only NAME goes there)", rest[:dash-1])
+		return registry.ServerSpec{}, fmt.Errorf("unexpected arguments before --: %q (only NAME goes there)", rest[:dash-1])
 	}
-	t, err := f.resolve(rest, "", "add")
+	s, err := f.Resolve(rest, "", "add")
 	if err != nil {
 		return s, err
 	}
-	s.URL, s.Transport, s.Headers = t.url, t.transport, t.headers
-	s.Command, s.Args, s.Env, s.Cwd = t.command, t.args, t.env, t.cwd
+	s.Name, s.Share, s.Protocol, s.Allow, s.Deny = name, f.share, f.protocol, f.allow, f.deny
+	s.ConnectTimeout, s.CallTimeout, s.Disabled = f.connectTimeout, f.callTimeout, f.disabled
 	s.EnvPassthrough, s.InheritEnv = f.envPassthrough, f.inheritEnv
 	switch {
 	case f.noPrefix && f.prefix != "":
