@@ -63,6 +63,10 @@ var rooms = map[string][]string{
 	// API, the terminal's MCP session): it reaches the hub over HTTP only,
 	// never through hub/.
 	"hubclient": {"api", "registry", "client", "internal", "github.com/yosida95/uritemplate"},
+	// Reaching one MCP server directly, without a hub: mcphub probe
+	// (plan, run, report) and login's sign-in. It never imports hub/,
+	// bridge/, store/ or cmd/, nor hubclient/: the CLI tells the hub.
+	"probe": {"client", "oauth", "registry", "internal"},
 }
 
 // room returns the room a package belongs to: its path inside the module,
@@ -240,6 +244,14 @@ func TestRoomTableCatchesAViolation(t *testing.T) {
 		{module + "/demo", module + "/bridge", false},
 		{module + "/demo", module + "/cmd/mcphub", false},
 		{module + "/demo", "github.com/modelcontextprotocol/go-sdk/mcp", false},
+		{module + "/probe", module + "/hub", false},
+		{module + "/probe", module + "/bridge", false},
+		{module + "/probe", module + "/store", false},
+		{module + "/probe", module + "/hubclient", false},
+		{module + "/probe", module + "/cmd/mcphub", false},
+		{module + "/probe", module + "/client", true},
+		{module + "/probe", module + "/oauth", true},
+		{module + "/probe", module + "/internal/keychain", true},
 	}
 	for _, c := range cases {
 		got := violations([]goPackage{{ImportPath: c.pkg, Imports: []string{c.imp}}}, isStandard)

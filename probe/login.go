@@ -36,16 +36,26 @@ type SignInOptions struct {
 	Version string
 }
 
-// SignedIn is what SignIn did.
-type SignedIn struct {
-	// Asked is false when the server let mcphub in without a sign-in:
-	// nothing was kept, and the stored grant is as it was.
-	Asked bool
+// Login is what SignIn or SignOut did, and mcphub login's and logout's
+// --json answer.
+type Login struct {
+	Server string `json:"server"`
+	// SignedIn is false when the server let mcphub in without a sign-in
+	// (nothing was kept, and the stored grant is as it was), and after
+	// SignOut.
+	SignedIn bool `json:"signed_in"`
 	// Tools is how many tools the signed-in connection listed.
-	Tools int
+	Tools int `json:"tools"`
+	// Store is where the tokens are kept: "keychain" or "file: PATH".
+	Store string `json:"store"`
+	// Hub says what the running hub was told: "reconnecting", "no hub
+	// running", or why it could not be told. The caller tells it (see
+	// hubclient.Target.ReconnectWithTokens); "unchanged" when nothing
+	// was kept.
+	Hub string `json:"hub"`
 	// ListErr is why listing the tools failed after a sign-in that
 	// succeeded (and was kept); worth a warning, not a failure.
-	ListErr error
+	ListErr error `json:"-"`
 }
 
 // SignIn signs in to the registry's remote server spec in the browser, as
@@ -54,7 +64,7 @@ type SignedIn struct {
 // user is asked again while mcphub's registration with the authorization
 // server is reused, and the stored token is replaced only when the new
 // sign-in succeeds. Its errors say what to do, naming `login NAME`.
-func SignIn(ctx context.Context, spec *registry.Server, store Keeper, o SignInOptions) (*SignedIn, error) {
+func SignIn(ctx context.Context, spec *registry.Server, store Keeper, o SignInOptions) (*Login, error) {
 	name := spec.Name
 	si, err := oauth.ListenLoopback(name, o.Log, oauth.LoopbackPort)
 	if err != nil {
@@ -89,9 +99,19 @@ func SignIn(ctx context.Context, spec *registry.Server, store Keeper, o SignInOp
 		case si.Fetched() > 0:
 			return nil, fmt.Errorf("login %s: signed in, but the tokens could not be kept in the %s (see the warning above)", name, store.Backend())
 		}
-		return &SignedIn{}, nil
+		return &Login{Server: name, Store: store.Backend(), Hub: "unchanged"}, nil
 	}
-	return &SignedIn{Asked: true, Tools: len(tools), ListErr: err}, nil
+	return &Login{Server: name, SignedIn: true, Tools: len(tools), Store: store.Backend(), ListErr: err}, nil
+}
+
+// SignOut forgets what store keeps for the registry's remote server spec:
+// its tokens and its client registration. The authorization server may
+// still list the grant.
+func SignOut(spec *registry.Server, store Keeper) (*Login, error) {
+	if err := store.Delete(oauth.CanonicalResource(spec.URL)); err != nil {
+		return nil, fmt.Errorf("logout %s: %w", spec.Name, err)
+	}
+	return &Login{Server: spec.Name, Store: store.Backend()}, nil
 }
 
 // OAuthConfig is the OAuth client's configuration for a registry server's

@@ -89,3 +89,12 @@ func parseHeaders(items []string) (map[string]string, error) {
 	}
 	return out, nil
 }
+
+// Kind is the kind of server s describes: remote when it has a URL, else
+// stdio, as Server.Kind says of a parsed entry.
+func (s ServerSpec) Kind() Kind {
+	if s.URL != "" {
+		return KindRemote
+	}
+	return KindStdio
+}

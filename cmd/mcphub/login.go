@@ -79,18 +79,6 @@ list the grant; revoke it there to end it for good.`,
 
 func isRemote(s *registry.Server) bool { return s.Kind() == registry.KindRemote }
 
-// loginResult is what login did, its --json answer.
-type loginResult struct {
-	Server   string `json:"server"`
-	SignedIn bool   `json:"signed_in"`
-	Tools    int    `json:"tools"`
-	// Store is where the tokens are kept: "keychain" or "file: PATH".
-	Store string `json:"store"`
-	// Hub says what the running hub was told: "reconnecting", "no hub
-	// running", or why it could not be told.
-	Hub string `json:"hub"`
-}
-
 // oauthStore is the store of OAuth grants, shared by the commands of one
 // process.
 func (a *app) oauthStore() *keychain.Store { return a.oauthKeys.Open(a.dataDir) }
@@ -117,23 +105,20 @@ func (a *app) login(ctx context.Context, name string, timeout time.Duration, asJ
 		return err
 	}
 	store := a.oauthStore()
-	si, err := probe.SignIn(ctx, spec, store, probe.SignInOptions{Timeout: timeout, Log: a.stderr, Version: mcphubVersion()})
+	res, err := probe.SignIn(ctx, spec, store, probe.SignInOptions{Timeout: timeout, Log: a.stderr, Version: mcphubVersion()})
 	if err != nil {
 		return err
 	}
-	res := loginResult{Server: name, Store: store.Backend()}
-	if !si.Asked {
+	if !res.SignedIn {
 		// The server let mcphub in without a sign-in: nothing to keep.
-		res.Hub = "unchanged"
 		if asJSON {
 			return a.printJSON(res)
 		}
 		fmt.Fprintf(a.stdout, "%s did not ask for sign-in; mcphub reaches it without one\n", name)
 		return nil
 	}
-	res.SignedIn, res.Tools = true, si.Tools
-	if si.ListErr != nil {
-		fmt.Fprintf(a.stderr, "warning: signed in, but listing %s's tools failed: %v\n", name, si.ListErr)
+	if res.ListErr != nil {
+		fmt.Fprintf(a.stderr, "warning: signed in, but listing %s's tools failed: %v\n", name, res.ListErr)
 	}
 	res.Hub = a.reconnectOnHub(ctx, name)
 	if asJSON {
@@ -155,11 +140,11 @@ func (a *app) logout(ctx context.Context, name string, asJSON bool) error {
 	if err != nil {
 		return err
 	}
-	store := a.oauthStore()
-	if err := store.Delete(oauth.CanonicalResource(spec.URL)); err != nil {
-		return fmt.Errorf("logout %s: %w", name, err)
+	res, err := probe.SignOut(spec, a.oauthStore())
+	if err != nil {
+		return err
 	}
-	res := loginResult{Server: name, Store: store.Backend(), Hub: a.reconnectOnHub(ctx, name)}
+	res.Hub = a.reconnectOnHub(ctx, name)
 	if asJSON {
 		return a.printJSON(res)
 	}
