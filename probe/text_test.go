@@ -41,7 +41,7 @@ func TestCallWriteText(t *testing.T) {
 // count, one line each, descriptions on one line.
 func TestReportWriteText(t *testing.T) {
 	r := &Report{ProtocolVersion: "2026-07-28", Transport: "streamable-http", Capabilities: json.RawMessage(`{"tools":{}}`),
-		Tools: []json.RawMessage{json.RawMessage(`{"name":"a","description":"line one\nline two"}`)},
+		Tools:             []json.RawMessage{json.RawMessage(`{"name":"a","description":"line one\nline two"}`)},
 		ResourceTemplates: []json.RawMessage{json.RawMessage(`{"uriTemplate":"x://{id}","name":"x"}`)}}
 	r.Server.Name, r.Server.Version = "srv", "1.0"
 	var b bytes.Buffer
