@@ -8,14 +8,15 @@
 //     Plan: the client configuration and the calls (request.go);
 //   - running a probe: connecting, listing what the server offers
 //     (Collect), calling the tools, and answering what the server asks
-//     meanwhile (Run, handler.go), signing in in the browser when the
-//     server asks for it (signin.go);
+//     meanwhile (Run, run.go and handler.go), signing in in the browser
+//     when the server asks for it, with --save's registry server and store;
 //   - the probe's report, as text (Report.WriteText, Call.WriteText) or
 //     JSON (Report.WriteJSON), byte for byte what mcphub probe printed
 //     when it lived in cmd/mcphub (text.go);
 //   - signing in to a registry's remote server for the hub: the sign-in
 //     through a tokenless view of the store, so that the stored grant is
-//     replaced only by a new one (SignIn), which registry server that is
+//     replaced only by a new one (SignIn), forgetting it (SignOut), with
+//     the result login and logout print (Login), which registry server that is
 //     (RemoteServer), and the registry's oauth key as the OAuth client's
 //     settings (OAuthConfig), which the hub's upstreams use too (login.go).
 //
@@ -25,6 +26,6 @@
 //
 // It may import client (the MCP connection), oauth (the sign-in),
 // registry (hub.toml's server entries) and internal packages. It never
-// imports hub, bridge, store or cmd: a probe is one client of one server,
-// and needs no hub running (rooms_test.go holds it to that).
+// imports hub, bridge, store, hubclient or cmd: a probe is one client of
+// one server, and needs no hub running (rooms_test.go holds it to that).
 package probe
