@@ -81,6 +81,10 @@ var rooms = map[string][]string{
 	// hubclient and client, never through hub/. It reads hub.toml again
 	// for the token in force (registry); x/sys detaches a hub on Windows.
 	"stdioface": {"hubclient", "client", "registry", "internal", "golang.org/x/sys"},
+	// Reaching one MCP server directly, without a hub: mcphub probe
+	// (plan, run, report) and login's sign-in. It never imports hub/,
+	// bridge/, store/ or cmd/, nor hubclient/: the CLI tells the hub.
+	"probe": {"client", "oauth", "registry", "internal"},
 }
 
 // room returns the room a package belongs to: its path inside the module,
@@ -276,6 +280,14 @@ func TestRoomTableCatchesAViolation(t *testing.T) {
 		{module + "/stdioface", module + "/hubclient", true},
 		{module + "/stdioface", module + "/client", true},
 		{module + "/hubclient", module + "/stdioface", false},
+		{module + "/probe", module + "/hub", false},
+		{module + "/probe", module + "/bridge", false},
+		{module + "/probe", module + "/store", false},
+		{module + "/probe", module + "/hubclient", false},
+		{module + "/probe", module + "/cmd/mcphub", false},
+		{module + "/probe", module + "/client", true},
+		{module + "/probe", module + "/oauth", true},
+		{module + "/probe", module + "/internal/keychain", true},
 	}
 	for _, c := range cases {
 		got := violations([]goPackage{{ImportPath: c.pkg, Imports: []string{c.imp}}}, isStandard)

@@ -27,6 +27,9 @@
 //
 // AddServer, RemoveServer and SetEnabled edit the file as text, so comments
 // and layout survive, and write it atomically only when the result is valid.
+// Target reads the flags of a command line that names one server (--url,
+// --header, --env, ... and the command after --) into a ServerSpec, for add
+// and for probe.
 // Reading other AI clients' config files into ServerSpecs lives in the
 // clientconf package; PointsAtHub, which tells an entry that is the hub
 // itself apart from an upstream, stays here because the hub uses it too.

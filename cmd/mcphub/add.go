@@ -3,7 +3,6 @@ package main
 import (
 	"errors"
 	"fmt"
-	"time"
 
 	"github.com/spf13/cobra"
 
@@ -40,15 +39,13 @@ locale, temporary directories, proxy and CA-bundle variables; see README);
    "enabled": true, "warnings": ["GITHUB_TOKEN is not set in ..."]}
 kind is "stdio" or "remote"; warnings are the ones printed on stderr.`
 
+// addFlags are add's flags: the server (Target), and its other settings
+// (set, which spec completes).
 type addFlags struct {
-	targetFlags
-	prefix, share, protocol     string
-	allow, deny                 []string
-	connectTimeout, callTimeout time.Duration
-	disabled, noPrefix, force   bool
-	envPassthrough              []string
-	inheritEnv                  bool
-	asJSON                      bool
+	registry.Target
+	set                     registry.ServerSpec
+	prefix                  string
+	noPrefix, force, asJSON bool
 }
 
 // addResult is what add did, its --json answer.
@@ -81,10 +78,7 @@ func newAddCmd(a *app) *cobra.Command {
 				}
 				return a.printRegistryErrors(err)
 			}
-			res := addResult{Name: spec.Name, Kind: string(registry.KindStdio), File: a.configPath, Enabled: !spec.Disabled}
-			if spec.URL != "" {
-				res.Kind = string(registry.KindRemote)
-			}
+			res := addResult{Name: spec.Name, Kind: string(spec.Kind()), File: a.configPath, Enabled: !spec.Disabled}
 			if !f.asJSON {
 				fmt.Fprintf(a.stdout, "added %s server %q to %s\n", res.Kind, spec.Name, a.configPath)
 			}
@@ -104,19 +98,19 @@ func newAddCmd(a *app) *cobra.Command {
 		},
 	}
 	fl := cmd.Flags()
-	f.targetFlags.register(fl, "")
+	registerTarget(fl, &f.Target, "")
 	fl.StringVar(&f.prefix, "prefix", "", "namespace prefix for this server's names (default: NAME)")
 	fl.BoolVar(&f.noPrefix, "no-prefix", false, "expose this server's names without a prefix")
-	fl.StringVar(&f.share, "share", "", `"server" (one upstream connection, default) or "session" (one per client session)`)
-	fl.StringVar(&f.protocol, "protocol", "", `the protocol era to speak: "auto" (default) or a revision such as 2025-11-25 or 2026-07-28`)
-	fl.StringArrayVar(&f.allow, "allow", nil, "expose only tools matching this glob (repeatable)")
-	fl.StringArrayVar(&f.deny, "deny", nil, "hide tools matching this glob (repeatable)")
-	fl.DurationVar(&f.connectTimeout, "connect-timeout", 0, "how long connecting may take (default 60s)")
-	fl.DurationVar(&f.callTimeout, "call-timeout", 0, "how long a tool call may take (default 5m)")
-	fl.BoolVar(&f.disabled, "disabled", false, "add the server disabled")
+	fl.StringVar(&f.set.Share, "share", "", `"server" (one upstream connection, default) or "session" (one per client session)`)
+	fl.StringVar(&f.set.Protocol, "protocol", "", `the protocol era to speak: "auto" (default) or a revision such as 2025-11-25 or 2026-07-28`)
+	fl.StringArrayVar(&f.set.Allow, "allow", nil, "expose only tools matching this glob (repeatable)")
+	fl.StringArrayVar(&f.set.Deny, "deny", nil, "hide tools matching this glob (repeatable)")
+	fl.DurationVar(&f.set.ConnectTimeout, "connect-timeout", 0, "how long connecting may take (default 60s)")
+	fl.DurationVar(&f.set.CallTimeout, "call-timeout", 0, "how long a tool call may take (default 5m)")
+	fl.BoolVar(&f.set.Disabled, "disabled", false, "add the server disabled")
 	fl.BoolVar(&f.force, "force", false, "replace a server of the same name")
-	fl.StringArrayVar(&f.envPassthrough, "env-passthrough", nil, "also pass this variable (glob) of mcphub's environment to the server (repeatable)")
-	fl.BoolVar(&f.inheritEnv, "inherit-env", false, "pass mcphub's whole environment to the server, but the registry's secrets")
+	fl.StringArrayVar(&f.set.EnvPassthrough, "env-passthrough", nil, "also pass this variable (glob) of mcphub's environment to the server (repeatable)")
+	fl.BoolVar(&f.set.InheritEnv, "inherit-env", false, "pass mcphub's whole environment to the server, but the registry's secrets")
 	fl.BoolVar(&f.asJSON, "json", false, "print what was added as one JSON object")
 	return cmd
 }
@@ -124,18 +118,16 @@ func newAddCmd(a *app) *cobra.Command {
 // spec turns the command line into a registry entry. dash is the index of
 // the first argument after --, or -1.
 func (f *addFlags) spec(name string, rest []string, dash int) (registry.ServerSpec, error) {
-	s := registry.ServerSpec{Name: name, Share: f.share, Protocol: f.protocol,
-		Allow: f.allow, Deny: f.deny, ConnectTimeout: f.connectTimeout, CallTimeout: f.callTimeout, Disabled: f.disabled}
 	if dash > 1 {
-		return s, fmt.Errorf("unexpected arguments before --: %q (only NAME goes there)", rest[:dash-1])
+		return registry.ServerSpec{}, fmt.Errorf("unexpected arguments before --: %q (only NAME goes there)", rest[:dash-1])
 	}
-	t, err := f.resolve(rest, "", "add")
+	t, err := f.Resolve(rest, "", "add")
 	if err != nil {
-		return s, err
+		return t, err
 	}
-	s.URL, s.Transport, s.Headers = t.url, t.transport, t.headers
-	s.Command, s.Args, s.Env, s.Cwd = t.command, t.args, t.env, t.cwd
-	s.EnvPassthrough, s.InheritEnv = f.envPassthrough, f.inheritEnv
+	s := f.set
+	s.Name, s.URL, s.Transport, s.Headers = name, t.URL, t.Transport, t.Headers
+	s.Command, s.Args, s.Env, s.Cwd = t.Command, t.Args, t.Env, t.Cwd
 	switch {
 	case f.noPrefix && f.prefix != "":
 		return s, errors.New("give --prefix or --no-prefix, not both")

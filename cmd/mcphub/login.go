@@ -2,24 +2,15 @@ package main
 
 import (
 	"context"
-	"encoding/json"
-	"errors"
 	"fmt"
-	"log/slog"
-	"net/http"
-	"net/url"
-	"strings"
-	"sync"
 	"time"
 
 	"github.com/spf13/cobra"
 
-	"github.com/mcphub/mcphub/client"
-	"github.com/mcphub/mcphub/hubclient"
 	"github.com/mcphub/mcphub/internal/keychain"
 	"github.com/mcphub/mcphub/internal/termtext"
-	"github.com/mcphub/mcphub/internal/textdist"
 	"github.com/mcphub/mcphub/oauth"
+	"github.com/mcphub/mcphub/probe"
 	"github.com/mcphub/mcphub/registry"
 )
 
@@ -88,30 +79,12 @@ list the grant; revoke it there to end it for good.`,
 
 func isRemote(s *registry.Server) bool { return s.Kind() == registry.KindRemote }
 
-// loginResult is what login did, its --json answer.
-type loginResult struct {
-	Server   string `json:"server"`
-	SignedIn bool   `json:"signed_in"`
-	Tools    int    `json:"tools"`
-	// Store is where the tokens are kept: "keychain" or "file: PATH".
-	Store string `json:"store"`
-	// Hub says what the running hub was told: "reconnecting", "no hub
-	// running", or why it could not be told.
-	Hub string `json:"hub"`
-}
-
 // oauthStore is the store of OAuth grants, shared by the commands of one
 // process.
-func (a *app) oauthStore() *keychain.Store {
-	a.oauthOnce.Do(func() { a.oauthKeys = keychain.Open("mcphub", a.dataDir) })
-	return a.oauthKeys
-}
+func (a *app) oauthStore() *keychain.Store { return a.oauthKeys.Open(a.dataDir) }
 
 // oauthState is what app keeps for oauthStore.
-type oauthState struct {
-	oauthOnce sync.Once
-	oauthKeys *keychain.Store
-}
+type oauthState struct{ oauthKeys oauth.Keychain }
 
 // remoteSpec returns the registry's remote server called name, or an error
 // that says what to do.
@@ -120,27 +93,7 @@ func (a *app) remoteSpec(name string) (*registry.Server, error) {
 	if err != nil {
 		return nil, err
 	}
-	spec := reg.Server(name)
-	if spec == nil {
-		var names []string
-		for _, s := range reg.Servers {
-			if s.Kind() == registry.KindRemote {
-				names = append(names, s.Name)
-			}
-		}
-		msg := fmt.Sprintf("%s has no server %q", a.configPath, name)
-		if close := textdist.Suggest(name, names, 3); len(close) > 0 {
-			msg += " (did you mean " + strings.Join(close, ", ") + "?)"
-		}
-		return nil, errors.New(msg)
-	}
-	if spec.Kind() != registry.KindRemote {
-		return nil, fmt.Errorf("%s is a stdio server: it gets its credentials from its env in %s, not from a sign-in", name, a.configPath)
-	}
-	if spec.Problem != "" {
-		return nil, fmt.Errorf("fix the entry of %s first:\n%s", name, spec.Problem)
-	}
-	return spec, nil
+	return probe.RemoteServer(reg, a.configPath, name)
 }
 
 func (a *app) login(ctx context.Context, name string, timeout time.Duration, asJSON bool) error {
@@ -152,54 +105,20 @@ func (a *app) login(ctx context.Context, name string, timeout time.Duration, asJ
 		return err
 	}
 	store := a.oauthStore()
-	si, err := oauth.ListenLoopback(name, a.stderr, oauth.LoopbackPort)
+	res, err := probe.SignIn(ctx, spec, store, probe.SignInOptions{Timeout: timeout, Log: a.stderr, Version: mcphubVersion()})
 	if err != nil {
 		return err
 	}
-	defer si.Close()
-	cfg := signInConfig(spec.Name, spec.URL, spec.Transport, spec.Headers, spec.OAuth)
-	// A sign-in asks the user again: the connection sees the stored grant
-	// without its token (the registration of mcphub with the
-	// authorization server is reused), and the stored token is replaced
-	// only when the new sign-in succeeds.
-	view := oauth.Tokenless(store)
-	cfg.OAuth.Store, cfg.OAuth.Fetch, cfg.OAuth.RedirectURL = view, si.Fetch, si.RedirectURL()
-	cfg.Logger = slog.New(slog.NewTextHandler(a.stderr, &slog.HandlerOptions{Level: slog.LevelWarn}))
-	conn := client.New(cfg, nil)
-	defer conn.Close()
-	// Some servers let initialize through and ask for sign-in on the
-	// first list: the tools are listed before the grant is looked at.
-	sctx, cancel := context.WithTimeout(ctx, timeout)
-	err = conn.Start(sctx)
-	var tools []json.RawMessage
-	if err == nil {
-		tools, err = conn.ListAll(sctx, "tools/list")
-	}
-	cancel()
-	if errors.Is(err, context.DeadlineExceeded) && si.Fetched() > 0 {
-		return fmt.Errorf("login %s: no answer from the browser within %s; run it again, or give it longer with --timeout", name, timeout)
-	}
-	res := loginResult{Server: name, Store: store.Backend()}
-	if !view.Saved() {
-		// No new token was stored: the sign-in failed, could not be
-		// kept, or was never asked for. The stored grant is as it was.
-		switch {
-		case err != nil:
-			return fmt.Errorf("login %s: %w", name, err)
-		case si.Fetched() > 0:
-			return fmt.Errorf("login %s: signed in, but the tokens could not be kept in the %s (see the warning above)", name, store.Backend())
-		}
+	if !res.SignedIn {
 		// The server let mcphub in without a sign-in: nothing to keep.
-		res.Hub = "unchanged"
 		if asJSON {
 			return a.printJSON(res)
 		}
 		fmt.Fprintf(a.stdout, "%s did not ask for sign-in; mcphub reaches it without one\n", name)
 		return nil
 	}
-	res.SignedIn, res.Tools = true, len(tools)
-	if err != nil {
-		fmt.Fprintf(a.stderr, "warning: signed in, but listing %s's tools failed: %v\n", name, err)
+	if res.ListErr != nil {
+		fmt.Fprintf(a.stderr, "warning: signed in, but listing %s's tools failed: %v\n", name, res.ListErr)
 	}
 	res.Hub = a.reconnectOnHub(ctx, name)
 	if asJSON {
@@ -221,11 +140,11 @@ func (a *app) logout(ctx context.Context, name string, asJSON bool) error {
 	if err != nil {
 		return err
 	}
-	store := a.oauthStore()
-	if err := store.Delete(oauth.CanonicalResource(spec.URL)); err != nil {
-		return fmt.Errorf("logout %s: %w", name, err)
+	res, err := probe.SignOut(spec, a.oauthStore())
+	if err != nil {
+		return err
 	}
-	res := loginResult{Server: name, Store: store.Backend(), Hub: a.reconnectOnHub(ctx, name)}
+	res.Hub = a.reconnectOnHub(ctx, name)
 	if asJSON {
 		return a.printJSON(res)
 	}
@@ -241,27 +160,5 @@ func (a *app) reconnectOnHub(ctx context.Context, name string) string {
 	if err != nil {
 		return "not told (" + err.Error() + ")"
 	}
-	err = t.Control(ctx, http.MethodPost, "/control/restart?server="+url.QueryEscape(name), http.StatusAccepted, nil)
-	var he *hubclient.HubError
-	switch {
-	case err == nil:
-		return "reconnecting " + name + "; see mcphub status"
-	case errors.As(err, &he) && he.Status == http.StatusNotFound:
-		return name + " is not enabled on the running hub; mcphub enable " + name + " starts it"
-	case errors.Is(err, hubclient.ErrNoHub):
-		return "no hub running; mcphub serve uses the tokens when it starts"
-	default:
-		return "not told (" + err.Error() + "); mcphub restart " + name + " reconnects it"
-	}
-}
-
-// signInConfig is the client configuration of a sign-in to a remote
-// server: its URL, transport, headers and oauth settings.
-func signInConfig(name, url, transport string, headers map[string]string, o *registry.OAuth) client.Config {
-	cfg := client.Config{Name: name, URL: url, Transport: transport, Headers: headers,
-		ClientInfo: client.Implementation{Name: "mcphub", Version: mcphubVersion()}, OAuth: &oauth.Config{}}
-	if o != nil {
-		cfg.OAuth.ClientID, cfg.OAuth.ClientSecret, cfg.OAuth.ClientMetadataURL, cfg.OAuth.Scopes = o.ClientID, o.ClientSecret, o.ClientMetadataURL, o.Scopes
-	}
-	return cfg
+	return t.ReconnectWithTokens(ctx, name)
 }

@@ -9,6 +9,7 @@ import (
 	"github.com/mcphub/mcphub/client"
 	"github.com/mcphub/mcphub/hub"
 	"github.com/mcphub/mcphub/oauth"
+	"github.com/mcphub/mcphub/probe"
 	"github.com/mcphub/mcphub/registry"
 	"github.com/mcphub/mcphub/store"
 )
@@ -40,7 +41,7 @@ func newStoredUpstream(log *slog.Logger, db *store.Store, tokens oauth.TokenStor
 			MaxMessageBytes: messageLimit(hc.MaxResponseBytes),
 		}
 		if spec.Kind() == registry.KindRemote && tokens != nil {
-			cc.OAuth = signInConfig(spec.Name, spec.URL, spec.Transport, spec.Headers, spec.OAuth).OAuth
+			cc.OAuth = probe.OAuthConfig(spec.OAuth)
 			cc.OAuth.Store = tokens
 			name := spec.Name
 			cc.OAuth.OnRefreshFailed = func(err error) {

@@ -1,0 +1,24 @@
+package oauth
+
+import (
+	"sync"
+
+	"github.com/mcphub/mcphub/internal/keychain"
+)
+
+// Keychain is mcphub's store of grants, opened once per process when a
+// command first needs it: serve's upstreams, login, logout and probe
+// --save share one *keychain.Store, its file lock and its notice. The zero
+// value is ready to use.
+type Keychain struct {
+	once  sync.Once
+	store *keychain.Store
+}
+
+// Open returns the store of grants (the OS keychain, or the file it falls
+// back to in dataDir), opening it on the first call; later calls return
+// the same store whatever dataDir they name.
+func (k *Keychain) Open(dataDir string) *keychain.Store {
+	k.once.Do(func() { k.store = keychain.Open("mcphub", dataDir) })
+	return k.store
+}
