@@ -52,7 +52,7 @@ var rooms = map[string][]string{
 	"logfile": {"gopkg.in/natefinch/lumberjack.v2"},
 	// Token counting of a hub's tools: the tokenizer, and jsonrpc's
 	// member reading; it counts a catalog it is given, never fetching it.
-	"internal/tokencount": {"github.com/tiktoken-go/tokenizer", "internal/jsonrpc", "api"},
+	"internal/tokencount": {"github.com/tiktoken-go/tokenizer", "internal/jsonrpc", "internal/termtext", "api"},
 	// The built-in demo MCP server: an upstream like any other, speaking
 	// JSON-RPC over its stdio.
 	"demo": {"internal/jsonrpc"},

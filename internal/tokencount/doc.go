@@ -8,7 +8,7 @@
 //
 // It counts what it is given: the caller fetches the endpoint's catalog
 // from a running hub and hands it over as an api.Catalog. The package imports
-// only the standard library, api/, internal/jsonrpc and
+// only the standard library, api/, internal/jsonrpc, internal/termtext and
 // github.com/tiktoken-go/tokenizer; it never
 // imports hub/, client/, registry/ or cmd/, and never talks to a hub.
 package tokencount
