@@ -21,8 +21,6 @@ import (
 	"github.com/mcphub/mcphub/api"
 	"github.com/mcphub/mcphub/clientconf"
 	"github.com/mcphub/mcphub/hubclient"
-	"github.com/mcphub/mcphub/internal/tokencount"
-	"github.com/mcphub/mcphub/registry"
 )
 
 // TestGoldenProfiles runs the commands that take --profile against the
@@ -479,4 +477,3 @@ func TestCompletionProfileNames(t *testing.T) {
 		t.Errorf("completions lack their modes:\n%s", out.String())
 	}
 }
-
