@@ -5,9 +5,11 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"slices"
 
 	"github.com/mcphub/mcphub/api"
 	"github.com/mcphub/mcphub/internal/tokencount"
+	"github.com/mcphub/mcphub/registry"
 )
 
 // ProfileCosts counts, with counter, the tools of each profile the hub's
@@ -43,4 +45,43 @@ func (t Target) ProfileCosts(ctx context.Context, counter *tokencount.Counter, s
 		costs = append(costs, pc)
 	}
 	return costs, nil
+}
+
+// CheckToolCap asks the running hub of reg how many tools the endpoint a
+// client's entry points at lists (/mcp, or profile's), when the client
+// (as connect names it) caps them: warning says the count exceeds the
+// cap, and how to bring it down. With a profile, note says when the count
+// could not be checked.
+func (l Locator) CheckToolCap(ctx context.Context, reg *registry.Registry, client, profile string) (warning, note string) {
+	i := slices.IndexFunc(tokencount.ToolCaps, func(tc tokencount.ToolCap) bool { return tc.ID == client })
+	if i < 0 {
+		return "", ""
+	}
+	cp := tokencount.ToolCaps[i]
+	unchecked := func(why string) string {
+		if profile == "" {
+			return ""
+		}
+		return fmt.Sprintf("%s, so whether profile %s fits %s's cap of %s could not be checked", why, profile, cp.Client, cp.Wording(true))
+	}
+	tok, err := Token(reg)
+	if err != nil {
+		return "", unchecked("the hub's token could not be read")
+	}
+	t := l.For(reg, tok)
+	cat, err := t.Catalog(ctx, profile, ConnectTimeout)
+	switch {
+	case errors.Is(err, ErrNoHub):
+		return "", unchecked("no hub is running at " + t.Listen)
+	case err != nil:
+		return "", unchecked(fmt.Sprintf("the hub could not be asked (%v)", err))
+	case len(cat.Listed) <= cp.Cap:
+		return "", ""
+	}
+	if profile == "" {
+		return fmt.Sprintf("the hub's /mcp lists %d tools; %s. Narrow it with allow/deny on its servers, or connect a profile with --profile NAME ([profiles.NAME] in %s; mode = \"search\" lists 3 tools)",
+			len(cat.Listed), cp.Does(), reg.Path), ""
+	}
+	return fmt.Sprintf("profile %s lists %d tools; %s. Narrow it with include/exclude in [profiles.%s], or set mode = \"search\" (3 tools)",
+		profile, len(cat.Listed), cp.Does(), profile), ""
 }

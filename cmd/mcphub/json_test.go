@@ -13,6 +13,7 @@ import (
 	"testing"
 
 	"github.com/mcphub/mcphub/api"
+	"github.com/mcphub/mcphub/clientconf"
 )
 
 // jsonRun runs mcphub on e's registry and data directory, and decodes its
@@ -140,7 +141,7 @@ func TestJSONEveryCommand(t *testing.T) {
 			"gh": {"command": "npx", "args": ["-y", "server-github"], "env": {"GITHUB_TOKEN": "ghp_json_import_secret"}},
 			"github": {"command": "npx", "args": ["other"]}
 		}}`), 0o600)
-		var r importReport
+		var r clientconf.ImportReport
 		code, out, errOut := jsonRun(t, e, &r, "import", file, "--json")
 		if code != 0 || r.File != file || r.Registry != e.config || !slices.Equal(r.Added, []string{"gh"}) ||
 			len(r.Skipped) != 1 || r.Skipped[0].Name != "github" || len(r.Secrets) != 1 || r.Secrets[0].Var == "" || len(r.Notes) == 0 || r.Error != "" {

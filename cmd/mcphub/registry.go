@@ -10,6 +10,7 @@ import (
 
 	"github.com/spf13/cobra"
 
+	"github.com/mcphub/mcphub/internal/termtext"
 	"github.com/mcphub/mcphub/registry"
 )
 
@@ -67,7 +68,7 @@ func (a *app) printRegistryErrors(err error) error {
 		}
 		n := len(errs)
 		return exitError{code: 1, why: fmt.Sprintf("the registry has %d %s; fix %s and run the command again: %s",
-			n, plural(n, "problem", "problems"), plural(n, "it", "them"), strings.Join(lines, "; "))}
+			n, termtext.Plural(n, "problem", "problems"), termtext.Plural(n, "it", "them"), strings.Join(lines, "; "))}
 	}
 	return err
 }

@@ -6,6 +6,7 @@ import (
 
 	"github.com/spf13/cobra"
 
+	"github.com/mcphub/mcphub/internal/termtext"
 	"github.com/mcphub/mcphub/registry"
 )
 
@@ -56,7 +57,7 @@ ${VAR} references are checked against this shell's environment.
 				for i, e := range errs {
 					res.Problems[i] = validateProblem{Line: e.Line, Col: e.Col, Key: e.Key, Message: e.Msg}
 				}
-				res.Error = fmt.Sprintf("%s has %d %s", path, len(errs), plural(len(errs), "problem", "problems"))
+				res.Error = fmt.Sprintf("%s has %d %s", path, len(errs), termtext.Plural(len(errs), "problem", "problems"))
 				if err := a.printJSON(res); err != nil {
 					return err
 				}
@@ -76,7 +77,7 @@ ${VAR} references are checked against this shell's environment.
 			}
 			msg := fmt.Sprintf("%s is valid: %d servers (%d enabled)", path, res.Servers, res.Enabled)
 			if res.Profiles > 0 {
-				msg += fmt.Sprintf(", %d %s", res.Profiles, plural(res.Profiles, "profile", "profiles"))
+				msg += fmt.Sprintf(", %d %s", res.Profiles, termtext.Plural(res.Profiles, "profile", "profiles"))
 			}
 			fmt.Fprintln(a.stdout, msg)
 			return nil
