@@ -14,6 +14,7 @@ import (
 
 	"github.com/mcphub/mcphub/api"
 	"github.com/mcphub/mcphub/clientconf"
+	"github.com/mcphub/mcphub/registry"
 )
 
 // jsonRun runs mcphub on e's registry and data directory, and decodes its
@@ -98,13 +99,13 @@ func TestJSONEveryCommand(t *testing.T) {
 	})
 	t.Run("validate", func(t *testing.T) {
 		t.Setenv("JSON_UNSET_TOKEN", "set now")
-		var r validateResult
+		var r registry.Validation
 		if code, _, _ := jsonRun(t, e, &r, "validate", "--json"); code != 0 || !r.Valid || r.Servers != 5 || r.Enabled != 4 || r.Problems == nil || r.Error != "" {
 			t.Errorf("validate --json: exit %d, %+v; want valid with 5 servers, 4 enabled", code, r)
 		}
 		bad := filepath.Join(e.tmp, "bad.toml")
 		os.WriteFile(bad, []byte(goldenInvalidRegistry), 0o600)
-		r = validateResult{}
+		r = registry.Validation{}
 		code, out, _ := jsonRun(t, e, &r, "validate", bad, "--json")
 		if code != 1 || r.Valid || len(r.Problems) < 4 || r.Problems[0].Line == 0 || r.Problems[0].Message == "" || !strings.Contains(r.Error, "problems") {
 			t.Errorf("validate --json of an invalid file: exit %d, %+v", code, r)

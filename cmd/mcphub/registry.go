@@ -10,7 +10,6 @@ import (
 
 	"github.com/spf13/cobra"
 
-	"github.com/mcphub/mcphub/internal/termtext"
 	"github.com/mcphub/mcphub/registry"
 )
 
@@ -61,14 +60,7 @@ func (a *app) noRegistryHint() string {
 func (a *app) printRegistryErrors(err error) error {
 	var errs registry.Errors
 	if errors.As(err, &errs) {
-		lines := make([]string, len(errs))
-		for i, e := range errs {
-			fmt.Fprintln(a.stderr, e)
-			lines[i] = e.Error()
-		}
-		n := len(errs)
-		return exitError{code: 1, why: fmt.Sprintf("the registry has %d %s; fix %s and run the command again: %s",
-			n, termtext.Plural(n, "problem", "problems"), termtext.Plural(n, "it", "them"), strings.Join(lines, "; "))}
+		return exitError{code: 1, why: errs.WriteText(a.stderr)}
 	}
 	return err
 }
