@@ -124,3 +124,21 @@ func (u UnsetVars) Note(where, file string) string {
 	return fmt.Sprintf("imported %q disabled: %s; set %s where mcphub starts, then: mcphub enable %s",
 		u.Server, strings.Join(why, ", and "), termtext.Plural(n, "it", "them"), u.Server)
 }
+
+// DisableUnsetNoted is DisableUnset with its words: it disables the
+// servers that lack a variable in the hub's environment (where, which
+// lacks unset), warns on warn of those that will fail until the hub is
+// restarted from this shell, and returns the note that says why each
+// disabled server is, by name, for AddImported.
+func (r *ImportResult) DisableUnsetNoted(unset []string, where, file string, warn io.Writer) map[string]string {
+	notes := map[string]string{}
+	for _, u := range r.DisableUnset(unset) {
+		if w := u.Warning(where, file); w != "" {
+			fmt.Fprintf(warn, "warning: %s\n", w)
+		}
+		if n := u.Note(where, file); n != "" {
+			notes[u.Server] = n
+		}
+	}
+	return notes
+}

@@ -1,6 +1,8 @@
 package hubclient
 
 import (
+	"context"
+	"errors"
 	"fmt"
 	"io"
 	"strconv"
@@ -168,11 +170,11 @@ func ListEntries(reg *registry.Registry, st *api.Status) []ListEntry {
 	return entries
 }
 
-// WriteList prints the servers of the registry at config for a person:
+// writeList prints the servers of the registry at config for a person:
 // a table (with the live state and tools when live), the problems that
 // keep a server from being served as written, and the names a server
 // could not expose as they are.
-func WriteList(w io.Writer, config string, entries []ListEntry, live bool) {
+func writeList(w io.Writer, config string, entries []ListEntry, live bool) {
 	if len(entries) == 0 {
 		fmt.Fprintf(w, "no servers in %s; add one with: mcphub add NAME -- COMMAND [ARGS...]\n", config)
 		return
@@ -221,19 +223,53 @@ func (e ListEntry) row(live bool) string {
 	return line + "\t" + state + "\t" + tools
 }
 
-// WriteListHub prints the line under the list that says what the hub at
-// listen is doing: running (and the registry error it keeps running
-// despite), not running, or not answering (hubErr, printed on stderr).
-func WriteListHub(w io.Writer, st *api.Status, listen, hubErr string) {
-	switch {
+// ServerList is what mcphub list shows: the registry's servers with the
+// running hub's view of them, or why the hub could not be asked.
+type ServerList struct {
+	// Listen is where the hub was asked.
+	Listen  string
+	Entries []ListEntry
+	// Status is the hub's answer, nil when none answered.
+	Status *api.Status
+	// HubError says why a hub that runs could not be asked; it is set on
+	// every entry too.
+	HubError string
+}
+
+// ListServers asks the hub of reg, found as l finds it, for its status and
+// lists reg's servers with it. A note on warn says when the hub holding
+// the data directory serves another registry, and why a hub that runs
+// could not be asked.
+func (l Locator) ListServers(ctx context.Context, reg *registry.Registry, warn io.Writer) ServerList {
+	tok, _ := Token(reg)
+	t := l.For(reg, tok)
+	st, err := t.Status(ctx)
+	l.NoteServed(warn, t)
+	sl := ServerList{Listen: t.Listen, Entries: ListEntries(reg, st), Status: st}
+	if err != nil && !errors.Is(err, ErrNoHub) {
+		sl.HubError = fmt.Sprintf("could not ask the hub at %s: %v", t.Listen, err)
+		fmt.Fprintln(warn, sl.HubError)
+		for i := range sl.Entries {
+			sl.Entries[i].HubError = sl.HubError
+		}
+	}
+	return sl
+}
+
+// WriteText prints the list for a person (see writeList), and under it
+// what the hub is doing: running (and the registry error it keeps running
+// despite), not running, or not answering (the reason went to stderr).
+func (sl ServerList) WriteText(w io.Writer, config string) {
+	writeList(w, config, sl.Entries, sl.Status != nil)
+	switch st := sl.Status; {
 	case st != nil:
 		fmt.Fprintf(w, "\nhub running at %s with %d sessions\n", st.URL, st.Sessions)
 		if st.RegistryError != "" {
 			fmt.Fprintf(w, "the hub keeps its last good registry; the file has errors:\n%s\n", st.RegistryError)
 		}
-	case hubErr == "":
-		fmt.Fprintf(w, "\nno hub running at %s (start one with: mcphub serve)\n", listen)
+	case sl.HubError == "":
+		fmt.Fprintf(w, "\nno hub running at %s (start one with: mcphub serve)\n", sl.Listen)
 	default:
-		fmt.Fprintf(w, "\nthe hub at %s could not be asked (the reason is on stderr)\n", listen)
+		fmt.Fprintf(w, "\nthe hub at %s could not be asked (the reason is on stderr)\n", sl.Listen)
 	}
 }

@@ -43,3 +43,14 @@ func (t Target) unknownServer(ctx context.Context, name string, refused *HubErro
 	}
 	return fmt.Errorf("%w; its enabled servers: %s (see mcphub status)", refused, strings.Join(enabled, ", "))
 }
+
+// EndSessionByID ends one session of the hub, as EndSession does; when
+// the hub has no session of that id, the error says where the live ones
+// are listed.
+func (t Target) EndSessionByID(ctx context.Context, id string) error {
+	err := t.EndSession(ctx, id)
+	if he := (*HubError)(nil); errors.As(err, &he) && he.Status == http.StatusNotFound && he.Reason != "" {
+		return fmt.Errorf("%w (see mcphub sessions for the live ones)", he)
+	}
+	return err
+}

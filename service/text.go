@@ -36,6 +36,20 @@ func (h Host) WriteState(w io.Writer, st State) {
 	}
 }
 
+// CheckExecutable is the mcphub binary for the service to run, as the
+// caller found it: exe, whether go run or go test built it, or err, why it
+// was not found. A binary built in a temporary directory is refused, with
+// the fix, as it is gone once it exits.
+func CheckExecutable(exe string, goRun bool, err error) (string, error) {
+	if err != nil {
+		return "", fmt.Errorf("cannot find the mcphub binary for the service: %w", err)
+	}
+	if goRun {
+		return "", fmt.Errorf("this mcphub was built by go run or go test in a temporary directory (%s), which is gone once it exits, so a service cannot run it: install it with go install ./cmd/mcphub, then run mcphub service install with the installed binary", exe)
+	}
+	return exe, nil
+}
+
 // NextStart is when the service manager starts the service by itself
 // again after a stop: at boot on Windows, at login elsewhere.
 func (h Host) NextStart() string {

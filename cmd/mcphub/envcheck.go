@@ -6,7 +6,6 @@ import (
 	"strings"
 
 	"github.com/mcphub/mcphub/hubclient"
-	"github.com/mcphub/mcphub/internal/termtext"
 )
 
 // unsetVars tells which of names the environment that will expand the
@@ -46,12 +45,5 @@ func (a *app) noteUnasked(names []string, err error) {
 // t is the hub to ask.
 func (a *app) warnUnset(ctx context.Context, t hubclient.Target, server string, vars []string) {
 	unset, where := a.unsetVars(ctx, t, vars)
-	if len(unset) == 0 {
-		return
-	}
-	fmt.Fprintf(a.stderr, "warning: %s %s not set in %s, so %q will show failed until %s;\n"+
-		"  set %s in the environment mcphub serve starts from (your shell profile, or the service's environment) and restart the hub,\n"+
-		"  or write the value into hub.toml, or disable the server: mcphub disable %s\n",
-		strings.Join(unset, ", "), termtext.Plural(len(unset), "is", "are"), where, server, termtext.Plural(len(unset), "it is", "they are"),
-		termtext.Plural(len(unset), "it", "them"), server)
+	fmt.Fprint(a.stderr, hubclient.UnsetWarning(server, unset, where))
 }

@@ -2,7 +2,6 @@ package main
 
 import (
 	"context"
-	"fmt"
 	"io"
 	"os"
 	"path/filepath"
@@ -188,14 +187,5 @@ func (a *app) disableUnset(ctx context.Context, at *hubclient.Target, res client
 			unset, where = a.unsetVars(ctx, *at, names)
 		}
 	}
-	notes := map[string]string{}
-	for _, u := range res.DisableUnset(unset) {
-		if w := u.Warning(where, file); w != "" {
-			fmt.Fprintf(a.stderr, "warning: %s\n", w)
-		}
-		if n := u.Note(where, file); n != "" {
-			notes[u.Server] = n
-		}
-	}
-	return notes
+	return res.DisableUnsetNoted(unset, where, file, a.stderr)
 }

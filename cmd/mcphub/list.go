@@ -2,12 +2,9 @@ package main
 
 import (
 	"context"
-	"errors"
 	"fmt"
 
 	"github.com/spf13/cobra"
-
-	"github.com/mcphub/mcphub/hubclient"
 )
 
 func newListCmd(a *app) *cobra.Command {
@@ -46,24 +43,11 @@ hub_error (why the hub could not be asked, when it could not).`,
 			if ctx == nil {
 				ctx = context.Background()
 			}
-			tok, _ := hubclient.Token(reg)
-			t := a.locator().For(reg, tok)
-			st, serr := t.Status(ctx)
-			a.locator().NoteServed(a.stderr, t)
-			entries := hubclient.ListEntries(reg, st)
-			hubErr := ""
-			if serr != nil && !errors.Is(serr, hubclient.ErrNoHub) {
-				hubErr = fmt.Sprintf("could not ask the hub at %s: %v", t.Listen, serr)
-				fmt.Fprintln(a.stderr, hubErr)
-				for i := range entries {
-					entries[i].HubError = hubErr
-				}
-			}
+			sl := a.locator().ListServers(ctx, reg, a.stderr)
 			if asJSON {
-				return a.printJSON(entries)
+				return a.printJSON(sl.Entries)
 			}
-			hubclient.WriteList(a.stdout, a.configPath, entries, st != nil)
-			hubclient.WriteListHub(a.stdout, st, t.Listen, hubErr)
+			sl.WriteText(a.stdout, a.configPath)
 			return nil
 		},
 	}

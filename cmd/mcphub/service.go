@@ -229,14 +229,7 @@ func (c *serviceCtl) uninstall() error {
 // serviceExecutable is the mcphub binary for the service to run (see
 // clientconf.InstalledExecutable); one that go run built is refused.
 func (c *serviceCtl) serviceExecutable() (string, error) {
-	exe, goRun, err := clientconf.InstalledExecutable(c.h.executable, c.h.lookPath, c.h.args0)
-	if err != nil {
-		return "", fmt.Errorf("cannot find the mcphub binary for the service: %w", err)
-	}
-	if goRun {
-		return "", fmt.Errorf("this mcphub was built by go run or go test in a temporary directory (%s), which is gone once it exits, so a service cannot run it: install it with go install ./cmd/mcphub, then run mcphub service install with the installed binary", exe)
-	}
-	return exe, nil
+	return service.CheckExecutable(clientconf.InstalledExecutable(c.h.executable, c.h.lookPath, c.h.args0))
 }
 
 func (c *serviceCtl) install() error {

@@ -2,9 +2,7 @@ package main
 
 import (
 	"context"
-	"errors"
 	"fmt"
-	"net/http"
 	"strings"
 
 	"github.com/spf13/cobra"
@@ -66,11 +64,7 @@ client must initialize a new one. mcphub sessions lists the IDs.
 			if err != nil {
 				return err
 			}
-			err = t.EndSession(cmd.Context(), args[0])
-			if he := (*hubclient.HubError)(nil); errors.As(err, &he) && he.Status == http.StatusNotFound && he.Reason != "" {
-				return fmt.Errorf("%w (see mcphub sessions for the live ones)", he)
-			}
-			if err != nil {
+			if err := t.EndSessionByID(cmd.Context(), args[0]); err != nil {
 				return err
 			}
 			if rmJSON {

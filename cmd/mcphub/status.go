@@ -83,12 +83,8 @@ func (a *app) statusTarget() (t hubclient.Target, noRegistry bool, err error) {
 		t, _, err := a.target()
 		return t, false, err
 	}
-	reg, err := registry.Parse(a.configPath, registry.DefaultRegistry(), os.LookupEnv)
-	if err != nil {
-		return hubclient.Target{}, true, fmt.Errorf("the built-in default registry: %w", err)
-	}
-	tok, _ := hubclient.Token(reg)
-	return a.locator().For(reg, tok), true, nil
+	t, err = a.locator().Default()
+	return t, true, err
 }
 
 // locator finds the hub of --config and --data-dir.
@@ -111,11 +107,9 @@ func (a *app) target() (hubclient.Target, *registry.Registry, error) {
 	}
 	fmt.Fprintf(a.stderr, "the registry does not load:\n")
 	a.printRegistryErrors(err)
-	info := hubclient.LiveRunInfo(a.dataDir)
-	if info == nil {
-		if info, err = hubclient.ReadRunInfo(a.dataDir); err != nil {
-			return hubclient.Target{}, nil, exitError{code: 1, why: fmt.Sprintf("the registry %s does not load, and no hub is recorded in %s: fix the problems printed on stderr, then start one with: mcphub serve", a.configPath, a.dataDir)}
-		}
+	t, err := a.locator().Recorded()
+	if err != nil {
+		return hubclient.Target{}, nil, exitError{code: 1, why: fmt.Sprintf("the registry %s does not load, and no hub is recorded in %s: fix the problems printed on stderr, then start one with: mcphub serve", a.configPath, a.dataDir)}
 	}
-	return hubclient.RunTarget(info, ""), nil, nil
+	return t, nil, nil
 }
