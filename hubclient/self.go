@@ -49,3 +49,47 @@ func (t Target) UnsetVars(ctx context.Context, names []string) (unset []string, 
 	}
 	return unset, "this shell (no hub is running; a hub started from here would lack it too)", nil
 }
+
+// ForImport is the hub an import into the registry reg must not take for
+// an upstream, and the Target where it answers. With a registry, its
+// listen address and the one a running hub recorded; without a registry
+// file (reg nil, loaded true), the hub status would ask; when the registry
+// does not load (loaded false), only the recorded address, and no Target.
+// The built-in default address stands in when no address is known.
+func (l Locator) ForImport(reg *registry.Registry, loaded bool) (registry.Self, *Target) {
+	if reg != nil {
+		tok, _ := Token(reg)
+		t := l.For(reg, tok)
+		return l.Self(reg.Path, reg.Hub.Listen), &t
+	}
+	var listens []string
+	var at *Target
+	if loaded {
+		if t, err := l.Default(); err == nil {
+			at = &t
+			if t.Listen != "" {
+				listens = append(listens, t.Listen)
+			}
+		}
+	}
+	self := l.Self(l.ConfigPath, listens...)
+	if len(self.Listens) == 0 {
+		self.Listens = []string{registry.DefaultListen}
+	}
+	return self, at
+}
+
+// Endpoint is where a client's entry points at the view v of the hub of
+// reg: the endpoint's URL and, when [hub] auth = "token", the
+// Authorization header with the hub's token (hasToken then says the entry
+// holds it).
+func (l Locator) Endpoint(reg *registry.Registry, v View) (url string, headers map[string]string, hasToken bool, err error) {
+	tok, err := Token(reg)
+	if err != nil {
+		return "", nil, false, err
+	}
+	if tok != "" {
+		headers = map[string]string{"Authorization": "Bearer " + tok}
+	}
+	return l.For(reg, tok).URL(v.Path()), headers, tok != "", nil
+}

@@ -12,6 +12,36 @@ import (
 	"github.com/mcphub/mcphub/registry"
 )
 
+// CountTokens counts, with enc, what the tools of profile's endpoint
+// (/mcp for "") cost a client of it, as the hub at t sends them: the
+// report of mcphub tokens, with, for /mcp, each profile's cost too. st is
+// the hub's status, nil when it did not answer: it says which servers are
+// down and which profiles there are, and without it the counts stand
+// alone. The vocabulary is decoded only once the hub has answered, and
+// not at all when ctx is done by then.
+func (t Target) CountTokens(ctx context.Context, enc tokencount.Encoding, profile string, warn io.Writer) (*tokencount.Report, *api.Status, error) {
+	cat, err := t.Catalog(ctx, profile, ListTimeout)
+	if err != nil {
+		return nil, nil, err
+	}
+	st, _ := t.Status(ctx)
+	if err := ctx.Err(); err != nil {
+		return nil, st, err
+	}
+	counter := enc.NewCounter()
+	rep, err := counter.Report(cat)
+	if err != nil {
+		return nil, st, err
+	}
+	rep.Profile = profile
+	if profile == "" && st != nil {
+		if rep.Profiles, err = t.ProfileCosts(ctx, counter, st, warn); err != nil {
+			return nil, st, err
+		}
+	}
+	return rep, st, nil
+}
+
 // ProfileCosts counts, with counter, the tools of each profile the hub's
 // status st lists, asking the hub at t for their catalogs within one
 // ListTimeout in all: the profiles' table of mcphub tokens. A profile with

@@ -9,7 +9,6 @@ import (
 
 	"github.com/mcphub/mcphub/clientconf"
 	"github.com/mcphub/mcphub/hubclient"
-	"github.com/mcphub/mcphub/registry"
 )
 
 const connectLong = `Print the configuration entry that points a client at this hub's /mcp
@@ -117,18 +116,15 @@ func (a *app) connect(ctx context.Context, client string, o connectOptions) erro
 		return err
 	}
 	stdio := o.stdio || c.StdioOnly()
-	var hubURL, tok string
+	var hubURL string
 	var headers map[string]string
+	var hasToken bool
 	if !stdio {
-		if tok, err = hubclient.Token(reg); err != nil {
+		if hubURL, headers, hasToken, err = a.locator().Endpoint(reg, view); err != nil {
 			return err
 		}
-		hubURL = a.locator().For(reg, tok).URL(view.Path())
-		if tok != "" {
-			headers = map[string]string{"Authorization": "Bearer " + tok}
-		}
 	}
-	e, err := a.clientHub().Entry(c, stdio, hubURL, headers, o.profile)
+	e, err := clientconf.Hub{Config: a.configPath, DataDir: a.dataDir, Warn: a.stderr}.Entry(c, stdio, hubURL, headers, o.profile)
 	if err != nil {
 		return err
 	}
@@ -151,7 +147,7 @@ func (a *app) connect(ctx context.Context, client string, o connectOptions) erro
 	}
 	var move *clientconf.Move
 	if o.move {
-		move = &clientconf.Move{Registry: reg, Self: a.hubSelf(reg), Profile: o.profile}
+		move = &clientconf.Move{Registry: reg, Self: a.locator().Self(reg.Path, reg.Hub.Listen), Profile: o.profile}
 	}
 	res, err := clientconf.Write(c, file, o.name, e, move)
 	if errors.Is(err, clientconf.ErrNotEditable) {
@@ -162,22 +158,11 @@ func (a *app) connect(ctx context.Context, client string, o connectOptions) erro
 	if err != nil {
 		return err
 	}
-	res.AddNotes(c, tok != "", warning, note)
+	res.AddNotes(c, hasToken, warning, note)
 	if o.json {
 		res.WriteJSON(a.stdout)
 		return nil
 	}
 	res.WriteText(a.stdout, a.stderr)
 	return nil
-}
-
-// clientHub is this hub as a client's stdio entry runs it.
-func (a *app) clientHub() clientconf.Hub {
-	return clientconf.Hub{Config: a.configPath, DataDir: a.dataDir, Warn: a.stderr}
-}
-
-// hubSelf is what tells this hub apart from an upstream in the client's
-// file (see hubclient.Locator.Self).
-func (a *app) hubSelf(reg *registry.Registry) registry.Self {
-	return a.locator().Self(reg.Path, reg.Hub.Listen)
 }

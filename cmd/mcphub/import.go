@@ -144,24 +144,9 @@ func newImportCmd(a *app) *cobra.Command {
 // the registry's problems, which only matters when it is asked).
 func (a *app) importHub() (registry.Self, []string, *hubclient.Target) {
 	reg, err := a.loadExistingRegistry()
+	self, at := a.locator().ForImport(reg, err == nil)
 	if reg != nil {
-		tok, _ := hubclient.Token(reg)
-		t := a.locator().For(reg, tok)
-		return a.hubSelf(reg), reg.SecretEnvNames(), &t
-	}
-	var listens []string
-	var at *hubclient.Target
-	if err == nil {
-		if t, _, err := a.statusTarget(); err == nil {
-			at = &t
-			if t.Listen != "" {
-				listens = append(listens, t.Listen)
-			}
-		}
-	}
-	self := a.locator().Self(a.configPath, listens...)
-	if len(self.Listens) == 0 {
-		self.Listens = []string{registry.DefaultListen}
+		return self, reg.SecretEnvNames(), at
 	}
 	return self, nil, at
 }

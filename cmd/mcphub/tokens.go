@@ -7,8 +7,8 @@ import (
 
 	"github.com/spf13/cobra"
 
+	"github.com/mcphub/mcphub/api"
 	"github.com/mcphub/mcphub/hubclient"
-	"github.com/mcphub/mcphub/internal/termtext"
 	"github.com/mcphub/mcphub/internal/tokencount"
 )
 
@@ -95,47 +95,23 @@ func (a *app) tokens(ctx context.Context, o tokensOptions) error {
 	}
 	ctx, interrupted, stop := withInterrupt(ctx)
 	defer stop()
-	fail := func(err error) error {
-		if interrupted() {
-			return a.interruptedErr(nil)
-		}
-		return err
-	}
 	t, _, err := a.statusTarget()
 	if err != nil {
 		return err
 	}
-	cat, err := t.Catalog(ctx, o.profile, hubclient.ListTimeout)
-	if err != nil {
-		return fail(err)
-	}
-	// The status says which servers are down and which profiles there
-	// are; without it the counts stand alone.
-	st, _ := t.Status(ctx)
+	rep, st, err := t.CountTokens(ctx, enc, o.profile, a.stderr)
 	if interrupted() {
 		return a.interruptedErr(nil)
 	}
-	// The vocabulary is decoded only now that the hub has answered.
-	counter := enc.NewCounter()
-	rep, err := counter.Report(cat)
 	if err != nil {
 		return err
 	}
-	rep.Profile = o.profile
-	if o.profile == "" && st != nil {
-		if rep.Profiles, err = t.ProfileCosts(ctx, counter, st, a.stderr); err != nil {
-			return fail(err)
-		}
-	}
+	var ps *api.ProfileStatus
 	if st != nil {
 		a.noteDown(st, o.profile, "tools")
-		if ps := hubclient.FindProfile(st, o.profile); ps != nil && ps.Problem != "" {
-			fmt.Fprintf(a.stderr, "note: profile %s serves nothing until its table is fixed (mcphub validate shows the problems); these are the tools it selects meanwhile\n", o.profile)
-		}
+		ps = hubclient.FindProfile(st, o.profile)
 	}
-	if n := rep.UnknownTools(); n > 0 {
-		fmt.Fprintf(a.stderr, "note: the hub's catalog names no server for %s, counted under %s\n", termtext.HowMany(n, "tool"), tokencount.UnknownServer)
-	}
+	rep.WriteNotes(a.stderr, ps)
 	if o.asJSON {
 		return a.printJSON(rep)
 	}

@@ -5,6 +5,7 @@ import (
 	"io"
 	"strings"
 
+	"github.com/mcphub/mcphub/api"
 	"github.com/mcphub/mcphub/internal/termtext"
 )
 
@@ -44,6 +45,19 @@ func (r *Report) WriteText(w io.Writer, tools bool) {
 		writeNumberTable(w, []string{"TOOL", "SERVER", "TOKENS"}, rows, 2)
 	}
 	r.writeProfiles(w)
+}
+
+// WriteNotes prints, on w, the notes that go with the report: that the
+// profile counted has a problem in its table, so its endpoint serves
+// nothing meanwhile (st, the hub's view of the profile, nil when unknown),
+// and how many tools the hub's catalog names no server for.
+func (r *Report) WriteNotes(w io.Writer, st *api.ProfileStatus) {
+	if st != nil && st.Problem != "" {
+		fmt.Fprintf(w, "note: profile %s serves nothing until its table is fixed (mcphub validate shows the problems); these are the tools it selects meanwhile\n", r.Profile)
+	}
+	if n := r.UnknownTools(); n > 0 {
+		fmt.Fprintf(w, "note: the hub's catalog names no server for %s, counted under %s\n", termtext.HowMany(n, "tool"), UnknownServer)
+	}
 }
 
 // serverRows are the servers' table: each server's tools and tokens, and
