@@ -3,9 +3,7 @@ package hubclient
 import (
 	"fmt"
 	"os"
-	"strings"
 
-	"github.com/mcphub/mcphub/internal/termtext"
 	"github.com/mcphub/mcphub/registry"
 )
 
@@ -35,20 +33,4 @@ func (l Locator) Recorded() (Target, error) {
 		}
 	}
 	return RunTarget(info, ""), nil
-}
-
-// UnsetWarning warns, before a server fails, that the environment that
-// expands the registry (where, as Target.UnsetVars names it) lacks the
-// variables unset the server refers to, and what to do; "" when none is
-// unset.
-func UnsetWarning(server string, unset []string, where string) string {
-	n := len(unset)
-	if n == 0 {
-		return ""
-	}
-	return fmt.Sprintf("warning: %s %s not set in %s, so %q will show failed until %s;\n"+
-		"  set %s in the environment mcphub serve starts from (your shell profile, or the service's environment) and restart the hub,\n"+
-		"  or write the value into hub.toml, or disable the server: mcphub disable %s\n",
-		strings.Join(unset, ", "), termtext.Plural(n, "is", "are"), where, server, termtext.Plural(n, "it is", "they are"),
-		termtext.Plural(n, "it", "them"), server)
 }

@@ -1,5 +1,8 @@
 package hubclient
 
+// The hub's "not found" for a server or a session, turned into a sentence
+// that says what the hub does have.
+
 import (
 	"context"
 	"errors"
