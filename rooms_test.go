@@ -52,7 +52,7 @@ var rooms = map[string][]string{
 	"logfile": {"gopkg.in/natefinch/lumberjack.v2"},
 	// Token counting of a hub's tools: the tokenizer, and jsonrpc's
 	// member reading; it counts a catalog it is given, never fetching it.
-	"internal/tokencount": {"github.com/tiktoken-go/tokenizer", "internal/jsonrpc", "api"},
+	"internal/tokencount": {"github.com/tiktoken-go/tokenizer", "internal/jsonrpc", "internal/termtext", "api"},
 	// The built-in demo MCP server: an upstream like any other, speaking
 	// JSON-RPC over its stdio.
 	"demo": {"internal/jsonrpc"},
@@ -235,6 +235,12 @@ func TestRoomTableCatchesAViolation(t *testing.T) {
 		{module + "/hubclient", module + "/api", true},
 		{module + "/hubclient", module + "/client", true},
 		{module + "/hubclient", module + "/internal/termtext", true},
+		{module + "/hubclient", module + "/internal/tokencount", true},
+		{module + "/internal/tokencount", module + "/internal/termtext", true},
+		{module + "/internal/tokencount", module + "/registry", false},
+		{module + "/internal/tokencount", module + "/hubclient", false},
+		{module + "/service", module + "/registry", false},
+		{module + "/registry", module + "/internal/termtext", true},
 		{module + "/hub", module + "/internal/jsonrpc", true},
 		{module + "/bridge", module + "/client", true},
 		{module + "/client", "golang.org/x/sys/windows", true},

@@ -41,6 +41,14 @@
 // and older entries for the same view of the hub, and says why it kept each
 // other entry. No note or error holds an env or header value.
 //
+// # Saying what was done
+//
+// AddImported writes imported servers into hub.toml and reports what it
+// did (ImportReport, import's --json answer); UnsetVars.Note and Warning
+// word why a server was disabled. Result.WriteText and WriteJSON print
+// what Write did, Client.WriteEntry the entry a person pastes. The CLI
+// calls these and prints nothing of its own about a client's file.
+//
 // # What it may import
 //
 // registry (the hub.toml model), hujson, BurntSushi/toml and internal/...

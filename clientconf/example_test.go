@@ -77,3 +77,16 @@ func ExampleWrite() {
 	// }
 	// wrote again: false
 }
+
+// connect prints what Write did for a person, its warnings on stderr; with
+// --json, the Result itself.
+func ExampleResult_WriteText() {
+	c, _ := clientconf.Lookup("cursor")
+	res := clientconf.Result{File: "/home/u/.cursor/mcp.json", Wrote: true, Backup: "/home/u/.cursor/mcp.json.mcphub-backup-20260101T000000Z",
+		Entry: "mcphub", Title: c.Title}
+	res.AddNotes(c, false, "", "")
+	res.WriteText(os.Stdout, os.Stderr)
+	// Output:
+	// backed up /home/u/.cursor/mcp.json to /home/u/.cursor/mcp.json.mcphub-backup-20260101T000000Z
+	// wrote server "mcphub" into /home/u/.cursor/mcp.json
+}

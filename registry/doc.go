@@ -13,7 +13,9 @@
 // locator over the raw text, because the TOML library keeps key positions
 // private. The file is decoded into plain maps and checked key by key, which
 // keeps keys case-sensitive and reports every type mismatch, not just the
-// first.
+// first. LoadExisting reads without creating the file. Validate sums up
+// what mcphub validate found (a Validation, its --json answer), and
+// Errors.WriteText prints every problem and says the fix in one sentence.
 //
 // # Changes
 //

@@ -168,3 +168,24 @@ func ExampleAddServer() {
 	// [servers.deepwiki]
 	// url = "https://mcp.deepwiki.com/mcp"
 }
+
+// validate sums up a registry file: a valid one in a line, one with
+// problems as each problem with its position.
+func ExampleValidate() {
+	dir, _ := os.MkdirTemp("", "mcphub-example")
+	defer os.RemoveAll(dir)
+	path := filepath.Join(dir, "hub.toml")
+	os.WriteFile(path, []byte("[servers.notes]\ncommand = \"notes-mcp\"\n"), 0o600)
+	v, err := registry.Validate(path)
+	fmt.Println(err == nil, v.Summary() == path+" is valid: 1 servers (1 enabled)")
+
+	os.WriteFile(path, []byte("[servers.notes]\nargs = [\"x\"]\n"), 0o600)
+	v, err = registry.Validate(path)
+	var errs registry.Errors
+	if errors.As(err, &errs) {
+		fmt.Println(v.Valid, len(v.Problems) == len(errs), v.Problems[0].Key, v.Problems[0].Line)
+	}
+	// Output:
+	// true true
+	// false true servers.notes 1
+}

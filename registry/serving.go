@@ -1,12 +1,25 @@
 package registry
 
 import (
+	"errors"
 	"fmt"
+	"io/fs"
 	"os"
 	"path"
 	"slices"
 	"strings"
 )
+
+// LoadExisting is LoadServing for a command that only looks (list,
+// status): it creates no registry, and returns nil, nil when there is no
+// file at path, so that a machine without a registry stays as it is.
+func LoadExisting(path string) (*Registry, error) {
+	reg, err := LoadServing(path)
+	if errors.Is(err, fs.ErrNotExist) {
+		return nil, nil
+	}
+	return reg, err
+}
 
 // LoadServing reads the registry at path for a running hub, as
 // ParseServing parses it.

@@ -20,8 +20,10 @@
 // certificate variables, and no secret: a proxy URL with credentials is
 // held back and named. Install writes it and starts it; on Windows it asks
 // for the account's password, which it hands to Windows and never prints.
-// ShellOnly and SetInManager give the CLI what it needs to tell the user
-// which variables the service will lack and how to give them to it.
+// InstallText says what install did: the variables the service will lack
+// (ShellOnly) and how to give them to it (SetInManager), the token it
+// needs, and when it starts; WriteState prints a State for a person.
+// CheckExecutable refuses a binary go run built.
 //
 // # Running under the manager
 //
@@ -34,6 +36,6 @@
 // Only the standard library and github.com/kardianos/service. It never
 // imports hub/, client/, bridge/, registry/ or cmd/: the caller passes in
 // what it knows (the executable, the paths, the credential check of
-// client.URLCredential, the pid of a running hub) and prints the words
-// about hub.toml itself.
+// client.URLCredential, the pid of a running hub, and of hub.toml the
+// plain values of a HubConfig).
 package service

@@ -3,6 +3,7 @@ package service_test
 import (
 	"context"
 	"fmt"
+	"os"
 	"strings"
 
 	kservice "github.com/kardianos/service"
@@ -90,4 +91,14 @@ func ExampleRun() {
 	}
 	fmt.Println(handled, err)
 	// Output: false <nil>
+}
+
+// status prints the state for a person as the Host's OS names the unit;
+// --json prints the State itself.
+func ExampleHost_WriteState() {
+	h := service.Host{GOOS: "linux"}
+	h.WriteState(os.Stdout, service.State{Installed: true, State: "running", UnitFile: "/home/u/.config/systemd/user/mcphub.service"})
+	// Output:
+	// mcphub service: running
+	// unit file: /home/u/.config/systemd/user/mcphub.service
 }

@@ -271,7 +271,7 @@ func TestCLIReviewListHubError(t *testing.T) {
 	})
 	e := goldenNewEnv(t)
 	e.writeRegistry(t, reviewRegistry(t, e, spy.addr))
-	var entries []listEntry
+	var entries []hubclient.ListEntry
 	code, out, errOut := jsonRun(t, e, &entries, "list", "--json")
 	if code != 0 || len(entries) != 1 || entries[0].Live != nil || !strings.Contains(entries[0].HubError, "refused the registry's") || !strings.Contains(entries[0].HubError, spy.addr) {
 		t.Errorf("list --json of a hub that refuses the token: exit %d, %s; want hub_error saying so", code, out)

@@ -4,14 +4,11 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"slices"
 
 	"github.com/spf13/cobra"
 
 	"github.com/mcphub/mcphub/clientconf"
 	"github.com/mcphub/mcphub/hubclient"
-	"github.com/mcphub/mcphub/internal/tokencount"
-	"github.com/mcphub/mcphub/registry"
 )
 
 const connectLong = `Print the configuration entry that points a client at this hub's /mcp
@@ -119,22 +116,19 @@ func (a *app) connect(ctx context.Context, client string, o connectOptions) erro
 		return err
 	}
 	stdio := o.stdio || c.StdioOnly()
-	var hubURL, tok string
+	var hubURL string
 	var headers map[string]string
+	var hasToken bool
 	if !stdio {
-		if tok, err = hubclient.Token(reg); err != nil {
+		if hubURL, headers, hasToken, err = a.locator().Endpoint(reg, view); err != nil {
 			return err
 		}
-		hubURL = a.locator().For(reg, tok).URL(view.Path())
-		if tok != "" {
-			headers = map[string]string{"Authorization": "Bearer " + tok}
-		}
 	}
-	e, err := a.clientHub().Entry(c, stdio, hubURL, headers, o.profile)
+	e, err := clientconf.Hub{Config: a.configPath, DataDir: a.dataDir, Warn: a.stderr}.Entry(c, stdio, hubURL, headers, o.profile)
 	if err != nil {
 		return err
 	}
-	warning, note := a.checkToolCap(ctx, reg, c, o.profile)
+	warning, note := a.locator().CheckToolCap(ctx, reg, c.Name, o.profile)
 	file := o.file
 	if file == "" {
 		if file, err = c.Path(); err != nil {
@@ -142,10 +136,7 @@ func (a *app) connect(ctx context.Context, client string, o connectOptions) erro
 		}
 	}
 	if !o.write {
-		a.printEntry(c, file, o.name, e)
-		if c.Name == "claude" {
-			fmt.Fprintf(a.stdout, "# or:\n%s\n", clientconf.ClaudeAddLine(o.name, e, stdio))
-		}
+		c.WriteEntry(a.stdout, file, o.name, e, stdio)
 		if warning != "" {
 			fmt.Fprintf(a.stderr, "warning: %s\n", warning)
 		}
@@ -156,138 +147,22 @@ func (a *app) connect(ctx context.Context, client string, o connectOptions) erro
 	}
 	var move *clientconf.Move
 	if o.move {
-		move = &clientconf.Move{Registry: reg, Self: a.hubSelf(reg), Profile: o.profile}
+		move = &clientconf.Move{Registry: reg, Self: a.locator().Self(reg.Path, reg.Hub.Listen), Profile: o.profile}
 	}
 	res, err := clientconf.Write(c, file, o.name, e, move)
 	if errors.Is(err, clientconf.ErrNotEditable) {
 		// The entry is not where mcphub can edit it; the user replaces it.
-		msg := fmt.Sprintf("the entry %q is %v; replace it by hand", o.name, err)
-		if o.json {
-			res.Error = msg + " (mcphub connect " + c.Name + " prints it)"
-			a.printResult(res)
-		} else {
-			fmt.Fprintf(a.stdout, "%s: %s with:\n%s", file, msg, c.Snippet(o.name, e))
-		}
+		c.WriteNotEditable(a.stdout, res, file, o.name, e, err, o.json)
 		return exitError{code: 1}
 	}
 	if err != nil {
 		return err
 	}
-	if warning != "" {
-		res.Warnings = append(res.Warnings, warning)
-	}
-	if note != "" {
-		res.Notes = append(res.Notes, note)
-	}
-	if c.Name == "vscode" && tok != "" {
-		res.Notes = append(res.Notes, file+" now holds the hub's token; keep it out of version control")
-	}
-	if res.Wrote && (c.Name == "claude-desktop" || c.Name == "claude") {
-		res.Notes = append(res.Notes, "restart "+c.Title+" to load it")
-	}
+	res.AddNotes(c, hasToken, warning, note)
 	if o.json {
-		a.printResult(res)
+		res.WriteJSON(a.stdout)
 		return nil
 	}
-	a.printReport(res)
+	res.WriteText(a.stdout, a.stderr)
 	return nil
-}
-
-// printResult prints res as one JSON object on a line.
-func (a *app) printResult(res clientconf.Result) {
-	b, _ := clientconf.Marshal(res)
-	fmt.Fprintf(a.stdout, "%s\n", b)
-}
-
-// printReport prints res for a person.
-func (a *app) printReport(res clientconf.Result) {
-	if !res.Wrote {
-		fmt.Fprintf(a.stdout, "%s is already up to date\n", res.File)
-	}
-	if res.Backup != "" {
-		fmt.Fprintf(a.stdout, "backed up %s to %s\n", res.File, res.Backup)
-	}
-	for _, r := range res.Removed {
-		fmt.Fprintf(a.stdout, "removed %q from %s (%s)\n", r.Name, res.File, r.Reason)
-	}
-	if res.Wrote {
-		fmt.Fprintf(a.stdout, "wrote server %q into %s\n", res.Entry, res.File)
-	}
-	for _, k := range res.Kept {
-		fmt.Fprintf(a.stdout, "kept %q in %s: %s\n", k.Name, res.File, k.Note)
-	}
-	if res.Strict {
-		fmt.Fprintf(a.stdout, "note: %s has comments or trailing commas, which %s may not accept\n", res.File, res.Title)
-	}
-	for _, n := range res.Notes {
-		fmt.Fprintf(a.stdout, "note: %s\n", n)
-	}
-	// Warnings go on stderr, as every other warning does.
-	for _, w := range res.Warnings {
-		fmt.Fprintf(a.stderr, "warning: %s\n", w)
-	}
-}
-
-// checkToolCap asks the running hub how many tools the endpoint the entry
-// points at lists (/mcp, or profile's), when client c caps them: warning
-// says the count exceeds the cap, and how to bring it down. With a profile,
-// note says when the count could not be checked.
-func (a *app) checkToolCap(ctx context.Context, reg *registry.Registry, c clientconf.Client, profile string) (warning, note string) {
-	i := slices.IndexFunc(tokencount.ToolCaps, func(tc tokencount.ToolCap) bool { return tc.ID == c.Name })
-	if i < 0 {
-		return "", ""
-	}
-	cp := tokencount.ToolCaps[i]
-	unchecked := func(why string) string {
-		if profile == "" {
-			return ""
-		}
-		return fmt.Sprintf("%s, so whether profile %s fits %s's cap of %s could not be checked", why, profile, cp.Client, cp.Wording(true))
-	}
-	tok, err := hubclient.Token(reg)
-	if err != nil {
-		return "", unchecked("the hub's token could not be read")
-	}
-	t := a.locator().For(reg, tok)
-	cat, err := t.Catalog(ctx, profile, hubclient.ConnectTimeout)
-	switch {
-	case errors.Is(err, hubclient.ErrNoHub):
-		return "", unchecked("no hub is running at " + t.Listen)
-	case err != nil:
-		return "", unchecked(fmt.Sprintf("the hub could not be asked (%v)", err))
-	case len(cat.Listed) <= cp.Cap:
-		return "", ""
-	}
-	if profile == "" {
-		return fmt.Sprintf("the hub's /mcp lists %d tools; %s. Narrow it with allow/deny on its servers, or connect a profile with --profile NAME ([profiles.NAME] in %s; mode = \"search\" lists 3 tools)",
-			len(cat.Listed), cp.Does(), reg.Path), ""
-	}
-	return fmt.Sprintf("profile %s lists %d tools; %s. Narrow it with include/exclude in [profiles.%s], or set mode = \"search\" (3 tools)",
-		profile, len(cat.Listed), cp.Does(), profile), ""
-}
-
-// printEntry prints the entry for the user to paste.
-func (a *app) printEntry(c clientconf.Client, file, name string, e clientconf.Entry) {
-	where := fmt.Sprintf("under %q in %s", c.Key, file)
-	if c.Format == clientconf.FormatTOML {
-		where = "to " + file
-	}
-	fmt.Fprintf(a.stdout, "# %s: add this %s (or run mcphub connect %s --write)\n%s", c.Title, where, c.Name, c.Snippet(name, e))
-}
-
-// clientHub is this hub as a client's stdio entry runs it.
-func (a *app) clientHub() clientconf.Hub {
-	return clientconf.Hub{Config: a.configPath, DataDir: a.dataDir, Warn: a.stderr}
-}
-
-// hubSelf is what tells this hub apart from an upstream in the client's
-// file: the registry's listen address, the one a running hub recorded
-// (serve --listen may differ), and the registry file.
-func (a *app) hubSelf(reg *registry.Registry) registry.Self {
-	self := registry.Self{Listens: []string{reg.Hub.Listen}, Config: reg.Path}
-	// A stale record errs on the side of never importing a hub.
-	if info, err := hubclient.ReadRunInfo(a.dataDir); err == nil && info.Listen != "" && !slices.Contains(self.Listens, info.Listen) {
-		self.Listens = append(self.Listens, info.Listen)
-	}
-	return self
 }

@@ -2,39 +2,21 @@ package main
 
 import (
 	"context"
-	"errors"
 	"fmt"
-	"os"
 	"strings"
 
 	"github.com/mcphub/mcphub/hubclient"
 )
 
 // unsetVars tells which of names the environment that will expand the
-// registry lacks: that of the hub at t, when one answers there, since that
-// is where ${NAME} is resolved; otherwise this process's, the one a hub
-// started from this shell would have. where names the environment that was
-// asked, for messages.
+// registry lacks (see hubclient.Target.UnsetVars); when the hub at t runs
+// but does not say, it notes why on stderr and nothing is unset.
 func (a *app) unsetVars(ctx context.Context, t hubclient.Target, names []string) (unset []string, where string) {
-	if len(names) == 0 {
-		return nil, ""
-	}
-	ans, err := t.Env(ctx, names)
-	if err == nil {
-		return ans.Unset, fmt.Sprintf("the running hub (pid %d)", ans.PID)
-	}
-	if !errors.Is(err, hubclient.ErrNoHub) {
-		// A hub runs but did not say (an older one, a refused token): this
-		// shell's environment says nothing about that hub's.
+	unset, where, err := t.UnsetVars(ctx, names)
+	if err != nil {
 		a.noteUnasked(names, err)
-		return nil, ""
 	}
-	for _, n := range names {
-		if _, ok := os.LookupEnv(n); !ok {
-			unset = append(unset, n)
-		}
-	}
-	return unset, "this shell (no hub is running; a hub started from here would lack it too)"
+	return unset, where
 }
 
 // envTarget is the hub to ask whether it has names set, found as status
@@ -63,20 +45,5 @@ func (a *app) noteUnasked(names []string, err error) {
 // t is the hub to ask.
 func (a *app) warnUnset(ctx context.Context, t hubclient.Target, server string, vars []string) {
 	unset, where := a.unsetVars(ctx, t, vars)
-	if len(unset) == 0 {
-		return
-	}
-	fmt.Fprintf(a.stderr, "warning: %s %s not set in %s, so %q will show failed until %s;\n"+
-		"  set %s in the environment mcphub serve starts from (your shell profile, or the service's environment) and restart the hub,\n"+
-		"  or write the value into hub.toml, or disable the server: mcphub disable %s\n",
-		strings.Join(unset, ", "), plural(len(unset), "is", "are"), where, server, plural(len(unset), "it is", "they are"),
-		plural(len(unset), "it", "them"), server)
-}
-
-// plural picks the word for n things.
-func plural(n int, one, many string) string {
-	if n == 1 {
-		return one
-	}
-	return many
+	fmt.Fprint(a.stderr, hubclient.UnsetWarning(server, unset, where))
 }

@@ -2,11 +2,9 @@ package main
 
 import (
 	"context"
-	"errors"
-	"fmt"
+	"io"
 	"os"
 	"path/filepath"
-	"slices"
 	"strings"
 
 	"github.com/spf13/cobra"
@@ -99,13 +97,7 @@ func newImportCmd(a *app) *cobra.Command {
 			}
 			var disabled map[string]string
 			notes := a.captureWarnings(func() {
-				for _, n := range res.Notes {
-					fmt.Fprintf(a.stderr, "note: %s\n", n)
-				}
-				for _, s := range res.Secrets {
-					fmt.Fprintf(a.stderr, "note: %s: the literal secret now reads ${%s}; set %s where mcphub runs (its value is in %s)\n",
-						s.Where, s.Var, s.Var, file)
-				}
+				res.WriteNotes(a.stderr, file)
 				if err = a.ensureRegistry(); err != nil {
 					return
 				}
@@ -118,19 +110,16 @@ func newImportCmd(a *app) *cobra.Command {
 			if err != nil {
 				return err
 			}
-			rep := a.addImported(res, disabled, force, !asJSON)
-			if !asJSON {
-				if rep.Error != "" {
-					return exitError{code: 1}
+			out := a.stdout
+			if asJSON {
+				out = io.Discard
+			}
+			rep := clientconf.AddImported(a.configPath, res, disabled, force, out, a.stderr)
+			if asJSON {
+				rep.File, rep.Notes = file, notes
+				if err := a.printJSON(rep); err != nil {
+					return err
 				}
-				return nil
-			}
-			rep.File, rep.Notes = file, notes
-			for _, s := range res.Secrets {
-				rep.Secrets = append(rep.Secrets, importSecret{Var: s.Var, Where: s.Where})
-			}
-			if err := a.printJSON(rep); err != nil {
-				return err
 			}
 			if rep.Error != "" {
 				return exitError{code: 1}
@@ -155,27 +144,9 @@ func newImportCmd(a *app) *cobra.Command {
 // the registry's problems, which only matters when it is asked).
 func (a *app) importHub() (registry.Self, []string, *hubclient.Target) {
 	reg, err := a.loadExistingRegistry()
+	self, at := a.locator().ForImport(reg, err == nil)
 	if reg != nil {
-		tok, _ := hubclient.Token(reg)
-		t := a.locator().For(reg, tok)
-		return a.hubSelf(reg), reg.SecretEnvNames(), &t
-	}
-	self := registry.Self{Config: a.configPath}
-	var at *hubclient.Target
-	if err == nil {
-		if t, _, err := a.statusTarget(); err == nil {
-			at = &t
-			if t.Listen != "" {
-				self.Listens = append(self.Listens, t.Listen)
-			}
-		}
-	}
-	// A stale record errs on the side of never importing a hub.
-	if info, err := hubclient.ReadRunInfo(a.dataDir); err == nil && info.Listen != "" && !slices.Contains(self.Listens, info.Listen) {
-		self.Listens = append(self.Listens, info.Listen)
-	}
-	if len(self.Listens) == 0 {
-		self.Listens = []string{registry.DefaultListen}
+		return self, reg.SecretEnvNames(), at
 	}
 	return self, nil, at
 }
@@ -201,99 +172,5 @@ func (a *app) disableUnset(ctx context.Context, at *hubclient.Target, res client
 			unset, where = a.unsetVars(ctx, *at, names)
 		}
 	}
-	notes := map[string]string{}
-	for _, u := range res.DisableUnset(unset) {
-		if len(u.Unsure) > 0 {
-			fmt.Fprintf(a.stderr, "warning: %s %s not set in %s, so %q will show failed until %s; this shell holds the value from %s: restart the hub from here, or set %s where mcphub starts\n",
-				strings.Join(u.Unsure, ", "), plural(len(u.Unsure), "is", "are"), where, u.Server, plural(len(u.Unsure), "it is", "they are"), file, plural(len(u.Unsure), "it", "them"))
-		}
-		if u.Disabled {
-			notes[u.Server] = disabledNote(u.Server, u.Missing, u.Moved, where, file)
-		}
-	}
-	return notes
-}
-
-// disabledNote says why an imported server is disabled and how to enable
-// it.
-func disabledNote(server string, missing, moved []string, where, file string) string {
-	var why []string
-	if len(missing) > 0 {
-		why = append(why, fmt.Sprintf("%s %s not set in %s", strings.Join(missing, ", "), plural(len(missing), "is", "are"), where))
-	}
-	if len(moved) > 0 {
-		why = append(why, fmt.Sprintf("%s must hold the secret from %s, which this shell does not hold under that name", strings.Join(moved, ", "), file))
-	}
-	n := len(missing) + len(moved)
-	return fmt.Sprintf("imported %q disabled: %s; set %s where mcphub starts, then: mcphub enable %s",
-		server, strings.Join(why, ", and "), plural(n, "it", "them"), server)
-}
-
-// importReport is what import did, its --json answer. It holds names,
-// never a value of the imported entries.
-type importReport struct {
-	File     string         `json:"file"`
-	Registry string         `json:"registry"`
-	Added    []string       `json:"added"`
-	Disabled []importReason `json:"disabled"`
-	Skipped  []importReason `json:"skipped"`
-	Failed   []importReason `json:"failed"`
-	Secrets  []importSecret `json:"secrets"`
-	Notes    []string       `json:"notes"`
-	// Error says that some servers could not be added; the exit status
-	// is 1 then.
-	Error string `json:"error,omitempty"`
-}
-
-// importReason is a server import did something to, and why.
-type importReason struct {
-	Name   string `json:"name"`
-	Reason string `json:"reason"`
-}
-
-// importSecret is a variable that now stands for a literal secret.
-type importSecret struct {
-	Var   string `json:"var"`
-	Where string `json:"where"`
-}
-
-// addImported writes the imported servers into the registry and reports
-// what it did; notes are the disableUnset notes by server name. With
-// print, it tells each as it goes: on stdout, and the notes on stderr.
-func (a *app) addImported(res clientconf.ImportResult, notes map[string]string, force, print bool) importReport {
-	rep := importReport{Registry: a.configPath, Added: []string{}, Disabled: []importReason{}, Skipped: []importReason{},
-		Failed: []importReason{}, Secrets: []importSecret{}}
-	for _, name := range res.HubEntries {
-		rep.Skipped = append(rep.Skipped, importReason{Name: name, Reason: "it points at this hub, which cannot be its own upstream"})
-	}
-	for _, s := range res.Specs {
-		err := registry.AddServer(a.configPath, s, force)
-		switch {
-		case err == nil:
-			rep.Added = append(rep.Added, s.Name)
-			if print {
-				fmt.Fprintf(a.stdout, "added %s\n", s.Name)
-			}
-			if n, ok := notes[s.Name]; ok {
-				rep.Disabled = append(rep.Disabled, importReason{Name: s.Name, Reason: n})
-				fmt.Fprintf(a.stderr, "note: %s\n", n)
-			}
-		case errors.Is(err, registry.ErrServerExists):
-			rep.Skipped = append(rep.Skipped, importReason{Name: s.Name, Reason: "it exists already (use --force to replace it)"})
-			if print {
-				fmt.Fprintf(a.stdout, "skipped %s: it exists already (use --force to replace it)\n", s.Name)
-			}
-		default:
-			rep.Failed = append(rep.Failed, importReason{Name: s.Name, Reason: err.Error()})
-			fmt.Fprintf(a.stderr, "could not add %s: %v\n", s.Name, err)
-		}
-	}
-	if print {
-		fmt.Fprintf(a.stdout, "imported %d servers into %s (%d disabled, %d skipped, %d failed)\n",
-			len(rep.Added), a.configPath, len(rep.Disabled), len(rep.Skipped), len(rep.Failed))
-	}
-	if n := len(rep.Failed); n > 0 {
-		rep.Error = fmt.Sprintf("%d %s could not be added to %s: %s", n, plural(n, "server", "servers"), a.configPath, rep.Failed[0].Reason)
-	}
-	return rep
+	return res.DisableUnsetNoted(unset, where, file, a.stderr)
 }

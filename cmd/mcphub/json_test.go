@@ -13,6 +13,8 @@ import (
 	"testing"
 
 	"github.com/mcphub/mcphub/api"
+	"github.com/mcphub/mcphub/clientconf"
+	"github.com/mcphub/mcphub/registry"
 )
 
 // jsonRun runs mcphub on e's registry and data directory, and decodes its
@@ -97,13 +99,13 @@ func TestJSONEveryCommand(t *testing.T) {
 	})
 	t.Run("validate", func(t *testing.T) {
 		t.Setenv("JSON_UNSET_TOKEN", "set now")
-		var r validateResult
+		var r registry.Validation
 		if code, _, _ := jsonRun(t, e, &r, "validate", "--json"); code != 0 || !r.Valid || r.Servers != 5 || r.Enabled != 4 || r.Problems == nil || r.Error != "" {
 			t.Errorf("validate --json: exit %d, %+v; want valid with 5 servers, 4 enabled", code, r)
 		}
 		bad := filepath.Join(e.tmp, "bad.toml")
 		os.WriteFile(bad, []byte(goldenInvalidRegistry), 0o600)
-		r = validateResult{}
+		r = registry.Validation{}
 		code, out, _ := jsonRun(t, e, &r, "validate", bad, "--json")
 		if code != 1 || r.Valid || len(r.Problems) < 4 || r.Problems[0].Line == 0 || r.Problems[0].Message == "" || !strings.Contains(r.Error, "problems") {
 			t.Errorf("validate --json of an invalid file: exit %d, %+v", code, r)
@@ -140,7 +142,7 @@ func TestJSONEveryCommand(t *testing.T) {
 			"gh": {"command": "npx", "args": ["-y", "server-github"], "env": {"GITHUB_TOKEN": "ghp_json_import_secret"}},
 			"github": {"command": "npx", "args": ["other"]}
 		}}`), 0o600)
-		var r importReport
+		var r clientconf.ImportReport
 		code, out, errOut := jsonRun(t, e, &r, "import", file, "--json")
 		if code != 0 || r.File != file || r.Registry != e.config || !slices.Equal(r.Added, []string{"gh"}) ||
 			len(r.Skipped) != 1 || r.Skipped[0].Name != "github" || len(r.Secrets) != 1 || r.Secrets[0].Var == "" || len(r.Notes) == 0 || r.Error != "" {

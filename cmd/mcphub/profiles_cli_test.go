@@ -21,8 +21,6 @@ import (
 	"github.com/mcphub/mcphub/api"
 	"github.com/mcphub/mcphub/clientconf"
 	"github.com/mcphub/mcphub/hubclient"
-	"github.com/mcphub/mcphub/internal/tokencount"
-	"github.com/mcphub/mcphub/registry"
 )
 
 // TestGoldenProfiles runs the commands that take --profile against the
@@ -477,51 +475,5 @@ func TestCompletionProfileNames(t *testing.T) {
 	run([]string{"--config", e.config, "__complete", "stdio", "--profile", ""}, &out, &bytes.Buffer{})
 	if !strings.Contains(out.String(), "web\tsearch mode\n") || !strings.Contains(out.String(), "coding\tfull mode\n") {
 		t.Errorf("completions lack their modes:\n%s", out.String())
-	}
-}
-
-// TestTokensSearchSaving: what search mode saves is rounded to the nearest
-// percent; a difference under 1% either way costs about the same, and a
-// search profile over few small tools says what it costs more rather than
-// a negative saving.
-func TestTokensSearchSaving(t *testing.T) {
-	tokensTotal := func(tools, tokens int) tokencount.Total { return tokencount.Total{Tools: tools, Tokens: tokens} }
-	for _, tc := range []struct {
-		listed, full tokencount.Total
-		want         string
-	}{
-		{tokensTotal(3, 244), tokensTotal(5, 275), "in full its 5 tools would cost 275 tokens; search mode saves 11%"},
-		{tokensTotal(3, 240), tokensTotal(5, 275), "in full its 5 tools would cost 275 tokens; search mode saves 13%"},
-		{tokensTotal(3, 244), tokensTotal(1, 68), "in full its 1 tool would cost 68 tokens; search mode costs 176 tokens more, as its tools are few"},
-		{tokensTotal(3, 995), tokensTotal(200, 1000), "in full its 200 tools would cost 1000 tokens; search mode costs about the same"},
-		{tokensTotal(3, 1009), tokensTotal(200, 1000), "in full its 200 tools would cost 1000 tokens; search mode costs about the same"},
-		{tokensTotal(3, 100), tokensTotal(2, 100), "in full its 2 tools would cost 100 tokens; search mode costs about the same"},
-		{tokensTotal(3, 990), tokensTotal(200, 1000), "in full its 200 tools would cost 1000 tokens; search mode saves 1%"},
-		{tokensTotal(3, 101), tokensTotal(2, 100), "in full its 2 tools would cost 100 tokens; search mode costs 1 token more, as its tools are few"},
-		{tokensTotal(3, 244), tokencount.Total{}, "its servers offer no tools yet, so search mode finds none (see mcphub status)"},
-	} {
-		if got := searchSaving(tc.listed, tc.full); got != tc.want {
-			t.Errorf("searchSaving(%v, %v) = %q, want %q", tc.listed, tc.full, got, tc.want)
-		}
-	}
-}
-
-// TestTokensProfileProblem: the profiles' table shows no counts for a
-// profile whose table has a problem, as the hub serves nothing for it.
-func TestTokensProfileProblem(t *testing.T) {
-	rep := &tokencount.Report{Encoding: "o200k_base", Endpoint: "/mcp", Mode: registry.ModeFull, Profiles: []tokencount.ProfileCost{
-		{Name: "broken", Endpoint: "/profiles/broken/mcp", Mode: registry.ModeSearch, Problem: "hub.toml:3:1: profiles.broken.include: bad"},
-		{Name: "ok", Endpoint: "/profiles/ok/mcp", Mode: registry.ModeFull, Total: tokencount.Total{Tools: 2, Tokens: 90}, Full: tokencount.Total{Tools: 2, Tokens: 90}},
-	}}
-	var out bytes.Buffer
-	printTokensReport(&out, rep, false)
-	for _, want := range []string{
-		"broken   search      -       -              -               -\n",
-		"ok       full        2      90              -               -\n",
-		"profile broken serves nothing until its table is fixed",
-	} {
-		if !strings.Contains(out.String(), want) {
-			t.Errorf("the report lacks %q:\n%s", want, out.String())
-		}
 	}
 }

@@ -5,11 +5,11 @@ import (
 	"errors"
 	"fmt"
 	"io"
-	"io/fs"
 	"strings"
 
 	"github.com/spf13/cobra"
 
+	"github.com/mcphub/mcphub/internal/termtext"
 	"github.com/mcphub/mcphub/registry"
 )
 
@@ -42,11 +42,7 @@ func (a *app) loadRegistry() (*registry.Registry, error) {
 // it: commands that only look (list, status) leave a machine without a
 // registry as it is. It returns nil, nil when there is no registry file.
 func (a *app) loadExistingRegistry() (*registry.Registry, error) {
-	reg, err := registry.LoadServing(a.configPath)
-	if errors.Is(err, fs.ErrNotExist) {
-		return nil, nil
-	}
-	return reg, err
+	return registry.LoadExisting(a.configPath)
 }
 
 // noRegistryHint says that the registry does not exist yet and which
@@ -60,14 +56,7 @@ func (a *app) noRegistryHint() string {
 func (a *app) printRegistryErrors(err error) error {
 	var errs registry.Errors
 	if errors.As(err, &errs) {
-		lines := make([]string, len(errs))
-		for i, e := range errs {
-			fmt.Fprintln(a.stderr, e)
-			lines[i] = e.Error()
-		}
-		n := len(errs)
-		return exitError{code: 1, why: fmt.Sprintf("the registry has %d %s; fix %s and run the command again: %s",
-			n, plural(n, "problem", "problems"), plural(n, "it", "them"), strings.Join(lines, "; "))}
+		return exitError{code: 1, why: errs.WriteText(a.stderr)}
 	}
 	return err
 }
@@ -81,25 +70,7 @@ func (a *app) captureWarnings(f func()) []string {
 	a.stderr = io.MultiWriter(saved, &buf)
 	defer func() { a.stderr = saved }()
 	f()
-	return warningSentences(buf.String())
-}
-
-// warningSentences splits printed warnings into one sentence each: a
-// line that starts with a space continues the one above, and the
-// "warning: " and "note: " marks go.
-func warningSentences(text string) []string {
-	out := []string{}
-	for _, line := range strings.Split(text, "\n") {
-		switch {
-		case strings.TrimSpace(line) == "":
-		case strings.HasPrefix(line, " ") && len(out) > 0:
-			out[len(out)-1] += " " + strings.TrimSpace(line)
-		default:
-			line = strings.TrimPrefix(line, "warning: ")
-			out = append(out, strings.TrimPrefix(line, "note: "))
-		}
-	}
-	return out
+	return termtext.Sentences(buf.String())
 }
 
 // completeServers completes a command's server NAME argument, for shell

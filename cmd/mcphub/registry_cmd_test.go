@@ -8,6 +8,8 @@ import (
 	"path/filepath"
 	"strings"
 	"testing"
+
+	"github.com/mcphub/mcphub/hubclient"
 )
 
 // freshHome points HOME, the config and data dirs at a new temp dir, so the
@@ -52,11 +54,11 @@ func TestRegistryCommandsOnAFreshHome(t *testing.T) {
 	if code != 0 {
 		t.Fatalf("list --json exited %d", code)
 	}
-	var entries []listEntry
+	var entries []hubclient.ListEntry
 	if err := json.Unmarshal([]byte(out), &entries); err != nil {
 		t.Fatalf("list --json is not JSON: %v\n%s", err, out)
 	}
-	names := map[string]listEntry{}
+	names := map[string]hubclient.ListEntry{}
 	for _, e := range entries {
 		names[e.Name] = e
 	}

@@ -5,9 +5,6 @@ import (
 	"io"
 	"os"
 	"os/exec"
-	"path/filepath"
-	"slices"
-	"strings"
 
 	"github.com/spf13/cobra"
 	"golang.org/x/term"
@@ -153,22 +150,7 @@ func (c *serviceCtl) report(st service.State) error {
 	if c.o.asJSON {
 		return c.a.printJSON(st)
 	}
-	state := st.State
-	if state == "restarting" {
-		state += " (failing): see mcphub logs"
-	}
-	fmt.Fprintf(c.a.stdout, "mcphub service: %s\n", state)
-	what := "unit file"
-	switch c.h.GOOS {
-	case "darwin":
-		what = "launchd agent"
-	case "windows":
-		what = "registry key"
-	}
-	fmt.Fprintf(c.a.stdout, "%s: %s\n", what, st.UnitFile)
-	if !st.Installed {
-		fmt.Fprintln(c.a.stdout, "install it with: mcphub service install")
-	}
+	c.h.WriteState(c.a.stdout, st)
 	return nil
 }
 
@@ -210,16 +192,8 @@ func (c *serviceCtl) stop() error {
 	if err != nil {
 		return err
 	}
-	c.say("mcphub service %s; it starts again at the next %s (mcphub service start starts it now)", st.State, c.nextStart())
+	c.say("mcphub service %s; it starts again at the next %s (mcphub service start starts it now)", st.State, c.h.NextStart())
 	return c.reportJSON(st)
-}
-
-// nextStart is when the service manager starts the service by itself.
-func (c *serviceCtl) nextStart() string {
-	if c.h.GOOS == "windows" {
-		return "boot"
-	}
-	return "login"
 }
 
 // dataDirHolder is the pid of the live hub that holds the data directory,
@@ -255,14 +229,7 @@ func (c *serviceCtl) uninstall() error {
 // serviceExecutable is the mcphub binary for the service to run (see
 // clientconf.InstalledExecutable); one that go run built is refused.
 func (c *serviceCtl) serviceExecutable() (string, error) {
-	exe, goRun, err := clientconf.InstalledExecutable(c.h.executable, c.h.lookPath, c.h.args0)
-	if err != nil {
-		return "", fmt.Errorf("cannot find the mcphub binary for the service: %w", err)
-	}
-	if goRun {
-		return "", fmt.Errorf("this mcphub was built by go run or go test in a temporary directory (%s), which is gone once it exits, so a service cannot run it: install it with go install ./cmd/mcphub, then run mcphub service install with the installed binary", exe)
-	}
-	return exe, nil
+	return service.CheckExecutable(clientconf.InstalledExecutable(c.h.executable, c.h.lookPath, c.h.args0))
 }
 
 func (c *serviceCtl) install() error {
@@ -287,87 +254,14 @@ func (c *serviceCtl) install() error {
 	if err != nil {
 		return err
 	}
-	st := done.State
-	c.say("installed the mcphub service (%s), %s", st.UnitFile, st.State)
-	c.say("it runs: %s", strings.Join(p.Command, " "))
-	c.installNotes(reg, p, st, done.Holder)
-	c.say("logs:   mcphub logs -f")
-	c.say("status: mcphub service status")
-	return c.reportJSON(st)
-}
-
-// installNotes says what the service does not get from this shell, and
-// how it starts.
-func (c *serviceCtl) installNotes(reg *registry.Registry, p *service.Plan, st service.State, busy int) {
-	for _, name := range p.Held {
-		c.say("note: %s holds credentials, so it is not written into the unit; %s", name, c.h.SetInManager(st.UnitFile, name))
-	}
-	if reg.Hub.Auth == registry.AuthToken {
-		c.tokenNotes(reg, st)
-	}
-	c.varNotes(reg, p, st)
-	if busy != 0 {
-		c.say("note: a hub (pid %d) already serves %s; the service takes over once it stops", busy, p.DataDir)
-	}
-	switch c.h.GOOS {
-	case "linux":
-		c.say("it starts when you log in; to keep it running after you log out and start it at boot: loginctl enable-linger $USER")
-		c.say("systemd's view: systemctl --user status %s; journalctl --user -u %s -f", service.Name, service.Name)
-	case "darwin":
-		c.say("it starts when you log in; what it prints before its log opens goes to %s", filepath.Join(p.DataDir, service.Name+".err.log"))
-	case "windows":
-		c.say("it starts at boot and runs as %s; it reads %s and keeps its data in %s", p.Account, p.ConfigPath, p.DataDir)
-	}
-}
-
-// varNotes names, for each enabled server, the variables its entry refers
-// to with ${NAME} that this shell sets and the service will not have:
-// names only, never values. Under the service the server goes without
-// them.
-func (c *serviceCtl) varNotes(reg *registry.Registry, p *service.Plan, st service.State) {
-	var all []string
+	hub := service.HubConfig{TokenAuth: reg.Hub.Auth == registry.AuthToken, TokenFile: reg.Hub.TokenFile, TokenEnv: reg.Hub.TokenEnv}
 	for _, srv := range reg.Servers {
-		if !srv.Enabled {
-			continue
-		}
-		missing := p.ShellOnly(srv.Vars())
-		if len(missing) == 0 {
-			continue
-		}
-		them := "it"
-		if len(missing) > 1 {
-			them = "them"
-		}
-		c.say("note: server %s uses %s from this shell, which the service does not get: under the service it goes without %s", srv.Name, "${"+strings.Join(missing, "}, ${")+"}", them)
-		for _, name := range missing {
-			if !slices.Contains(all, name) {
-				all = append(all, name)
-			}
+		if srv.Enabled {
+			hub.Servers = append(hub.Servers, service.ServerVars{Name: srv.Name, Vars: srv.Vars()})
 		}
 	}
-	if len(all) > 0 {
-		c.say("note: [hub] env_passthrough does not help, since the service's own environment lacks them; %s", c.h.SetInManager(st.UnitFile, all...))
+	for _, line := range c.h.InstallText(p, done, hub) {
+		c.say("%s", line)
 	}
-}
-
-// tokenNotes says where the service finds the token when auth is on: never
-// in the unit, so from token_file, unless the user sets the variable in the
-// service manager.
-func (c *serviceCtl) tokenNotes(reg *registry.Registry, st service.State) {
-	file, env := reg.Hub.TokenFile, reg.Hub.TokenEnv
-	data, err := os.ReadFile(file)
-	hasFile := err == nil && strings.TrimSpace(string(data)) != ""
-	shell := ""
-	if env != "" {
-		shell = strings.TrimSpace(os.Getenv(env))
-	}
-	switch {
-	case hasFile && shell != "" && shell != strings.TrimSpace(string(data)):
-		c.say("note: auth is on; the service does not get %s from this shell (no token is written into the unit) and reads the token in %s, another one: clients must use that one", env, file)
-	case hasFile:
-	case shell != "":
-		c.say("note: auth is on and the token is in %s, which is not written into the unit, so the service has no token and will not start: put that token in %s (mode 0600; or create a new one there with mcphub token), or %s", env, file, c.h.SetInManager(st.UnitFile, env))
-	default:
-		c.say("note: auth is on but %s holds no token, so the service will not start: create one with mcphub token", file)
-	}
+	return c.reportJSON(done.State)
 }

@@ -2,12 +2,8 @@ package main
 
 import (
 	"context"
-	"errors"
 	"fmt"
-	"net/http"
 	"strings"
-	"text/tabwriter"
-	"time"
 
 	"github.com/spf13/cobra"
 
@@ -50,17 +46,7 @@ for [hub] session_ttl.
 				}
 				return a.printJSON(list)
 			}
-			if len(list) == 0 {
-				fmt.Fprintln(a.stdout, "no sessions")
-				return nil
-			}
-			tw := tabwriter.NewWriter(a.stdout, 0, 4, 2, ' ', 0)
-			fmt.Fprintln(tw, "ID\tENDPOINT\tCLIENT\tPROTOCOL\tAGE\tIDLE\tSTREAMS\tEVENTS")
-			for _, s := range list {
-				fmt.Fprintf(tw, "%s\t%s\t%s %s\t%s\t%s\t%s\t%d\t%d\n", s.ID, s.Endpoint, s.Client, s.ClientVersion, s.Protocol,
-					time.Duration(s.AgeSeconds)*time.Second, time.Duration(s.IdleSeconds)*time.Second, s.OpenStreams, s.StoredEvents)
-			}
-			return tw.Flush()
+			return hubclient.WriteSessions(a.stdout, list)
 		},
 	}
 	cmd.Flags().BoolVar(&asJSON, "json", false, "print JSON")
@@ -78,11 +64,7 @@ client must initialize a new one. mcphub sessions lists the IDs.
 			if err != nil {
 				return err
 			}
-			err = t.EndSession(cmd.Context(), args[0])
-			if he := (*hubclient.HubError)(nil); errors.As(err, &he) && he.Status == http.StatusNotFound && he.Reason != "" {
-				return fmt.Errorf("%w (see mcphub sessions for the live ones)", he)
-			}
-			if err != nil {
+			if err := t.EndSessionByID(cmd.Context(), args[0]); err != nil {
 				return err
 			}
 			if rmJSON {

@@ -6,15 +6,10 @@ import (
 	"fmt"
 	"io/fs"
 	"os"
-	"strings"
-	"text/tabwriter"
-	"time"
 
 	"github.com/spf13/cobra"
 
-	"github.com/mcphub/mcphub/api"
 	"github.com/mcphub/mcphub/hubclient"
-	"github.com/mcphub/mcphub/internal/termtext"
 	"github.com/mcphub/mcphub/registry"
 )
 
@@ -71,7 +66,7 @@ directory, else the default address, and creates no registry.
 			if asJSON {
 				return a.printJSON(st)
 			}
-			printStatus(a, st)
+			hubclient.WriteStatus(a.stdout, st)
 			return nil
 		},
 	}
@@ -88,12 +83,8 @@ func (a *app) statusTarget() (t hubclient.Target, noRegistry bool, err error) {
 		t, _, err := a.target()
 		return t, false, err
 	}
-	reg, err := registry.Parse(a.configPath, registry.DefaultRegistry(), os.LookupEnv)
-	if err != nil {
-		return hubclient.Target{}, true, fmt.Errorf("the built-in default registry: %w", err)
-	}
-	tok, _ := hubclient.Token(reg)
-	return a.locator().For(reg, tok), true, nil
+	t, err = a.locator().Default()
+	return t, true, err
 }
 
 // locator finds the hub of --config and --data-dir.
@@ -116,87 +107,9 @@ func (a *app) target() (hubclient.Target, *registry.Registry, error) {
 	}
 	fmt.Fprintf(a.stderr, "the registry does not load:\n")
 	a.printRegistryErrors(err)
-	info := hubclient.LiveRunInfo(a.dataDir)
-	if info == nil {
-		if info, err = hubclient.ReadRunInfo(a.dataDir); err != nil {
-			return hubclient.Target{}, nil, exitError{code: 1, why: fmt.Sprintf("the registry %s does not load, and no hub is recorded in %s: fix the problems printed on stderr, then start one with: mcphub serve", a.configPath, a.dataDir)}
-		}
+	t, err := a.locator().Recorded()
+	if err != nil {
+		return hubclient.Target{}, nil, exitError{code: 1, why: fmt.Sprintf("the registry %s does not load, and no hub is recorded in %s: fix the problems printed on stderr, then start one with: mcphub serve", a.configPath, a.dataDir)}
 	}
-	return hubclient.RunTarget(info, ""), nil, nil
-}
-
-func printStatus(a *app, st *api.Status) {
-	fmt.Fprintf(a.stdout, "mcphub %s at %s, %d sessions\n\n", st.Version, st.URL, st.Sessions)
-	tw := tabwriter.NewWriter(a.stdout, 0, 4, 2, ' ', 0)
-	fmt.Fprintln(tw, "SERVER\tSTATE\tPID\tPROTOCOL\tUPTIME\tTOOLS\tRESTARTS\tLAST ERROR")
-	for _, s := range st.Servers {
-		pid, uptime, protocol := "-", "-", "-"
-		if s.PID > 0 {
-			pid = fmt.Sprint(s.PID)
-		}
-		if s.Protocol != "" {
-			protocol = s.Protocol
-		}
-		if s.UptimeSeconds > 0 {
-			uptime = (time.Duration(s.UptimeSeconds) * time.Second).String()
-		}
-		fmt.Fprintf(tw, "%s\t%s\t%s\t%s\t%s\t%d\t%d\t%s\n", s.Name, s.State, pid, protocol, uptime, s.Tools, s.Restarts, termtext.OneLine(s.LastError, 80))
-	}
-	tw.Flush()
-	// A failed server's whole reason, when the table had to cut it: it is
-	// what the user needs to fix it (which variable, which line).
-	for _, s := range st.Servers {
-		if s.State != api.StateConnected && termtext.OneLine(s.LastError, 80) != termtext.OneLine(s.LastError, len(s.LastError)+1) {
-			fmt.Fprintf(a.stdout, "\n%s: %s\n", s.Name, strings.ReplaceAll(strings.TrimSpace(s.LastError), "\n", "\n  "))
-		}
-	}
-	printProfiles(a, st)
-	if len(st.NeedsRestart) > 0 {
-		fmt.Fprintf(a.stdout, "\nhub.toml changed %s, which needs a restart to take effect; the hub keeps the one it started with (restart it: stop mcphub serve and start it again, or mcphub service stop && mcphub service start)\n",
-			strings.Join(st.NeedsRestart, ", "))
-	}
-	if st.RegistryError != "" {
-		fmt.Fprintf(a.stdout, "\nthe registry on disk does not load; the hub keeps running its last good registry:\n%s\n", st.RegistryError)
-	}
-}
-
-// printProfiles prints the hub's profiles, when it has any: a table (no
-// tool counts for a profile with a problem, which keeps it from serving),
-// then each such problem, and the names each profile could not expose as
-// they are.
-func printProfiles(a *app, st *api.Status) {
-	if len(st.Profiles) == 0 {
-		return
-	}
-	fmt.Fprintln(a.stdout)
-	tw := tabwriter.NewWriter(a.stdout, 0, 4, 2, ' ', 0)
-	fmt.Fprintln(tw, "PROFILE\tMODE\tSERVERS\tLISTED\tTOOLS\tSESSIONS\tURL")
-	for _, p := range st.Profiles {
-		servers := "-"
-		if len(p.Servers) > 0 {
-			servers = termtext.OneLine(strings.Join(p.Servers, ","), 40)
-		}
-		listed, tools := fmt.Sprint(p.Listed), fmt.Sprint(p.Tools)
-		if p.Problem != "" {
-			listed, tools = "-", "-"
-		}
-		fmt.Fprintf(tw, "%s\t%s\t%s\t%s\t%s\t%d\t%s\n", p.Name, p.Mode, servers, listed, tools, p.Sessions, p.URL)
-	}
-	tw.Flush()
-	for _, p := range st.Profiles {
-		if p.Problem != "" {
-			fmt.Fprintf(a.stdout, "\nprofile %s serves nothing until its table is fixed:\n  %s\n", p.Name, strings.ReplaceAll(strings.TrimSpace(p.Problem), "\n", "\n  "))
-		}
-	}
-	conflicts := false
-	for _, p := range st.Profiles {
-		if len(p.Conflicts) == 0 {
-			continue
-		}
-		if !conflicts {
-			fmt.Fprintln(a.stdout)
-			conflicts = true
-		}
-		fmt.Fprintf(a.stdout, "profile %s: names not exposed as offered: %s\n", p.Name, strings.Join(p.Conflicts, "; "))
-	}
+	return t, nil, nil
 }

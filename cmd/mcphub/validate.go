@@ -1,33 +1,12 @@
 package main
 
 import (
-	"errors"
 	"fmt"
 
 	"github.com/spf13/cobra"
 
 	"github.com/mcphub/mcphub/registry"
 )
-
-// validateResult is what validate found, its --json answer.
-type validateResult struct {
-	File     string            `json:"file"`
-	Valid    bool              `json:"valid"`
-	Servers  int               `json:"servers"`
-	Enabled  int               `json:"enabled"`
-	Profiles int               `json:"profiles"`
-	Problems []validateProblem `json:"problems"`
-	// Error sums the problems up, as every failed --json run says.
-	Error string `json:"error,omitempty"`
-}
-
-// validateProblem is one problem of the file, with its position.
-type validateProblem struct {
-	Line    int    `json:"line"`
-	Col     int    `json:"col"`
-	Key     string `json:"key,omitempty"`
-	Message string `json:"message"`
-}
 
 func newValidateCmd(a *app) *cobra.Command {
 	var asJSON bool
@@ -49,14 +28,8 @@ ${VAR} references are checked against this shell's environment.
 			if len(args) == 1 {
 				path = args[0]
 			}
-			reg, err := registry.Load(path)
-			var errs registry.Errors
-			if asJSON && errors.As(err, &errs) {
-				res := validateResult{File: path, Problems: make([]validateProblem, len(errs))}
-				for i, e := range errs {
-					res.Problems[i] = validateProblem{Line: e.Line, Col: e.Col, Key: e.Key, Message: e.Msg}
-				}
-				res.Error = fmt.Sprintf("%s has %d %s", path, len(errs), plural(len(errs), "problem", "problems"))
+			res, err := registry.Validate(path)
+			if asJSON && res.Error != "" {
 				if err := a.printJSON(res); err != nil {
 					return err
 				}
@@ -65,20 +38,10 @@ ${VAR} references are checked against this shell's environment.
 			if err != nil {
 				return a.printRegistryErrors(err)
 			}
-			res := validateResult{File: path, Valid: true, Servers: len(reg.Servers), Profiles: len(reg.Profiles), Problems: []validateProblem{}}
-			for _, s := range reg.Servers {
-				if s.Enabled {
-					res.Enabled++
-				}
-			}
 			if asJSON {
 				return a.printJSON(res)
 			}
-			msg := fmt.Sprintf("%s is valid: %d servers (%d enabled)", path, res.Servers, res.Enabled)
-			if res.Profiles > 0 {
-				msg += fmt.Sprintf(", %d %s", res.Profiles, plural(res.Profiles, "profile", "profiles"))
-			}
-			fmt.Fprintln(a.stdout, msg)
+			fmt.Fprintln(a.stdout, res.Summary())
 			return nil
 		},
 	}

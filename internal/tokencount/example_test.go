@@ -3,6 +3,7 @@ package tokencount_test
 import (
 	"encoding/json"
 	"fmt"
+	"os"
 
 	"github.com/mcphub/mcphub/api"
 
@@ -50,4 +51,22 @@ func Example() {
 	// Windsurf: 100 tools
 	// VS Code Copilot: 128 tools per request
 	// caps exceeded: 0
+}
+
+// A report prints itself as mcphub tokens shows it: the servers' table,
+// the clients' caps and the tokenizer it counted with.
+func ExampleReport_WriteText() {
+	rep := &tokencount.Report{Encoding: "o200k_base", Endpoint: "/mcp", Mode: "full",
+		Total:   tokencount.Total{Tools: 3, Tokens: 180},
+		Full:    tokencount.Total{Tools: 3, Tokens: 180},
+		Servers: []tokencount.ServerCost{{Name: "github", Tools: 2, Tokens: 150}, {Name: "notes", Tools: 1, Tokens: 30}}}
+	rep.WriteText(os.Stdout, false)
+	// Output:
+	// SERVER  TOOLS  TOKENS
+	// github      2     150
+	// notes       1      30
+	// TOTAL       3     180
+	//
+	// fits every known client's tool cap (Cursor about 40, Windsurf 100, VS Code Copilot 128 per request)
+	// counted with o200k_base; Claude and other models count with their own tokenizers, so these are estimates
 }
