@@ -30,7 +30,7 @@ type SignInOptions struct {
 	// included.
 	Timeout time.Duration
 	// Log gets the sign-in's prompts (the URL to open) and the
-	// connection's warnings.
+	// connection's warnings; nil discards them.
 	Log io.Writer
 	// Version is mcphub's version, sent as the client's.
 	Version string
@@ -65,6 +65,9 @@ type Login struct {
 // server is reused, and the stored token is replaced only when the new
 // sign-in succeeds. Its errors say what to do, naming `login NAME`.
 func SignIn(ctx context.Context, spec *registry.Server, store Keeper, o SignInOptions) (*Login, error) {
+	if o.Log == nil {
+		o.Log = io.Discard
+	}
 	name := spec.Name
 	si, err := oauth.ListenLoopback(name, o.Log, oauth.LoopbackPort)
 	if err != nil {

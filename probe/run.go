@@ -50,7 +50,7 @@ type Options struct {
 	Out io.Writer
 	// Log gets the connection's warnings (with Verbose, its debug
 	// messages too), what the server sends on its own, and the sign-in's
-	// prompts.
+	// prompts; nil discards them.
 	Log     io.Writer
 	Verbose bool
 	// Interactive says someone can answer a browser (the command runs at
@@ -70,6 +70,9 @@ type Options struct {
 // the report. Progress, log messages and the server's requests go to
 // o.Log as they arrive.
 func Run(ctx context.Context, p *Plan, o Options) (*Report, error) {
+	if o.Log == nil {
+		o.Log = io.Discard
+	}
 	cfg := p.Config
 	level := slog.LevelWarn
 	if o.Verbose {

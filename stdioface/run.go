@@ -4,9 +4,6 @@ import (
 	"context"
 	"io"
 	"log/slog"
-	"os"
-	"os/signal"
-	"syscall"
 
 	"github.com/mcphub/mcphub/hubclient"
 	"github.com/mcphub/mcphub/registry"
@@ -42,17 +39,12 @@ type Config struct {
 
 // Run finds the hub serving cfg's registry or starts one in the
 // background, then relays the client on cfg.In and cfg.Out to cfg.View's
-// endpoint until stdin ends or ctx ends or a signal (interrupt, SIGTERM)
-// comes, all of which return nil, or until the hub is lost for good. A hub
-// this call started is started again when it dies.
+// endpoint until stdin ends or ctx ends, both of which return nil, or
+// until the hub is lost for good. A hub this call started is started again
+// when it dies. Process-wide signal handling (ending ctx on an interrupt,
+// ignoring SIGPIPE so a dead client's stdout fails with EPIPE) is the
+// caller's: mcphub stdio sets it up before it loads the registry.
 func Run(ctx context.Context, cfg Config) error {
-	ctx, stop := signal.NotifyContext(ctx, os.Interrupt, syscall.SIGTERM)
-	defer stop()
-	// A client that dies closes our stdout; writing to it must fail with
-	// EPIPE, which ends the relay through its normal shutdown (the hub
-	// session deleted), instead of killing the face by SIGPIPE.
-	signal.Ignore(syscall.SIGPIPE)
-
 	// The finder reads the registry's token again whenever the face looks
 	// for the hub, so a reconnect sends the token in force now.
 	finder, err := NewFinder(cfg)

@@ -9,7 +9,6 @@ import (
 
 	"github.com/mcphub/mcphub/internal/keychain"
 	"github.com/mcphub/mcphub/internal/termtext"
-	"github.com/mcphub/mcphub/oauth"
 	"github.com/mcphub/mcphub/probe"
 	"github.com/mcphub/mcphub/registry"
 )
@@ -84,7 +83,7 @@ func isRemote(s *registry.Server) bool { return s.Kind() == registry.KindRemote 
 func (a *app) oauthStore() *keychain.Store { return a.oauthKeys.Open(a.dataDir) }
 
 // oauthState is what app keeps for oauthStore.
-type oauthState struct{ oauthKeys oauth.Keychain }
+type oauthState struct{ oauthKeys keychain.Once }
 
 // remoteSpec returns the registry's remote server called name, or an error
 // that says what to do.

@@ -4,6 +4,8 @@ import (
 	"context"
 	"fmt"
 	"os"
+	"os/signal"
+	"syscall"
 
 	"github.com/spf13/cobra"
 
@@ -83,6 +85,13 @@ func runStdio(a *app, cmd *cobra.Command, v hubclient.View, logLevel string) err
 	if ctx == nil {
 		ctx = context.Background()
 	}
+	ctx, stop := signal.NotifyContext(ctx, os.Interrupt, syscall.SIGTERM)
+	defer stop()
+	// A client that dies closes our stdout; writing to it must fail with
+	// EPIPE, which ends the relay through its normal shutdown (the hub
+	// session deleted), instead of killing the face by SIGPIPE.
+	signal.Ignore(syscall.SIGPIPE)
+
 	reg, err := a.loadRegistry()
 	if err != nil {
 		fmt.Fprintf(a.stderr, "the registry %s does not load:\n", a.configPath)
