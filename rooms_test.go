@@ -17,8 +17,9 @@ const module = "github.com/mcphub/mcphub"
 
 // rooms is DESIGN.md's room table: what each room's production code may
 // import besides the standard library: each entry allows that package and
-// every package below it. A room not listed (internal/sse, internal/httphdr,
-// ...) may import only the standard library.
+// every package below it; an empty row allows the standard library only.
+// Every room of the module has a row (TestEveryRoomHasARow), so that a new
+// package is placed on the map when it is made.
 var rooms = map[string][]string{
 	"cmd/mcphub":       {"*"},
 	"cmd/mcphub-bench": {"*"},
@@ -40,6 +41,17 @@ var rooms = map[string][]string{
 	// (JSONC through hujson, Codex's TOML) and moving entries into the
 	// hub. It knows hub.toml's model, never a running hub.
 	"clientconf": {"registry", "github.com/tailscale/hujson", "github.com/BurntSushi/toml", "internal"},
+	// Wire codecs and small shared helpers of the standard library only:
+	// SSE reading and writing, the HTTP token rule, masking secrets in
+	// text, edit distance for "did you mean", the catalog search, the
+	// goroutine owner, and text shaped for a terminal.
+	"internal/sse":        {},
+	"internal/httphdr":    {},
+	"internal/redact":     {},
+	"internal/textdist":   {},
+	"internal/toolsearch": {},
+	"internal/goroutines": {},
+	"internal/termtext":   {},
 	// The file lock shared by registry edits and serve.lock: LockFileEx
 	// on Windows.
 	"internal/filelock": {"golang.org/x/sys"},
@@ -180,6 +192,34 @@ func TestRoomsImportOnlyWhatTheRoomTableAllows(t *testing.T) {
 	}
 }
 
+// TestEveryRoomHasARow keeps the table the map of every room: a package
+// whose room has no row fails here, naming it, on every OS mcphub builds
+// for.
+func TestEveryRoomHasARow(t *testing.T) {
+	if testing.Short() {
+		t.Skip("runs go list three times")
+	}
+	for _, goos := range []string{"linux", "darwin", "windows"} {
+		for _, r := range unlisted(listPackages(t, goos)) {
+			t.Errorf("GOOS=%s: room %q has no row in rooms_test.go's table (and DESIGN.md's): add what it owns and may import", goos, r)
+		}
+	}
+}
+
+// unlisted returns the rooms of pkgs that the table has no row for; the
+// module's root holds only this test.
+func unlisted(pkgs []goPackage) []string {
+	var out []string
+	for _, p := range pkgs {
+		r := room(p.ImportPath)
+		if _, ok := rooms[r]; !ok && r != "" {
+			out = append(out, r)
+		}
+	}
+	slices.Sort(out)
+	return slices.Compact(out)
+}
+
 // isStandard reports whether an import path is the standard library's: its
 // first element has no dot.
 func isStandard(imp string) bool {
@@ -294,6 +334,9 @@ func TestRoomTableCatchesAViolation(t *testing.T) {
 		{module + "/probe", module + "/client", true},
 		{module + "/probe", module + "/oauth", true},
 		{module + "/probe", module + "/internal/keychain", true},
+	}
+	if got := unlisted([]goPackage{{ImportPath: module + "/hub"}, {ImportPath: module + "/newroom/x"}}); !slices.Equal(got, []string{"newroom"}) {
+		t.Errorf("unlisted = %q, want [newroom]", got)
 	}
 	for _, c := range cases {
 		got := violations([]goPackage{{ImportPath: c.pkg, Imports: []string{c.imp}}}, isStandard)
