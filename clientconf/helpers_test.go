@@ -25,4 +25,4 @@ func importKeeping(data []byte) (specs []registry.ServerSpec, notes []string, er
 // clientSamples is where the real-shaped client files live that the CLI's
 // connect --write --move round trip edits; they seed the fuzzers here too,
 // so that one set of samples covers both.
-var clientSamples = filepath.Join("..", "cmd", "mcphub", "testdata", "clients")
+var clientSamples = filepath.Join("testdata", "clients")

@@ -123,9 +123,11 @@ func TestClientFileJSONRemovals(t *testing.T) {
 // was, and setting the hub's entry then holds it.
 func FuzzJSONRemove(f *testing.F) {
 	for _, name := range []string{"vscode-mcp.json", "gemini-settings.json", "cursor-mcp.json"} {
-		if data, err := os.ReadFile(filepath.Join(clientSamples, name)); err == nil {
-			f.Add(string(data))
+		data, err := os.ReadFile(filepath.Join(clientSamples, name))
+		if err != nil {
+			f.Fatal(err)
 		}
+		f.Add(string(data))
 	}
 	for _, s := range []string{
 		`{"s":{"x":1 ,"y":2}}`, "{\"s\": { \"x\": 1\n , \"y\": 2\n }}", "{\"s\": {\n  // c\n  \"x\": 1, // d\n\n  /* e */ \"y\": 2,\n}}",

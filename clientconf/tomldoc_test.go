@@ -122,9 +122,11 @@ func TestClientFileTOMLEdits(t *testing.T) {
 // table the decoder knows, and cutting out an [mcp_servers.NAME] entry's
 // tables leaves valid TOML.
 func FuzzTOMLBlocks(f *testing.F) {
-	if data, err := os.ReadFile(filepath.Join(clientSamples, "codex-config.toml")); err == nil {
-		f.Add(string(data))
+	data, err := os.ReadFile(filepath.Join(clientSamples, "codex-config.toml"))
+	if err != nil {
+		f.Fatal(err)
 	}
+	f.Add(string(data))
 	for _, s := range []string{
 		"[a]\nx = 1\n", "[mcp_servers.a]\ncommand = 'c'\n[mcp_servers.a.env]\nK='v'\n",
 		"s = '''\n[mcp_servers.x]\n'''\n[mcp_servers.y]\nurl = \"u\"\n",

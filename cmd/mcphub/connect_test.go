@@ -89,7 +89,7 @@ func TestConnectPrintsAndMergesClientConfigs(t *testing.T) {
 // connectRegistry serves two stdio servers and a remote one; notes is
 // listed but disabled, so a client's notes entry is not served. github's
 // token comes from $GITHUB_TOKEN, which connectHome sets to the token the
-// client files in testdata/clients hold.
+// client files in clientconf/testdata/clients hold.
 const connectRegistry = `[hub]
 listen = "127.0.0.1:7733"
 auth = "none"
@@ -250,7 +250,7 @@ func TestConnectWriteMoveRoundTrips(t *testing.T) {
 		t.Run(tc.client, func(t *testing.T) {
 			connectHome(t)
 			c, _ := clientconf.Lookup(tc.client)
-			orig, err := os.ReadFile(filepath.Join("testdata", "clients", tc.file))
+			orig, err := os.ReadFile(filepath.Join("..", "..", "clientconf", "testdata", "clients", tc.file))
 			if err != nil {
 				t.Fatal(err)
 			}
