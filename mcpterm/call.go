@@ -37,17 +37,12 @@ func (c *Client) CallTool(ctx context.Context, v hubclient.View, name string, pa
 	if _, err := hubclient.ToolArguments(o.Args, pairs, nil); err != nil {
 		return err
 	}
-	ctx, interrupted, stop := WithInterrupt(ctx)
-	defer stop()
 	prog := c.progressLine()
-	s, err := c.open(ctx, v, progressHandler{prog: prog})
+	ctx, s, interrupted, end, err := c.session(ctx, v, progressHandler{prog: prog})
 	if err != nil {
-		if interrupted() {
-			return c.Interrupted(nil)
-		}
 		return err
 	}
-	defer s.Close()
+	defer end()
 	var schema json.RawMessage
 	if len(pairs) > 0 {
 		// The pairs' values are read as the tool's input schema types them.

@@ -72,6 +72,22 @@ func (c *Client) open(ctx context.Context, v hubclient.View, h client.Handler) (
 	return hubclient.Open(ctx, t, v, o)
 }
 
+// session opens a session on v, with handler h, whose context a Ctrl-C
+// ends: end closes the session and stops watching for Ctrl-C, and
+// interrupted says whether one came. A Ctrl-C while the session opens is
+// the command's exit (Interrupted).
+func (c *Client) session(ctx context.Context, v hubclient.View, h client.Handler) (_ context.Context, s *hubclient.Session, interrupted func() bool, end func(), err error) {
+	ctx, interrupted, stop := WithInterrupt(ctx)
+	if s, err = c.open(ctx, v, h); err != nil {
+		defer stop()
+		if interrupted() {
+			return nil, nil, nil, nil, c.Interrupted(nil)
+		}
+		return nil, nil, nil, nil, err
+	}
+	return ctx, s, interrupted, func() { s.Close(); stop() }, nil
+}
+
 // Interrupted is the exit of a command the user interrupted: it sends the
 // hub notifications/cancelled for the request in flight on s (so the
 // upstream call is cancelled too) and closes the session, waiting at most

@@ -20,16 +20,11 @@ func (c *Client) GetPrompt(ctx context.Context, v hubclient.View, name string, p
 	if err != nil {
 		return err
 	}
-	ctx, interrupted, stop := WithInterrupt(ctx)
-	defer stop()
-	s, err := c.open(ctx, v, nil)
+	ctx, s, interrupted, end, err := c.session(ctx, v, nil)
 	if err != nil {
-		if interrupted() {
-			return c.Interrupted(nil)
-		}
 		return err
 	}
-	defer s.Close()
+	defer end()
 	params, err := json.Marshal(struct {
 		Name      string            `json:"name"`
 		Arguments map[string]string `json:"arguments,omitempty"`
@@ -73,16 +68,11 @@ func (c *Client) GetPrompt(ctx context.Context, v hubclient.View, name string, p
 // size; with asJSON, the result as the hub sent it. A URI no server has is
 // a sentence naming the closest resources there are.
 func (c *Client) ReadResource(ctx context.Context, v hubclient.View, uri string, asJSON bool) error {
-	ctx, interrupted, stop := WithInterrupt(ctx)
-	defer stop()
-	s, err := c.open(ctx, v, nil)
+	ctx, s, interrupted, end, err := c.session(ctx, v, nil)
 	if err != nil {
-		if interrupted() {
-			return c.Interrupted(nil)
-		}
 		return err
 	}
-	defer s.Close()
+	defer end()
 	raw, err := s.Request(ctx, "resources/read", fmt.Appendf(nil, `{"uri":%s}`, jsonrpc.Quote(uri)))
 	if err != nil {
 		if interrupted() {

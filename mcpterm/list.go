@@ -87,16 +87,11 @@ func (c *Client) ListResources(ctx context.Context, v hubclient.View, asJSON boo
 // the servers whose kind the view lacks and has show print the lists.
 // Ctrl-C ends it as an interrupt.
 func (c *Client) listView(ctx context.Context, v hubclient.View, kind string, fetch func(ctx context.Context, s *hubclient.Session) error, show func() error) error {
-	ctx, interrupted, stop := WithInterrupt(ctx)
-	defer stop()
-	s, err := c.open(ctx, v, nil)
+	ctx, s, interrupted, end, err := c.session(ctx, v, nil)
 	if err != nil {
-		if interrupted() {
-			return c.Interrupted(nil)
-		}
 		return err
 	}
-	defer s.Close()
+	defer end()
 	lctx, cancel := context.WithTimeout(ctx, hubclient.ListTimeout)
 	defer cancel()
 	if err := fetch(lctx, s); err != nil {
