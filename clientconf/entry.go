@@ -33,11 +33,11 @@ func (e Entry) MarshalJSON() ([]byte, error) {
 		if i > 0 {
 			b.WriteByte(',')
 		}
-		k, err := Marshal(f.Key)
+		k, err := marshal(f.Key)
 		if err != nil {
 			return nil, err
 		}
-		v, err := Marshal(f.Value)
+		v, err := marshal(f.Value)
 		if err != nil {
 			return nil, err
 		}
@@ -49,10 +49,10 @@ func (e Entry) MarshalJSON() ([]byte, error) {
 	return b.Bytes(), nil
 }
 
-// Marshal is json.Marshal without HTML escaping, so that a URL with & or a
+// marshal is json.Marshal without HTML escaping, so that a URL with & or a
 // sentence that says <token> reads as it is: how entries are written and
 // how connect --json prints a Result.
-func Marshal(v any) ([]byte, error) {
+func marshal(v any) ([]byte, error) {
 	var b bytes.Buffer
 	enc := json.NewEncoder(&b)
 	enc.SetEscapeHTML(false)
@@ -65,7 +65,7 @@ func Marshal(v any) ([]byte, error) {
 // indentJSON marshals v indented by unit, each line after the first
 // starting with prefix.
 func indentJSON(v any, prefix, unit string) ([]byte, error) {
-	raw, err := Marshal(v)
+	raw, err := marshal(v)
 	if err != nil {
 		return nil, err
 	}
@@ -176,10 +176,10 @@ func (c Client) Snippet(name string, e Entry) string {
 	return string(b) + "\n"
 }
 
-// ClaudeAddLine is the claude command that adds the entry called name,
+// claudeAddLine is the claude command that adds the entry called name,
 // for users who let Claude Code edit its own file; stdio says e is the
 // stdio entry.
-func ClaudeAddLine(name string, e Entry, stdio bool) string {
+func claudeAddLine(name string, e Entry, stdio bool) string {
 	fields := map[string]any{}
 	for _, f := range e {
 		fields[f.Key] = f.Value

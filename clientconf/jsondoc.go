@@ -72,7 +72,7 @@ func pointer(names ...string) string {
 
 // patch applies one RFC 6902 operation; value is JSON text, kept as it is.
 func (d *jsonDoc) patch(op, ptr string, value []byte) error {
-	p, _ := Marshal(ptr)
+	p, _ := marshal(ptr)
 	text := `[{"op":"` + op + `","path":` + string(p)
 	if value != nil {
 		text += `,"value":` + string(value)
@@ -138,7 +138,7 @@ func (d *jsonDoc) multiline(obj *hujson.Object) bool {
 // render lays out v for a member indented by indent.
 func (d *jsonDoc) render(v any, indent string, multi bool) ([]byte, error) {
 	if !multi {
-		return Marshal(v)
+		return marshal(v)
 	}
 	b, err := indentJSON(v, indent, d.unit)
 	if err != nil {

@@ -41,7 +41,7 @@ func TestSnippetAndClaudeLine(t *testing.T) {
 		t.Errorf("cursor snippet:\n%s\nwant\n%s", got, want)
 	}
 	stdio := Entry{{"type", "stdio"}, {"command", "/opt/my tools/mcphub"}, {"args", []string{"stdio", "--config", "/c/it's.toml"}}}
-	if got, want := ClaudeAddLine("mcphub", stdio, true), `claude mcp add --transport stdio --scope user mcphub -- '/opt/my tools/mcphub' stdio --config '/c/it'\''s.toml'`; got != want {
-		t.Errorf("ClaudeAddLine:\n%s\nwant\n%s", got, want)
+	if got, want := claudeAddLine("mcphub", stdio, true), `claude mcp add --transport stdio --scope user mcphub -- '/opt/my tools/mcphub' stdio --config '/c/it'\''s.toml'`; got != want {
+		t.Errorf("claudeAddLine:\n%s\nwant\n%s", got, want)
 	}
 }

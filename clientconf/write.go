@@ -175,7 +175,7 @@ func verifyEdit(file string, out []byte, c Client, name string, want Entry, remo
 		return err
 	}
 	var fields map[string]any
-	raw, _ := Marshal(want)
+	raw, _ := marshal(want)
 	_ = json.Unmarshal(raw, &fields)
 	w := entryOf(name, fields, false)
 	ok := false

@@ -18,7 +18,7 @@ func (c Client) WriteEntry(w io.Writer, file, name string, e Entry, stdio bool) 
 	}
 	fmt.Fprintf(w, "# %s: add this %s (or run mcphub connect %s --write)\n%s", c.Title, where, c.Name, c.Snippet(name, e))
 	if c.Name == "claude" {
-		fmt.Fprintf(w, "# or:\n%s\n", ClaudeAddLine(name, e, stdio))
+		fmt.Fprintf(w, "# or:\n%s\n", claudeAddLine(name, e, stdio))
 	}
 }
 
@@ -57,7 +57,7 @@ func (r *Result) AddNotes(c Client, holdsToken bool, warning, note string) {
 // WriteJSON prints the result as one JSON object on a line, connect
 // --json's answer.
 func (r Result) WriteJSON(w io.Writer) {
-	b, _ := Marshal(r)
+	b, _ := marshal(r)
 	fmt.Fprintf(w, "%s\n", b)
 }
 

@@ -32,7 +32,8 @@ type Target struct {
 	// file records it (a wildcard host is reached on loopback; see URL).
 	Listen string
 	// Token is the bearer token sent with every request; "" sends none.
-	Token string
+	// It is never encoded: a Target printed as JSON holds no secret.
+	Token string `json:"-"`
 	// TLSCert is the certificate file of a hub that serves HTTPS; the
 	// hub must present exactly that certificate (see Do).
 	TLSCert string

@@ -105,7 +105,7 @@ func newImportCmd(a *app) *cobra.Command {
 				if ctx == nil {
 					ctx = context.Background()
 				}
-				disabled = a.disableUnset(ctx, hubAt, res, file)
+				disabled = a.disableUnset(ctx, hubAt, &res, file)
 			})
 			if err != nil {
 				return err
@@ -158,7 +158,7 @@ func (a *app) importHub() (registry.Self, []string, *hubclient.Target) {
 // running hub (or this process, when none runs) is asked once for the
 // whole import: the one at at, or, when at is nil, the one status would
 // ask.
-func (a *app) disableUnset(ctx context.Context, at *hubclient.Target, res clientconf.ImportResult, file string) map[string]string {
+func (a *app) disableUnset(ctx context.Context, at *hubclient.Target, res *clientconf.ImportResult, file string) map[string]string {
 	names := res.Vars()
 	var unset []string
 	var where string
