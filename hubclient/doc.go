@@ -17,7 +17,13 @@
 //     Session): every result handed back as the hub sent it, failures
 //     turned into sentences, an interrupted request cancelled on the hub,
 //     and tool and prompt arguments typed from key=value pairs
-//     (ToolArguments, PromptArguments).
+//     (ToolArguments, PromptArguments);
+//   - what the CLI reads off the hub and how it words it: status, list and
+//     sessions as text (WriteStatus, ServerList, WriteSessions), a
+//     catalog's token costs (Target.CountTokens, ProfileCosts), a client's
+//     endpoint and the hub that import must not import into itself
+//     (Locator.Endpoint, Self, ForImport), and a server's reconnection
+//     after a sign-in (Target.ReconnectWithTokens).
 //
 // What it says is meant to be shown as it is: its errors name the hub's
 // address and the mcphub command that helps, and never hold a token or a
