@@ -8,10 +8,12 @@ import (
 	"testing"
 
 	kservice "github.com/kardianos/service"
+
+	"github.com/mcphub/mcphub/service/servicetest"
 )
 
 func TestInstallWindowsPassword(t *testing.T) {
-	plan := func(t *testing.T, f *fakeManager, r Request) (Host, *Plan) {
+	plan := func(t *testing.T, f *servicetest.Manager, r Request) (Host, *Plan) {
 		t.Helper()
 		var opened []*kservice.Config
 		h := fakeHost(t, "windows", f, &opened)
@@ -26,14 +28,14 @@ func TestInstallWindowsPassword(t *testing.T) {
 		r := testRequest("hub.toml", "data")
 		prompt := &strings.Builder{}
 		r.Terminal.Prompt = prompt
-		h, p := plan(t, &fakeManager{}, r)
+		h, p := plan(t, &servicetest.Manager{}, r)
 		if _, err := h.Install(p); err != nil {
 			t.Fatal(err)
 		}
-		if p.Config.UserName != `CORP\u` || p.Config.Option["Password"] != testPassword {
-			t.Errorf("runs as %q, password set %v", p.Config.UserName, p.Config.Option["Password"] == testPassword)
+		if p.Config.UserName != `CORP\u` || p.Config.Option["Password"] != servicetest.Password {
+			t.Errorf("runs as %q, password set %v", p.Config.UserName, p.Config.Option["Password"] == servicetest.Password)
 		}
-		if !strings.Contains(prompt.String(), `Windows password of CORP\u`) || strings.Contains(prompt.String(), testPassword) {
+		if !strings.Contains(prompt.String(), `Windows password of CORP\u`) || strings.Contains(prompt.String(), servicetest.Password) {
 			t.Errorf("prompt %q", prompt.String())
 		}
 	})
@@ -41,31 +43,31 @@ func TestInstallWindowsPassword(t *testing.T) {
 	t.Run("from stdin", func(t *testing.T) {
 		r := testRequest("hub.toml", "data")
 		r.PasswordStdin = true
-		r.Terminal.Stdin = strings.NewReader(testPassword + "\r\nnext line\n")
+		r.Terminal.Stdin = strings.NewReader(servicetest.Password + "\r\nnext line\n")
 		r.Terminal.ReadPassword = func() ([]byte, error) { t.Error("asked the terminal with --password-stdin"); return nil, nil }
-		h, p := plan(t, &fakeManager{}, r)
-		if _, err := h.Install(p); err != nil || p.Config.Option["Password"] != testPassword {
-			t.Errorf("%v, password set %v", err, p.Config.Option["Password"] == testPassword)
+		h, p := plan(t, &servicetest.Manager{}, r)
+		if _, err := h.Install(p); err != nil || p.Config.Option["Password"] != servicetest.Password {
+			t.Errorf("%v, password set %v", err, p.Config.Option["Password"] == servicetest.Password)
 		}
 	})
 
 	t.Run("no terminal", func(t *testing.T) {
 		r := testRequest("hub.toml", "data")
 		r.Terminal.IsTerminal = func() bool { return false }
-		f := &fakeManager{}
+		f := &servicetest.Manager{}
 		h, p := plan(t, f, r)
-		if _, err := h.Install(p); err == nil || !strings.Contains(err.Error(), "--password-stdin") || len(f.calls) != 0 {
-			t.Errorf("%v, calls %v", err, f.calls)
+		if _, err := h.Install(p); err == nil || !strings.Contains(err.Error(), "--password-stdin") || len(f.Calls) != 0 {
+			t.Errorf("%v, calls %v", err, f.Calls)
 		}
 	})
 
 	t.Run("empty password", func(t *testing.T) {
 		r := testRequest("hub.toml", "data")
 		r.PasswordStdin = true
-		f := &fakeManager{}
+		f := &servicetest.Manager{}
 		h, p := plan(t, f, r)
-		if _, err := h.Install(p); err == nil || !strings.Contains(err.Error(), "no password given") || len(f.calls) != 0 {
-			t.Errorf("%v, calls %v", err, f.calls)
+		if _, err := h.Install(p); err == nil || !strings.Contains(err.Error(), "no password given") || len(f.Calls) != 0 {
+			t.Errorf("%v, calls %v", err, f.Calls)
 		}
 	})
 
@@ -73,10 +75,10 @@ func TestInstallWindowsPassword(t *testing.T) {
 		r := testRequest("hub.toml", "data")
 		r.Force = true
 		r.Terminal.ReadPassword = func() ([]byte, error) { return nil, errors.New("the terminal went away") }
-		f := &fakeManager{installed: true, running: true}
+		f := &servicetest.Manager{Installed: true, Running: true}
 		h, p := plan(t, f, r)
-		if _, err := h.Install(p); err == nil || !strings.Contains(err.Error(), "reading the password") || len(f.calls) != 0 {
-			t.Errorf("%v, calls %v", err, f.calls)
+		if _, err := h.Install(p); err == nil || !strings.Contains(err.Error(), "reading the password") || len(f.Calls) != 0 {
+			t.Errorf("%v, calls %v", err, f.Calls)
 		}
 	})
 
@@ -84,7 +86,7 @@ func TestInstallWindowsPassword(t *testing.T) {
 		r := testRequest("hub.toml", "data")
 		r.PasswordStdin = true
 		var opened []*kservice.Config
-		h := fakeHost(t, "linux", &fakeManager{}, &opened)
+		h := fakeHost(t, "linux", &servicetest.Manager{}, &opened)
 		if _, err := h.PlanInstall(r); err == nil || !strings.Contains(err.Error(), "only a Windows service needs your password") {
 			t.Errorf("%v", err)
 		}
@@ -95,7 +97,7 @@ func TestInstallWindowsPassword(t *testing.T) {
 // service manager is known to be usable.
 func TestPlanInstallAsksForTheExecutableLast(t *testing.T) {
 	var opened []*kservice.Config
-	h := fakeHost(t, "linux", &fakeManager{}, &opened)
+	h := fakeHost(t, "linux", &servicetest.Manager{}, &opened)
 	h.Platform = "unix-systemv"
 	r := testRequest("hub.toml", "data")
 	r.Executable = func() (string, error) {
@@ -115,7 +117,7 @@ func TestPlanInstallAsksForTheExecutableLast(t *testing.T) {
 func TestShellOnly(t *testing.T) {
 	for _, goos := range []string{"linux", "windows"} {
 		var opened []*kservice.Config
-		h := fakeHost(t, goos, &fakeManager{}, &opened)
+		h := fakeHost(t, goos, &servicetest.Manager{}, &opened)
 		p, err := h.PlanInstall(testRequest("hub.toml", "data"))
 		if err != nil {
 			t.Fatal(err)

@@ -8,6 +8,8 @@ import (
 	"testing"
 
 	kservice "github.com/kardianos/service"
+
+	"github.com/mcphub/mcphub/service/servicetest"
 )
 
 func TestServiceInstallConfig(t *testing.T) {
@@ -16,7 +18,7 @@ func TestServiceInstallConfig(t *testing.T) {
 	for _, goos := range []string{"linux", "darwin", "windows"} {
 		t.Run(goos, func(t *testing.T) {
 			var opened []*kservice.Config
-			h := fakeHost(t, goos, &fakeManager{}, &opened)
+			h := fakeHost(t, goos, &servicetest.Manager{}, &opened)
 			p, err := h.PlanInstall(testRequest("hub.toml", "state"))
 			if err != nil {
 				t.Fatal(err)
@@ -50,7 +52,7 @@ func TestServiceInstallConfig(t *testing.T) {
 				t.Errorf("held back %q, want the proxies with credentials", p.Held)
 			}
 			for k, v := range cfg.EnvVars {
-				for _, s := range secrets {
+				for _, s := range servicetest.Secrets {
 					if strings.Contains(k+"="+v, s) {
 						t.Errorf("unit gets secret %s=%s", k, v)
 					}
@@ -100,7 +102,7 @@ func TestServiceEnvEscapesForSystemd(t *testing.T) {
 // a $ from systemd's expansion, while Environment= values take it as is.
 func TestServiceSystemdUnit(t *testing.T) {
 	var opened []*kservice.Config
-	h := fakeHost(t, "linux", &fakeManager{}, &opened)
+	h := fakeHost(t, "linux", &servicetest.Manager{}, &opened)
 	r := testRequest("/etc/x${HOME}/hub.toml", "/var/100%")
 	r.Executable = func() (string, error) { return "/opt/a$b/mcphub", nil }
 	p, err := h.PlanInstall(r)

@@ -11,11 +11,13 @@ import (
 	"testing"
 
 	kservice "github.com/kardianos/service"
+
+	"github.com/mcphub/mcphub/service/servicetest"
 )
 
 func TestReady(t *testing.T) {
 	var opened []*kservice.Config
-	h := fakeHost(t, "linux", &fakeManager{}, &opened)
+	h := fakeHost(t, "linux", &servicetest.Manager{}, &opened)
 	if err := h.Ready(); err != nil {
 		t.Fatal(err)
 	}
@@ -40,7 +42,7 @@ func TestUnitFile(t *testing.T) {
 		"windows": `HKLM\SYSTEM\CurrentControlSet\Services\mcphub`,
 	} {
 		var opened []*kservice.Config
-		h := fakeHost(t, goos, &fakeManager{}, &opened)
+		h := fakeHost(t, goos, &servicetest.Manager{}, &opened)
 		got, err := h.UnitFile()
 		if err != nil || !strings.HasSuffix(got, want) {
 			t.Errorf("%s: unit file %q (%v), want …%s", goos, got, err, want)
@@ -51,7 +53,7 @@ func TestUnitFile(t *testing.T) {
 // Install, Stop, Start and Uninstall drive the manager in turn, and each
 // reports the state after.
 func TestInstallAndControl(t *testing.T) {
-	f := &fakeManager{}
+	f := &servicetest.Manager{}
 	var opened []*kservice.Config
 	h := fakeHost(t, "linux", f, &opened)
 	st, err := h.Status()
@@ -65,19 +67,19 @@ func TestInstallAndControl(t *testing.T) {
 	}
 	p.req.Holder = func() int { return 4242 }
 	done, err := h.Install(p)
-	if err != nil || done.State.State != "running" || done.Holder != 4242 || !slices.Equal(f.calls, []string{"install", "start"}) {
-		t.Fatalf("install: %+v, %v, calls %v", done, err, f.calls)
+	if err != nil || done.State.State != "running" || done.Holder != 4242 || !slices.Equal(f.Calls, []string{"install", "start"}) {
+		t.Fatalf("install: %+v, %v, calls %v", done, err, f.Calls)
 	}
 	if _, err := h.Install(p); err == nil || !strings.Contains(err.Error(), "--force") {
 		t.Errorf("second install: %v", err)
 	}
 	p.req.Force = true
-	f.calls = nil
-	if _, err := h.Install(p); err != nil || !slices.Equal(f.calls, []string{"stop", "uninstall", "install", "start"}) {
-		t.Errorf("install --force: %v, calls %v", err, f.calls)
+	f.Calls = nil
+	if _, err := h.Install(p); err != nil || !slices.Equal(f.Calls, []string{"stop", "uninstall", "install", "start"}) {
+		t.Errorf("install --force: %v, calls %v", err, f.Calls)
 	}
 
-	f.calls = nil
+	f.Calls = nil
 	if st, err := h.Stop(); err != nil || st.State != "stopped" || !st.Installed {
 		t.Errorf("stop: %+v, %v", st, err)
 	}
@@ -90,8 +92,8 @@ func TestInstallAndControl(t *testing.T) {
 	if st, removed, err := h.Uninstall(); err != nil || !removed || st.Installed {
 		t.Errorf("uninstall: %+v, removed %v, %v", st, removed, err)
 	}
-	if !slices.Equal(f.calls, []string{"stop", "start", "stop", "uninstall"}) {
-		t.Errorf("calls %v", f.calls)
+	if !slices.Equal(f.Calls, []string{"stop", "start", "stop", "uninstall"}) {
+		t.Errorf("calls %v", f.Calls)
 	}
 	if _, removed, err := h.Uninstall(); err != nil || removed {
 		t.Errorf("second uninstall: removed %v, %v", removed, err)
@@ -107,7 +109,7 @@ func TestInstallAndControl(t *testing.T) {
 // A unit file that the manager never loaded counts as installed, and
 // uninstall removes it by hand.
 func TestUnitFileWithoutManager(t *testing.T) {
-	f := &fakeManager{}
+	f := &servicetest.Manager{}
 	var opened []*kservice.Config
 	h := fakeHost(t, "linux", f, &opened)
 	unit, _ := h.UnitFile()
@@ -121,7 +123,7 @@ func TestUnitFileWithoutManager(t *testing.T) {
 	if err != nil || !st.Installed || st.State != "stopped" {
 		t.Fatalf("status: %+v, %v", st, err)
 	}
-	f.installed = true // Uninstall of the fake succeeds; the real one would fail
+	f.Installed = true // Uninstall of the fake succeeds; the real one would fail
 	if _, removed, err := h.Uninstall(); err != nil || !removed {
 		t.Errorf("uninstall: removed %v, %v", removed, err)
 	}
@@ -129,26 +131,26 @@ func TestUnitFileWithoutManager(t *testing.T) {
 
 func TestStatusSaysWhatFails(t *testing.T) {
 	var opened []*kservice.Config
-	h := fakeHost(t, "linux", &fakeManager{}, &opened)
+	h := fakeHost(t, "linux", &servicetest.Manager{}, &opened)
 	h.Probe = func() error { return fmt.Errorf("%w: systemctl --user: no bus", ErrNoUserManager) }
 	st, err := h.Status()
 	if err == nil || st.State != "unavailable" || st.Error != err.Error() || st.UnitFile == "" || len(opened) != 0 {
 		t.Errorf("status: %+v, %v, opened %d", st, err, len(opened))
 	}
 
-	h = fakeHost(t, "linux", &fakeManager{statusErr: errors.New("service in failed state"), installed: true}, &opened)
+	h = fakeHost(t, "linux", &servicetest.Manager{StatusErr: errors.New("service in failed state"), Installed: true}, &opened)
 	if st, err := h.Status(); err != nil || st.State != "failed" || !st.Installed {
 		t.Errorf("failed unit: %+v, %v", st, err)
 	}
 
-	f := &fakeManager{installed: true, running: true}
+	f := &servicetest.Manager{Installed: true, Running: true}
 	h = fakeHost(t, "linux", f, &opened)
 	h.UnitState = func() (string, string, error) { return "activating", "auto-restart", nil }
 	if st, err := h.Status(); err != nil || st.State != "restarting" {
 		t.Errorf("restarting unit: %+v, %v", st, err)
 	}
-	if _, err := h.Stop(); err != nil || !slices.Equal(f.calls, []string{"stop"}) {
-		t.Errorf("stop of a restarting unit: %v, calls %v", err, f.calls)
+	if _, err := h.Stop(); err != nil || !slices.Equal(f.Calls, []string{"stop"}) {
+		t.Errorf("stop of a restarting unit: %v, calls %v", err, f.Calls)
 	}
 }
 

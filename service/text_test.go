@@ -9,6 +9,8 @@ import (
 	"testing"
 
 	kservice "github.com/kardianos/service"
+
+	"github.com/mcphub/mcphub/service/servicetest"
 )
 
 // TestWriteState names the unit file as the OS calls it, and says how to
@@ -34,7 +36,7 @@ func TestWriteState(t *testing.T) {
 // directory, and ends with where to look next.
 func TestInstallText(t *testing.T) {
 	var opened []*kservice.Config
-	h := fakeHost(t, "linux", &fakeManager{}, &opened)
+	h := fakeHost(t, "linux", &servicetest.Manager{}, &opened)
 	dir := t.TempDir()
 	p, err := h.PlanInstall(testRequest(filepath.Join(dir, "hub.toml"), dir))
 	if err != nil {
@@ -64,7 +66,7 @@ func TestInstallText(t *testing.T) {
 			t.Errorf("install text lacks %q:\n%s", want, text)
 		}
 	}
-	for _, s := range secrets {
+	for _, s := range servicetest.Secrets {
 		if strings.Contains(text, s) {
 			t.Errorf("install text holds a secret value:\n%s", text)
 		}

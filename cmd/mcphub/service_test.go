@@ -18,98 +18,18 @@ import (
 	"github.com/mcphub/mcphub/clientconf"
 	"github.com/mcphub/mcphub/hubclient"
 	"github.com/mcphub/mcphub/service"
+	"github.com/mcphub/mcphub/service/servicetest"
 )
-
-// fakeServiceManager stands for systemd, launchd or the Windows service
-// control manager: it records the calls it gets.
-type fakeServiceManager struct {
-	installed, running bool
-	calls              []string
-	statusErr          error // returned by Status when set
-	installErr         error // returned by Install when set
-	startErr           error // returned by Start when set
-}
-
-func (f *fakeServiceManager) Install() error {
-	f.calls = append(f.calls, "install")
-	if f.installErr != nil {
-		return f.installErr
-	}
-	f.installed = true
-	return nil
-}
-
-func (f *fakeServiceManager) Uninstall() error {
-	f.calls = append(f.calls, "uninstall")
-	f.installed, f.running = false, false
-	return nil
-}
-
-func (f *fakeServiceManager) Start() error {
-	f.calls = append(f.calls, "start")
-	if f.startErr != nil {
-		return f.startErr
-	}
-	f.running = true
-	return nil
-}
-
-func (f *fakeServiceManager) Stop() error {
-	f.calls = append(f.calls, "stop")
-	f.running = false
-	return nil
-}
-
-func (f *fakeServiceManager) Status() (kservice.Status, error) {
-	switch {
-	case f.statusErr != nil:
-		return kservice.StatusUnknown, f.statusErr
-	case !f.installed:
-		return kservice.StatusUnknown, kservice.ErrNotInstalled
-	case f.running:
-		return kservice.StatusRunning, nil
-	}
-	return kservice.StatusStopped, nil
-}
-
-// serviceEnviron is the installing shell's environment in the tests: what
-// the unit may get, and secrets it must not.
-var serviceEnviron = []string{
-	"PATH=/home/u/.nvm/versions/node/v22/bin:/usr/bin",
-	"HOME=/home/u",
-	"HTTPS_PROXY=http://proxy.corp:3128",
-	"no_proxy=localhost,127.0.0.1",
-	"NODE_EXTRA_CA_CERTS=/etc/corp-ca.pem",
-	"MCPHUB_TOKEN=svc-test-hub-token",
-	"GITHUB_TOKEN=svc-test-github-token",
-	"AWS_SECRET_ACCESS_KEY=svc-test-aws-secret",
-	"HTTP_PROXY=http://me:svc-test-proxy-password@proxy.corp:3128",
-	"ALL_PROXY=http://svc-test-proxy-token@proxy.corp:8080",
-	"XDG_RUNTIME_DIR=/run/user/1000",
-	"EMPTY_PROXY=",
-}
-
-// serviceSecrets are the values of serviceEnviron no unit, output or error
-// may hold.
-var serviceSecrets = []string{"svc-test-hub-token", "svc-test-github-token", "svc-test-aws-secret", "svc-test-proxy-password",
-	"svc-test-proxy-token", serviceTestPassword}
-
-// serviceTestPassword is the Windows password the fake terminal gives.
-const serviceTestPassword = "svc-test-windows-password"
 
 // fakeServiceHost is a host of goos whose service manager is f; opened
 // records the config of each service opened.
-func fakeServiceHost(t *testing.T, goos string, f *fakeServiceManager, opened *[]*kservice.Config) serviceHost {
-	platform := map[string]string{"linux": "linux-systemd", "darwin": "darwin-launchd", "windows": "windows-service"}[goos]
+func fakeServiceHost(t *testing.T, goos string, f *servicetest.Manager, opened *[]*kservice.Config) serviceHost {
 	home := t.TempDir()
-	environ := slices.Clone(serviceEnviron)
-	if goos == "windows" {
-		environ[0] = `Path=C:\Users\u\AppData\Roaming\npm;C:\Windows\system32`
-	}
+	environ := servicetest.Environ(goos)
 	return serviceHost{
 		Host: service.Host{
 			GOOS:      goos,
-			Platform:  platform,
+			Platform:  servicetest.Platform(goos),
 			Environ:   func() []string { return environ },
 			HomeDir:   func() (string, error) { return home, nil },
 			Account:   func() (string, error) { return `CORP\u`, nil },
@@ -125,7 +45,7 @@ func fakeServiceHost(t *testing.T, goos string, f *fakeServiceManager, opened *[
 		lookPath:     func(string) (string, error) { return "", exec.ErrNotFound },
 		stdin:        strings.NewReader(""),
 		isTerminal:   func() bool { return true },
-		readPassword: func() ([]byte, error) { return []byte(serviceTestPassword), nil },
+		readPassword: func() ([]byte, error) { return []byte(servicetest.Password), nil },
 	}
 }
 
@@ -142,7 +62,7 @@ func serviceCLI(t *testing.T, dir string, args ...string) (int, string, string) 
 	t.Helper()
 	all := append([]string{"--config", filepath.Join(dir, "hub.toml"), "--data-dir", filepath.Join(dir, "data")}, args...)
 	code, out, errOut := runCLI(t, all...)
-	for _, s := range serviceSecrets {
+	for _, s := range servicetest.Secrets {
 		if strings.Contains(out+errOut, s) {
 			t.Errorf("mcphub %v printed a secret of the environment:\n%s%s", args, out, errOut)
 		}
@@ -156,7 +76,7 @@ func TestServiceInstallRefusesGoBuild(t *testing.T) {
 		`C:\Users\u\AppData\Local\Temp\go-build3311442\b001\exe\mcphub.exe`,
 		"/tmp/go-build998/b001/mcphub.test",
 	} {
-		f := &fakeServiceManager{}
+		f := &servicetest.Manager{}
 		var opened []*kservice.Config
 		h := fakeServiceHost(t, "linux", f, &opened)
 		h.executable = func() (string, error) { return exe, nil }
@@ -166,8 +86,8 @@ func TestServiceInstallRefusesGoBuild(t *testing.T) {
 		if code == 0 || !strings.Contains(errOut, "go install ./cmd/mcphub") || !strings.Contains(errOut, "go run") {
 			t.Errorf("%s: exit %d, stderr %q", exe, code, errOut)
 		}
-		if len(f.calls) != 0 || fileExists(filepath.Join(dir, "hub.toml")) {
-			t.Errorf("%s: refused install still did %v (or created the registry)", exe, f.calls)
+		if len(f.Calls) != 0 || fileExists(filepath.Join(dir, "hub.toml")) {
+			t.Errorf("%s: refused install still did %v (or created the registry)", exe, f.Calls)
 		}
 	}
 	for _, exe := range []string{"/home/u/go/bin/mcphub", "/opt/homebrew/bin/mcphub"} {
@@ -180,7 +100,7 @@ func TestServiceInstallRefusesGoBuild(t *testing.T) {
 
 func TestServiceStatusNotInstalled(t *testing.T) {
 	var opened []*kservice.Config
-	h := fakeServiceHost(t, "linux", &fakeServiceManager{}, &opened)
+	h := fakeServiceHost(t, "linux", &servicetest.Manager{}, &opened)
 	useServiceHost(t, h)
 	dir := t.TempDir()
 	home, _ := h.HomeDir()
@@ -224,7 +144,7 @@ func TestServiceStatusWithoutUserSystemd(t *testing.T) {
 	}
 	for _, tc := range cases {
 		t.Run(tc.name, func(t *testing.T) {
-			f := &fakeServiceManager{}
+			f := &servicetest.Manager{}
 			var opened []*kservice.Config
 			h := fakeServiceHost(t, "linux", f, &opened)
 			tc.host(&h)
@@ -245,15 +165,15 @@ func TestServiceStatusWithoutUserSystemd(t *testing.T) {
 					}
 				}
 			}
-			if len(opened) != 0 || len(f.calls) != 0 {
-				t.Errorf("the service manager was used anyway: opened %d, calls %v", len(opened), f.calls)
+			if len(opened) != 0 || len(f.Calls) != 0 {
+				t.Errorf("the service manager was used anyway: opened %d, calls %v", len(opened), f.Calls)
 			}
 		})
 	}
 }
 
 func TestServiceInstall(t *testing.T) {
-	f := &fakeServiceManager{}
+	f := &servicetest.Manager{}
 	var opened []*kservice.Config
 	useServiceHost(t, fakeServiceHost(t, "linux", f, &opened))
 	dir := t.TempDir()
@@ -262,8 +182,8 @@ func TestServiceInstall(t *testing.T) {
 	if code != 0 {
 		t.Fatalf("install: exit %d, stderr %q", code, errOut)
 	}
-	if !slices.Equal(f.calls, []string{"install", "start"}) {
-		t.Errorf("calls %v, want install then start", f.calls)
+	if !slices.Equal(f.Calls, []string{"install", "start"}) {
+		t.Errorf("calls %v, want install then start", f.Calls)
 	}
 	for _, want := range []string{"installed the mcphub service", "running", "mcphub logs -f", "mcphub service status",
 		"/opt/mcphub/bin/mcphub serve --config " + filepath.Join(dir, "hub.toml"), "HTTP_PROXY holds credentials", "ALL_PROXY holds credentials", "loginctl enable-linger"} {
@@ -272,13 +192,13 @@ func TestServiceInstall(t *testing.T) {
 		}
 	}
 
-	f.calls = nil
+	f.Calls = nil
 	code, _, errOut = serviceCLI(t, dir, "service", "install")
 	if code != 1 || !strings.Contains(errOut, "installed already") || !strings.Contains(errOut, "--force") || !strings.Contains(errOut, "mcphub service uninstall") {
 		t.Errorf("second install: exit %d, stderr %q", code, errOut)
 	}
-	if len(f.calls) != 0 {
-		t.Errorf("second install changed the service: %v", f.calls)
+	if len(f.Calls) != 0 {
+		t.Errorf("second install changed the service: %v", f.Calls)
 	}
 
 	code, out, _ = serviceCLI(t, dir, "service", "install", "--json")
@@ -288,11 +208,11 @@ func TestServiceInstall(t *testing.T) {
 	}
 
 	code, _, errOut = serviceCLI(t, dir, "service", "install", "--force")
-	if code != 0 || !slices.Equal(f.calls, []string{"stop", "uninstall", "install", "start"}) {
-		t.Errorf("install --force: exit %d, calls %v, stderr %q", code, f.calls, errOut)
+	if code != 0 || !slices.Equal(f.Calls, []string{"stop", "uninstall", "install", "start"}) {
+		t.Errorf("install --force: exit %d, calls %v, stderr %q", code, f.Calls, errOut)
 	}
 
-	f.calls = nil
+	f.Calls = nil
 	code, out, _ = serviceCLI(t, dir, "service", "stop", "--json")
 	var st service.State
 	if code != 0 || json.Unmarshal([]byte(out), &st) != nil || st.State != "stopped" || !st.Installed {
@@ -306,8 +226,8 @@ func TestServiceInstall(t *testing.T) {
 	if code != 0 || !strings.Contains(out, "removed the mcphub service") {
 		t.Errorf("uninstall: exit %d, %q", code, out)
 	}
-	if !slices.Equal(f.calls, []string{"stop", "start", "stop", "uninstall"}) {
-		t.Errorf("calls %v", f.calls)
+	if !slices.Equal(f.Calls, []string{"stop", "start", "stop", "uninstall"}) {
+		t.Errorf("calls %v", f.Calls)
 	}
 	code, _, errOut = serviceCLI(t, dir, "service", "start")
 	if code != 1 || !strings.Contains(errOut, "not installed") {
@@ -316,7 +236,7 @@ func TestServiceInstall(t *testing.T) {
 }
 
 func TestServiceInstallTokenFromEnvironment(t *testing.T) {
-	f := &fakeServiceManager{}
+	f := &servicetest.Manager{}
 	var opened []*kservice.Config
 	useServiceHost(t, fakeServiceHost(t, "linux", f, &opened))
 	dir := t.TempDir()
@@ -341,7 +261,7 @@ func TestServiceInstallTokenFromEnvironment(t *testing.T) {
 }
 
 func TestServiceErrorsSayTheFix(t *testing.T) {
-	f := &fakeServiceManager{installErr: fmt.Errorf("OpenSCManager: %w", fs.ErrPermission)}
+	f := &servicetest.Manager{InstallErr: fmt.Errorf("OpenSCManager: %w", fs.ErrPermission)}
 	var opened []*kservice.Config
 	useServiceHost(t, fakeServiceHost(t, "windows", f, &opened))
 	code, _, errOut := serviceCLI(t, t.TempDir(), "service", "install")
@@ -349,7 +269,7 @@ func TestServiceErrorsSayTheFix(t *testing.T) {
 		t.Errorf("access denied: exit %d, stderr %q", code, errOut)
 	}
 
-	f = &fakeServiceManager{statusErr: errors.New("service in failed state"), installed: true}
+	f = &servicetest.Manager{StatusErr: errors.New("service in failed state"), Installed: true}
 	useServiceHost(t, fakeServiceHost(t, "linux", f, &opened))
 	code, out, _ := serviceCLI(t, t.TempDir(), "service", "status")
 	if code != 0 || !strings.Contains(out, "mcphub service: failed") {
@@ -358,23 +278,23 @@ func TestServiceErrorsSayTheFix(t *testing.T) {
 }
 
 func TestServiceInstallWindowsAccount(t *testing.T) {
-	install := func(t *testing.T, h serviceHost, f *fakeServiceManager, args ...string) (int, string, string) {
+	install := func(t *testing.T, h serviceHost, f *servicetest.Manager, args ...string) (int, string, string) {
 		t.Helper()
 		useServiceHost(t, h)
 		return serviceCLI(t, t.TempDir(), append([]string{"service", "install"}, args...)...)
 	}
 
 	t.Run("password from the terminal", func(t *testing.T) {
-		f := &fakeServiceManager{}
+		f := &servicetest.Manager{}
 		var opened []*kservice.Config
 		h := fakeServiceHost(t, "windows", f, &opened)
 		code, out, errOut := install(t, h, f)
-		if code != 0 || !slices.Equal(f.calls, []string{"install", "start"}) {
-			t.Fatalf("exit %d, calls %v, stderr %q", code, f.calls, errOut)
+		if code != 0 || !slices.Equal(f.Calls, []string{"install", "start"}) {
+			t.Fatalf("exit %d, calls %v, stderr %q", code, f.Calls, errOut)
 		}
 		cfg := opened[0]
-		if cfg.UserName != `CORP\u` || cfg.Option["Password"] != serviceTestPassword {
-			t.Errorf("the service runs as %q with password set %v", cfg.UserName, cfg.Option["Password"] == serviceTestPassword)
+		if cfg.UserName != `CORP\u` || cfg.Option["Password"] != servicetest.Password {
+			t.Errorf("the service runs as %q with password set %v", cfg.UserName, cfg.Option["Password"] == servicetest.Password)
 		}
 		if !strings.Contains(errOut, `Windows password of CORP\u`) || !strings.Contains(out, `runs as CORP\u`) || strings.Contains(out, "LocalSystem") {
 			t.Errorf("stdout %q\nstderr %q", out, errOut)
@@ -382,52 +302,52 @@ func TestServiceInstallWindowsAccount(t *testing.T) {
 	})
 
 	t.Run("password from stdin", func(t *testing.T) {
-		f := &fakeServiceManager{}
+		f := &servicetest.Manager{}
 		var opened []*kservice.Config
 		h := fakeServiceHost(t, "windows", f, &opened)
 		h.isTerminal = func() bool { return false }
 		h.readPassword = func() ([]byte, error) { t.Error("asked the terminal with --password-stdin"); return nil, nil }
-		h.stdin = strings.NewReader(serviceTestPassword + "\r\nnext line\n")
+		h.stdin = strings.NewReader(servicetest.Password + "\r\nnext line\n")
 		code, _, errOut := install(t, h, f, "--password-stdin")
-		if code != 0 || opened[0].Option["Password"] != serviceTestPassword {
-			t.Errorf("exit %d, password set %v, stderr %q", code, opened[0].Option["Password"] == serviceTestPassword, errOut)
+		if code != 0 || opened[0].Option["Password"] != servicetest.Password {
+			t.Errorf("exit %d, password set %v, stderr %q", code, opened[0].Option["Password"] == servicetest.Password, errOut)
 		}
 	})
 
 	t.Run("no terminal and no --password-stdin", func(t *testing.T) {
-		f := &fakeServiceManager{}
+		f := &servicetest.Manager{}
 		var opened []*kservice.Config
 		h := fakeServiceHost(t, "windows", f, &opened)
 		h.isTerminal = func() bool { return false }
 		code, _, errOut := install(t, h, f)
-		if code != 1 || !strings.Contains(errOut, "--password-stdin") || !strings.Contains(errOut, `runs as you (CORP\u)`) || len(f.calls) != 0 {
-			t.Errorf("exit %d, calls %v, stderr %q", code, f.calls, errOut)
+		if code != 1 || !strings.Contains(errOut, "--password-stdin") || !strings.Contains(errOut, `runs as you (CORP\u)`) || len(f.Calls) != 0 {
+			t.Errorf("exit %d, calls %v, stderr %q", code, f.Calls, errOut)
 		}
 	})
 
 	t.Run("empty password", func(t *testing.T) {
-		f := &fakeServiceManager{}
+		f := &servicetest.Manager{}
 		var opened []*kservice.Config
 		h := fakeServiceHost(t, "windows", f, &opened)
 		code, _, errOut := install(t, h, f, "--password-stdin")
-		if code != 1 || !strings.Contains(errOut, "no password given") || len(f.calls) != 0 {
-			t.Errorf("exit %d, calls %v, stderr %q", code, f.calls, errOut)
+		if code != 1 || !strings.Contains(errOut, "no password given") || len(f.Calls) != 0 {
+			t.Errorf("exit %d, calls %v, stderr %q", code, f.Calls, errOut)
 		}
 	})
 
 	t.Run("a reinstall refused for want of a password keeps the service", func(t *testing.T) {
-		f := &fakeServiceManager{installed: true, running: true}
+		f := &servicetest.Manager{Installed: true, Running: true}
 		var opened []*kservice.Config
 		h := fakeServiceHost(t, "windows", f, &opened)
 		h.readPassword = func() ([]byte, error) { return nil, errors.New("the terminal went away") }
 		code, _, errOut := install(t, h, f, "--force")
-		if code != 1 || !strings.Contains(errOut, "reading the password") || len(f.calls) != 0 {
-			t.Errorf("exit %d, calls %v, stderr %q", code, f.calls, errOut)
+		if code != 1 || !strings.Contains(errOut, "reading the password") || len(f.Calls) != 0 {
+			t.Errorf("exit %d, calls %v, stderr %q", code, f.Calls, errOut)
 		}
 	})
 
 	t.Run("logon failure", func(t *testing.T) {
-		f := &fakeServiceManager{startErr: service.ErrLogonFailed}
+		f := &servicetest.Manager{StartErr: service.ErrLogonFailed}
 		var opened []*kservice.Config
 		h := fakeServiceHost(t, "windows", f, &opened)
 		code, _, errOut := install(t, h, f)
@@ -446,12 +366,12 @@ func TestServiceInstallWindowsAccount(t *testing.T) {
 	})
 
 	t.Run("--password-stdin elsewhere", func(t *testing.T) {
-		f := &fakeServiceManager{}
+		f := &servicetest.Manager{}
 		var opened []*kservice.Config
 		h := fakeServiceHost(t, "linux", f, &opened)
 		code, _, errOut := install(t, h, f, "--password-stdin")
-		if code != 1 || !strings.Contains(errOut, "only a Windows service needs your password") || len(f.calls) != 0 {
-			t.Errorf("exit %d, calls %v, stderr %q", code, f.calls, errOut)
+		if code != 1 || !strings.Contains(errOut, "only a Windows service needs your password") || len(f.Calls) != 0 {
+			t.Errorf("exit %d, calls %v, stderr %q", code, f.Calls, errOut)
 		}
 	})
 }
@@ -459,7 +379,7 @@ func TestServiceInstallWindowsAccount(t *testing.T) {
 // A unit that keeps failing is activating (auto-restart) most of the time,
 // which kardianos/service calls running.
 func TestServiceStatusRestarting(t *testing.T) {
-	f := &fakeServiceManager{installed: true, running: true}
+	f := &servicetest.Manager{Installed: true, Running: true}
 	var opened []*kservice.Config
 	h := fakeServiceHost(t, "linux", f, &opened)
 	h.UnitState = func() (string, string, error) { return "activating", "auto-restart", nil }
@@ -475,12 +395,12 @@ func TestServiceStatusRestarting(t *testing.T) {
 		t.Errorf("status --json: exit %d, %q", code, out)
 	}
 	code, _, _ = serviceCLI(t, dir, "service", "stop")
-	if code != 0 || !slices.Equal(f.calls, []string{"stop"}) {
-		t.Errorf("stop of a restarting unit: exit %d, calls %v", code, f.calls)
+	if code != 0 || !slices.Equal(f.Calls, []string{"stop"}) {
+		t.Errorf("stop of a restarting unit: exit %d, calls %v", code, f.Calls)
 	}
 
 	h.UnitState = func() (string, string, error) { return "", "", errors.New("systemctl: no bus") }
-	f.running = true
+	f.Running = true
 	useServiceHost(t, h)
 	if code, out, _ := serviceCLI(t, dir, "service", "status"); code != 0 || !strings.Contains(out, "mcphub service: running\n") {
 		t.Errorf("status when systemctl show fails: exit %d\n%s", code, out)
@@ -518,7 +438,7 @@ func TestServiceExecutableKeepsSymlink(t *testing.T) {
 		{"", exec.ErrNotFound, real},
 	} {
 		var opened []*kservice.Config
-		h := fakeServiceHost(t, "darwin", &fakeServiceManager{}, &opened)
+		h := fakeServiceHost(t, "darwin", &servicetest.Manager{}, &opened)
 		h.executable = func() (string, error) { return real, nil }
 		h.lookPath = func(name string) (string, error) {
 			if name != "mcphub" {
@@ -536,7 +456,7 @@ func TestServiceExecutableKeepsSymlink(t *testing.T) {
 // Install names the variables the servers' ${VAR}s need that this shell has
 // and the service will not: names only, with the fix.
 func TestServiceInstallNamesShellOnlyVars(t *testing.T) {
-	f := &fakeServiceManager{}
+	f := &servicetest.Manager{}
 	var opened []*kservice.Config
 	useServiceHost(t, fakeServiceHost(t, "linux", f, &opened))
 	dir := t.TempDir()
