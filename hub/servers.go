@@ -130,7 +130,10 @@ func (ss *serverSet) newEntryLocked(spec *registry.Server) *serverEntry {
 }
 
 // warmup closes ss.warm once no server is starting any more, or after d,
-// whichever comes first.
+// whichever comes first. An upstream shows itself connected a moment
+// before it reports the change (it renews its subscriptions and log level
+// in between), so the warm-up ends with a build that looks at every server
+// again: the first list or call sees what each connected server offers.
 func (ss *serverSet) warmup(d time.Duration) {
 	deadline := time.NewTimer(d)
 	defer deadline.Stop()
@@ -139,6 +142,7 @@ func (ss *serverSet) warmup(d time.Duration) {
 	defer close(ss.warm)
 	for {
 		if !ss.anyStarting() {
+			ss.await(ss.queue.mark(ss, ss.names()...))
 			return
 		}
 		select {
@@ -159,6 +163,17 @@ func (ss *serverSet) warmed(ctx context.Context) bool {
 	case <-ctx.Done():
 		return false
 	}
+}
+
+// names lists the servers of the set.
+func (ss *serverSet) names() []string {
+	ss.mu.RLock()
+	defer ss.mu.RUnlock()
+	out := make([]string, 0, len(ss.entries))
+	for name := range ss.entries {
+		out = append(out, name)
+	}
+	return out
 }
 
 // anyStarting reports whether a server is still connecting for the first
