@@ -64,6 +64,11 @@ type ServerStatus struct {
 	// Protocol is the revision spoken upstream: 2026-07-28 (stateless)
 	// or a session's negotiated one.
 	Protocol string `json:"protocol,omitempty"`
+	// Protocols lists every revision the server is spoken to in, the
+	// session era's first: two for a server that speaks both eras, whose
+	// session-era clients are relayed in a session and 2026-07-28
+	// requests statelessly (Protocol is then 2026-07-28), one otherwise.
+	Protocols []string `json:"protocols,omitempty"`
 	// UptimeSeconds counts since the current connection was established.
 	UptimeSeconds float64 `json:"uptime_seconds,omitempty"`
 	// Tools counts the tools clients see: those the server's allow and

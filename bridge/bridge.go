@@ -144,6 +144,11 @@ type Status struct {
 	// Protocol is the revision the current connection speaks:
 	// 2026-07-28 (stateless) or the session's negotiated one.
 	Protocol string
+	// SessionProtocol is, for a server that speaks both eras, the
+	// revision its session-era clients are relayed in (their calls take
+	// the session-era connection); "" when the server is spoken to in
+	// one era, Protocol.
+	SessionProtocol string
 	// Since is when the last connection was made.
 	Since time.Time
 	// LastError is why the last attempt failed or connection was lost.
@@ -167,9 +172,15 @@ type Server struct {
 	mu       sync.Mutex
 	shared   *link
 	sessions map[string]*link
-	logLevel string
-	group    goroutines.Group // supervisors and their helpers; Close waits for them
-	closed   bool
+	// era is the session-era connection of a server whose shared
+	// connection speaks 2026-07-28, while one is tried or kept (eras.go);
+	// dualVersion is the revision it negotiated, "" until it connects and
+	// once the server turns out to keep no sessions.
+	era         *link
+	dualVersion string
+	logLevel    string
+	group       goroutines.Group // supervisors and their helpers; Close waits for them
+	closed      bool
 
 	// probeAddr is the host:port a remote server's health checks dial.
 	probeAddr string
@@ -226,7 +237,7 @@ func New(cfg Config) *Server {
 	}
 	// The shared link exists from the start, so calls of an earlier run can
 	// be adopted before it connects.
-	s.shared = newLink(s, "")
+	s.shared = newLink(s, "", false)
 	return s
 }
 
@@ -270,7 +281,7 @@ func (s *Server) Start(ctx context.Context) {
 }
 
 func (s *Server) newLinkLocked(session string) *link {
-	l := newLink(s, session)
+	l := newLink(s, session, false)
 	s.superviseLocked(l)
 	return l
 }
@@ -335,6 +346,9 @@ func (s *Server) linkFor(session string) (*link, error) {
 	if s.closed || s.ctx == nil {
 		return nil, &unavailableError{fmt.Sprintf("server %s is stopped", s.cfg.Name)}
 	}
+	if session != "" && s.dualVersion != "" && s.cfg.Share != ShareSession {
+		return s.era, nil
+	}
 	if s.cfg.Share != ShareSession || session == "" {
 		return s.shared, nil
 	}
@@ -390,6 +404,9 @@ func (s *Server) linksLocked() []*link {
 	if s.shared != nil {
 		out = append(out, s.shared)
 	}
+	if s.era != nil {
+		out = append(out, s.era)
+	}
 	for _, l := range s.sessions {
 		out = append(out, l)
 	}
@@ -434,7 +451,9 @@ func (s *Server) Catalog() Cache {
 // Status reports the shared connection's state.
 func (s *Server) Status() Status {
 	if l := s.sharedLink(); l != nil {
-		return l.status()
+		st := l.status()
+		st.SessionProtocol = s.dual()
+		return st
 	}
 	return Status{State: StateStarting}
 }

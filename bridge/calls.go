@@ -39,7 +39,7 @@ func (l *link) call(ctx context.Context, session, method string, params json.Raw
 	c.origToken = origToken
 	l.track(c, hubToken)
 	defer l.untrack(c, hubToken)
-	if peer != nil && l.session == "" {
+	if peer != nil && l.primary() {
 		peer.Forwarded(c.upID, hubToken, c.origToken)
 	}
 	// The upstream connection sends notifications/cancelled naming c.upID

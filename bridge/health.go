@@ -158,7 +158,7 @@ func (l *link) newHealth() *health {
 	if !l.checks() {
 		return nil
 	}
-	return newHealth(l.srv.cfg.clk, l.session == "")
+	return newHealth(l.srv.cfg.clk, l.primary())
 }
 
 // watch waits until the connection is lost or the link stops (nil), or the

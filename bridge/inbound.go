@@ -23,6 +23,11 @@ func (l *link) HandleNotification(m *jsonrpc.Message, related json.RawMessage) {
 		}
 	}
 	for _, lm := range listMethods {
+		if m.Method == lm.changed && l.era {
+			// The shared connection hears of the change too and
+			// refetches the lists it serves.
+			return
+		}
 		if m.Method == lm.changed {
 			l.srv.group.Go(func() { l.refresh(lm.changed) })
 			break

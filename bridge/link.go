@@ -20,6 +20,10 @@ import (
 type link struct {
 	srv     *Server
 	session string // "" for the shared connection
+	// era marks the session-era connection of a server that speaks both
+	// eras (see eras.go): shared by the session-era sessions, while the
+	// link with session "" and era false speaks 2026-07-28.
+	era bool
 
 	ctx    context.Context
 	cancel context.CancelFunc
@@ -49,14 +53,14 @@ type link struct {
 	resumeUsed bool       // the stored session was offered once; later connections start fresh
 }
 
-func newLink(s *Server, session string) *link {
+func newLink(s *Server, session string, era bool) *link {
 	ctx, cancel := context.WithCancel(context.Background())
 	l := &link{
-		srv: s, session: session, ctx: ctx, cancel: cancel, done: make(chan struct{}), settled: make(chan struct{}),
+		srv: s, session: session, era: era, ctx: ctx, cancel: cancel, done: make(chan struct{}), settled: make(chan struct{}),
 		state: StateStarting, lists: map[string][]json.RawMessage{},
 		calls: map[string]*inflight{}, tokens: map[string]*inflight{}, subs: map[string]bool{},
 	}
-	if c := s.cfg.Cache; c != nil && session == "" {
+	if c := s.cfg.Cache; c != nil && session == "" && !era {
 		// The last run's catalog answers list calls until this run has
 		// connected and fetched its own.
 		l.init = c.Init
@@ -101,6 +105,12 @@ func (l *link) supervise(parent context.Context) {
 			}
 			err = lost
 		}
+		if l.srv.lacksSessionEra(l, err) {
+			if conn != nil {
+				conn.Close()
+			}
+			return
+		}
 		delay, retry := l.failed(err, attempt, b)
 		if conn != nil {
 			// Closed once the status tells the loss: closing may wait
@@ -144,12 +154,14 @@ func (l *link) clientConfig(resume bool, h *health) client.Config {
 	if !resume {
 		cfg.Resume = nil
 	}
+	// A dual-era server's session-era clients reach it in their era.
+	cfg.SessionEra = l.era || (l.session != "" && l.srv.dual() != "")
 	if h != nil {
 		// The health check owns these hooks: nothing else sets them on an
 		// upstream's config.
 		cfg.OnActivity, cfg.OnTransportError = h.alive, h.troubled
 	}
-	if p := l.srv.persist; p != nil && l.session == "" && l.srv.remote() {
+	if p := l.srv.persist; p != nil && l.primary() && l.srv.remote() {
 		own := cfg.OnState
 		cfg.OnState = func(st client.State) {
 			if own != nil {
@@ -180,7 +192,7 @@ func (l *link) connect(h *health) (upstreamConn, error) {
 	// Only the shared link's first connection offers the stored session.
 	// The adoptions waiting for it are taken in the same step, so Adopt
 	// either queues a call for this connection or refuses it.
-	resume := !l.resumeUsed && l.session == ""
+	resume := !l.resumeUsed && l.primary()
 	l.resumeUsed = true
 	adoptions := l.adoptions
 	l.adoptions = nil
@@ -202,10 +214,15 @@ func (l *link) connect(h *health) (upstreamConn, error) {
 	}
 	l.adopt(conn, adoptions)
 	init := conn.Initialize()
-	lists, err := l.fetchLists(ctx, conn, init.Capabilities)
-	if err != nil {
-		conn.Close()
-		return nil, err
+	var lists map[string][]json.RawMessage
+	if !l.era {
+		// The lists clients see are the primary connection's; a
+		// session-era connection beside it has no others to offer.
+		var err error
+		if lists, err = l.fetchLists(ctx, conn, init.Capabilities); err != nil {
+			conn.Close()
+			return nil, err
+		}
 	}
 	release()
 	subs := l.connected(conn, init.Raw, lists)
@@ -214,6 +231,7 @@ func (l *link) connect(h *health) (upstreamConn, error) {
 		l.applyLogLevel(lvl)
 	}
 	l.renewSubscriptions(ctx, conn, subs)
+	l.srv.noteEra(l, init)
 	l.changed()
 	return conn, nil
 }
@@ -223,7 +241,10 @@ func (l *link) connect(h *health) (upstreamConn, error) {
 func (l *link) connected(conn upstreamConn, init json.RawMessage, lists map[string][]json.RawMessage) []string {
 	l.mu.Lock()
 	defer l.mu.Unlock()
-	l.conn, l.init, l.lists = conn, init, lists
+	l.conn, l.init = conn, init
+	if lists != nil {
+		l.lists = lists
+	}
 	l.setStateLocked(StateConnected)
 	l.since, l.lastErr = l.srv.cfg.clk.Now(), ""
 	subs := make([]string, 0, len(l.subs))
@@ -411,3 +432,8 @@ func (l *link) status() Status {
 	}
 	return st
 }
+
+// primary reports whether this is the server's primary connection: the
+// shared one whose catalog is served, whose state is stored and resumed,
+// and whose calls a restarted hub can adopt.
+func (l *link) primary() bool { return l.session == "" && !l.era }

@@ -88,6 +88,13 @@ type Config struct {
 	// ProtocolVersion is the version offered in initialize; "" means the
 	// latest session-era version.
 	ProtocolVersion string
+	// SessionEra opens a session with initialize and never probes
+	// server/discover: the connection a dual-era server's session-era
+	// clients are relayed over. Over Streamable HTTP the server must give
+	// the session an id; one that answers initialize without one, or
+	// refuses it, lacks the session era and Start fails with an error
+	// that wraps ErrNoSessionEra.
+	SessionEra bool
 
 	// MaxMessageBytes bounds one stdio line, one JSON response body or one
 	// SSE event; 0 means 16 MiB. A response over it fails its call at once

@@ -24,6 +24,10 @@ var (
 	// ErrVersion means the server answered initialize with a protocol
 	// version mcphub does not speak.
 	ErrVersion = errors.New("unsupported protocol version")
+	// ErrNoSessionEra means a connection made with Config.SessionEra found
+	// a server that does not keep sessions: it refused initialize, or
+	// answered it over HTTP without a session id.
+	ErrNoSessionEra = errors.New("the server keeps no session-era sessions")
 	// ErrMessageTooLarge means a line or event from the upstream exceeded
 	// the configured size bound.
 	ErrMessageTooLarge = errors.New("upstream message too large")

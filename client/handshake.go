@@ -12,6 +12,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"net/http"
 	"time"
 
 	"github.com/mcphub/mcphub/internal/jsonrpc"
@@ -51,7 +52,7 @@ func (c *Conn) handshakeSince(ctx context.Context, began time.Time) error {
 	t := c.transport()
 	_, sse := t.(*legacy)
 	_, stdio := t.(*stdioTransport)
-	auto := offered == "" && !sse && !c.modern.sessionEra()
+	auto := offered == "" && !sse && !c.modern.sessionEra() && !c.cfg.SessionEra
 	if (auto && !stdio) || jsonrpc.EraOf(offered) == jsonrpc.EraStateless {
 		res, err := c.discover(ctx, info, caps)
 		switch {
@@ -81,8 +82,19 @@ func (c *Conn) handshakeSince(ctx context.Context, began time.Time) error {
 		}
 		c.log.Debug("server/discover after a refused initialize", "err", derr)
 	}
+	if err != nil && c.cfg.SessionEra && refusesSessions(err) {
+		return fmt.Errorf("initialize: %w: %w", ErrNoSessionEra, err)
+	}
 	if err != nil {
 		return fmt.Errorf("initialize: %w", c.noAnswer(ctx, began, err))
+	}
+	if s, ok := t.(*streamable); ok && c.cfg.SessionEra {
+		if id, _ := s.session(); id == "" {
+			// A stateless server answers initialize for each request on
+			// its own: it can send no request back in the middle of a
+			// call, which is what a session-era connection is for.
+			return fmt.Errorf("initialize: %w: it answered without an Mcp-Session-Id", ErrNoSessionEra)
+		}
 	}
 	res, err := parseInitialize(raw)
 	if err != nil {
@@ -103,6 +115,20 @@ func (c *Conn) handshakeSince(ctx context.Context, began time.Time) error {
 		s.initialized()
 	}
 	return nil
+}
+
+// refusesSessions reports whether initialize's failure is the server's
+// answer that it keeps no sessions: a JSON-RPC error, or an HTTP status
+// other than a refusal of credentials or a server's own trouble. A
+// network failure or a timeout says nothing about eras.
+func refusesSessions(err error) bool {
+	var rpcErr *jsonrpc.Error
+	if errors.As(err, &rpcErr) {
+		return true
+	}
+	var he *HTTPError
+	return errors.As(err, &he) && he.Status >= 400 && he.Status < 500 &&
+		he.Status != http.StatusUnauthorized && he.Status != http.StatusForbidden
 }
 
 // capabilities are the client capabilities declared upstream.

@@ -643,3 +643,43 @@ func TestModernLogLevel(t *testing.T) {
 	}
 	eventually(t, "the default asked again", func() bool { return strings.HasSuffix(levels(), "debug,info") })
 }
+
+// TestSessionClientDualEraUpstream: a server that speaks both eras takes a
+// session-era client's call over its session-era connection as it is: no
+// capabilities put in _meta, its requests in the middle of the call reach
+// the client as requests, and what it answers reaches the client unchanged.
+func TestSessionClientDualEraUpstream(t *testing.T) {
+	fake := newFake("alpha").setList("tools/list", toolItems("ask"))
+	fake.setStatus(UpstreamStatus{State: api.StateConnected, Transport: "fake", Protocol: jsonrpc.Version20260728,
+		SessionProtocol: jsonrpc.Version20251125, Since: time.Now()})
+	calls := make(chan *fakeCall, 1)
+	fake.setHandler(func(ctx context.Context, c *fakeCall) (json.RawMessage, error) {
+		calls <- c
+		answer, err := c.Peer.Request(ctx, "sampling/createMessage", json.RawMessage(`{"messages":[],"maxTokens":5}`))
+		if err != nil {
+			return nil, err
+		}
+		return fmt.Appendf(nil, `{"content":[{"type":"text","text":%q}]}`, answer), nil
+	})
+	th := startHub(t, twoServers, map[string]*fakeUpstream{"alpha": fake})
+	c := th.connect("/mcp", "2025-11-25", `{"sampling":{}}`)
+	s := c.postStream(rpc(7, "tools/call", `{"name":"alpha__ask","arguments":{"a":1}}`))
+	req, _ := s.nextMsg()
+	if req.Method != "sampling/createMessage" || !req.IsRequest() {
+		t.Fatalf("first event = %s %s, want the server's sampling request", req.Method, req.Params)
+	}
+	if r := c.post(fmt.Sprintf(`{"jsonrpc":"2.0","id":%s,"result":{"role":"assistant","content":{"type":"text","text":"hi"},"model":"m"}}`, req.ID)); r.status != http.StatusAccepted {
+		t.Fatalf("posting the answer: %d %s", r.status, r.body)
+	}
+	call := <-calls
+	if call.Session == "" {
+		t.Error("the call was made as a stateless one; it must name its session")
+	}
+	if caps, ok := jsonrpc.MetaMember(call.Params, jsonrpc.MetaClientCapabilities); ok {
+		t.Errorf("the session-era call carried 2026-07-28 capabilities %s", caps)
+	}
+	m, _ := s.nextMsg()
+	if string(m.ID) != "7" || m.Error != nil || !strings.Contains(string(m.Result), `model`) {
+		t.Errorf("final event = id %s %s %+v, want the server's result with the sampled answer", m.ID, m.Result, m.Error)
+	}
+}

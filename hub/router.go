@@ -235,14 +235,14 @@ func (r *router) forward(ctx context.Context, s *session, server, method string,
 	}
 	ctx, cancel := context.WithTimeoutCause(ctx, timeout, &timeoutError{server: server, method: method, timeout: timeout})
 	defer cancel()
-	upModern := e.up.Status().Protocol == jsonrpc.Version20260728
-	if jsonrpc.EraOf(s.version) == jsonrpc.EraStateless && !upModern {
+	st := e.up.Status()
+	if jsonrpc.EraOf(s.version) == jsonrpc.EraStateless && st.Protocol != jsonrpc.Version20260728 {
 		// A session-era server negotiated once, with mcphub: the request's
 		// protocol version and log level are not for it, what it says of
 		// its client is.
 		params = jsonrpc.StripHopMeta(params)
 	}
-	modernUp := jsonrpc.EraOf(s.version) == jsonrpc.EraSession && upModern
+	modernUp := sessionOverStateless(s, st)
 	if modernUp && len(s.caps.raw) > 0 {
 		// A stateless server reads the client's capabilities in each
 		// request and asks only for what that client can give: this
@@ -253,13 +253,21 @@ func (r *router) forward(ctx context.Context, s *session, server, method string,
 	}
 	res, err := e.up.Call(ctx, s.id, method, params, peer)
 	// Asked again: the connection may have been replaced during the call.
-	if err == nil && jsonrpc.EraOf(s.version) == jsonrpc.EraSession && e.up.Status().Protocol == jsonrpc.Version20260728 {
+	if err == nil && sessionOverStateless(s, e.up.Status()) {
 		res, err = r.fulfilInputs(ctx, e.up, s, method, params, peer, res)
 	}
 	if err != nil && ctx.Err() != nil && errors.Is(context.Cause(ctx), errTimeout) {
 		return nil, context.Cause(ctx)
 	}
 	return res, err
+}
+
+// sessionOverStateless reports whether a session-era session's calls to
+// a server are translated: the server is spoken to in 2026-07-28 alone. A
+// server that speaks both eras takes them over its session-era connection
+// as they are.
+func sessionOverStateless(s *session, st UpstreamStatus) bool {
+	return jsonrpc.EraOf(s.version) == jsonrpc.EraSession && st.Protocol == jsonrpc.Version20260728 && st.SessionProtocol == ""
 }
 
 // resourceOwner finds the server whose resource or template covers uri.
@@ -306,12 +314,18 @@ func (r *router) subscribe(ctx context.Context, c *call) (json.RawMessage, error
 // countSubscription keeps the number of sessions subscribed to a URI and
 // reports whether the upstream must hear of this change. A session's own
 // upstream connection (share = "session") always does; stateless clients
-// (session "") share one connection and are counted.
+// (session "") share one connection and are counted. A server that speaks
+// both eras subscribes its session-era sessions on a connection of their
+// own era, counted apart.
 func (r *router) countSubscription(server, session, uri string, on bool) bool {
-	if e := r.servers.get(server); e != nil && e.spec.Share == "session" && session != "" {
+	e := r.servers.get(server)
+	if e != nil && e.spec.Share == "session" && session != "" {
 		return true
 	}
 	key := server + "\x00" + uri
+	if e != nil && session != "" && e.up.Status().SessionProtocol != "" {
+		key = server + "\x00session\x00" + uri
+	}
 	r.mu.Lock()
 	defer r.mu.Unlock()
 	if on {

@@ -385,6 +385,11 @@ func (ss *serverSet) status() (servers []api.ServerStatus, reg *registry.Registr
 			us := e.up.Status()
 			st.State, st.Transport, st.PID, st.LastError, st.Restarts = us.State, us.Transport, us.PID, us.LastError, us.Restarts
 			st.Protocol = us.Protocol
+			if us.SessionProtocol != "" {
+				st.Protocols = []string{us.SessionProtocol, us.Protocol}
+			} else if us.Protocol != "" {
+				st.Protocols = []string{us.Protocol}
+			}
 			if !us.Since.IsZero() && us.State == api.StateConnected {
 				st.UptimeSeconds = time.Since(us.Since).Round(time.Second).Seconds()
 			}

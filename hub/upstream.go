@@ -58,10 +58,15 @@ type UpstreamStatus struct {
 	State     string
 	Transport string
 	PID       int
-	Protocol  string    // the revision the connection speaks
-	Since     time.Time // when the current connection was established
-	LastError string
-	Restarts  int
+	Protocol  string // the revision the connection speaks
+	// SessionProtocol is set for a server that speaks both eras: the
+	// revision of the session-era connection its session-era clients'
+	// calls take, so the hub relays them untranslated. "" when the server
+	// is spoken to in Protocol alone.
+	SessionProtocol string
+	Since           time.Time // when the current connection was established
+	LastError       string
+	Restarts        int
 }
 
 // UpstreamEvents is how upstreams tell the hub about what belongs to no call.

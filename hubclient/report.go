@@ -34,7 +34,9 @@ func WriteStatus(w io.Writer, st *api.Status) {
 		if s.PID > 0 {
 			pid = fmt.Sprint(s.PID)
 		}
-		if s.Protocol != "" {
+		if len(s.Protocols) > 0 {
+			protocol = strings.Join(s.Protocols, " + ")
+		} else if s.Protocol != "" {
 			protocol = s.Protocol
 		}
 		if s.UptimeSeconds > 0 {
