@@ -83,8 +83,9 @@ const (
 
 // ProtocolAuto is the default of a server's protocol key: over Streamable
 // HTTP the hub asks server/discover first and speaks 2026-07-28 to a server
-// that offers it; over stdio it initializes a session and asks
-// server/discover only when the server refuses initialize.
+// that offers it, and keeps a session beside it for session-era clients
+// when the server keeps sessions too; over stdio it initializes a session
+// and asks server/discover only when the server refuses initialize.
 const ProtocolAuto = "auto"
 
 // Values of a server's share key.
