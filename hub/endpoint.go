@@ -16,14 +16,39 @@ import (
 	"github.com/mcphub/mcphub/internal/jsonrpc"
 )
 
-// validSessionID reports whether id has the form mcphub mints: a version 4
-// UUID in its canonical 36-character form.
+// validSessionID reports whether id has the form mcphub mints (newSessionID):
+// a version 4 UUID of the RFC 4122 variant in its canonical 36-character
+// form. uuid.Parse alone also takes the 32-digit, braced and urn:uuid:
+// forms, which mcphub never issues.
 func validSessionID(id string) bool {
 	if len(id) != 36 {
 		return false
 	}
 	u, err := uuid.Parse(id)
 	return err == nil && u.Version() == 4 && u.Variant() == uuid.RFC4122
+}
+
+// errMalformedSessionID is the answer to an Mcp-Session-Id that no session
+// of this hub could have: the value is not quoted back, since a header may
+// carry anything a client put in it.
+const errMalformedSessionID = "Bad Request: malformed Mcp-Session-Id: the session ids this hub issues are UUIDs; send initialize without the header to start a session"
+
+// sessionHeader reads a session-era request's Mcp-Session-Id ("" when it
+// has none) and answers 400 itself (ok false) when the header is several
+// different values, or a value this hub never issued. A session restored
+// from the store keeps the id it was given, even one minted before mcphub's
+// ids were UUIDs, so a live session's id is always well-formed.
+func (e *edge) sessionHeader(w http.ResponseWriter, r *http.Request) (id string, ok bool) {
+	if vs := r.Header.Values("Mcp-Session-Id"); len(vs) > 1 && !allSame(vs) {
+		httpError(w, http.StatusBadRequest, "Bad Request: several different Mcp-Session-Id headers")
+		return "", false
+	}
+	id = r.Header.Get("Mcp-Session-Id")
+	if id != "" && !validSessionID(id) && e.sessions.get(id) == nil {
+		httpError(w, http.StatusBadRequest, errMalformedSessionID)
+		return "", false
+	}
+	return id, true
 }
 
 // serveEndpoint serves one MCP endpoint: the merged /mcp (endpoint "") or a
@@ -46,22 +71,15 @@ func (e *edge) serveEndpoint(w http.ResponseWriter, r *http.Request, endpoint st
 // this endpoint, answering 400 (missing or malformed) or 404 (unknown or
 // ended) itself.
 func (e *edge) lookupSession(w http.ResponseWriter, r *http.Request, endpoint string) *session {
-	id := r.Header.Get("Mcp-Session-Id")
+	id, ok := e.sessionHeader(w, r)
 	switch {
-	case len(r.Header.Values("Mcp-Session-Id")) > 1 && !allSame(r.Header.Values("Mcp-Session-Id")):
-		httpError(w, http.StatusBadRequest, "Bad Request: several different Mcp-Session-Id headers")
+	case !ok:
 		return nil
 	case id == "":
 		httpError(w, http.StatusBadRequest, "Bad Request: Mcp-Session-Id header is required (send initialize first to get one)")
 		return nil
 	}
-	// A session restored from an older mcphub keeps the id it was given;
-	// an id that names no session is checked for its form.
 	s := e.sessions.get(id)
-	if s == nil && !validSessionID(id) {
-		httpError(w, http.StatusBadRequest, "Bad Request: malformed Mcp-Session-Id (mcphub's session ids are UUIDs)")
-		return nil
-	}
 	if s == nil || s.endpoint != endpoint {
 		httpError(w, http.StatusNotFound, "Session not found: it ended or belongs to another endpoint; initialize a new one")
 		return nil
@@ -124,6 +142,11 @@ func (e *edge) servePost(w http.ResponseWriter, r *http.Request, endpoint string
 		return
 	}
 	if modernRequest(r, msg) {
+		// A 2026-07-28 request is served as a modern-only server serves
+		// it: the revision removed Mcp-Session-Id, and such a server
+		// ignores the header. Refusing it here would also mislead the
+		// client: a 400 without a 2026-07-28 error tells it the server
+		// speaks only the session era.
 		e.serveModern(w, r, endpoint, msg)
 		return
 	}
@@ -133,6 +156,12 @@ func (e *edge) servePost(w http.ResponseWriter, r *http.Request, endpoint string
 	if msg.Method == "initialize" {
 		if !msg.IsRequest() {
 			httpError(w, http.StatusBadRequest, "Bad Request: initialize must be a request")
+			return
+		}
+		// initialize starts a new session whatever id it carries (a client
+		// may still hold one the hub has let go), but an id this hub could
+		// never have issued is refused as on every other request.
+		if _, ok := e.sessionHeader(w, r); !ok {
 			return
 		}
 		e.initialize(w, r, endpoint, msg)
