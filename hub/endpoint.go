@@ -141,12 +141,15 @@ func (e *edge) servePost(w http.ResponseWriter, r *http.Request, endpoint string
 	if msg, body = e.readMessage(w, r); msg == nil {
 		return
 	}
+	// An id this hub could never have issued is refused on every POST,
+	// initialize included (seed 002). A 2026-07-28 request has no use for
+	// the header, and a well-formed one is ignored there, as a
+	// modern-only server ignores it; a malformed one is a client's bug
+	// worth saying so.
+	if _, ok := e.sessionHeader(w, r); !ok {
+		return
+	}
 	if modernRequest(r, msg) {
-		// A 2026-07-28 request is served as a modern-only server serves
-		// it: the revision removed Mcp-Session-Id, and such a server
-		// ignores the header. Refusing it here would also mislead the
-		// client: a 400 without a 2026-07-28 error tells it the server
-		// speaks only the session era.
 		e.serveModern(w, r, endpoint, msg)
 		return
 	}
@@ -158,12 +161,8 @@ func (e *edge) servePost(w http.ResponseWriter, r *http.Request, endpoint string
 			httpError(w, http.StatusBadRequest, "Bad Request: initialize must be a request")
 			return
 		}
-		// initialize starts a new session whatever id it carries (a client
-		// may still hold one the hub has let go), but an id this hub could
-		// never have issued is refused as on every other request.
-		if _, ok := e.sessionHeader(w, r); !ok {
-			return
-		}
+		// initialize starts a new session whatever well-formed id it
+		// carries: a client may still hold one the hub has let go.
 		e.initialize(w, r, endpoint, msg)
 		return
 	}

@@ -102,9 +102,12 @@ func TestSeed002StatusCodes(t *testing.T) {
 		row("request with a version 1 UUID", post, sid(uuidVersion1), ping, 400, -32000, malformedCheck(uuidVersion1))
 		row("batch", post, sid(live.sid), "["+ping+"]", 400, -32600)
 
-		// A 2026-07-28 request has no session: the header is ignored, as
-		// a modern-only server ignores it.
+		// A 2026-07-28 request has no session: a well-formed id is
+		// ignored, as a modern-only server ignores it, and a malformed one
+		// is refused as on every POST.
 		row("2026-07-28 request with a malformed id", post, modernHeaders("server/discover", "", "Mcp-Session-Id", notAUUID, "Accept", "application/json"),
+			modernBody(3, "server/discover", ""), 400, -32000, malformedCheck(notAUUID))
+		row("2026-07-28 request with an unknown id", post, modernHeaders("server/discover", "", "Mcp-Session-Id", unknownSessionID, "Accept", "application/json"),
 			modernBody(3, "server/discover", ""), 200, 0)
 
 		// GET: the session's standalone stream.
