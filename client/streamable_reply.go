@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"context"
 	"encoding/json"
+	"errors"
 	"fmt"
 	"io"
 	"mime"
@@ -16,7 +17,8 @@ import (
 )
 
 // The POST's response side of the Streamable HTTP transport: its status, the
-// session it establishes, and its body, a JSON message or an SSE stream.
+// session it establishes, and its body: JSON (one message, or several
+// newline-delimited) or an SSE stream.
 
 // drainTimeout bounds reading what a POST's stream sends after its response;
 // a server that keeps the stream open past it loses the connection.
@@ -82,8 +84,8 @@ func (s *streamable) offGet(id json.RawMessage) {
 	s.mu.Unlock()
 }
 
-// readReply reads a request's reply by its Content-Type: one JSON message,
-// or an SSE stream that carries the response among other messages.
+// readReply reads a request's reply by its Content-Type: JSON, or an SSE
+// stream, either of which may carry other messages before the response.
 func (s *streamable) readReply(m *jsonrpc.Message, r *postReply) error {
 	resp := r.resp
 	ctype := resp.Header.Get("Content-Type")
@@ -92,37 +94,53 @@ func (s *streamable) readReply(m *jsonrpc.Message, r *postReply) error {
 	}
 	switch ctype {
 	case "application/json":
-		defer r.release()
-		return s.readJSON(resp.Body)
+		body := &eofWatch{r: resp.Body}
+		answered, err := s.readJSON(body, m.ID)
+		if err != nil || !answered {
+			r.release()
+		} else {
+			s.drainAfter(r, body)
+		}
+		if err == nil && !answered && s.c.Modern() {
+			// As on a stream that ended early: nothing else will bring
+			// the response of a stateless request.
+			err = fmt.Errorf("%w: the response body ended before the response", ErrStreamFailed)
+		}
+		return err
 	case "text/event-stream":
 		// Read on the caller's goroutine: the caller waits for this
 		// response anyway, and a hand-off to another goroutine would only
-		// add a wake-up to every call's latency. What follows the response
-		// (normally just the end of the stream) is drained in the
-		// background if it has not arrived with it, so the connection goes
-		// back to the pool.
+		// add a wake-up to every call's latency.
 		body := &eofWatch{r: resp.Body}
 		s.followPostStream(r.ctx, body, m.ID)
-		r.stopCaller()
-		if body.eof {
-			// The stream ended with the response (its end was already
-			// read with it): nothing left to drain.
-			r.release()
-			return nil
-		}
-		drain := func() {
-			defer r.release()
-			stop := time.AfterFunc(drainTimeout, r.release)
-			defer stop.Stop()
-			io.Copy(io.Discard, io.LimitReader(resp.Body, 1<<20))
-		}
-		if !s.group.Go(drain) {
-			r.release() // closing: the body is not worth reading
-		}
+		s.drainAfter(r, body)
 		return nil
 	default:
 		r.release()
 		return fmt.Errorf("POST %s: unexpected Content-Type %q", redact.URL(s.c.cfg.URL), s.c.excerpt(resp.Header.Get("Content-Type"), false, 100))
+	}
+}
+
+// drainAfter lets a reply go once the caller has its response. What
+// follows the response (normally just the end of the body) is drained in
+// the background if it has not arrived with it, so the connection goes back
+// to the pool; the caller no longer holds the reply up.
+func (s *streamable) drainAfter(r *postReply, body *eofWatch) {
+	r.stopCaller()
+	if body.eof {
+		// The body ended with the response (its end was already read
+		// with it): nothing left to drain.
+		r.release()
+		return
+	}
+	drain := func() {
+		defer r.release()
+		stop := time.AfterFunc(drainTimeout, r.release)
+		defer stop.Stop()
+		io.Copy(io.Discard, io.LimitReader(r.resp.Body, 1<<20))
+	}
+	if !s.group.Go(drain) {
+		r.release() // closing: the body is not worth reading
 	}
 }
 
@@ -146,23 +164,34 @@ func (s *streamable) httpFailure(resp *http.Response, m *jsonrpc.Message) error 
 		Scope: insufficientScope(resp)}
 }
 
-// readJSON reads a JSON reply. One over the size limit fails the call at
-// once; its excess is not read (the connection is dropped, not drained).
-func (s *streamable) readJSON(body io.Reader) error {
+// readJSON reads a JSON reply to request id: one message, or several,
+// newline-delimited, as a stateless server may send a notification or a
+// request of its own before the response. Each is handled as one on the
+// request's SSE stream would be; the response ends the reading, and what
+// follows it is drained unread. It reports whether the response came. A message
+// over the size limit fails the call at once; its excess is not read (the
+// connection is dropped, not drained).
+func (s *streamable) readJSON(body io.Reader, id json.RawMessage) (answered bool, err error) {
 	limit := s.c.maxMessage()
-	data, err := io.ReadAll(io.LimitReader(body, int64(limit)+1))
-	if err != nil {
-		return fmt.Errorf("read response: %w", s.c.scrubErr(err))
+	r := jsonrpc.NewReader(body, limit)
+	for {
+		m, _, err := r.Next()
+		var rpcErr *jsonrpc.Error
+		switch {
+		case err == io.EOF:
+			return false, nil
+		case errors.Is(err, jsonrpc.ErrTooLarge):
+			return false, tooLarge(limit)
+		case errors.As(err, &rpcErr):
+			return false, fmt.Errorf("upstream sent an invalid message: %w", err)
+		case err != nil:
+			return false, fmt.Errorf("read response: %w", s.c.scrubErr(err))
+		}
+		s.receive(m, id)
+		if m.IsResponse() && bytes.Equal(m.ID, id) {
+			return true, nil
+		}
 	}
-	if len(data) > limit {
-		return tooLarge(limit)
-	}
-	m, err := jsonrpc.Decode(data)
-	if err != nil {
-		return fmt.Errorf("upstream sent an invalid message: %w", err)
-	}
-	s.receive(m, nil)
-	return nil
 }
 
 // receive hands a message to the connection, clearing the bookkeeping of a

@@ -171,10 +171,11 @@ func (sf *statelessFace) relay(ctx context.Context, m *jsonrpc.Message) error {
 	return sf.current().AnswerError(status, body)
 }
 
-// exchange POSTs m and hands each JSON-RPC message of the answer (the JSON
-// body, or each SSE message event) to each, which returns true once it has
-// the response. It returns the status, and the body when it was no JSON-RPC
-// message; an error when the answer ended early or the POST failed.
+// exchange POSTs m and hands each JSON-RPC message of the answer (each of
+// the JSON body, or of the SSE stream's message events) to each, which
+// returns true once it has the response. It returns the status, and the
+// start of the body when it held no JSON-RPC message; an error when the
+// answer ended early or the POST failed.
 func (sf *statelessFace) exchange(ctx context.Context, m *jsonrpc.Message, each func(msg *jsonrpc.Message, data []byte) bool) (int, []byte, error) {
 	resp, err := sf.post(ctx, m)
 	if err != nil {
@@ -190,7 +191,7 @@ func (sf *statelessFace) exchange(ctx context.Context, m *jsonrpc.Message, each 
 		resp.Body.Close()
 	}()
 	if mt, _, _ := mime.ParseMediaType(resp.Header.Get("Content-Type")); mt == "text/event-stream" {
-		r := sse.NewReader(resp.Body, faceMaxLine)
+		r := sse.NewReader(resp.Body, faceMaxMessage)
 		defer r.Release()
 		for {
 			ev, err := r.Next()
@@ -207,18 +208,61 @@ func (sf *statelessFace) exchange(ctx context.Context, m *jsonrpc.Message, each 
 			}
 		}
 	}
-	body, err := io.ReadAll(io.LimitReader(resp.Body, faceMaxLine+1))
-	switch {
-	case err != nil:
-		return resp.StatusCode, nil, fmt.Errorf("reading the hub's answer to %s: %w", m.Method, err)
-	case len(body) > faceMaxLine:
-		return resp.StatusCode, nil, fmt.Errorf("the hub's answer to %s is over %d MiB", m.Method, faceMaxLine>>20)
+	// A JSON body: one message, or several, newline-delimited (the
+	// notifications before the response), read as they come. Its start is
+	// kept for a body that holds no JSON-RPC message: a refusal, in text
+	// or JSON, for AnswerError.
+	head := &headBuffer{max: faceMaxHead}
+	r := jsonrpc.NewReader(io.TeeReader(resp.Body, head), faceMaxMessage)
+	got := false // a JSON-RPC message came
+	for {
+		msg, data, err := r.Next()
+		var rpcErr *jsonrpc.Error
+		switch {
+		case err == nil:
+			got = true
+			if each(msg, data) {
+				ended = true
+				return resp.StatusCode, nil, nil
+			}
+		case errors.Is(err, jsonrpc.ErrTooLarge):
+			return resp.StatusCode, nil, fmt.Errorf("a message of the hub's answer to %s is over %d bytes", m.Method, faceMaxMessage)
+		case !got && (err == io.EOF || errors.As(err, &rpcErr) && errors.Is(err, jsonrpc.ErrParse)):
+			// The decoder stopped where the JSON did: the rest of the
+			// start is read for the error to quote.
+			io.Copy(head, io.LimitReader(resp.Body, faceMaxHead))
+			return resp.StatusCode, head.Bytes(), nil
+		case err == io.EOF:
+			return resp.StatusCode, nil, fmt.Errorf("the hub's answer to %s ended before its response", m.Method)
+		case errors.As(err, &rpcErr) && !errors.Is(err, jsonrpc.ErrParse):
+			// JSON that is no JSON-RPC message is skipped, as on a
+			// stream.
+		default:
+			return resp.StatusCode, nil, fmt.Errorf("reading the hub's answer to %s: %w", m.Method, err)
+		}
 	}
-	ended = true
-	if msg, err := jsonrpc.Decode(body); err == nil && msg.IsResponse() && each(msg, body) {
-		return resp.StatusCode, nil, nil
+}
+
+// faceMaxMessage bounds one message of the hub's answer to a stateless
+// request, as faceMaxLine bounds one of the client's lines; a variable
+// only so that tests can send messages over it without sending 32 MiB.
+var faceMaxMessage = faceMaxLine
+
+// faceMaxHead bounds the start of a JSON body the face keeps for an error
+// that quotes it.
+const faceMaxHead = 64 << 10
+
+// headBuffer keeps the first max bytes written to it and drops the rest.
+type headBuffer struct {
+	bytes.Buffer
+	max int
+}
+
+func (h *headBuffer) Write(p []byte) (int, error) {
+	if room := h.max - h.Len(); room > 0 {
+		h.Buffer.Write(p[:min(len(p), room)])
 	}
-	return resp.StatusCode, body, nil
+	return len(p), nil
 }
 
 // note records the Mcp-Param headers of the tools of a tools/list result

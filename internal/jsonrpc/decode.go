@@ -31,15 +31,21 @@ func Decode(data []byte) (*Message, error) {
 	if !json.Valid(data) {
 		return nil, decodeError(ErrParse, CodeParseError, "Parse error: the body is not valid JSON")
 	}
+	return decodeValid(data)
+}
+
+// decodeValid is Decode for data already known to be one JSON value
+// (Reader's decoder has scanned it).
+func decodeValid(data []byte) (*Message, error) {
 	// JSON text is UTF-8 (RFC 8259 §8.1), which json.Valid does not check;
 	// passing invalid bytes on would make a strict upstream fail.
 	if !utf8.Valid(data) {
 		return nil, decodeError(ErrParse, CodeParseError, "Parse error: the body is not valid UTF-8")
 	}
 	i := skipSpace(data, 0)
-	switch data[i] {
-	case '{':
-	case '[':
+	switch {
+	case i < len(data) && data[i] == '{':
+	case i < len(data) && data[i] == '[':
 		return nil, decodeError(ErrBatch, CodeInvalidRequest, "Invalid Request: JSON-RPC batches are not supported")
 	default:
 		return nil, decodeError(ErrInvalidRequest, CodeInvalidRequest, "Invalid Request: a JSON-RPC message must be an object")
