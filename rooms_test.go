@@ -80,7 +80,10 @@ var rooms = map[string][]string{
 	// never imports oauth/ (whose own tests import it) nor client/.
 	"internal/oauthtest": {"github.com/modelcontextprotocol/go-sdk/auth"},
 	// Test support shared by several rooms' tests (Recv, SyncBuffer,
-	// NoSecrets): the standard library only.
+	// NoSecrets), and the dual-era test upstream (testkit/dualera: a
+	// router by era in front of the everything-server in both HTTP
+	// modes, and its command for the conformance scripts): the standard
+	// library only.
 	"internal/testkit": {},
 	// The terminal MCP client: what tools, prompts and resources do once
 	// their flags are read (listing, calling, printing, Ctrl-C). It
@@ -312,6 +315,9 @@ func TestRoomTableCatchesAViolation(t *testing.T) {
 		{module + "/internal/oauthtest", module + "/client", false},
 		{module + "/internal/oauthtest", "github.com/modelcontextprotocol/go-sdk/auth", true},
 		{module + "/internal/testkit", module + "/internal/jsonrpc", false},
+		{module + "/internal/testkit/dualera", module + "/internal/jsonrpc", false},
+		{module + "/internal/testkit/dualera", "github.com/modelcontextprotocol/go-sdk/mcp", false},
+		{module + "/internal/testkit/dualera/cmd/dualera", module + "/internal/testkit/dualera", true},
 		{module + "/mcpterm", module + "/hub", false},
 		{module + "/mcpterm", module + "/bridge", false},
 		{module + "/mcpterm", module + "/cmd/mcphub", false},
