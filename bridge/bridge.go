@@ -339,14 +339,15 @@ func (s *Server) Close() error {
 	return nil
 }
 
-// linkFor returns the connection a session's calls use.
-func (s *Server) linkFor(session string) (*link, error) {
+// linkFor returns the connection a session's calls use: with sessionEra,
+// of a server that speaks both eras, the session-era one (see eras.go).
+func (s *Server) linkFor(session string, sessionEra bool) (*link, error) {
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	if s.closed || s.ctx == nil {
 		return nil, &unavailableError{fmt.Sprintf("server %s is stopped", s.cfg.Name)}
 	}
-	if session != "" && s.dualVersion != "" && s.cfg.Share != ShareSession {
+	if sessionEra && s.era != nil && s.cfg.Share != ShareSession {
 		return s.era, nil
 	}
 	if s.cfg.Share != ShareSession || session == "" {
@@ -361,17 +362,18 @@ func (s *Server) linkFor(session string) (*link, error) {
 }
 
 // Call forwards a request made by session; see hub.Upstream.
-func (s *Server) Call(ctx context.Context, session, method string, params json.RawMessage, peer jsonrpc.Peer) (json.RawMessage, error) {
-	l, err := s.linkFor(session)
+func (s *Server) Call(ctx context.Context, session string, sessionEra bool, method string, params json.RawMessage, peer jsonrpc.Peer) (json.RawMessage, error) {
+	l, err := s.linkFor(session, sessionEra)
 	if err != nil {
 		return nil, err
 	}
 	return l.call(ctx, session, method, params, peer)
 }
 
-// Notify forwards a client notification from session.
+// Notify forwards a client notification from session, which speaks the
+// session era (the stateless era has no client notifications).
 func (s *Server) Notify(ctx context.Context, session, method string, params json.RawMessage) error {
-	l, err := s.linkFor(session)
+	l, err := s.linkFor(session, s.dual() != "")
 	if err != nil {
 		return err
 	}
@@ -452,7 +454,9 @@ func (s *Server) Catalog() Cache {
 func (s *Server) Status() Status {
 	if l := s.sharedLink(); l != nil {
 		st := l.status()
-		st.SessionProtocol = s.dual()
+		if st.Protocol == jsonrpc.Version20260728 {
+			st.SessionProtocol = s.dual()
+		}
 		return st
 	}
 	return Status{State: StateStarting}

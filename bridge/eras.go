@@ -64,14 +64,23 @@ func (s *Server) startEraLink() {
 	s.superviseLocked(s.era)
 }
 
-// lacksSessionEra handles a session-era connection's failure: a server
-// that keeps no sessions ends the attempt (the next time the shared
-// connection is made, the era is asked again), and calls of session-era
-// sessions go back to the shared connection, translated by the hub.
-// Other failures are retried like any connection's.
-func (s *Server) lacksSessionEra(l *link, err error) bool {
-	if !l.era || !errors.Is(err, client.ErrNoSessionEra) {
-		return false
+// lacksSessionEra handles a session-era connection's failure because the
+// server keeps no sessions. The session-era link beside the shared one
+// stops (stop): calls of session-era sessions go back to the shared
+// connection, translated by the hub, and the era is asked again the next
+// time the shared connection is made. A session's own connection tries
+// again at once, finding the era (again). Other failures are retried like
+// any connection's.
+func (s *Server) lacksSessionEra(l *link, err error) (stop, again bool) {
+	if !errors.Is(err, client.ErrNoSessionEra) {
+		return false, false
+	}
+	if l.session != "" && !l.autoEra {
+		l.autoEra = true
+		return false, true
+	}
+	if !l.era {
+		return false, false
 	}
 	s.mu.Lock()
 	if s.era == l {
@@ -80,13 +89,19 @@ func (s *Server) lacksSessionEra(l *link, err error) bool {
 	s.mu.Unlock()
 	s.log.Info("the server keeps no sessions: session-era clients are served over 2026-07-28", "err", err)
 	l.changed()
-	return true
+	return true, false
 }
 
 // dual is the revision session-era clients are relayed in when the server
-// speaks both eras, "" otherwise.
+// speaks both eras and its session-era connection is up, "" otherwise: a
+// call that asks for that era while it is down is translated over the
+// shared connection instead, not failed.
 func (s *Server) dual() string {
 	s.mu.Lock()
-	defer s.mu.Unlock()
-	return s.dualVersion
+	era, v := s.era, s.dualVersion
+	s.mu.Unlock()
+	if era == nil || era.current() == nil {
+		return ""
+	}
+	return v
 }

@@ -2,6 +2,7 @@ package bridge
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"testing"
 
@@ -61,9 +62,28 @@ func TestDualEraServerRelaysEachClientInItsEra(t *testing.T) {
 	session.noMoreCalls(t)
 
 	// The session-era connection offers no lists of its own: the
-	// shared one's are served.
+	// shared one's are served, and a change it hears of refetches them.
 	if got := len(h.srv.List("tools/list")); got != 2 {
 		t.Errorf("tools listed = %d, want the shared connection's 2", got)
+	}
+	modern.setList("tools/list", `{"name":"a"}`, `{"name":"b"}`, `{"name":"c"}`)
+	session.handler.HandleNotification(jsonrpc.NewNotification("notifications/tools/list_changed", nil), nil)
+	h.nextChange()
+	if got := len(h.srv.List("tools/list")); got != 3 {
+		t.Errorf("tools listed after the change = %d, want the shared connection's 3", got)
+	}
+
+	// While the session-era connection is down the status offers only
+	// the stateless era, so the hub translates over the shared
+	// connection rather than fail its session-era clients' calls.
+	session.drop(errors.New("connection reset"))
+	if st := h.nextChange(); st.SessionProtocol != "" {
+		t.Errorf("session protocol %q while the session-era connection is down, want none", st.SessionProtocol)
+	}
+	translated := h.call(context.Background(), "", "tools/call", `{"name":"a"}`, newPeer("s1"))
+	modern.nextCall(t).answer(`{"resultType":"complete","content":[]}`)
+	if r := recv(t, translated, "the translated call's result"); r.err != nil {
+		t.Fatal(r.err)
 	}
 }
 
@@ -74,9 +94,11 @@ func TestDualEraServerRelaysEachClientInItsEra(t *testing.T) {
 func TestStatelessOnlyServerKeepsOneConnection(t *testing.T) {
 	h := startHarness(t, Config{Client: client.Config{URL: "http://upstream.invalid/mcp"}}, dualEraSetup(true))
 	modern := h.connect()
-	if c := h.dialer.next(t); !c.cfg.SessionEra {
+	c := h.dialer.next(t)
+	if !c.cfg.SessionEra {
 		t.Fatal("the second connection must be made for the session era")
 	}
+	eraLink := c.handler.(*link)
 	if st := h.nextChange(); st.SessionProtocol != "" || st.Protocol != jsonrpc.Version20260728 {
 		t.Fatalf("status protocols = %q and %q, want %q alone", st.Protocol, st.SessionProtocol, jsonrpc.Version20260728)
 	}
@@ -85,11 +107,44 @@ func TestStatelessOnlyServerKeepsOneConnection(t *testing.T) {
 	if r := recv(t, byClient, "the call's result"); r.err != nil {
 		t.Fatal(r.err)
 	}
+	// The session-era link's supervisor ends: it waits for no retry.
+	recv(t, eraLink.done, "the session-era link to stop")
 	h.clk.noTimer(t)
 	select {
 	case c := <-h.dialer.conns:
 		t.Fatalf("connection %d dialed after the server refused the session era", c.n)
 	default:
+	}
+}
+
+// TestSessionConnectionsFollowTheServersEras: with share = "session", a
+// session's own connection asks for a session first; one that the server
+// refuses is made again at once, finding the era.
+func TestSessionConnectionsFollowTheServersEras(t *testing.T) {
+	for _, noSessions := range []bool{false, true} {
+		t.Run(fmt.Sprintf("noSessions=%v", noSessions), func(t *testing.T) {
+			h := startHarness(t, Config{Share: ShareSession, Client: client.Config{URL: "http://upstream.invalid/mcp"}}, dualEraSetup(noSessions))
+			h.connect()
+			if c := h.dialer.next(t); !c.cfg.SessionEra {
+				t.Fatal("the probe of the session era must be made for it")
+			}
+			h.nextChange()
+			done := h.call(context.Background(), "s1", "tools/call", `{"name":"a"}`, newPeer("s1"))
+			own := h.dialer.next(t)
+			if !own.cfg.SessionEra {
+				t.Fatal("the session's own connection must ask for a session first")
+			}
+			if noSessions {
+				own = h.dialer.next(t)
+				if own.cfg.SessionEra {
+					t.Fatal("after the refusal the session's connection must find the era")
+				}
+			}
+			own.nextCall(t).answer(`{"content":[]}`)
+			if r := recv(t, done, "the call"); r.err != nil {
+				t.Fatal(r.err)
+			}
+		})
 	}
 }
 

@@ -240,7 +240,8 @@ type callResult struct {
 }
 
 // call makes a call on its own goroutine; its outcome arrives on the
-// channel returned.
+// channel returned. A call of a session asks for the session era, as the
+// hub asks for a session-era client it does not translate for.
 func (h *harness) call(ctx context.Context, session, method, params string, peer jsonrpc.Peer) <-chan callResult {
 	out := make(chan callResult, 1)
 	var p json.RawMessage
@@ -248,7 +249,7 @@ func (h *harness) call(ctx context.Context, session, method, params string, peer
 		p = json.RawMessage(params)
 	}
 	go func() {
-		res, err := h.srv.Call(ctx, session, method, p, peer)
+		res, err := h.srv.Call(ctx, session, session != "", method, p, peer)
 		out <- callResult{res, err}
 	}()
 	return out

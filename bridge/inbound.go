@@ -23,13 +23,14 @@ func (l *link) HandleNotification(m *jsonrpc.Message, related json.RawMessage) {
 		}
 	}
 	for _, lm := range listMethods {
-		if m.Method == lm.changed && l.era {
-			// The shared connection hears of the change too and
-			// refetches the lists it serves.
-			return
-		}
 		if m.Method == lm.changed {
-			l.srv.group.Go(func() { l.refresh(lm.changed) })
+			// The lists served are the shared connection's: a change the
+			// session-era connection beside it hears of refetches them.
+			target := l
+			if l.era {
+				target = l.srv.sharedLink()
+			}
+			l.srv.group.Go(func() { target.refresh(lm.changed) })
 			break
 		}
 	}

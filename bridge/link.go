@@ -5,6 +5,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"log/slog"
 	"net/http"
 	"sync"
 	"sync/atomic"
@@ -24,6 +25,11 @@ type link struct {
 	// eras (see eras.go): shared by the session-era sessions, while the
 	// link with session "" and era false speaks 2026-07-28.
 	era bool
+	// autoEra, on a per-session link of a server whose era is found, is
+	// set once the server refused a session-era connection: the link's
+	// later connections find the era, as the shared one does. Only the
+	// supervisor reads and writes it.
+	autoEra bool
 
 	ctx    context.Context
 	cancel context.CancelFunc
@@ -105,11 +111,15 @@ func (l *link) supervise(parent context.Context) {
 			}
 			err = lost
 		}
-		if l.srv.lacksSessionEra(l, err) {
+		if stop, again := l.srv.lacksSessionEra(l, err); stop || again {
 			if conn != nil {
 				conn.Close()
 			}
-			return
+			if stop {
+				return
+			}
+			attempt = -1 // the era was the reason, not the server: at once
+			continue
 		}
 		delay, retry := l.failed(err, attempt, b)
 		if conn != nil {
@@ -154,8 +164,10 @@ func (l *link) clientConfig(resume bool, h *health) client.Config {
 	if !resume {
 		cfg.Resume = nil
 	}
-	// A dual-era server's session-era clients reach it in their era.
-	cfg.SessionEra = l.era || (l.session != "" && l.srv.dual() != "")
+	// A session-era client's own connection (share = "session") opens a
+	// session where the server keeps one, so a server that speaks both
+	// eras is spoken to in the client's.
+	cfg.SessionEra = l.era || (l.session != "" && l.srv.probesEras() && !l.autoEra)
 	if h != nil {
 		// The health check owns these hooks: nothing else sets them on an
 		// upstream's config.
@@ -226,7 +238,7 @@ func (l *link) connect(h *health) (upstreamConn, error) {
 	}
 	release()
 	subs := l.connected(conn, init.Raw, lists)
-	l.srv.log.Info("connected", "transport", conn.Transport(), "pid", conn.PID(), "tools", len(lists["tools/list"]), "session", l.session)
+	l.logger().Info("connected", "transport", conn.Transport(), "pid", conn.PID(), "tools", len(lists["tools/list"]), "session", l.session)
 	if lvl := l.srv.level(); lvl != "" {
 		l.applyLogLevel(lvl)
 	}
@@ -263,7 +275,7 @@ func (l *link) renewSubscriptions(ctx context.Context, conn upstreamConn, uris [
 	for _, uri := range uris {
 		params := fmt.Appendf(nil, `{"uri":%s}`, jsonrpc.Quote(uri))
 		if _, err := conn.Call(ctx, "resources/subscribe", params); err != nil {
-			l.srv.log.Warn("could not renew a resource subscription", "uri", uri, "err", err)
+			l.logger().Warn("could not renew a resource subscription", "uri", uri, "err", err)
 		}
 	}
 }
@@ -285,7 +297,7 @@ func (l *link) serve(conn upstreamConn, h *health) error {
 	}
 	l.mu.Unlock()
 	if l.ctx.Err() == nil {
-		l.srv.log.Warn("connection lost", "err", err)
+		l.logger().Warn("connection lost", "err", err)
 	}
 	if err == nil {
 		err = fmt.Errorf("the connection ended")
@@ -334,10 +346,10 @@ func (l *link) failed(err error, attempt int, b Backoff) (delay time.Duration, r
 	l.changed()
 	switch {
 	case needsLogin:
-		l.srv.log.Warn("the server asks for sign-in; not retrying until it is restarted", "status", authErr.Status, "err", why)
+		l.logger().Warn("the server asks for sign-in; not retrying until it is restarted", "status", authErr.Status, "err", why)
 		return 0, false
 	case state == StateCrashLoop:
-		l.srv.log.Error("crash-looping; retrying slowly", "failures", failures, "retry_in", b.SlowRetry, "err", why)
+		l.logger().Error("crash-looping; retrying slowly", "failures", failures, "retry_in", b.SlowRetry, "err", why)
 		return b.SlowRetry, true
 	}
 	// A remote server that connects and is lost again and again keeps
@@ -349,7 +361,7 @@ func (l *link) failed(err error, attempt int, b Backoff) (delay time.Duration, r
 	} else {
 		d = b.delay(attempt, randomJitter)
 	}
-	l.srv.log.Warn("could not connect", "err", why, "state", state, "retry_in", d.Round(time.Millisecond))
+	l.logger().Warn("could not connect", "err", why, "state", state, "retry_in", d.Round(time.Millisecond))
 	return d, true
 }
 
@@ -437,3 +449,12 @@ func (l *link) status() Status {
 // shared one whose catalog is served, whose state is stored and resumed,
 // and whose calls a restarted hub can adopt.
 func (l *link) primary() bool { return l.session == "" && !l.era }
+
+// logger is the server's logger, naming the session-era connection beside
+// the shared one so its lines are told from the shared connection's.
+func (l *link) logger() *slog.Logger {
+	if l.era {
+		return l.srv.log.With("connection", "session-era")
+	}
+	return l.srv.log
+}

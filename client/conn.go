@@ -96,8 +96,8 @@ type Config struct {
 	// that wraps ErrNoSessionEra.
 	SessionEra bool
 
-	// MaxMessageBytes bounds one stdio line, one JSON response body or one
-	// SSE event; 0 means 16 MiB. A response over it fails its call at once
+	// MaxMessageBytes bounds one stdio line, one message of a JSON
+	// response body or one SSE event; 0 means 16 MiB. A response over it fails its call at once
 	// with ErrMessageTooLarge ("response over N bytes"); one whose call
 	// cannot be told fails every call in flight.
 	MaxMessageBytes int
@@ -307,7 +307,10 @@ func (c *Conn) Start(ctx context.Context) error {
 		case TransportAuto, "":
 			err = c.startWith(ctx, newStreamable(c))
 			var he *HTTPError
-			if errors.As(err, &he) && (he.Status == http.StatusBadRequest || he.Status == http.StatusNotFound || he.Status == http.StatusMethodNotAllowed) {
+			// A server that refused a session-era connection answered
+			// over Streamable HTTP: it is no legacy server.
+			if errors.As(err, &he) && !errors.Is(err, ErrNoSessionEra) &&
+				(he.Status == http.StatusBadRequest || he.Status == http.StatusNotFound || he.Status == http.StatusMethodNotAllowed) {
 				c.log.Info("Streamable HTTP refused; trying the legacy HTTP+SSE transport", "status", he.Status)
 				err = c.startWith(ctx, newLegacy(c))
 			}

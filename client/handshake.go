@@ -100,6 +100,9 @@ func (c *Conn) handshakeSince(ctx context.Context, began time.Time) error {
 	if err != nil {
 		return fmt.Errorf("initialize: %w", err)
 	}
+	if !jsonrpc.IsSessionVersion(res.ProtocolVersion) && c.cfg.SessionEra {
+		return fmt.Errorf("%w: %w: the server answered %q to initialize", ErrNoSessionEra, ErrVersion, c.excerpt(res.ProtocolVersion, false, 64))
+	}
 	if !jsonrpc.IsSessionVersion(res.ProtocolVersion) {
 		return fmt.Errorf("%w: the server answered %q to mcphub's %q; mcphub speaks %v", ErrVersion, c.excerpt(res.ProtocolVersion, false, 64), offered, jsonrpc.SessionVersions)
 	}
@@ -118,17 +121,22 @@ func (c *Conn) handshakeSince(ctx context.Context, began time.Time) error {
 }
 
 // refusesSessions reports whether initialize's failure is the server's
-// answer that it keeps no sessions: a JSON-RPC error, or an HTTP status
-// other than a refusal of credentials or a server's own trouble. A
-// network failure or a timeout says nothing about eras.
+// answer that it keeps no sessions: the statuses a server of the stateless
+// era alone answers an initialize POST with (400, 404, 405), or a
+// JSON-RPC error that says it does not know the method or that version.
+// A refusal that may pass (429, a server busy, a network failure, a
+// timeout) says nothing about eras: the connection is tried again.
 func refusesSessions(err error) bool {
 	var rpcErr *jsonrpc.Error
 	if errors.As(err, &rpcErr) {
-		return true
+		switch rpcErr.Code {
+		case jsonrpc.CodeMethodNotFound, jsonrpc.CodeInvalidParams, jsonrpc.CodeInvalidRequest, jsonrpc.CodeUnsupportedProtocolVersion:
+			return true
+		}
 	}
 	var he *HTTPError
-	return errors.As(err, &he) && he.Status >= 400 && he.Status < 500 &&
-		he.Status != http.StatusUnauthorized && he.Status != http.StatusForbidden
+	return errors.As(err, &he) &&
+		(he.Status == http.StatusBadRequest || he.Status == http.StatusNotFound || he.Status == http.StatusMethodNotAllowed)
 }
 
 // capabilities are the client capabilities declared upstream.

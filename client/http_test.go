@@ -73,6 +73,7 @@ type fakeStreamable struct {
 	deleteStatus int                 // the answer to DELETE; 0 means 204
 	expire       map[string]int      // session id → POSTs it serves before it is forgotten (404)
 	beforeInit   func(n int)         // called before the n-th initialize is answered; may block
+	stateless    func(n int) bool    // when it says so, the n-th initialize is answered without a session id
 
 	push     chan string           // events written on the standalone GET stream
 	replies  chan *jsonrpc.Message // responses the client POSTed
@@ -198,7 +199,9 @@ func (f *fakeStreamable) initialize(w http.ResponseWriter, m *jsonrpc.Message) {
 	if version == "" {
 		version = p.ProtocolVersion
 	}
-	w.Header().Set("Mcp-Session-Id", sid)
+	if f.stateless == nil || !f.stateless(n) {
+		w.Header().Set("Mcp-Session-Id", sid)
+	}
 	writeJSONMsg(w, jsonrpc.NewResponse(m.ID, fmt.Appendf(nil,
 		`{"protocolVersion":%q,"capabilities":{"tools":{}},"serverInfo":{"name":"scripted","version":"1"}}`, version)))
 }

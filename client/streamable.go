@@ -299,7 +299,14 @@ func (s *streamable) renew(ctx context.Context, oldSID string, keep json.RawMess
 	for _, id := range lost {
 		s.c.failCall(json.RawMessage(id), ErrSessionExpired)
 	}
-	return s.c.handshake(ctx)
+	err := s.c.handshake(ctx)
+	if errors.Is(err, ErrNoSessionEra) {
+		// The server now answers without a session: what this
+		// connection was made for is gone, and every later request
+		// would be refused. It ends, so its owner sees why.
+		s.finish(fmt.Errorf("%w: re-initializing failed: %w", ErrSessionExpired, err))
+	}
+	return err
 }
 
 // forgetCall stops what still works for a call whose caller no longer

@@ -330,7 +330,7 @@ type refused struct{ reason string }
 
 func (r refused) Start(context.Context) {}
 func (r refused) Close() error          { return nil }
-func (r refused) Call(context.Context, string, string, json.RawMessage, jsonrpc.Peer) (json.RawMessage, error) {
+func (r refused) Call(context.Context, string, bool, string, json.RawMessage, jsonrpc.Peer) (json.RawMessage, error) {
 	return nil, fmt.Errorf("%w: %s", errUnavailable, r.reason)
 }
 func (r refused) Notify(context.Context, string, string, json.RawMessage) error {

@@ -21,9 +21,12 @@ const waitFor = 5 * time.Second
 type fakeCall struct {
 	Ctx     context.Context
 	Session string
-	Method  string
-	Params  json.RawMessage
-	Peer    jsonrpc.Peer
+	// SessionEra is what the hub asked of a dual-era server: its
+	// session-era connection.
+	SessionEra bool
+	Method     string
+	Params     json.RawMessage
+	Peer       jsonrpc.Peer
 }
 
 // callHandler decides a fake call's result. It runs on the hub's goroutine,
@@ -156,8 +159,8 @@ func (f *fakeUpstream) Close() error {
 	return nil
 }
 
-func (f *fakeUpstream) Call(ctx context.Context, session, method string, params json.RawMessage, peer jsonrpc.Peer) (json.RawMessage, error) {
-	c := &fakeCall{Ctx: ctx, Session: session, Method: method, Params: append(json.RawMessage(nil), params...), Peer: peer}
+func (f *fakeUpstream) Call(ctx context.Context, session string, sessionEra bool, method string, params json.RawMessage, peer jsonrpc.Peer) (json.RawMessage, error) {
+	c := &fakeCall{Ctx: ctx, Session: session, SessionEra: sessionEra, Method: method, Params: append(json.RawMessage(nil), params...), Peer: peer}
 	f.mu.Lock()
 	f.calls = append(f.calls, c)
 	h := f.handler

@@ -236,14 +236,21 @@ func (r *router) forward(ctx context.Context, s *session, server, method string,
 	ctx, cancel := context.WithTimeoutCause(ctx, timeout, &timeoutError{server: server, method: method, timeout: timeout})
 	defer cancel()
 	st := e.up.Status()
-	if jsonrpc.EraOf(s.version) == jsonrpc.EraStateless && st.Protocol != jsonrpc.Version20260728 {
+	stateless := jsonrpc.EraOf(s.version) == jsonrpc.EraStateless
+	if stateless && st.Protocol != jsonrpc.Version20260728 {
 		// A session-era server negotiated once, with mcphub: the request's
 		// protocol version and log level are not for it, what it says of
 		// its client is.
 		params = jsonrpc.StripHopMeta(params)
 	}
-	modernUp := sessionOverStateless(s, st)
-	if modernUp && len(s.caps.raw) > 0 {
+	// The era is chosen once for the call and every round of it: a
+	// session-era client's call takes a dual-era server's session-era
+	// connection as it is, or is translated over the stateless one.
+	// Subscriptions of both eras stay on the shared connection, counted
+	// together, whose updates reach every subscriber.
+	translate := sessionOverStateless(s, st)
+	sessionEra := !stateless && !translate && method != "resources/subscribe" && method != "resources/unsubscribe"
+	if translate && len(s.caps.raw) > 0 {
 		// A stateless server reads the client's capabilities in each
 		// request and asks only for what that client can give: this
 		// session's, not mcphub's.
@@ -251,10 +258,11 @@ func (r *router) forward(ctx context.Context, s *session, server, method string,
 			params = p
 		}
 	}
-	res, err := e.up.Call(ctx, s.id, method, params, peer)
-	// Asked again: the connection may have been replaced during the call.
-	if err == nil && sessionOverStateless(s, e.up.Status()) {
-		res, err = r.fulfilInputs(ctx, e.up, s, method, params, peer, res)
+	res, err := e.up.Call(ctx, s.id, sessionEra, method, params, peer)
+	// A session-era client never sees input_required, even from a
+	// connection replaced by a stateless one during the call.
+	if err == nil && !stateless && (translate || jsonrpc.InputRequired(res)) {
+		res, err = r.fulfilInputs(ctx, e.up, s, sessionEra, method, params, peer, res)
 	}
 	if err != nil && ctx.Err() != nil && errors.Is(context.Cause(ctx), errTimeout) {
 		return nil, context.Cause(ctx)
@@ -314,18 +322,12 @@ func (r *router) subscribe(ctx context.Context, c *call) (json.RawMessage, error
 // countSubscription keeps the number of sessions subscribed to a URI and
 // reports whether the upstream must hear of this change. A session's own
 // upstream connection (share = "session") always does; stateless clients
-// (session "") share one connection and are counted. A server that speaks
-// both eras subscribes its session-era sessions on a connection of their
-// own era, counted apart.
+// (session "") share one connection and are counted.
 func (r *router) countSubscription(server, session, uri string, on bool) bool {
-	e := r.servers.get(server)
-	if e != nil && e.spec.Share == "session" && session != "" {
+	if e := r.servers.get(server); e != nil && e.spec.Share == "session" && session != "" {
 		return true
 	}
 	key := server + "\x00" + uri
-	if e != nil && session != "" && e.up.Status().SessionProtocol != "" {
-		key = server + "\x00session\x00" + uri
-	}
 	r.mu.Lock()
 	defer r.mu.Unlock()
 	if on {
@@ -364,7 +366,7 @@ func (r *router) release(s *session) {
 		if e := r.servers.get(server); e != nil {
 			ctx, cancel := context.WithTimeout(r.servers.ctx, 5*time.Second)
 			params := fmt.Appendf(nil, `{"uri":%s}`, jsonrpc.Quote(uri))
-			if _, err := e.up.Call(ctx, s.id, "resources/unsubscribe", params, nil); err != nil {
+			if _, err := e.up.Call(ctx, s.id, false, "resources/unsubscribe", params, nil); err != nil {
 				r.servers.log.Debug("could not unsubscribe", "server", server, "err", err)
 			}
 			cancel()

@@ -385,7 +385,7 @@ func (ss *serverSet) status() (servers []api.ServerStatus, reg *registry.Registr
 			us := e.up.Status()
 			st.State, st.Transport, st.PID, st.LastError, st.Restarts = us.State, us.Transport, us.PID, us.LastError, us.Restarts
 			st.Protocol = us.Protocol
-			if us.SessionProtocol != "" {
+			if us.SessionProtocol != "" && us.Protocol != "" {
 				st.Protocols = []string{us.SessionProtocol, us.Protocol}
 			} else if us.Protocol != "" {
 				st.Protocols = []string{us.Protocol}

@@ -23,8 +23,11 @@ type Upstream interface {
 	// params is sent as it is. The upstream mints its own request id and
 	// progress token, relays what belongs to the call to peer, and sends
 	// notifications/cancelled upstream when ctx ends first. An upstream
-	// JSON-RPC error is returned as *jsonrpc.Error.
-	Call(ctx context.Context, session string, method string, params json.RawMessage, peer jsonrpc.Peer) (json.RawMessage, error)
+	// JSON-RPC error is returned as *jsonrpc.Error. sessionEra asks, of a
+	// server that speaks both eras (UpstreamStatus.SessionProtocol), for
+	// its session-era connection, which relays a session-era client's
+	// call untranslated; otherwise the call takes the shared connection.
+	Call(ctx context.Context, session string, sessionEra bool, method string, params json.RawMessage, peer jsonrpc.Peer) (json.RawMessage, error)
 	// Notify forwards a client notification (such as
 	// notifications/roots/list_changed) from session.
 	Notify(ctx context.Context, session string, method string, params json.RawMessage) error
