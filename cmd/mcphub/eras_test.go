@@ -3,7 +3,6 @@ package main
 import (
 	"context"
 	"encoding/json"
-	"net"
 	"os/exec"
 	"path/filepath"
 	"slices"
@@ -45,36 +44,7 @@ func erasHub(t *testing.T) (*procHub, *hubRun) {
 // HTTP mode on a free port until the test ends (stopped by its PID).
 func startStatelessEverything(t *testing.T, bin string) string {
 	t.Helper()
-	addr := freeAddr(t)
-	cmd := exec.Command(bin, "-http="+addr, "-stateless=true")
-	var out logBuffer
-	cmd.Stdout, cmd.Stderr = &out, &out
-	if err := cmd.Start(); err != nil {
-		t.Fatal(err)
-	}
-	exited := make(chan struct{})
-	go func() { cmd.Wait(); close(exited) }()
-	t.Cleanup(func() {
-		cmd.Process.Kill() // by its own PID
-		<-exited
-	})
-	deadline := time.Now().Add(10 * time.Second)
-	for {
-		c, err := net.DialTimeout("tcp", addr, 200*time.Millisecond)
-		if err == nil {
-			c.Close()
-			return "http://" + addr + "/mcp"
-		}
-		select {
-		case <-exited:
-			t.Fatalf("everything-server exited:\n%s", out.String())
-		default:
-		}
-		if time.Now().After(deadline) {
-			t.Fatalf("everything-server did not listen on %s:\n%s", addr, out.String())
-		}
-		time.Sleep(20 * time.Millisecond)
-	}
+	return startEverythingHTTP(t, bin, true).String() + "/mcp"
 }
 
 // TestErasGoSDKClient: the Go SDK's client pinned to 2026-07-28 lists the
