@@ -236,6 +236,15 @@ func refreshAcrossCall(t *testing.T, expiresIn int, quiet bool) {
 	if quiet && !time.Now().Before(g0.Token.Expiry) {
 		t.Errorf("the first refresh came after login's token expired at %s", g0.Token.Expiry.Format(time.TimeOnly))
 	}
+	// The authorization server counts a refresh as it answers; the hub
+	// then takes the new token in and stores it. A stored new refresh
+	// token shows the hub has it, so the next call must carry it.
+	eventually(t, 10*time.Second, "the hub stores the refreshed grant", func() error {
+		if g := e.grant(); g == nil || g.Token == nil || g.Token.RefreshToken == rt0 {
+			return fmt.Errorf("the store still holds login's refresh token")
+		}
+		return nil
+	})
 	e.fake.releaseSlow()
 	select {
 	case r := <-done:
