@@ -73,7 +73,7 @@ func (l *link) adopt(conn upstreamConn, adoptions []adoption) {
 		}
 	}
 	if len(adoptions) > 0 {
-		l.srv.log.Info("resumed calls of the previous run", "calls", len(adoptions))
+		l.logger().Info("resumed calls of the previous run", "calls", len(adoptions))
 	}
 }
 

@@ -43,7 +43,7 @@ func (l *link) fetchList(ctx context.Context, conn upstreamConn, method string) 
 	// connection.
 	var e *jsonrpc.Error
 	if errors.As(err, &e) {
-		l.srv.log.Warn("the server refused a list it declared", "method", method, "err", e.Message)
+		l.logger().Warn("the server refused a list it declared", "method", method, "err", e.Message)
 		return nil, nil
 	}
 	return items, err
@@ -61,7 +61,7 @@ func (l *link) refresh(changed string) {
 		}
 		items, err := l.fetchList(l.ctx, conn, lm.method)
 		if err != nil {
-			l.srv.log.Warn("could not refresh a list", "method", lm.method, "err", err)
+			l.logger().Warn("could not refresh a list", "method", lm.method, "err", err)
 			continue
 		}
 		l.mu.Lock()
@@ -92,7 +92,7 @@ func (l *link) applyLogLevel(level string) {
 		defer cancel()
 		params := fmt.Appendf(nil, `{"level":%s}`, jsonrpc.Quote(level))
 		if _, err := conn.Call(ctx, "logging/setLevel", params); err != nil {
-			l.srv.log.Debug("logging/setLevel failed", "err", err)
+			l.logger().Debug("logging/setLevel failed", "err", err)
 		}
 	})
 }

@@ -1,7 +1,9 @@
 package bridge
 
 import (
+	"context"
 	"errors"
+	"time"
 
 	"github.com/mcphub/mcphub/client"
 	"github.com/mcphub/mcphub/internal/jsonrpc"
@@ -14,13 +16,15 @@ import (
 // can carry; its stateless ones answer input_required. So each client is
 // relayed in its own era: when the shared connection of a remote server
 // whose era is found (protocol "auto") speaks 2026-07-28, the Server also
-// opens a session-era connection (client.Config.SessionEra), and once it
-// is in, calls of session-era sessions take it (or, with share =
-// "session", their own session-era connections) while stateless calls
-// keep the shared one. A server that refuses the session, or answers
-// initialize without a session id, lacks the session era: the hub then
+// opens a session-era connection (client.Config.SessionEra). While it is
+// up, the hub asks for it (hub.Upstream.Call's sessionEra) for the calls
+// of session-era sessions, and stateless calls keep the shared one; with
+// share = "session", each session's own connection is made in the era the
+// server was found to speak it in. A server that refuses the session, or
+// answers initialize without a session id, lacks the session era: the hub
 // translates for session-era clients, as it does for a server of the
-// stateless era alone.
+// stateless era alone, and the session is asked for again after
+// Backoff.SlowRetry.
 
 // probesEras reports whether the server's era is found when connecting
 // over Streamable HTTP, the only case where one endpoint can serve both:
@@ -64,32 +68,57 @@ func (s *Server) startEraLink() {
 	s.superviseLocked(s.era)
 }
 
-// lacksSessionEra handles a session-era connection's failure because the
-// server keeps no sessions. The session-era link beside the shared one
-// stops (stop): calls of session-era sessions go back to the shared
-// connection, translated by the hub, and the era is asked again the next
-// time the shared connection is made. A session's own connection tries
-// again at once, finding the era (again). Other failures are retried like
-// any connection's.
-func (s *Server) lacksSessionEra(l *link, err error) (stop, again bool) {
-	if !errors.Is(err, client.ErrNoSessionEra) {
-		return false, false
-	}
-	if l.session != "" && !l.autoEra {
-		l.autoEra = true
-		return false, true
-	}
-	if !l.era {
-		return false, false
+// lacksSessionEra handles the failure of the session-era connection
+// beside the shared one because the server keeps no sessions: calls of
+// session-era sessions go back to the shared connection, translated by
+// the hub, and the link is settled as failed; its supervisor asks again
+// after Backoff.SlowRetry. Other failures are retried like any
+// connection's.
+func (s *Server) lacksSessionEra(l *link, err error) bool {
+	if !l.era || !errors.Is(err, client.ErrNoSessionEra) {
+		return false
 	}
 	s.mu.Lock()
-	if s.era == l {
-		s.era, s.dualVersion = nil, ""
-	}
+	had := s.dualVersion != ""
+	s.dualVersion = ""
 	s.mu.Unlock()
-	s.log.Info("the server keeps no sessions: session-era clients are served over 2026-07-28", "err", err)
+	l.mu.Lock()
+	first := l.state == StateStarting
+	l.lastErr = err.Error()
+	l.setStateLocked(StateFailed)
+	l.mu.Unlock()
+	if first || had {
+		s.log.Info("the server keeps no sessions: session-era clients are served over 2026-07-28", "err", err)
+	}
 	l.changed()
-	return true, false
+	return true
+}
+
+// awaitEras waits, for at most wait, until the eras the server is spoken
+// to in are known: the shared connection has connected or failed, and the
+// session-era connection it started, if any, has too.
+func (s *Server) awaitEras(ctx context.Context, wait time.Duration) {
+	if !s.probesEras() {
+		return
+	}
+	ctx, cancel := context.WithTimeout(ctx, wait)
+	defer cancel()
+	select {
+	case <-s.shared.settled:
+	case <-ctx.Done():
+		return
+	}
+	s.mu.Lock()
+	era := s.era
+	s.mu.Unlock()
+	if era == nil {
+		return
+	}
+	select {
+	case <-era.settled:
+	case <-era.done:
+	case <-ctx.Done():
+	}
 }
 
 // dual is the revision session-era clients are relayed in when the server

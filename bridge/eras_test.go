@@ -4,7 +4,9 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"sync/atomic"
 	"testing"
+	"time"
 
 	"github.com/mcphub/mcphub/client"
 	"github.com/mcphub/mcphub/internal/jsonrpc"
@@ -12,19 +14,26 @@ import (
 
 // dualEraSetup makes fake connections of a server that speaks both eras:
 // 2026-07-28 to a connection that finds its era, a session to one made
-// for the session era. noSessions makes it a server of the stateless era
-// alone, which refuses the session.
-func dualEraSetup(noSessions bool) func(c *fakeConn) {
+// for the session era. While noSessions holds it is a server of the
+// stateless era alone, which refuses the session.
+func dualEraSetup(noSessions *atomic.Bool) func(c *fakeConn) {
 	return func(c *fakeConn) {
 		if !c.cfg.SessionEra {
 			c.init.ProtocolVersion = jsonrpc.Version20260728
 			return
 		}
 		c.init.ProtocolVersion = jsonrpc.Version20251125
-		if noSessions {
+		if noSessions != nil && noSessions.Load() {
 			c.startErr = fmt.Errorf("initialize: %w: it answered without an Mcp-Session-Id", client.ErrNoSessionEra)
 		}
 	}
+}
+
+// keepsSessions is whether dualEraSetup's server keeps sessions.
+func keepsSessions(on bool) *atomic.Bool {
+	var b atomic.Bool
+	b.Store(!on)
+	return &b
 }
 
 // TestDualEraServerRelaysEachClientInItsEra: once the shared connection
@@ -32,7 +41,7 @@ func dualEraSetup(noSessions bool) func(c *fakeConn) {
 // session-era sessions take it, stateless calls keep the shared one, and
 // the status names both revisions.
 func TestDualEraServerRelaysEachClientInItsEra(t *testing.T) {
-	h := startHarness(t, Config{Client: client.Config{URL: "http://upstream.invalid/mcp"}}, dualEraSetup(false))
+	h := startHarness(t, Config{Client: client.Config{URL: "http://upstream.invalid/mcp"}}, dualEraSetup(keepsSessions(true)))
 	modern := h.connect()
 	if modern.cfg.SessionEra {
 		t.Fatal("the shared connection was made for the session era; it must find the server's era")
@@ -80,25 +89,26 @@ func TestDualEraServerRelaysEachClientInItsEra(t *testing.T) {
 	if st := h.nextChange(); st.SessionProtocol != "" {
 		t.Errorf("session protocol %q while the session-era connection is down, want none", st.SessionProtocol)
 	}
-	translated := h.call(context.Background(), "", "tools/call", `{"name":"a"}`, newPeer("s1"))
+	translated := h.call(context.Background(), "s1", "tools/call", `{"name":"a"}`, newPeer("s1"))
 	modern.nextCall(t).answer(`{"resultType":"complete","content":[]}`)
 	if r := recv(t, translated, "the translated call's result"); r.err != nil {
 		t.Fatal(r.err)
 	}
 }
 
-// TestStatelessOnlyServerKeepsOneConnection: a server that keeps no
-// sessions refuses the session-era connection; it is not tried again, the
-// status names one revision, and session-era calls take the shared
-// connection (the hub translates them).
-func TestStatelessOnlyServerKeepsOneConnection(t *testing.T) {
-	h := startHarness(t, Config{Client: client.Config{URL: "http://upstream.invalid/mcp"}}, dualEraSetup(true))
+// TestStatelessOnlyServerIsAskedAgainSlowly: a server that keeps no
+// sessions refuses the session-era connection; the status names one
+// revision, session-era calls take the shared connection (the hub
+// translates them), and the session is asked for again only after
+// Backoff.SlowRetry, when a server that keeps sessions by then becomes
+// dual-era.
+func TestStatelessOnlyServerIsAskedAgainSlowly(t *testing.T) {
+	noSessions := keepsSessions(false)
+	h := startHarness(t, Config{Client: client.Config{URL: "http://upstream.invalid/mcp"}}, dualEraSetup(noSessions))
 	modern := h.connect()
-	c := h.dialer.next(t)
-	if !c.cfg.SessionEra {
+	if c := h.dialer.next(t); !c.cfg.SessionEra {
 		t.Fatal("the second connection must be made for the session era")
 	}
-	eraLink := c.handler.(*link)
 	if st := h.nextChange(); st.SessionProtocol != "" || st.Protocol != jsonrpc.Version20260728 {
 		t.Fatalf("status protocols = %q and %q, want %q alone", st.Protocol, st.SessionProtocol, jsonrpc.Version20260728)
 	}
@@ -107,38 +117,48 @@ func TestStatelessOnlyServerKeepsOneConnection(t *testing.T) {
 	if r := recv(t, byClient, "the call's result"); r.err != nil {
 		t.Fatal(r.err)
 	}
-	// The session-era link's supervisor ends: it waits for no retry.
-	recv(t, eraLink.done, "the session-era link to stop")
-	h.clk.noTimer(t)
+	if d := h.clk.nextTimer(t); d != time.Minute {
+		t.Fatalf("the session was to be asked for again in %v, want Backoff.SlowRetry (1m)", d)
+	}
 	select {
 	case c := <-h.dialer.conns:
-		t.Fatalf("connection %d dialed after the server refused the session era", c.n)
+		t.Fatalf("connection %d dialed before the slow retry", c.n)
 	default:
+	}
+	noSessions.Store(false)
+	h.clk.advance(time.Minute)
+	if c := h.dialer.next(t); !c.cfg.SessionEra {
+		t.Fatal("the retry must be made for the session era")
+	}
+	if st := h.nextChange(); st.SessionProtocol != jsonrpc.Version20251125 {
+		t.Fatalf("session protocol %q once the server keeps sessions, want %q", st.SessionProtocol, jsonrpc.Version20251125)
 	}
 }
 
 // TestSessionConnectionsFollowTheServersEras: with share = "session", a
-// session's own connection asks for a session first; one that the server
-// refuses is made again at once, finding the era.
+// session's own connection waits until the server's eras are known and
+// asks for a session only of a server that keeps them.
 func TestSessionConnectionsFollowTheServersEras(t *testing.T) {
-	for _, noSessions := range []bool{false, true} {
-		t.Run(fmt.Sprintf("noSessions=%v", noSessions), func(t *testing.T) {
-			h := startHarness(t, Config{Share: ShareSession, Client: client.Config{URL: "http://upstream.invalid/mcp"}}, dualEraSetup(noSessions))
+	for _, sessions := range []bool{true, false} {
+		t.Run(fmt.Sprintf("keepsSessions=%v", sessions), func(t *testing.T) {
+			gate := make(chan struct{})
+			setup := dualEraSetup(keepsSessions(sessions))
+			h := startHarness(t, Config{Share: ShareSession, Client: client.Config{URL: "http://upstream.invalid/mcp"}}, func(c *fakeConn) {
+				setup(c)
+				if c.n == 2 {
+					c.startGate = gate // the session-era probe answers when the test says
+				}
+			})
 			h.connect()
 			if c := h.dialer.next(t); !c.cfg.SessionEra {
 				t.Fatal("the probe of the session era must be made for it")
 			}
-			h.nextChange()
 			done := h.call(context.Background(), "s1", "tools/call", `{"name":"a"}`, newPeer("s1"))
+			close(gate)
+			h.nextChange()
 			own := h.dialer.next(t)
-			if !own.cfg.SessionEra {
-				t.Fatal("the session's own connection must ask for a session first")
-			}
-			if noSessions {
-				own = h.dialer.next(t)
-				if own.cfg.SessionEra {
-					t.Fatal("after the refusal the session's connection must find the era")
-				}
+			if own.cfg.SessionEra != sessions {
+				t.Fatalf("the session's own connection asked for the session era: %v, want %v", own.cfg.SessionEra, sessions)
 			}
 			own.nextCall(t).answer(`{"content":[]}`)
 			if r := recv(t, done, "the call"); r.err != nil {
@@ -157,7 +177,7 @@ func TestErasAreAskedOnlyWhereOneEndpointCanServeBoth(t *testing.T) {
 		"sse":    {URL: "http://upstream.invalid/sse", Transport: client.TransportSSE},
 	} {
 		t.Run(name, func(t *testing.T) {
-			h := startHarness(t, Config{Client: cc}, dualEraSetup(false))
+			h := startHarness(t, Config{Client: cc}, dualEraSetup(keepsSessions(true)))
 			h.connect()
 			// The era is looked at before the connection is reported:
 			// a session-era connection would be on its way by now.

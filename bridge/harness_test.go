@@ -240,8 +240,9 @@ type callResult struct {
 }
 
 // call makes a call on its own goroutine; its outcome arrives on the
-// channel returned. A call of a session asks for the session era, as the
-// hub asks for a session-era client it does not translate for.
+// channel returned. A call of a session asks for the session era when the
+// server reports a session-era connection up, as the hub does for a
+// session-era client it does not translate for.
 func (h *harness) call(ctx context.Context, session, method, params string, peer jsonrpc.Peer) <-chan callResult {
 	out := make(chan callResult, 1)
 	var p json.RawMessage
@@ -249,7 +250,8 @@ func (h *harness) call(ctx context.Context, session, method, params string, peer
 		p = json.RawMessage(params)
 	}
 	go func() {
-		res, err := h.srv.Call(ctx, session, session != "", method, p, peer)
+		sessionEra := session != "" && h.srv.Status().SessionProtocol != ""
+		res, err := h.srv.Call(ctx, session, sessionEra, method, p, peer)
 		out <- callResult{res, err}
 	}()
 	return out

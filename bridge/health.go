@@ -211,7 +211,7 @@ func (l *link) watch(conn upstreamConn, h *health) error {
 		case <-l.ctx.Done():
 			return nil
 		case cause := <-h.trouble:
-			l.srv.log.Debug("the connection saw a transport failure; pinging the server", "err", cause, "session", l.session)
+			l.logger().Debug("the connection saw a transport failure; pinging the server", "err", cause, "session", l.session)
 			if err := l.ping(conn, h); err != nil {
 				return err
 			}
@@ -256,7 +256,7 @@ func (l *link) ping(conn upstreamConn, h *health) error {
 		if try > 1 || ctx.Err() != nil || !retryPing(err) {
 			break
 		}
-		l.srv.log.Debug("a ping failed on the way; sending it once more", "err", err, "session", l.session)
+		l.logger().Debug("a ping failed on the way; sending it once more", "err", err, "session", l.session)
 	}
 	if !errors.Is(context.Cause(ctx), errPingTimeout) {
 		return fmt.Errorf("the server stopped answering: ping: %w", err)
@@ -264,7 +264,7 @@ func (l *link) ping(conn upstreamConn, h *health) error {
 	if h.aliveSince(began) {
 		// Slow to answer, but it sent something meanwhile: busy, not
 		// gone. The next check is an interval from then.
-		l.srv.log.Debug("a ping went unanswered, but the server sent something meanwhile", "timeout", timeout, "session", l.session)
+		l.logger().Debug("a ping went unanswered, but the server sent something meanwhile", "timeout", timeout, "session", l.session)
 		return nil
 	}
 	if n := l.inFlight(); n > 0 {
@@ -274,7 +274,7 @@ func (l *link) ping(conn upstreamConn, h *health) error {
 			// That counts as a sign of life, so it is not pinged again
 			// before an interval has passed.
 			h.alive()
-			l.srv.log.Debug("a ping went unanswered while calls are in flight, but the server takes connections: busy", "timeout", timeout, "calls", n, "session", l.session)
+			l.logger().Debug("a ping went unanswered while calls are in flight, but the server takes connections: busy", "timeout", timeout, "calls", n, "session", l.session)
 			return nil
 		}
 		return fmt.Errorf("the server stopped answering: no answer to a ping within %v, and no connection to it: %w", timeout, derr)
@@ -354,7 +354,7 @@ func (l *link) waitRetry(delay time.Duration) bool {
 			case <-clk.After(l.srv.cfg.PingInterval):
 			}
 			if l.reach() == nil {
-				l.srv.log.Info("the server takes connections again; reconnecting without waiting out the backoff", "session", l.session)
+				l.logger().Info("the server takes connections again; reconnecting without waiting out the backoff", "session", l.session)
 				return true
 			}
 		}

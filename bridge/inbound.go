@@ -66,7 +66,7 @@ func (l *link) HandleRequest(ctx context.Context, m *jsonrpc.Message, related js
 		return c.peer.Request(ctx, m.Method, m.Params)
 	}
 	if ambiguous {
-		l.srv.log.Warn("refused a server request that could belong to several clients", "method", m.Method)
+		l.logger().Warn("refused a server request that could belong to several clients", "method", m.Method)
 		return nil, jsonrpc.Errorf(jsonrpc.CodeInternalError,
 			"mcphub cannot tell which client %s is for: calls from several sessions are in flight on the shared connection to %s (set share = \"session\" for this server)",
 			m.Method, l.srv.cfg.Name)

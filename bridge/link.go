@@ -25,11 +25,6 @@ type link struct {
 	// eras (see eras.go): shared by the session-era sessions, while the
 	// link with session "" and era false speaks 2026-07-28.
 	era bool
-	// autoEra, on a per-session link of a server whose era is found, is
-	// set once the server refused a session-era connection: the link's
-	// later connections find the era, as the shared one does. Only the
-	// supervisor reads and writes it.
-	autoEra bool
 
 	ctx    context.Context
 	cancel context.CancelFunc
@@ -111,14 +106,18 @@ func (l *link) supervise(parent context.Context) {
 			}
 			err = lost
 		}
-		if stop, again := l.srv.lacksSessionEra(l, err); stop || again {
+		if l.srv.lacksSessionEra(l, err) {
 			if conn != nil {
 				conn.Close()
 			}
-			if stop {
+			// Asked again now and then: a server redeployed, or one
+			// that refused a session for a while, may keep them again.
+			select {
+			case <-l.srv.cfg.clk.After(b.SlowRetry):
+			case <-l.ctx.Done():
 				return
 			}
-			attempt = -1 // the era was the reason, not the server: at once
+			attempt = -1
 			continue
 		}
 		delay, retry := l.failed(err, attempt, b)
@@ -167,7 +166,7 @@ func (l *link) clientConfig(resume bool, h *health) client.Config {
 	// A session-era client's own connection (share = "session") opens a
 	// session where the server keeps one, so a server that speaks both
 	// eras is spoken to in the client's.
-	cfg.SessionEra = l.era || (l.session != "" && l.srv.probesEras() && !l.autoEra)
+	cfg.SessionEra = l.era || (l.session != "" && l.srv.dual() != "")
 	if h != nil {
 		// The health check owns these hooks: nothing else sets them on an
 		// upstream's config.
@@ -189,6 +188,11 @@ func (l *link) clientConfig(resume bool, h *health) client.Config {
 // fetches the server's lists. The shared link first waits for a slot of the
 // Connects limit, and holds it until the lists are in.
 func (l *link) connect(h *health) (upstreamConn, error) {
+	if l.session != "" {
+		// A session's own connection takes the era the server is found
+		// to speak it in: it waits for the shared connection's answer.
+		l.srv.awaitEras(l.ctx, l.srv.cfg.ConnectTimeout)
+	}
 	release := func() {}
 	if l.session == "" {
 		var err error
@@ -237,13 +241,15 @@ func (l *link) connect(h *health) (upstreamConn, error) {
 		}
 	}
 	release()
+	// Before the connection is installed, so that whoever waits for it
+	// to settle finds a session-era connection it starts.
+	l.srv.noteEra(l, init)
 	subs := l.connected(conn, init.Raw, lists)
 	l.logger().Info("connected", "transport", conn.Transport(), "pid", conn.PID(), "tools", len(lists["tools/list"]), "session", l.session)
 	if lvl := l.srv.level(); lvl != "" {
 		l.applyLogLevel(lvl)
 	}
 	l.renewSubscriptions(ctx, conn, subs)
-	l.srv.noteEra(l, init)
 	l.changed()
 	return conn, nil
 }

@@ -2,6 +2,7 @@ package client
 
 import (
 	"context"
+	"encoding/json"
 	"errors"
 	"io"
 	"log/slog"
@@ -9,6 +10,7 @@ import (
 	"net/http/httptest"
 	"strings"
 	"sync"
+	"sync/atomic"
 	"testing"
 	"time"
 
@@ -146,6 +148,74 @@ func TestSessionEraRenewalWithoutSession(t *testing.T) {
 	case <-c.Done():
 	case <-ctx.Done():
 		t.Fatalf("the connection did not end\nlogs:\n%s", logs)
+	}
+	if err := c.Err(); !errors.Is(err, ErrNoSessionEra) {
+		t.Errorf("Err = %v, want ErrNoSessionEra", err)
+	}
+}
+
+// TestSessionEraRenewalRace: two calls see their session expire together;
+// the renewal finds the server keeping no sessions and ends the
+// connection, and the call that waited for it fails too rather than go
+// out without a session.
+func TestSessionEraRenewalRace(t *testing.T) {
+	var inits, expired, sessionless atomic.Int32
+	bothExpired := make(chan struct{})
+	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		body, _ := io.ReadAll(r.Body)
+		m, _ := jsonrpc.Decode(body)
+		sid := r.Header.Get("Mcp-Session-Id")
+		switch {
+		case r.Method != http.MethodPost:
+			w.WriteHeader(http.StatusMethodNotAllowed)
+		case m != nil && m.Method == "initialize":
+			if inits.Add(1) == 1 {
+				w.Header().Set("Mcp-Session-Id", "s1")
+			} else {
+				// The renewal answers once both calls have seen the
+				// session gone, so both wait for it.
+				select {
+				case <-bothExpired:
+				case <-r.Context().Done():
+					return
+				}
+			}
+			writeJSONMsg(w, jsonrpc.NewResponse(m.ID, []byte(initResult)))
+		case m != nil && m.IsNotification():
+			w.WriteHeader(http.StatusAccepted)
+		case sid == "s1":
+			if expired.Add(1) == 2 {
+				close(bothExpired)
+			}
+			http.Error(w, "session not found", http.StatusNotFound)
+		default:
+			sessionless.Add(1)
+			writeJSONMsg(w, jsonrpc.NewResponse(m.ID, []byte(`{"content":[]}`)))
+		}
+	}))
+	defer srv.Close()
+	c := New(Config{Name: "up", URL: srv.URL + "/mcp", Transport: TransportStreamableHTTP, SessionEra: true, Logger: slog.New(slog.DiscardHandler)}, nil)
+	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+	defer cancel()
+	if err := c.Start(ctx); err != nil {
+		t.Fatal(err)
+	}
+	defer c.Close()
+	var wg sync.WaitGroup
+	errs := make([]error, 2)
+	for i := range errs {
+		wg.Go(func() {
+			_, errs[i] = c.Call(ctx, "tools/call", json.RawMessage(`{"name":"x","arguments":{}}`))
+		})
+	}
+	wg.Wait()
+	for i, err := range errs {
+		if err == nil {
+			t.Errorf("call %d succeeded on a connection whose session could not be renewed", i)
+		}
+	}
+	if n := sessionless.Load(); n != 0 {
+		t.Errorf("%d calls went out without a session", n)
 	}
 	if err := c.Err(); !errors.Is(err, ErrNoSessionEra) {
 		t.Errorf("Err = %v, want ErrNoSessionEra", err)

@@ -277,6 +277,16 @@ func (s *streamable) renew(ctx context.Context, oldSID string, keep json.RawMess
 		return ctx.Err()
 	}
 	defer func() { <-s.renewing }()
+	select {
+	case <-s.done():
+		// A renewal before this one ended the transport (the server
+		// now keeps no sessions): nothing is sent without one.
+		if err := s.err(); err != nil {
+			return err
+		}
+		return ErrClosed
+	default:
+	}
 	s.mu.Lock()
 	if s.sessionID != oldSID {
 		s.mu.Unlock()

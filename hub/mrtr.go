@@ -315,12 +315,16 @@ func (p *parkedCalls) stop() {
 // the server asked for them together), and the call is retried upstream
 // with the answers and the server's requestState until it completes. The
 // complete result loses resultType, which the session era does not have.
-func (r *router) fulfilInputs(ctx context.Context, up Upstream, s *session, sessionEra bool, method string, params json.RawMessage, peer jsonrpc.Peer, res json.RawMessage) (json.RawMessage, error) {
+//
+// input_required comes from a stateless connection: every round takes the
+// shared one, never a dual-era server's session-era connection, which
+// would take the retry for a new call.
+func (r *router) fulfilInputs(ctx context.Context, up Upstream, s *session, method string, params json.RawMessage, peer jsonrpc.Peer, res json.RawMessage) (json.RawMessage, error) {
 	if jsonrpc.InputRequired(res) && peer == nil {
 		return nil, jsonrpc.NewError(jsonrpc.CodeInternalError, "the server asked for input that nobody can give")
 	}
 	res, err := jsonrpc.Rounds(ctx, params, res, func(ctx context.Context, p json.RawMessage) (json.RawMessage, error) {
-		return up.Call(ctx, s.id, sessionEra, method, p, peer)
+		return up.Call(ctx, s.id, false, method, p, peer)
 	}, func(ctx context.Context, m string, p json.RawMessage) (json.RawMessage, error) {
 		return peer.Request(ctx, m, p)
 	})

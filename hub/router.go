@@ -250,10 +250,14 @@ func (r *router) forward(ctx context.Context, s *session, server, method string,
 	// together, whose updates reach every subscriber.
 	translate := sessionOverStateless(s, st)
 	sessionEra := !stateless && !translate && method != "resources/subscribe" && method != "resources/unsubscribe"
-	if translate && len(s.caps.raw) > 0 {
+	if !stateless && st.Protocol == jsonrpc.Version20260728 && len(s.caps.raw) > 0 {
 		// A stateless server reads the client's capabilities in each
 		// request and asks only for what that client can give: this
-		// session's, not mcphub's.
+		// session's, not mcphub's. They go along even to a dual-era
+		// server's session-era connection, whose server may read them
+		// too, in case the call lands on a stateless one after all (a
+		// session's own connection made while the server's eras were
+		// unknown).
 		if p, err := jsonrpc.SetMeta(params, jsonrpc.MetaClientCapabilities, s.caps.raw); err == nil {
 			params = p
 		}
@@ -262,7 +266,7 @@ func (r *router) forward(ctx context.Context, s *session, server, method string,
 	// A session-era client never sees input_required, even from a
 	// connection replaced by a stateless one during the call.
 	if err == nil && !stateless && (translate || jsonrpc.InputRequired(res)) {
-		res, err = r.fulfilInputs(ctx, e.up, s, sessionEra, method, params, peer, res)
+		res, err = r.fulfilInputs(ctx, e.up, s, method, params, peer, res)
 	}
 	if err != nil && ctx.Err() != nil && errors.Is(context.Cause(ctx), errTimeout) {
 		return nil, context.Cause(ctx)
