@@ -35,14 +35,33 @@ func (s *Server) probesEras() bool {
 	return s.remote() && s.cfg.Client.ProtocolVersion == "" && s.cfg.Client.Transport != client.TransportSSE
 }
 
+// eraWait bounds how long a new shared connection waits for the
+// session-era one it started before it is installed: long enough for a
+// server's initialize, short of holding the server back when the session
+// era is slow to answer (it then joins when it is in).
+const eraWait = 10 * time.Second
+
 // noteEra is told of each connection a link makes, with its initialize
-// result: the shared connection speaking 2026-07-28 starts the
-// session-era one, and the session-era one coming up makes the server
-// dual-era.
+// result, before it is installed. The shared connection speaking
+// 2026-07-28 starts the session-era one and waits (at most eraWait) until
+// it has connected or failed, so that the server is reported connected
+// with the eras it will be spoken to in, and a session-era client's first
+// call is not translated for want of a moment. The session-era one coming
+// up makes the server dual-era.
 func (s *Server) noteEra(l *link, init *client.InitializeResult) {
 	switch {
 	case l.primary() && init.ProtocolVersion == jsonrpc.Version20260728 && s.probesEras():
-		s.startEraLink()
+		era := s.startEraLink()
+		if era == nil {
+			return
+		}
+		ctx, cancel := context.WithTimeout(l.ctx, eraWait)
+		defer cancel()
+		select {
+		case <-era.settled:
+		case <-era.done:
+		case <-ctx.Done():
+		}
 	case l.era:
 		s.mu.Lock()
 		first := s.era == l && s.dualVersion == ""
@@ -57,15 +76,18 @@ func (s *Server) noteEra(l *link, init *client.InitializeResult) {
 }
 
 // startEraLink opens the session-era connection, unless one is open or
-// being tried.
-func (s *Server) startEraLink() {
+// being tried, and returns it; nil once the Server is closing.
+func (s *Server) startEraLink() *link {
 	s.mu.Lock()
 	defer s.mu.Unlock()
-	if s.closed || s.ctx == nil || s.era != nil {
-		return
+	if s.closed || s.ctx == nil {
+		return nil
 	}
-	s.era = newLink(s, "", true)
-	s.superviseLocked(s.era)
+	if s.era == nil {
+		s.era = newLink(s, "", true)
+		s.superviseLocked(s.era)
+	}
+	return s.era
 }
 
 // lacksSessionEra handles the failure of the session-era connection

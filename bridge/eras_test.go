@@ -29,6 +29,18 @@ func dualEraSetup(noSessions *atomic.Bool) func(c *fakeConn) {
 	}
 }
 
+// untilConnected returns the first status the server reports with its
+// shared connection connected: the session-era connection's outcome is
+// reported before it, as the shared one waits for it.
+func (h *harness) untilConnected() Status {
+	h.t.Helper()
+	for {
+		if st := h.nextChange(); st.State == StateConnected {
+			return st
+		}
+	}
+}
+
 // keepsSessions is whether dualEraSetup's server keeps sessions.
 func keepsSessions(on bool) *atomic.Bool {
 	var b atomic.Bool
@@ -42,7 +54,7 @@ func keepsSessions(on bool) *atomic.Bool {
 // the status names both revisions.
 func TestDualEraServerRelaysEachClientInItsEra(t *testing.T) {
 	h := startHarness(t, Config{Client: client.Config{URL: "http://upstream.invalid/mcp"}}, dualEraSetup(keepsSessions(true)))
-	modern := h.connect()
+	modern := h.dialer.next(t)
 	if modern.cfg.SessionEra {
 		t.Fatal("the shared connection was made for the session era; it must find the server's era")
 	}
@@ -50,7 +62,8 @@ func TestDualEraServerRelaysEachClientInItsEra(t *testing.T) {
 	if !session.cfg.SessionEra {
 		t.Fatal("the second connection must be made for the session era")
 	}
-	st := h.nextChange()
+	// The server is reported connected with both eras at once.
+	st := h.untilConnected()
 	if st.Protocol != jsonrpc.Version20260728 || st.SessionProtocol != jsonrpc.Version20251125 {
 		t.Fatalf("status protocols = %q and %q, want %q and %q", st.Protocol, st.SessionProtocol, jsonrpc.Version20260728, jsonrpc.Version20251125)
 	}
@@ -105,11 +118,11 @@ func TestDualEraServerRelaysEachClientInItsEra(t *testing.T) {
 func TestStatelessOnlyServerIsAskedAgainSlowly(t *testing.T) {
 	noSessions := keepsSessions(false)
 	h := startHarness(t, Config{Client: client.Config{URL: "http://upstream.invalid/mcp"}}, dualEraSetup(noSessions))
-	modern := h.connect()
+	modern := h.dialer.next(t)
 	if c := h.dialer.next(t); !c.cfg.SessionEra {
 		t.Fatal("the second connection must be made for the session era")
 	}
-	if st := h.nextChange(); st.SessionProtocol != "" || st.Protocol != jsonrpc.Version20260728 {
+	if st := h.untilConnected(); st.SessionProtocol != "" || st.Protocol != jsonrpc.Version20260728 {
 		t.Fatalf("status protocols = %q and %q, want %q alone", st.Protocol, st.SessionProtocol, jsonrpc.Version20260728)
 	}
 	byClient := h.call(context.Background(), "s1", "tools/call", `{"name":"a"}`, newPeer("s1"))
@@ -149,13 +162,15 @@ func TestSessionConnectionsFollowTheServersEras(t *testing.T) {
 					c.startGate = gate // the session-era probe answers when the test says
 				}
 			})
-			h.connect()
+			h.dialer.next(t)
 			if c := h.dialer.next(t); !c.cfg.SessionEra {
 				t.Fatal("the probe of the session era must be made for it")
 			}
+			// A session calls while the server's eras are not known yet:
+			// its own connection waits for them.
 			done := h.call(context.Background(), "s1", "tools/call", `{"name":"a"}`, newPeer("s1"))
 			close(gate)
-			h.nextChange()
+			h.untilConnected()
 			own := h.dialer.next(t)
 			if own.cfg.SessionEra != sessions {
 				t.Fatalf("the session's own connection asked for the session era: %v, want %v", own.cfg.SessionEra, sessions)
