@@ -45,7 +45,8 @@ func (h *faceHub) connAfter(ctx context.Context, after int) (*client.Conn, *hubT
 // never reached the hub (nothing accepted the connection) is sent again on
 // the next connection. One that reached it and lost its connection is
 // finished by the connection that resumes the session, when that one resumes
-// its stream; otherwise its fate is unknown and the client is told so.
+// its stream; otherwise it is sent again when it changes nothing (repeats),
+// and for any other its fate is unknown and the client is told so.
 func (h *faceHub) call(ctx context.Context, m *jsonrpc.Message) (json.RawMessage, error) {
 	key := string(m.ID)
 	after, resends := 0, 0
@@ -57,6 +58,13 @@ func (h *faceHub) call(ctx context.Context, m *jsonrpc.Message) (json.RawMessage
 		}
 		var res json.RawMessage
 		sent := true
+		if lost != nil && !resumes(conn, m.ID) && repeats[m.Method] && resends < faceMaxResends {
+			// A request that may have reached a hub that died (a ping
+			// written on a pooled connection as the hub was killed) and
+			// that changes nothing is simply asked again.
+			resends++
+			lost = nil
+		}
 		if lost != nil {
 			if !resumes(conn, m.ID) {
 				return nil, fmt.Errorf("the hub restarted while this request was in flight and its answer was lost (%v); send it again", lost)
@@ -94,6 +102,14 @@ func (h *faceHub) call(ctx context.Context, m *jsonrpc.Message) (json.RawMessage
 		h.reportOutage(gen)
 		lost, after = err, gen
 	}
+}
+
+// repeats holds the requests that change nothing, which the face sends
+// again when their answer was lost: the hub answers them from what it
+// holds, however often they come.
+var repeats = map[string]bool{
+	"ping": true, "server/discover": true,
+	"tools/list": true, "prompts/list": true, "resources/list": true, "resources/templates/list": true,
 }
 
 // unauthorized reports whether err is the hub's 401.
