@@ -178,6 +178,7 @@ type Server struct {
 	// once the server turns out to keep no sessions.
 	era         *link
 	dualVersion string
+	noSessions  bool // the server refused the session-era connection when last asked
 	logLevel    string
 	group       goroutines.Group // supervisors and their helpers; Close waits for them
 	closed      bool
@@ -341,14 +342,25 @@ func (s *Server) Close() error {
 
 // linkFor returns the connection a session's calls use: with sessionEra,
 // of a server that speaks both eras, the session-era one (see eras.go).
+//
+// The session-era connection is taken only while it is up: a call that
+// asks for it otherwise (the hub asks for every session-era call it does
+// not translate) takes the shared connection, which then speaks the
+// session era itself or is translated for the call (the client's
+// capabilities ride in _meta and input_required is fulfilled).
 func (s *Server) linkFor(session string, sessionEra bool) (*link, error) {
+	if sessionEra && s.cfg.Share != ShareSession && s.dual() != "" {
+		s.mu.Lock()
+		era, stopped := s.era, s.closed || s.ctx == nil
+		s.mu.Unlock()
+		if era != nil && !stopped {
+			return era, nil
+		}
+	}
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	if s.closed || s.ctx == nil {
 		return nil, &unavailableError{fmt.Sprintf("server %s is stopped", s.cfg.Name)}
-	}
-	if sessionEra && s.era != nil && s.cfg.Share != ShareSession {
-		return s.era, nil
 	}
 	if s.cfg.Share != ShareSession || session == "" {
 		return s.shared, nil
@@ -373,7 +385,7 @@ func (s *Server) Call(ctx context.Context, session string, sessionEra bool, meth
 // Notify forwards a client notification from session, which speaks the
 // session era (the stateless era has no client notifications).
 func (s *Server) Notify(ctx context.Context, session, method string, params json.RawMessage) error {
-	l, err := s.linkFor(session, s.dual() != "")
+	l, err := s.linkFor(session, true)
 	if err != nil {
 		return err
 	}

@@ -3,6 +3,8 @@ package bridge
 import (
 	"context"
 	"errors"
+	"net/http"
+	"slices"
 	"time"
 
 	"github.com/mcphub/mcphub/client"
@@ -15,12 +17,13 @@ import (
 // sampling or elicitation in the middle of a call, which only a session
 // can carry; its stateless ones answer input_required. So each client is
 // relayed in its own era: when the shared connection of a remote server
-// whose era is found (protocol "auto") speaks 2026-07-28, the Server also
-// opens a session-era connection (client.Config.SessionEra). While it is
+// whose era is found (protocol "auto") speaks 2026-07-28 and its
+// server/discover names a session-era revision too, the Server also opens
+// a session-era connection (client.Config.SessionEra). While it is
 // up, the hub asks for it (hub.Upstream.Call's sessionEra) for the calls
 // of session-era sessions, and stateless calls keep the shared one; with
-// share = "session", each session's own connection is made in the era the
-// server was found to speak it in. A server that refuses the session, or
+// share = "session", each session's own connection asks for a session
+// first and finds the era when refused. A server that refuses the session, or
 // answers initialize without a session id, lacks the session era: the hub
 // translates for session-era clients, as it does for a server of the
 // stateless era alone, and the session is asked for again after
@@ -50,6 +53,14 @@ const eraWait = 10 * time.Second
 // up makes the server dual-era.
 func (s *Server) noteEra(l *link, init *client.InitializeResult) {
 	switch {
+	case l.primary() && init.ProtocolVersion == jsonrpc.Version20260728 && s.probesEras() &&
+		!slices.ContainsFunc(init.SupportedVersions, jsonrpc.IsSessionVersion):
+		// The server names no session-era revision: it is not asked for
+		// a session (a server of the stateless era alone may count any
+		// request without 2026-07-28 headers against its client).
+		s.mu.Lock()
+		s.noSessions = true
+		s.mu.Unlock()
 	case l.primary() && init.ProtocolVersion == jsonrpc.Version20260728 && s.probesEras():
 		era := s.startEraLink()
 		if era == nil {
@@ -66,7 +77,7 @@ func (s *Server) noteEra(l *link, init *client.InitializeResult) {
 		s.mu.Lock()
 		first := s.era == l && s.dualVersion == ""
 		if s.era == l {
-			s.dualVersion = init.ProtocolVersion
+			s.dualVersion, s.noSessions = init.ProtocolVersion, false
 		}
 		s.mu.Unlock()
 		if first {
@@ -102,7 +113,7 @@ func (s *Server) lacksSessionEra(l *link, err error) bool {
 	}
 	s.mu.Lock()
 	had := s.dualVersion != ""
-	s.dualVersion = ""
+	s.dualVersion, s.noSessions = "", true
 	s.mu.Unlock()
 	l.mu.Lock()
 	first := l.state == StateStarting
@@ -110,37 +121,34 @@ func (s *Server) lacksSessionEra(l *link, err error) bool {
 	l.setStateLocked(StateFailed)
 	l.mu.Unlock()
 	if first || had {
+		// Told once, not at every slow retry.
 		s.log.Info("the server keeps no sessions: session-era clients are served over 2026-07-28", "err", err)
+		l.changed()
 	}
-	l.changed()
 	return true
 }
 
-// awaitEras waits, for at most wait, until the eras the server is spoken
-// to in are known: the shared connection has connected or failed, and the
-// session-era connection it started, if any, has too.
-func (s *Server) awaitEras(ctx context.Context, wait time.Duration) {
-	if !s.probesEras() {
-		return
-	}
-	ctx, cancel := context.WithTimeout(ctx, wait)
-	defer cancel()
-	select {
-	case <-s.shared.settled:
-	case <-ctx.Done():
-		return
-	}
+// refusesSessions reports whether the server refused the session-era
+// connection beside the shared one the last time it was asked.
+func (s *Server) refusesSessions() bool {
 	s.mu.Lock()
-	era := s.era
-	s.mu.Unlock()
-	if era == nil {
-		return
+	defer s.mu.Unlock()
+	return s.noSessions
+}
+
+// refusal reports whether a connection's failure is the server's answer
+// (an HTTP status but a refusal of credentials, a JSON-RPC error, a
+// refused session) rather than the network's or a timeout.
+func refusal(err error) bool {
+	var he *client.HTTPError
+	var rpcErr *jsonrpc.Error
+	switch {
+	case errors.Is(err, client.ErrNoSessionEra), errors.As(err, &rpcErr):
+		return true
+	case errors.As(err, &he):
+		return he.Status != http.StatusUnauthorized && he.Status != http.StatusForbidden
 	}
-	select {
-	case <-era.settled:
-	case <-era.done:
-	case <-ctx.Done():
-	}
+	return false
 }
 
 // dual is the revision session-era clients are relayed in when the server

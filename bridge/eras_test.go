@@ -20,6 +20,7 @@ func dualEraSetup(noSessions *atomic.Bool) func(c *fakeConn) {
 	return func(c *fakeConn) {
 		if !c.cfg.SessionEra {
 			c.init.ProtocolVersion = jsonrpc.Version20260728
+			c.init.SupportedVersions = []string{jsonrpc.Version20260728, jsonrpc.Version20251125}
 			return
 		}
 		c.init.ProtocolVersion = jsonrpc.Version20251125
@@ -149,28 +150,19 @@ func TestStatelessOnlyServerIsAskedAgainSlowly(t *testing.T) {
 }
 
 // TestSessionConnectionsFollowTheServersEras: with share = "session", a
-// session's own connection waits until the server's eras are known and
-// asks for a session only of a server that keeps them.
+// session's own connection asks for a session unless the server is known
+// to refuse them, and one the server refuses is made again at once,
+// finding the era.
 func TestSessionConnectionsFollowTheServersEras(t *testing.T) {
 	for _, sessions := range []bool{true, false} {
 		t.Run(fmt.Sprintf("keepsSessions=%v", sessions), func(t *testing.T) {
-			gate := make(chan struct{})
-			setup := dualEraSetup(keepsSessions(sessions))
-			h := startHarness(t, Config{Share: ShareSession, Client: client.Config{URL: "http://upstream.invalid/mcp"}}, func(c *fakeConn) {
-				setup(c)
-				if c.n == 2 {
-					c.startGate = gate // the session-era probe answers when the test says
-				}
-			})
+			h := startHarness(t, Config{Share: ShareSession, Client: client.Config{URL: "http://upstream.invalid/mcp"}}, dualEraSetup(keepsSessions(sessions)))
 			h.dialer.next(t)
 			if c := h.dialer.next(t); !c.cfg.SessionEra {
 				t.Fatal("the probe of the session era must be made for it")
 			}
-			// A session calls while the server's eras are not known yet:
-			// its own connection waits for them.
-			done := h.call(context.Background(), "s1", "tools/call", `{"name":"a"}`, newPeer("s1"))
-			close(gate)
 			h.untilConnected()
+			done := h.call(context.Background(), "s1", "tools/call", `{"name":"a"}`, newPeer("s1"))
 			own := h.dialer.next(t)
 			if own.cfg.SessionEra != sessions {
 				t.Fatalf("the session's own connection asked for the session era: %v, want %v", own.cfg.SessionEra, sessions)
@@ -181,18 +173,90 @@ func TestSessionConnectionsFollowTheServersEras(t *testing.T) {
 			}
 		})
 	}
+	t.Run("refused before the eras are known", func(t *testing.T) {
+		gate := make(chan struct{})
+		setup := dualEraSetup(keepsSessions(false))
+		h := startHarness(t, Config{Share: ShareSession, Client: client.Config{URL: "http://upstream.invalid/mcp"}}, func(c *fakeConn) {
+			setup(c)
+			if c.n == 2 {
+				c.startGate = gate // the probe answers when the test says
+			}
+		})
+		h.dialer.next(t)
+		h.dialer.next(t)
+		done := h.call(context.Background(), "s1", "tools/call", `{"name":"a"}`, newPeer("s1"))
+		if own := h.dialer.next(t); !own.cfg.SessionEra {
+			t.Fatal("the session's own connection must ask for a session while the eras are not known")
+		}
+		own := h.dialer.next(t)
+		if own.cfg.SessionEra {
+			t.Fatal("after the refusal the session's connection must find the era")
+		}
+		own.nextCall(t).answer(`{"content":[]}`)
+		if r := recv(t, done, "the call"); r.err != nil {
+			t.Fatal(r.err)
+		}
+		close(gate)
+	})
+}
+
+// TestSessionCallsTakeTheSharedConnectionWhenTheSessionEraIsDown: a call
+// that asks for the session era takes the shared connection while the
+// server's session-era connection is not up: here a server that refused
+// sessions, rolled back to one of the session era alone.
+func TestSessionCallsTakeTheSharedConnectionWhenTheSessionEraIsDown(t *testing.T) {
+	var rolledBack atomic.Bool
+	setup := dualEraSetup(keepsSessions(false))
+	h := startHarness(t, Config{Client: client.Config{URL: "http://upstream.invalid/mcp"}}, func(c *fakeConn) {
+		setup(c)
+		if !c.cfg.SessionEra && rolledBack.Load() {
+			c.init.ProtocolVersion = jsonrpc.Version20251125
+		}
+	})
+	modern := h.dialer.next(t)
+	h.dialer.next(t) // the probe, refused
+	h.untilConnected()
+	if d := h.clk.nextTimer(t); d != time.Minute {
+		t.Fatalf("slow retry in %v, want 1m", d)
+	}
+	rolledBack.Store(true)
+	modern.drop(errors.New("redeployed"))
+	for {
+		if d := h.clk.nextTimer(t); d < time.Minute {
+			h.clk.advance(d)
+			break
+		}
+	}
+	shared := h.dialer.next(t)
+	if st := h.untilConnected(); st.Protocol != jsonrpc.Version20251125 || st.SessionProtocol != "" {
+		t.Fatalf("status protocols %q and %q, want %q alone", st.Protocol, st.SessionProtocol, jsonrpc.Version20251125)
+	}
+	done := h.call(context.Background(), "s1", "tools/call", `{"name":"a"}`, newPeer("s1"))
+	shared.nextCall(t).answer(`{"content":[]}`)
+	if r := recv(t, done, "the call"); r.err != nil {
+		t.Fatal(r.err)
+	}
 }
 
 // TestErasAreAskedOnlyWhereOneEndpointCanServeBoth: a pinned revision, a
-// stdio server and the legacy SSE transport get one connection.
+// stdio server, the legacy SSE transport and a server whose
+// server/discover names 2026-07-28 alone get one connection.
 func TestErasAreAskedOnlyWhereOneEndpointCanServeBoth(t *testing.T) {
-	for name, cc := range map[string]client.Config{
-		"pinned": {URL: "http://upstream.invalid/mcp", ProtocolVersion: jsonrpc.Version20260728},
-		"stdio":  {Command: "server"},
-		"sse":    {URL: "http://upstream.invalid/sse", Transport: client.TransportSSE},
+	dual := dualEraSetup(keepsSessions(true))
+	for name, tt := range map[string]struct {
+		cc    client.Config
+		setup func(c *fakeConn)
+	}{
+		"pinned": {cc: client.Config{URL: "http://upstream.invalid/mcp", ProtocolVersion: jsonrpc.Version20260728}, setup: dual},
+		"stdio":  {cc: client.Config{Command: "server"}, setup: dual},
+		"sse":    {cc: client.Config{URL: "http://upstream.invalid/sse", Transport: client.TransportSSE}, setup: dual},
+		"stateless era alone": {cc: client.Config{URL: "http://upstream.invalid/mcp"}, setup: func(c *fakeConn) {
+			dual(c)
+			c.init.SupportedVersions = []string{jsonrpc.Version20260728}
+		}},
 	} {
 		t.Run(name, func(t *testing.T) {
-			h := startHarness(t, Config{Client: cc}, dualEraSetup(keepsSessions(true)))
+			h := startHarness(t, Config{Client: tt.cc}, tt.setup)
 			h.connect()
 			// The era is looked at before the connection is reported:
 			// a session-era connection would be on its way by now.

@@ -240,9 +240,9 @@ type callResult struct {
 }
 
 // call makes a call on its own goroutine; its outcome arrives on the
-// channel returned. A call of a session asks for the session era when the
-// server reports a session-era connection up, as the hub does for a
-// session-era client it does not translate for.
+// channel returned. A call of a session asks for the session era unless
+// the server is spoken to in 2026-07-28 alone, as the hub asks for every
+// session-era client's call it does not translate.
 func (h *harness) call(ctx context.Context, session, method, params string, peer jsonrpc.Peer) <-chan callResult {
 	out := make(chan callResult, 1)
 	var p json.RawMessage
@@ -250,7 +250,8 @@ func (h *harness) call(ctx context.Context, session, method, params string, peer
 		p = json.RawMessage(params)
 	}
 	go func() {
-		sessionEra := session != "" && h.srv.Status().SessionProtocol != ""
+		st := h.srv.Status()
+		sessionEra := session != "" && (st.Protocol != jsonrpc.Version20260728 || st.SessionProtocol != "")
 		res, err := h.srv.Call(ctx, session, sessionEra, method, p, peer)
 		out <- callResult{res, err}
 	}()

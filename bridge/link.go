@@ -25,6 +25,12 @@ type link struct {
 	// eras (see eras.go): shared by the session-era sessions, while the
 	// link with session "" and era false speaks 2026-07-28.
 	era bool
+	// askedSession and autoEra are a session's own connection's era
+	// (share = "session"), read and written by its supervisor only:
+	// askedSession says the attempt being made asks for a session;
+	// autoEra makes the next attempt find the era instead, after the
+	// server refused a session.
+	askedSession, autoEra bool
 
 	ctx    context.Context
 	cancel context.CancelFunc
@@ -106,6 +112,15 @@ func (l *link) supervise(parent context.Context) {
 			}
 			err = lost
 		}
+		if l.askedSession && refusal(err) {
+			// The server refused this session's connection a session:
+			// it is made again at once, finding the era.
+			if conn != nil {
+				conn.Close()
+			}
+			l.autoEra, attempt = true, -1
+			continue
+		}
 		if l.srv.lacksSessionEra(l, err) {
 			if conn != nil {
 				conn.Close()
@@ -163,10 +178,13 @@ func (l *link) clientConfig(resume bool, h *health) client.Config {
 	if !resume {
 		cfg.Resume = nil
 	}
-	// A session-era client's own connection (share = "session") opens a
-	// session where the server keeps one, so a server that speaks both
-	// eras is spoken to in the client's.
-	cfg.SessionEra = l.era || (l.session != "" && l.srv.dual() != "")
+	// A session-era client's own connection (share = "session") asks for
+	// a session of a server whose era is found, unless the server is
+	// known to refuse them: a server that speaks both eras is spoken to in
+	// the client's, whatever the shared connection has found so far.
+	l.askedSession = l.session != "" && l.srv.probesEras() && !l.autoEra && !l.srv.refusesSessions()
+	l.autoEra = false
+	cfg.SessionEra = l.era || l.askedSession
 	if h != nil {
 		// The health check owns these hooks: nothing else sets them on an
 		// upstream's config.
@@ -188,13 +206,10 @@ func (l *link) clientConfig(resume bool, h *health) client.Config {
 // fetches the server's lists. The shared link first waits for a slot of the
 // Connects limit, and holds it until the lists are in.
 func (l *link) connect(h *health) (upstreamConn, error) {
-	if l.session != "" {
-		// A session's own connection takes the era the server is found
-		// to speak it in: it waits for the shared connection's answer.
-		l.srv.awaitEras(l.ctx, l.srv.cfg.ConnectTimeout)
-	}
 	release := func() {}
-	if l.session == "" {
+	// The session-era connection beside the shared one is not bound: the
+	// shared one waits for it, and had its slot.
+	if l.session == "" && !l.era {
 		var err error
 		if release, err = l.srv.cfg.Connects.acquire(l.ctx); err != nil {
 			return nil, err
@@ -230,6 +245,15 @@ func (l *link) connect(h *health) (upstreamConn, error) {
 	}
 	l.adopt(conn, adoptions)
 	init := conn.Initialize()
+	// Before the lists are fetched, so that a list that changed while the
+	// shared connection waited for the session-era one is fetched as it is
+	// now; before the connection is installed, so that whoever waits for
+	// it to settle finds a session-era connection it starts.
+	l.srv.noteEra(l, init)
+	if l.ctx.Err() != nil {
+		conn.Close()
+		return nil, l.ctx.Err()
+	}
 	var lists map[string][]json.RawMessage
 	if !l.era {
 		// The lists clients see are the primary connection's; a
@@ -241,9 +265,6 @@ func (l *link) connect(h *health) (upstreamConn, error) {
 		}
 	}
 	release()
-	// Before the connection is installed, so that whoever waits for it
-	// to settle finds a session-era connection it starts.
-	l.srv.noteEra(l, init)
 	subs := l.connected(conn, init.Raw, lists)
 	l.logger().Info("connected", "transport", conn.Transport(), "pid", conn.PID(), "tools", len(lists["tools/list"]), "session", l.session)
 	if lvl := l.srv.level(); lvl != "" {

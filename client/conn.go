@@ -177,6 +177,10 @@ type InitializeResult struct {
 	Capabilities    json.RawMessage `json:"capabilities"`
 	ServerInfo      Implementation  `json:"serverInfo"`
 	Instructions    string          `json:"instructions,omitempty"`
+	// SupportedVersions, for a connection of the stateless era, are the
+	// revisions server/discover named: a server that names a session-era
+	// one besides 2026-07-28 may keep sessions too.
+	SupportedVersions []string `json:"-"`
 	// Raw is the whole result as received.
 	Raw json.RawMessage `json:"-"`
 }

@@ -115,7 +115,8 @@ func (c *Conn) discover(ctx context.Context, info Implementation, caps json.RawM
 	if err := json.Unmarshal(raw, &d); err != nil || !slices.Contains(d.SupportedVersions, jsonrpc.Version20260728) {
 		return nil, fmt.Errorf("%w: server/discover answered %s", errNotModern, c.excerpt(string(raw), false, 200))
 	}
-	res := &InitializeResult{ProtocolVersion: jsonrpc.Version20260728, Capabilities: d.Capabilities, Instructions: d.Instructions}
+	res := &InitializeResult{ProtocolVersion: jsonrpc.Version20260728, Capabilities: d.Capabilities, Instructions: d.Instructions,
+		SupportedVersions: d.SupportedVersions}
 	switch {
 	case d.Meta.ServerInfo != nil:
 		res.ServerInfo = *d.Meta.ServerInfo
