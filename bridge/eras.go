@@ -3,7 +3,6 @@ package bridge
 import (
 	"context"
 	"errors"
-	"net/http"
 	"slices"
 	"time"
 
@@ -51,22 +50,33 @@ const eraWait = 10 * time.Second
 // with the eras it will be spoken to in, and a session-era client's first
 // call is not translated for want of a moment. The session-era one coming
 // up makes the server dual-era.
-func (s *Server) noteEra(l *link, init *client.InitializeResult) {
+func (s *Server) noteEra(ctx context.Context, l *link, init *client.InitializeResult) {
 	switch {
 	case l.primary() && init.ProtocolVersion == jsonrpc.Version20260728 && s.probesEras() &&
 		!slices.ContainsFunc(init.SupportedVersions, jsonrpc.IsSessionVersion):
 		// The server names no session-era revision: it is not asked for
 		// a session (a server of the stateless era alone may count any
-		// request without 2026-07-28 headers against its client).
+		// request without 2026-07-28 headers against its client), and a
+		// session-era connection of an earlier deployment is stopped.
 		s.mu.Lock()
-		s.noSessions = true
+		old := s.era
+		s.era, s.dualVersion, s.noSessions = nil, "", true
 		s.mu.Unlock()
+		if old != nil {
+			old.stop()
+		}
 	case l.primary() && init.ProtocolVersion == jsonrpc.Version20260728 && s.probesEras():
 		era := s.startEraLink()
 		if era == nil {
 			return
 		}
-		ctx, cancel := context.WithTimeout(l.ctx, eraWait)
+		// Within half of what is left of the connect timeout: the lists
+		// are fetched after the wait, under the same budget.
+		wait := eraWait
+		if d, ok := ctx.Deadline(); ok {
+			wait = min(wait, time.Until(d)/2)
+		}
+		ctx, cancel := context.WithTimeout(ctx, wait)
 		defer cancel()
 		select {
 		case <-era.settled:
@@ -136,20 +146,10 @@ func (s *Server) refusesSessions() bool {
 	return s.noSessions
 }
 
-// refusal reports whether a connection's failure is the server's answer
-// (an HTTP status but a refusal of credentials, a JSON-RPC error, a
-// refused session) rather than the network's or a timeout.
-func refusal(err error) bool {
-	var he *client.HTTPError
-	var rpcErr *jsonrpc.Error
-	switch {
-	case errors.Is(err, client.ErrNoSessionEra), errors.As(err, &rpcErr):
-		return true
-	case errors.As(err, &he):
-		return he.Status != http.StatusUnauthorized && he.Status != http.StatusForbidden
-	}
-	return false
-}
+// refusal reports whether a connection's failure is the server's refusal
+// of a session (see client.ErrNoSessionEra); an outage (a 502 while the
+// server is redeployed, a timeout) is not, and is retried as it is.
+func refusal(err error) bool { return errors.Is(err, client.ErrNoSessionEra) }
 
 // dual is the revision session-era clients are relayed in when the server
 // speaks both eras and its session-era connection is up, "" otherwise: a

@@ -200,6 +200,28 @@ func TestSessionConnectionsFollowTheServersEras(t *testing.T) {
 	})
 }
 
+// TestSessionConnectionKeepsItsEraAcrossAnOutage: a session's own
+// connection to a dual-era server lost to an outage (a 502 while the
+// server is redeployed) asks for a session again; only a refusal of the
+// session makes it find the era.
+func TestSessionConnectionKeepsItsEraAcrossAnOutage(t *testing.T) {
+	h := startHarness(t, Config{Share: ShareSession, Client: client.Config{URL: "http://upstream.invalid/mcp"}}, dualEraSetup(keepsSessions(true)))
+	h.dialer.next(t)
+	h.dialer.next(t)
+	h.untilConnected()
+	done := h.call(context.Background(), "s1", "tools/call", `{"name":"a"}`, newPeer("s1"))
+	own := h.dialer.next(t)
+	own.nextCall(t).answer(`{"content":[]}`)
+	if r := recv(t, done, "the call"); r.err != nil {
+		t.Fatal(r.err)
+	}
+	own.drop(fmt.Errorf("the server stopped answering: ping: %w", &client.HTTPError{Status: 502}))
+	h.clk.advance(h.clk.nextTimer(t))
+	if again := h.dialer.next(t); !again.cfg.SessionEra {
+		t.Fatal("after an outage the session's connection must ask for a session again")
+	}
+}
+
 // TestSessionCallsTakeTheSharedConnectionWhenTheSessionEraIsDown: a call
 // that asks for the session era takes the shared connection while the
 // server's session-era connection is not up: here a server that refused

@@ -249,7 +249,7 @@ func (l *link) connect(h *health) (upstreamConn, error) {
 	// shared connection waited for the session-era one is fetched as it is
 	// now; before the connection is installed, so that whoever waits for
 	// it to settle finds a session-era connection it starts.
-	l.srv.noteEra(l, init)
+	l.srv.noteEra(ctx, l, init)
 	if l.ctx.Err() != nil {
 		conn.Close()
 		return nil, l.ctx.Err()
