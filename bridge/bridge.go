@@ -349,11 +349,8 @@ func (s *Server) Close() error {
 // session era itself or is translated for the call (the client's
 // capabilities ride in _meta and input_required is fulfilled).
 func (s *Server) linkFor(session string, sessionEra bool) (*link, error) {
-	if sessionEra && s.cfg.Share != ShareSession && s.dual() != "" {
-		s.mu.Lock()
-		era, stopped := s.era, s.closed || s.ctx == nil
-		s.mu.Unlock()
-		if era != nil && !stopped {
+	if sessionEra && s.cfg.Share != ShareSession {
+		if era, _ := s.eraUp(); era != nil {
 			return era, nil
 		}
 	}

@@ -52,8 +52,20 @@ const eraWait = 10 * time.Second
 // up makes the server dual-era.
 func (s *Server) noteEra(ctx context.Context, l *link, init *client.InitializeResult) {
 	switch {
-	case l.primary() && init.ProtocolVersion == jsonrpc.Version20260728 && s.probesEras() &&
-		!slices.ContainsFunc(init.SupportedVersions, jsonrpc.IsSessionVersion):
+	case l.era:
+		s.mu.Lock()
+		first := s.era == l && s.dualVersion == ""
+		if s.era == l {
+			s.dualVersion, s.noSessions = init.ProtocolVersion, false
+		}
+		s.mu.Unlock()
+		if first {
+			s.log.Info("the server speaks both eras: session-era clients are relayed in a session", "protocol", init.ProtocolVersion)
+		}
+	case !l.primary() || init.ProtocolVersion != jsonrpc.Version20260728 || !s.probesEras():
+		// Not the shared connection of a server whose era is found,
+		// speaking 2026-07-28: nothing to ask.
+	case !slices.ContainsFunc(init.SupportedVersions, jsonrpc.IsSessionVersion):
 		// The server names no session-era revision: it is not asked for
 		// a session (a server of the stateless era alone may count any
 		// request without 2026-07-28 headers against its client), and a
@@ -65,7 +77,7 @@ func (s *Server) noteEra(ctx context.Context, l *link, init *client.InitializeRe
 		if old != nil {
 			old.stop()
 		}
-	case l.primary() && init.ProtocolVersion == jsonrpc.Version20260728 && s.probesEras():
+	default:
 		era := s.startEraLink()
 		if era == nil {
 			return
@@ -82,16 +94,6 @@ func (s *Server) noteEra(ctx context.Context, l *link, init *client.InitializeRe
 		case <-era.settled:
 		case <-era.done:
 		case <-ctx.Done():
-		}
-	case l.era:
-		s.mu.Lock()
-		first := s.era == l && s.dualVersion == ""
-		if s.era == l {
-			s.dualVersion, s.noSessions = init.ProtocolVersion, false
-		}
-		s.mu.Unlock()
-		if first {
-			s.log.Info("the server speaks both eras: session-era clients are relayed in a session", "protocol", init.ProtocolVersion)
 		}
 	}
 }
@@ -146,21 +148,23 @@ func (s *Server) refusesSessions() bool {
 	return s.noSessions
 }
 
-// refusal reports whether a connection's failure is the server's refusal
-// of a session (see client.ErrNoSessionEra); an outage (a 502 while the
-// server is redeployed, a timeout) is not, and is retried as it is.
-func refusal(err error) bool { return errors.Is(err, client.ErrNoSessionEra) }
-
-// dual is the revision session-era clients are relayed in when the server
-// speaks both eras and its session-era connection is up, "" otherwise: a
-// call that asks for that era while it is down is translated over the
-// shared connection instead, not failed.
-func (s *Server) dual() string {
+// eraUp returns the session-era connection and the revision session-era
+// clients are relayed in, while the server speaks both eras and that
+// connection is up and not stopping; nil and "" otherwise: a call that
+// asks for that era meanwhile is translated over the shared connection
+// instead, not failed.
+func (s *Server) eraUp() (*link, string) {
 	s.mu.Lock()
-	era, v := s.era, s.dualVersion
+	era, v, stopped := s.era, s.dualVersion, s.closed || s.ctx == nil
 	s.mu.Unlock()
-	if era == nil || era.current() == nil {
-		return ""
+	if era == nil || v == "" || stopped || era.current() == nil {
+		return nil, ""
 	}
+	return era, v
+}
+
+// dual is eraUp's revision.
+func (s *Server) dual() string {
+	_, v := s.eraUp()
 	return v
 }

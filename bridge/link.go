@@ -112,9 +112,10 @@ func (l *link) supervise(parent context.Context) {
 			}
 			err = lost
 		}
-		if l.askedSession && refusal(err) {
-			// The server refused this session's connection a session:
-			// it is made again at once, finding the era.
+		if l.askedSession && errors.Is(err, client.ErrNoSessionEra) {
+			// The server refused this session's connection a session
+			// (an outage, a 502 during a redeploy, is not a refusal): it
+			// is made again at once, finding the era.
 			if conn != nil {
 				conn.Close()
 			}

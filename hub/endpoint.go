@@ -72,10 +72,15 @@ func (e *edge) serveEndpoint(w http.ResponseWriter, r *http.Request, endpoint st
 // ended) itself.
 func (e *edge) lookupSession(w http.ResponseWriter, r *http.Request, endpoint string) *session {
 	id, ok := e.sessionHeader(w, r)
-	switch {
-	case !ok:
+	if !ok {
 		return nil
-	case id == "":
+	}
+	return e.findSession(w, id, endpoint)
+}
+
+// findSession is lookupSession for an id sessionHeader has read.
+func (e *edge) findSession(w http.ResponseWriter, id, endpoint string) *session {
+	if id == "" {
 		httpError(w, http.StatusBadRequest, "Bad Request: Mcp-Session-Id header is required (send initialize first to get one)")
 		return nil
 	}
@@ -146,7 +151,8 @@ func (e *edge) servePost(w http.ResponseWriter, r *http.Request, endpoint string
 	// the header, and a well-formed one is ignored there, as a
 	// modern-only server ignores it; a malformed one is a client's bug
 	// worth saying so.
-	if _, ok := e.sessionHeader(w, r); !ok {
+	id, ok := e.sessionHeader(w, r)
+	if !ok {
 		return
 	}
 	if modernRequest(r, msg) {
@@ -166,7 +172,7 @@ func (e *edge) servePost(w http.ResponseWriter, r *http.Request, endpoint string
 		e.initialize(w, r, endpoint, msg)
 		return
 	}
-	s := e.lookupSession(w, r, endpoint)
+	s := e.findSession(w, id, endpoint)
 	if s == nil {
 		return
 	}

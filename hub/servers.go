@@ -385,9 +385,10 @@ func (ss *serverSet) status() (servers []api.ServerStatus, reg *registry.Registr
 			us := e.up.Status()
 			st.State, st.Transport, st.PID, st.LastError, st.Restarts = us.State, us.Transport, us.PID, us.LastError, us.Restarts
 			st.Protocol = us.Protocol
-			if us.SessionProtocol != "" && us.Protocol != "" {
+			switch {
+			case us.SessionProtocol != "": // the bridge sets it beside 2026-07-28 only
 				st.Protocols = []string{us.SessionProtocol, us.Protocol}
-			} else if us.Protocol != "" {
+			case us.Protocol != "":
 				st.Protocols = []string{us.Protocol}
 			}
 			if !us.Since.IsZero() && us.State == api.StateConnected {
