@@ -33,7 +33,9 @@ var rooms = map[string][]string{
 		"golang.org/x/sync/singleflight", "internal"},
 	"bridge": {"client", "internal"},
 	"hub":    {"api", "registry", "internal", "github.com/google/uuid"},
-	"store":  {"modernc.org/sqlite"},
+	// SQLite (modernc, no cgo) on a laptop, PostgreSQL (pgx) for a team:
+	// one implementation over database/sql, two dialects.
+	"store": {"modernc.org/sqlite", "github.com/jackc/pgx/v5"},
 	// The background service: unit generation and the kardianos wrapper.
 	// The CLI passes in what it knows of hub.toml and the running hub.
 	"service": {"github.com/kardianos/service"},
@@ -291,6 +293,8 @@ func TestRoomTableCatchesAViolation(t *testing.T) {
 		{module + "/oauth", "golang.org/x/oauth2", true},
 		{module + "/oauth", module + "/internal/keychain", true},
 		{module + "/store", "modernc.org/sqlite", true},
+		{module + "/store", "github.com/jackc/pgx/v5/stdlib", true},
+		{module + "/store", module + "/hub", false},
 		{module + "/cmd/mcphub", module + "/store", true},
 		{module + "/internal/jsonrpc", module + "/internal/jsonrpc", true},
 		{module + "/internal/jsonrpc", module + "/internal/httphdr", true},

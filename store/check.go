@@ -10,8 +10,10 @@ import (
 // ErrClosed is returned by Check on a closed store.
 var ErrClosed = errors.New("store: closed")
 
-// Check reports whether the store still writes to the database file it
-// opened. When that file was deleted or replaced while serving (a cleanup
+// Check reports whether the store still reaches its database. PostgreSQL is
+// asked with a ping, whose error says the database is unreachable. For
+// SQLite it reports whether the store still writes to the database file it
+// opened: when that file was deleted or replaced while serving (a cleanup
 // of the data directory, a restore), everything written from then on would
 // go to a file nobody can open again and be lost at the next start, so
 // Check closes the old handle, opens what is at the path now, creating a
@@ -33,6 +35,11 @@ var ErrClosed = errors.New("store: closed")
 // are skipped rather than failed. If the new database cannot be opened,
 // reads and writes fail until a later Check succeeds.
 func (s *Store) Check() (recreated bool, err error) {
+	if s.path == "" {
+		// Not under the write lock: a database that does not answer
+		// must not hold up the writes that will fail on their own.
+		return false, s.ping()
+	}
 	s.wmu.Lock()
 	defer s.wmu.Unlock()
 	if s.closed {
@@ -56,7 +63,7 @@ func (s *Store) Check() (recreated bool, err error) {
 			return false, fmt.Errorf("store: remove the old database's %s: %w", suffix, err)
 		}
 	}
-	h, err := openDB(s.path)
+	h, err := openSQLite(s.path)
 	if err != nil {
 		return false, err
 	}

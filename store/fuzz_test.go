@@ -2,6 +2,7 @@ package store
 
 import (
 	"fmt"
+	"net/url"
 	"slices"
 	"strings"
 	"testing"
@@ -110,6 +111,30 @@ func FuzzSweep(f *testing.F) {
 					t.Errorf("%s NextSeq = %d, want %d", st, got, next[st])
 				}
 			}
+		}
+	})
+}
+
+// FuzzRedactURL: whatever the URL, its password never survives masking.
+func FuzzRedactURL(f *testing.F) {
+	for _, s := range []string{"postgres://u:pw@h/db", "postgresql://h/db?password=pw", "postgres://u:p%40w@h:1/d?sslmode=disable",
+		"::", "host=h password=pw", "postgres://u:pw@[::1]:5432/db?password=pw2"} {
+		f.Add(s)
+	}
+	f.Fuzz(func(t *testing.T, raw string) {
+		if _, err := url.Parse(raw); err != nil {
+			return
+		}
+		got := RedactURL(raw)
+		g, err := url.Parse(got)
+		if err != nil {
+			t.Fatalf("RedactURL(%q) = %q, which does not parse: %v", raw, got, err)
+		}
+		if pw, ok := g.User.Password(); ok && pw != "xxxxx" {
+			t.Errorf("RedactURL(%q) = %q keeps the password %q", raw, got, pw)
+		}
+		if g.Query().Has("password") && g.Query().Get("password") != "xxxxx" {
+			t.Errorf("RedactURL(%q) = %q keeps the password parameter", raw, got)
 		}
 	})
 }

@@ -63,21 +63,23 @@ func TestWriteSkipsWritesForDeletedSession(t *testing.T) {
 // Within one batch, a write for a session deleted earlier in the batch is
 // skipped too, and so is an event of a stream never stored.
 func TestWriteSkipsOrphansInOneBatch(t *testing.T) {
-	s := openT(t, t.TempDir())
-	write(t, s,
-		Op{Session: session("x", t0)},
-		Op{Stream: &Stream{ID: "x/get", Session: "x"}},
-	)
-	write(t, s,
-		Op{DeleteSession: "x"},
-		event("x", "x/get", 0, "late"),
-		event("z", "never-stored", 0, "lost"),
-		Op{Session: session("y", t0)},
-	)
-	if got := slices.Sorted(maps.Keys(sessionsByID(t, s))); !slices.Equal(got, []string{"y"}) {
-		t.Errorf("sessions = %v, want [y]", got)
-	}
-	if n := count(t, s, "SELECT COUNT(*) FROM events"); n != 0 {
-		t.Errorf("%d events stored, want none", n)
-	}
+	eachStore(t, func(t *testing.T, open opener) {
+		s := open(t)
+		write(t, s,
+			Op{Session: session("x", t0)},
+			Op{Stream: &Stream{ID: "x/get", Session: "x"}},
+		)
+		write(t, s,
+			Op{DeleteSession: "x"},
+			event("x", "x/get", 0, "late"),
+			event("z", "never-stored", 0, "lost"),
+			Op{Session: session("y", t0)},
+		)
+		if got := slices.Sorted(maps.Keys(sessionsByID(t, s))); !slices.Equal(got, []string{"y"}) {
+			t.Errorf("sessions = %v, want [y]", got)
+		}
+		if n := count(t, s, "SELECT COUNT(*) FROM events"); n != 0 {
+			t.Errorf("%d events stored, want none", n)
+		}
+	})
 }

@@ -7,41 +7,42 @@ import (
 	"errors"
 	"fmt"
 	"io/fs"
-	"net/url"
 	"os"
 	"path/filepath"
 	"sort"
-	"strconv"
-	"strings"
 	"sync"
 	"sync/atomic"
 	"time"
-
-	_ "modernc.org/sqlite" // the "sqlite" database/sql driver, pure Go
 )
 
-//go:embed migrations/*.sql
+//go:embed migrations
 var migrations embed.FS
 
 // FileName is the database file inside the data directory.
 const FileName = "mcphub.db"
 
-// maxConns bounds the pooled connections to the database.
-const maxConns = 4
-
-// Store is mcphub's SQLite database. Open → use → Close. It is safe for
+// Store is mcphub's database: SQLite in the data directory (Open), or
+// PostgreSQL for a team (OpenURL). Both dialects run the same code over
+// database/sql; only the migrations, the placeholders and how the schema
+// version is kept differ (dialect.go). Open → use → Close. It is safe for
 // concurrent use; writes are meant to come batched through Write.
 type Store struct {
+	dialect *dialect
+	// path is the SQLite database file; "" for PostgreSQL.
 	path string
+	// where names the database in messages: the file, or the URL with its
+	// password masked.
+	where string
 
-	// wmu serialises writes: SQLite has one writer at a time, and its busy
-	// handler retries on a schedule rather than in order, so pooled
-	// connections racing for the lock can starve one another. Check holds
-	// it too while it replaces the database, so no write sees the swap.
+	// wmu serialises this process's writes: SQLite has one writer at a
+	// time, and its busy handler retries on a schedule rather than in
+	// order, so pooled connections racing for the lock can starve one
+	// another; on PostgreSQL it keeps one replica's batches in order.
+	// Check holds it too while it replaces the database, so no write sees
+	// the swap. Lock order: wmu, then hmu.
 	wmu sync.Mutex
 	// hmu guards the handle: reads hold it shared for as long as they use
 	// the database, Check and Close hold it alone to replace or close it.
-	// Lock order: wmu, then hmu.
 	hmu sync.RWMutex
 	handle
 	closed bool
@@ -52,20 +53,21 @@ type Store struct {
 	shrunk atomic.Uint64
 }
 
-// handle is one open database file.
+// handle is one open database.
 type handle struct {
 	db *sql.DB
 	// insEvent and hasStream are the hot statements, prepared once.
 	insEvent, hasStream *sql.Stmt
-	// file identifies the database file opened, for Check.
+	// file identifies the SQLite database file opened, for Check.
 	file os.FileInfo
 }
 
-// Open opens (creating if needed) the database in dir and migrates it to the
-// newest schema.
+// Open opens (creating if needed) the SQLite database in dir and migrates
+// it to the newest schema.
 func Open(dir string) (*Store, error) {
-	s := &Store{path: filepath.Join(dir, FileName)}
-	h, err := openDB(s.path)
+	path := filepath.Join(dir, FileName)
+	s := &Store{dialect: sqliteDialect, path: path, where: path}
+	h, err := openSQLite(path)
 	if err != nil {
 		return nil, err
 	}
@@ -73,44 +75,20 @@ func Open(dir string) (*Store, error) {
 	return s, nil
 }
 
-// openDB creates (if needed), opens and migrates the database at path.
-func openDB(path string) (handle, error) {
-	if err := os.MkdirAll(filepath.Dir(path), 0o700); err != nil {
-		return handle{}, fmt.Errorf("store: %w", err)
+// prepare migrates db and prepares the hot statements.
+func (h *handle) prepare(d *dialect, where string) error {
+	if err := migrate(h.db, d, where); err != nil {
+		return err
 	}
-	// Created private before SQLite opens it: the -wal and -shm files it
-	// makes next take the database file's mode, and they hold the same data.
-	if f, err := os.OpenFile(path, os.O_RDWR|os.O_CREATE, 0o600); err == nil {
-		f.Close()
-	}
-	db, err := sql.Open("sqlite", dsn(path))
-	if err != nil {
-		return handle{}, fmt.Errorf("store: open %s: %w", path, err)
-	}
-	h := handle{db: db}
-	// Connections are kept, not closed and reopened as load varies: each
-	// open runs the pragmas, and once the file is deleted a new one fails
-	// where a kept one goes on until Check replaces the database.
-	db.SetMaxOpenConns(maxConns)
-	db.SetMaxIdleConns(maxConns)
-	if err := migrate(db, path); err != nil {
-		h.close()
-		return handle{}, err
-	}
-	if h.insEvent, err = db.Prepare(`INSERT OR IGNORE INTO events (stream_id, seq, session_id, data, size, stored) VALUES (?, ?, ?, ?, ?, ?)`); err == nil {
-		h.hasStream, err = db.Prepare(`SELECT EXISTS (SELECT 1 FROM streams WHERE id = ?)`)
-	}
-	if err == nil {
-		h.file, err = os.Stat(path)
+	var err error
+	if h.insEvent, err = h.db.Prepare(d.q(`INSERT INTO events (stream_id, seq, session_id, data, size, stored) VALUES (?, ?, ?, ?, ?, ?)
+		ON CONFLICT (stream_id, seq) DO NOTHING`)); err == nil {
+		h.hasStream, err = h.db.Prepare(d.q(`SELECT EXISTS (SELECT 1 FROM streams WHERE id = ?)`))
 	}
 	if err != nil {
-		h.close()
-		return handle{}, fmt.Errorf("store: %w", err)
+		return fmt.Errorf("store: %w", err)
 	}
-	// On Windows the file's identity is read on first comparison, from
-	// whatever is at the path then: read it now, while it is this file.
-	os.SameFile(h.file, h.file)
-	return h, nil
+	return nil
 }
 
 // close closes the statements and the database.
@@ -123,26 +101,15 @@ func (h handle) close() error {
 	return h.db.Close()
 }
 
-// dsn is the driver's name for the database at path. WAL lets readers run
-// beside the writer; busy_timeout rides out short lock contention; foreign
-// keys make deleting a session delete its streams, events and calls.
-func dsn(path string) string {
-	q := url.Values{}
-	for _, p := range []string{"busy_timeout(5000)", "journal_mode(WAL)", "foreign_keys(1)", "synchronous(NORMAL)"} {
-		q.Add("_pragma", p)
-	}
-	// mode=rw: SQLite never creates the file itself. A connection the pool
-	// opens after the file was deleted then fails, rather than starting an
-	// empty database beside the old one's -wal, until Check recreates it.
-	q.Set("mode", "rw")
-	// The path goes into a URI: characters that URIs give a meaning must
-	// be escaped, or a data dir named "a?b" opens a database named "a".
-	escaped := strings.NewReplacer("%", "%25", "?", "%3F", "#", "%23").Replace(path)
-	return "file:" + escaped + "?" + q.Encode()
-}
-
-// Path is the database file.
+// Path is the SQLite database file; "" for PostgreSQL.
 func (s *Store) Path() string { return s.path }
+
+// Where names the database for messages: the SQLite file, or the
+// PostgreSQL URL with its password masked.
+func (s *Store) Where() string { return s.where }
+
+// Dialect is "sqlite" or "postgres".
+func (s *Store) Dialect() string { return s.dialect.name }
 
 // Close closes the database. It is idempotent.
 func (s *Store) Close() error {
@@ -161,50 +128,64 @@ func (s *Store) Close() error {
 func (s *Store) SchemaVersion() (int, error) {
 	s.hmu.RLock()
 	defer s.hmu.RUnlock()
-	return schemaVersion(s.db)
+	return s.dialect.version(s.db)
 }
 
-func schemaVersion(db *sql.DB) (int, error) {
-	var v int
-	err := db.QueryRow("PRAGMA user_version").Scan(&v)
-	return v, err
+// Migrations is how many schema versions this mcphub knows: the newest
+// schema version it migrates a database to.
+func Migrations() int {
+	n, _ := migrationNames(sqliteDialect)
+	return len(n)
 }
 
-// migrate applies, in order and each in its own transaction, every embedded
-// migration newer than the database's user_version.
-func migrate(db *sql.DB, path string) error {
-	names, err := fs.Glob(migrations, "migrations/*.sql")
+// migrationNames lists a dialect's embedded migrations, in order.
+func migrationNames(d *dialect) ([]string, error) {
+	names, err := fs.Glob(migrations, "migrations/"+d.name+"/*.sql")
+	sort.Strings(names)
+	return names, err
+}
+
+// migrate applies, in order and in one transaction, every embedded
+// migration newer than the database's schema version. On PostgreSQL the
+// transaction first takes an advisory lock, so replicas starting together
+// migrate once, one after the other.
+func migrate(db *sql.DB, d *dialect, where string) error {
+	names, err := migrationNames(d)
 	if err != nil {
 		return err
 	}
-	sort.Strings(names)
-	current, err := schemaVersion(db)
+	tx, err := db.Begin()
 	if err != nil {
-		return fmt.Errorf("store: read schema version of %s: %w", path, err)
+		return fmt.Errorf("store: %s: %w", where, err)
+	}
+	defer tx.Rollback()
+	if err := d.lock(tx); err != nil {
+		return fmt.Errorf("store: %s: take the migration lock: %w", where, err)
+	}
+	current, err := d.version(tx)
+	if err != nil {
+		return fmt.Errorf("store: read schema version of %s: %w", where, err)
 	}
 	if current > len(names) {
-		return fmt.Errorf("store: %s has schema version %d, newer than this mcphub knows (%d); use a newer mcphub or another --data-dir", path, current, len(names))
+		return fmt.Errorf("store: %s has schema version %d, newer than this mcphub knows (%d); use a newer mcphub or %s", where, current, len(names), d.elsewhere)
+	}
+	if current == len(names) {
+		return nil
 	}
 	for i := current; i < len(names); i++ {
 		body, err := migrations.ReadFile(names[i])
 		if err != nil {
 			return err
 		}
-		tx, err := db.Begin()
-		if err != nil {
-			return fmt.Errorf("store: %w", err)
-		}
 		if _, err := tx.Exec(string(body)); err != nil {
-			tx.Rollback()
 			return fmt.Errorf("store: migration %s: %w", names[i], err)
 		}
-		if _, err := tx.Exec("PRAGMA user_version = " + strconv.Itoa(i+1)); err != nil {
-			tx.Rollback()
-			return fmt.Errorf("store: %w", err)
-		}
-		if err := tx.Commit(); err != nil {
-			return fmt.Errorf("store: migration %s: %w", names[i], err)
-		}
+	}
+	if err := d.setVersion(tx, len(names)); err != nil {
+		return fmt.Errorf("store: %s: %w", where, err)
+	}
+	if err := tx.Commit(); err != nil {
+		return fmt.Errorf("store: migrate %s: %w", where, err)
 	}
 	return nil
 }
@@ -281,7 +262,7 @@ func (s *Store) Write(ops []Op) error {
 			} else if op.Stream != nil {
 				delete(streams, op.Stream.ID)
 			}
-			if err := apply(tx, op); err != nil {
+			if err := apply(tx, s.dialect, op); err != nil {
 				return fmt.Errorf("store: %w", err)
 			}
 			continue
@@ -312,49 +293,51 @@ func (s *Store) Write(ops []Op) error {
 	return nil
 }
 
-func apply(tx *sql.Tx, op Op) error {
+func apply(tx *sql.Tx, d *dialect, op Op) error {
 	switch {
 	case op.Session != nil:
-		return saveSession(tx, op.Session)
+		return saveSession(tx, d, op.Session)
 	case op.DeleteSession != "":
-		_, err := tx.Exec(`DELETE FROM sessions WHERE id = ?`, op.DeleteSession)
+		_, err := tx.Exec(d.q(`DELETE FROM sessions WHERE id = ?`), op.DeleteSession)
 		return err
 	case op.Stream != nil:
 		// The WHERE clause also keeps the upsert's ON from reading as a
 		// join constraint.
-		_, err := tx.Exec(`INSERT INTO streams (id, session_id, post, request_id, finished)
+		_, err := tx.Exec(d.q(`INSERT INTO streams (id, session_id, post, request_id, finished)
 			SELECT ?1, ?2, ?3, ?4, ?5 WHERE EXISTS (SELECT 1 FROM sessions WHERE id = ?2)
-			ON CONFLICT (id) DO UPDATE SET finished = excluded.finished`,
+			ON CONFLICT (id) DO UPDATE SET finished = excluded.finished`),
 			op.Stream.ID, op.Stream.Session, op.Stream.Post, op.Stream.RequestID, op.Stream.Finished)
 		return err
 	case op.Call != nil:
 		c := op.Call
-		_, err := tx.Exec(`INSERT OR REPLACE INTO calls (stream_id, server, upstream_id, hub_token, progress_token)
-			SELECT ?1, ?2, ?3, ?4, ?5 WHERE EXISTS (SELECT 1 FROM streams WHERE id = ?1)`,
+		_, err := tx.Exec(d.q(`INSERT INTO calls (stream_id, server, upstream_id, hub_token, progress_token)
+			SELECT ?1, ?2, ?3, ?4, ?5 WHERE EXISTS (SELECT 1 FROM streams WHERE id = ?1)
+			ON CONFLICT (stream_id) DO UPDATE SET server = excluded.server, upstream_id = excluded.upstream_id,
+				hub_token = excluded.hub_token, progress_token = excluded.progress_token`),
 			c.Stream, c.Server, c.UpstreamID, c.HubToken, c.ProgressToken)
 		return err
 	case op.DeleteCall != "":
-		_, err := tx.Exec(`DELETE FROM calls WHERE stream_id = ?`, op.DeleteCall)
+		_, err := tx.Exec(d.q(`DELETE FROM calls WHERE stream_id = ?`), op.DeleteCall)
 		return err
 	}
 	return nil
 }
 
-func saveSession(tx *sql.Tx, se *Session) error {
-	if _, err := tx.Exec(`INSERT INTO sessions (id, endpoint, version, client_info, capabilities, log_level, created, last_seen)
+func saveSession(tx *sql.Tx, d *dialect, se *Session) error {
+	if _, err := tx.Exec(d.q(`INSERT INTO sessions (id, endpoint, version, client_info, capabilities, log_level, created, last_seen)
 		VALUES (?, ?, ?, ?, ?, ?, ?, ?)
-		ON CONFLICT (id) DO UPDATE SET log_level = excluded.log_level, last_seen = excluded.last_seen`,
+		ON CONFLICT (id) DO UPDATE SET log_level = excluded.log_level, last_seen = excluded.last_seen`),
 		se.ID, se.Endpoint, se.Version, se.ClientInfo, se.Capabilities, se.LogLevel, se.Created.UnixNano(), se.LastSeen.UnixNano()); err != nil {
 		return err
 	}
 	if se.Subscriptions == nil {
 		return nil
 	}
-	if _, err := tx.Exec(`DELETE FROM subscriptions WHERE session_id = ?`, se.ID); err != nil {
+	if _, err := tx.Exec(d.q(`DELETE FROM subscriptions WHERE session_id = ?`), se.ID); err != nil {
 		return err
 	}
 	for _, uri := range se.Subscriptions {
-		if _, err := tx.Exec(`INSERT INTO subscriptions (session_id, uri) VALUES (?, ?)`, se.ID, uri); err != nil {
+		if _, err := tx.Exec(d.q(`INSERT INTO subscriptions (session_id, uri) VALUES (?, ?)`), se.ID, uri); err != nil {
 			return err
 		}
 	}
@@ -394,7 +377,7 @@ func (s *Store) Sessions() ([]Session, error) {
 }
 
 func (s *Store) strings(query string, args ...any) ([]string, error) {
-	rows, err := s.db.Query(query, args...)
+	rows, err := s.db.Query(s.dialect.q(query), args...)
 	if err != nil {
 		return nil, fmt.Errorf("store: %w", err)
 	}
@@ -414,9 +397,9 @@ func (s *Store) strings(query string, args ...any) ([]string, error) {
 func (s *Store) Streams(session string) ([]Stream, error) {
 	s.hmu.RLock()
 	defer s.hmu.RUnlock()
-	rows, err := s.db.Query(`SELECT s.id, s.post, s.request_id, s.finished,
-		MAX(s.floor_seq, COALESCE((SELECT MAX(seq) + 1 FROM events e WHERE e.stream_id = s.id), 0))
-		FROM streams s WHERE s.session_id = ?`, session)
+	rows, err := s.db.Query(s.dialect.q(`SELECT s.id, s.post, s.request_id, s.finished, s.floor_seq,
+		COALESCE((SELECT MAX(seq) + 1 FROM events e WHERE e.stream_id = s.id), 0)
+		FROM streams s WHERE s.session_id = ?`), session)
 	if err != nil {
 		return nil, fmt.Errorf("store: %w", err)
 	}
@@ -424,9 +407,11 @@ func (s *Store) Streams(session string) ([]Stream, error) {
 	var out []Stream
 	for rows.Next() {
 		st := Stream{Session: session}
-		if err := rows.Scan(&st.ID, &st.Post, &st.RequestID, &st.Finished, &st.NextSeq); err != nil {
+		var floor int
+		if err := rows.Scan(&st.ID, &st.Post, &st.RequestID, &st.Finished, &floor, &st.NextSeq); err != nil {
 			return nil, fmt.Errorf("store: %w", err)
 		}
+		st.NextSeq = max(st.NextSeq, floor)
 		out = append(out, st)
 	}
 	return out, rows.Err()
@@ -439,7 +424,7 @@ func (s *Store) Streams(session string) ([]Stream, error) {
 func (s *Store) EventsAfter(stream string, after int) ([]Event, error) {
 	s.hmu.RLock()
 	defer s.hmu.RUnlock()
-	rows, err := s.db.Query(`SELECT session_id, seq, data FROM events WHERE stream_id = ? AND seq > ? ORDER BY seq`, stream, after)
+	rows, err := s.db.Query(s.dialect.q(`SELECT session_id, seq, data FROM events WHERE stream_id = ? AND seq > ? ORDER BY seq LIMIT ?`), stream, after, eventsPageRows)
 	if err != nil {
 		return nil, fmt.Errorf("store: %w", err)
 	}
@@ -462,6 +447,11 @@ func (s *Store) EventsAfter(stream string, after int) ([]Event, error) {
 // most. A reader that resumes
 // far back reads the stream page by page, so memory holds one page of it.
 var EventsPageBytes = 4 << 20
+
+// eventsPageRows bounds the events one EventsAfter call asks for, so that
+// the database never reads out (PostgreSQL sends every row of a query the
+// reader stops early) more than one page's worth of a long stream.
+const eventsPageRows = 4096
 
 // Calls loads where every request in flight on a POST stream went.
 func (s *Store) Calls() ([]Call, error) {
@@ -492,7 +482,7 @@ func (s *Store) Counts(session string) (events int, bytes int64, err error) {
 
 // counts reads a session's figures from the events_session index alone.
 func (s *Store) counts(session string) (events int, bytes int64, err error) {
-	err = s.db.QueryRow(`SELECT COUNT(*), COALESCE(SUM(size), 0) FROM events WHERE session_id = ?`, session).Scan(&events, &bytes)
+	err = s.db.QueryRow(s.dialect.q(`SELECT COUNT(*), CAST(COALESCE(SUM(size), 0) AS BIGINT) FROM events WHERE session_id = ?`), session).Scan(&events, &bytes)
 	if err != nil {
 		return 0, 0, fmt.Errorf("store: %w", err)
 	}
@@ -506,8 +496,8 @@ var ErrNotFound = errors.New("not found")
 func (s *Store) SaveUpstream(server string, state []byte) error {
 	s.wmu.Lock()
 	defer s.wmu.Unlock()
-	_, err := s.db.Exec(`INSERT INTO upstreams (server, state, updated) VALUES (?, ?, ?)
-		ON CONFLICT (server) DO UPDATE SET state = excluded.state, updated = excluded.updated`, server, state, time.Now().UnixNano())
+	_, err := s.db.Exec(s.dialect.q(`INSERT INTO upstreams (server, state, updated) VALUES (?, ?, ?)
+		ON CONFLICT (server) DO UPDATE SET state = excluded.state, updated = excluded.updated`), server, state, time.Now().UnixNano())
 	return err
 }
 
@@ -516,7 +506,7 @@ func (s *Store) Upstream(server string) ([]byte, error) {
 	s.hmu.RLock()
 	defer s.hmu.RUnlock()
 	var state []byte
-	err := s.db.QueryRow(`SELECT state FROM upstreams WHERE server = ?`, server).Scan(&state)
+	err := s.db.QueryRow(s.dialect.q(`SELECT state FROM upstreams WHERE server = ?`), server).Scan(&state)
 	if errors.Is(err, sql.ErrNoRows) {
 		return nil, ErrNotFound
 	}
@@ -533,11 +523,11 @@ func (s *Store) SaveCatalog(server string, items map[string][]byte) error {
 		return err
 	}
 	defer tx.Rollback()
-	if _, err := tx.Exec(`DELETE FROM catalog WHERE server = ?`, server); err != nil {
+	if _, err := tx.Exec(s.dialect.q(`DELETE FROM catalog WHERE server = ?`), server); err != nil {
 		return err
 	}
 	for method, data := range items {
-		if _, err := tx.Exec(`INSERT INTO catalog (server, method, items) VALUES (?, ?, ?)`, server, method, data); err != nil {
+		if _, err := tx.Exec(s.dialect.q(`INSERT INTO catalog (server, method, items) VALUES (?, ?, ?)`), server, method, data); err != nil {
 			return err
 		}
 	}
@@ -548,7 +538,7 @@ func (s *Store) SaveCatalog(server string, items map[string][]byte) error {
 func (s *Store) Catalog(server string) (map[string][]byte, error) {
 	s.hmu.RLock()
 	defer s.hmu.RUnlock()
-	rows, err := s.db.Query(`SELECT method, items FROM catalog WHERE server = ?`, server)
+	rows, err := s.db.Query(s.dialect.q(`SELECT method, items FROM catalog WHERE server = ?`), server)
 	if err != nil {
 		return nil, err
 	}

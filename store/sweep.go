@@ -92,8 +92,8 @@ func (s *Store) expire(idleBefore time.Time) ([]string, error) {
 			return false, fmt.Errorf("store: %w", err)
 		}
 		defer tx.Rollback()
-		rows, err := tx.Query(`DELETE FROM sessions WHERE id IN
-			(SELECT id FROM sessions WHERE last_seen < ? LIMIT ?) RETURNING id`, idleBefore.UnixNano(), stepSessions)
+		rows, err := tx.Query(s.dialect.q(`DELETE FROM sessions WHERE id IN
+			(SELECT id FROM sessions WHERE last_seen < ? LIMIT ?) RETURNING id`), idleBefore.UnixNano(), stepSessions)
 		if err != nil {
 			return false, fmt.Errorf("store: %w", err)
 		}
@@ -171,7 +171,7 @@ func (s *Store) trimTotal(limit int64) error {
 		seen := s.shrunk.Load()
 		s.hmu.RLock()
 		var total int64
-		err := s.db.QueryRow(`SELECT COALESCE(SUM(size), 0) FROM events`).Scan(&total)
+		err := s.db.QueryRow(`SELECT CAST(COALESCE(SUM(size), 0) AS BIGINT) FROM events`).Scan(&total)
 		s.hmu.RUnlock()
 		if err != nil {
 			return fmt.Errorf("store: %w", err)
@@ -210,7 +210,9 @@ func (s *Store) dropExcess(excess int64, seen uint64) (stale bool, err error) {
 // bytes dropped and whether it stopped at the step's limit with drop still
 // wanting more. The caller holds the write lock.
 func (s *Store) dropOldest(query string, args []any, session string, drop func(n int, b int64, stored int64) bool) (dropped int64, more bool, err error) {
-	rows, err := s.db.Query(query, args...)
+	// No step reads past its stepEvents+1'th event: PostgreSQL would
+	// send the rest of the table to a reader that stops early.
+	rows, err := s.db.Query(s.dialect.q(query+` LIMIT ?`), append(args, stepEvents+1)...)
 	if err != nil {
 		return 0, false, fmt.Errorf("store: %w", err)
 	}
@@ -256,12 +258,12 @@ func (s *Store) purgeThrough(session string, cut int64) error {
 		return fmt.Errorf("store: %w", err)
 	}
 	defer tx.Rollback()
-	if _, err := tx.Exec(`UPDATE streams SET floor_seq = MAX(floor_seq, p.next)
+	if _, err := tx.Exec(s.dialect.q(`UPDATE streams SET floor_seq = CASE WHEN p.next > floor_seq THEN p.next ELSE floor_seq END
 		FROM (SELECT stream_id, MAX(seq) + 1 AS next FROM events WHERE `+scope+` GROUP BY stream_id) AS p
-		WHERE streams.id = p.stream_id`, args...); err != nil {
+		WHERE streams.id = p.stream_id`), args...); err != nil {
 		return fmt.Errorf("store: %w", err)
 	}
-	if _, err := tx.Exec(`DELETE FROM events WHERE `+scope, args...); err != nil {
+	if _, err := tx.Exec(s.dialect.q(`DELETE FROM events WHERE `+scope), args...); err != nil {
 		return fmt.Errorf("store: %w", err)
 	}
 	if err := tx.Commit(); err != nil {
