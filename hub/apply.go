@@ -129,13 +129,17 @@ func (ss *serverSet) applyEntries(reg *registry.Registry) (ch registry.Changes, 
 	ss.members++
 	old := ss.reg
 	restart := needsRestart(old.Hub, reg.Hub)
+	if reg.Store.URL != old.Store.URL {
+		restart = append(restart, "store.url")
+	}
 	for _, name := range restart {
 		if !slices.Contains(ss.needsRestart, name) {
-			ss.log.Warn("a [hub] setting changed that needs a restart to take effect; the hub keeps the one it started with", "setting", name)
+			ss.log.Warn("a setting changed that needs a restart to take effect; the hub keeps the one it started with", "setting", name)
 		}
 	}
 	ss.needsRestart = restart
 	reg.Hub.Listen, reg.Hub.TLSCert, reg.Hub.TLSKey = old.Hub.Listen, old.Hub.TLSCert, old.Hub.TLSKey
+	reg.Store = old.Store
 	ch = registry.Diff(old, reg)
 	ss.reg, ss.regErr = reg, ""
 	specs := make(map[string]*registry.Server, len(reg.Servers))

@@ -357,3 +357,20 @@ func TestUpstreamLimitsLastEditWins(t *testing.T) {
 		t.Error("the replacement with the older limit was swapped in over the newer one")
 	}
 }
+
+// The store cannot change under a running hub: a new [store] url is
+// reported as needing a restart, and the hub keeps the store it has.
+func TestStoreURLNeedsRestart(t *testing.T) {
+	th := startHub(t, "[servers.a]\ncommand = \"x\"\n", nil)
+	reg, err := registry.ParseServing("hub.toml", []byte("[store]\nurl = \"postgres://db/mcphub\"\n[servers.a]\ncommand = \"x\"\n"), func(string) (string, bool) { return "", false })
+	if err != nil {
+		t.Fatal(err)
+	}
+	th.h.Apply(reg)
+	if got := th.h.Status().NeedsRestart; !slices.Equal(got, []string{"store.url"}) {
+		t.Errorf("NeedsRestart = %q, want [store.url]", got)
+	}
+	if got := th.h.servers.registry().Store.URL; got != "" {
+		t.Errorf("the running hub's store URL became %q", got)
+	}
+}

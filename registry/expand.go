@@ -104,3 +104,20 @@ func expandHome(p string, lookup func(string) (string, bool)) string {
 	}
 	return filepath.Join(home, p[1:])
 }
+
+// StoreURL is the [store] url with its ${NAME} references expanded through
+// lookup; "" when the registry names no store. Errors name the variables,
+// never the value.
+func (r *Registry) StoreURL(lookup func(string) (string, bool)) (string, error) {
+	if r == nil || r.Store.URL == "" {
+		return "", nil
+	}
+	out, unset, err := expand(r.Store.URL, lookup)
+	if err != nil {
+		return "", fmt.Errorf("%s: [store] url: %w", r.Path, err)
+	}
+	if len(unset) > 0 {
+		return "", fmt.Errorf("%s: [store] url refers to %s, which is not set; set it, or write the URL in the file", r.Path, strings.Join(unset, ", "))
+	}
+	return out, nil
+}

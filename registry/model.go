@@ -112,6 +112,18 @@ type Registry struct {
 	// Overrides are the [overrides."SERVER__TOOL"] tables: changes to
 	// tools in /mcp and every profile, by qualified name (see Profile).
 	Overrides map[string]*ToolOverride
+	// Store is the [store] table: where sessions and events are kept.
+	Store Store
+}
+
+// Store is the [store] table. Without a URL the hub keeps its store in
+// SQLite in the data directory; a team's replicas share a PostgreSQL
+// database named by URL.
+type Store struct {
+	// URL is the database URL as written, ${NAME} references unexpanded
+	// (it may hold a password): postgres://user:password@host:port/db.
+	// StoreURL expands it.
+	URL string
 }
 
 // Server returns the server called name, or nil when there is none.

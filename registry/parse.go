@@ -63,6 +63,7 @@ func parse(path string, data []byte, lookup func(string) (string, bool)) (*Regis
 	root := &table{p: p, m: raw}
 	root.unknown(topKeys, nil)
 	reg.Hub = p.hub(raw["hub"])
+	reg.Store = p.store(raw["store"])
 	reg.Servers = p.servers(raw["servers"])
 	p.crossCheck(reg)
 	p.views(reg, raw)
@@ -108,8 +109,9 @@ type parser struct {
 }
 
 var (
-	topKeys = []string{"hub", "servers", "profiles", "overrides"}
-	hubKeys = []string{"listen", "auth", "token_env", "token_file", "separator", "request_timeout",
+	topKeys   = []string{"hub", "servers", "profiles", "overrides", "store"}
+	storeKeys = []string{"url"}
+	hubKeys   = []string{"listen", "auth", "token_env", "token_file", "separator", "request_timeout",
 		"post_sse", "allowed_origins", "max_body_bytes", "max_response_bytes",
 		"max_sessions", "max_sessions_per_server", "max_connections", "max_connections_per_address",
 		"stream_buffer_bytes", "buffer_bytes", "event_retention", "event_retention_bytes", "store_max_bytes",
@@ -202,6 +204,28 @@ func (p *parser) hub(raw any) Hub {
 		t.errf("listen", "%s", msg)
 	}
 	return h
+}
+
+// store reads the [store] table: url, a postgres:// URL (or a ${NAME}
+// reference to one), checked without expanding it.
+func (p *parser) store(raw any) Store {
+	var st Store
+	if raw == nil {
+		return st
+	}
+	m, ok := raw.(map[string]any)
+	if !ok {
+		p.fail([]string{"store"}, "", `store must be a table; write [store] followed by url = "postgres://…"`)
+		return st
+	}
+	t := &table{p: p, m: m, path: []string{"store"}}
+	t.unknown(storeKeys, nil)
+	if t.str("url", &st.URL) && st.URL != "" && !strings.HasPrefix(st.URL, "${") &&
+		!strings.HasPrefix(st.URL, "postgres://") && !strings.HasPrefix(st.URL, "postgresql://") {
+		// The value is not quoted back: it may hold a password.
+		t.errf("url", "is not a PostgreSQL URL; write postgres://user:password@host:port/database (a ${NAME} reference keeps the password out of the file), or leave [store] out to keep the store in SQLite in the data directory")
+	}
+	return st
 }
 
 func (p *parser) servers(raw any) []*Server {

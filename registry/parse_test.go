@@ -219,7 +219,7 @@ func TestExampleFileIsValid(t *testing.T) {
 		t.Fatalf("hub.toml.example does not validate:\n%v", err)
 	}
 	// It documents every key, so every key must be present in it.
-	for _, k := range append(append([]string{}, hubKeys...), serverKeys...) {
+	for _, k := range append(append(append([]string{}, hubKeys...), serverKeys...), storeKeys...) {
 		if !strings.Contains(string(data), "\n"+k+" = ") && !strings.Contains(string(data), "."+k+"]\n") {
 			t.Errorf("hub.toml.example does not show key %q", k)
 		}

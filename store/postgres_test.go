@@ -202,3 +202,32 @@ func TestPlaceholders(t *testing.T) {
 		}
 	}
 }
+
+func TestInspect(t *testing.T) {
+	ctx := context.Background()
+	u := pgtest.URL(t)
+	dir := t.TempDir()
+	for _, target := range []string{u, dir} {
+		r, err := Inspect(ctx, target)
+		if err != nil || r.Exists || r.Version != 0 || r.Known != Migrations() {
+			t.Errorf("Inspect(%s) before any open = %+v, %v; want no database yet", r.Where, r, err)
+		}
+	}
+	openURLT(t, u).Close()
+	openT(t, dir).Close()
+	for _, target := range []string{u, dir} {
+		r, err := Inspect(ctx, target)
+		if err != nil || !r.Exists || r.Version != Migrations() {
+			t.Errorf("Inspect(%s) = %+v, %v; want the current schema", r.Where, r, err)
+		}
+	}
+	if r, _ := Inspect(ctx, u); r.Dialect != "postgres" || !strings.HasPrefix(r.Server, "1") {
+		t.Errorf("Inspect(postgres) = %+v, want the server's version", r)
+	}
+	// Inspecting changes nothing: a database it did not find stays unmade.
+	fresh := t.TempDir()
+	Inspect(ctx, fresh)
+	if r, _ := Inspect(ctx, fresh); r.Exists {
+		t.Errorf("Inspect made a database in %s", fresh)
+	}
+}

@@ -61,8 +61,13 @@ func dsn(path string) string {
 	// opens after the file was deleted then fails, rather than starting an
 	// empty database beside the old one's -wal, until Check recreates it.
 	q.Set("mode", "rw")
-	// The path goes into a URI: characters that URIs give a meaning must
-	// be escaped, or a data dir named "a?b" opens a database named "a".
+	return fileURI(path, q)
+}
+
+// fileURI is the SQLite URI of the file at path with the query q. The path
+// goes into a URI: characters that URIs give a meaning must be escaped, or a
+// data dir named "a?b" opens a database named "a".
+func fileURI(path string, q url.Values) string {
 	escaped := strings.NewReplacer("%", "%25", "?", "%3F", "#", "%23").Replace(path)
 	return "file:" + escaped + "?" + q.Encode()
 }

@@ -13,6 +13,7 @@ import (
 	"fmt"
 	"net/http"
 	"os"
+	"path/filepath"
 	"reflect"
 	"slices"
 	"strconv"
@@ -25,6 +26,8 @@ import (
 	"github.com/modelcontextprotocol/go-sdk/mcp"
 
 	"github.com/mcphub/mcphub/internal/jsonrpc"
+	"github.com/mcphub/mcphub/store"
+	"github.com/mcphub/mcphub/store/pgtest"
 )
 
 // resumeCase is one way a client's streams are cut midway and resumed.
@@ -39,6 +42,9 @@ type resumeCase struct {
 	// outlives the hub and, when the hub is killed, keeps every event for
 	// the restarted hub to resume.
 	stdio bool
+	// postgres keeps the killed hub's store in PostgreSQL (--store), not
+	// SQLite in its data directory.
+	postgres bool
 	// calls are the tags of the tools/call requests, each streaming its
 	// progress on its own POST stream.
 	calls []string
@@ -110,10 +116,11 @@ func (l *leg) response() *jsonrpc.Message {
 func TestStreamsResumeAfterCut(t *testing.T) {
 	kill9 := resumeCase{kill: true, calls: []string{"k9"}, n: 200, delayMs: 12, cutAt: 60,
 		within: 20 * time.Second, resumeWithin: 20 * time.Second}
-	k9stdio, k9http := kill9, kill9
+	k9stdio, k9http, k9pg := kill9, kill9, kill9
 	k9stdio.name, k9stdio.stdio = "kill9_stdio", true
 	k9http.name = "kill9_http"
-	for _, tc := range []resumeCase{k9stdio, k9http, {
+	k9pg.name, k9pg.postgres = "kill9_http_postgres", true
+	for _, tc := range []resumeCase{k9stdio, k9http, k9pg, {
 		name: "cut_three_streams", calls: []string{"A", "B"}, get: true, n: 40, delayMs: 15, cutAt: 10,
 		within: 15 * time.Second, resumeWithin: 10 * time.Second,
 	}} {
@@ -127,6 +134,7 @@ type resumeRun struct {
 	t        *testing.T
 	tc       resumeCase
 	ph       *procHub      // when the case kills the hub
+	flags    []string      // its command line's flags
 	run      *hubRun       // its first run
 	up       *httpUpstream // nil for the stdio upstream
 	childPID int           // the stdio upstream's process
@@ -158,7 +166,12 @@ func (r *resumeRun) startHub() {
 	if tc.kill {
 		r.ph = newProcHub(t)
 		r.ph.write(t, r.ph.registry("", servers))
-		r.run = r.ph.start(nil, "--log-level", "debug")
+		r.flags = []string{"--log-level", "debug"}
+		if tc.postgres {
+			r.ph.storeURL = pgtest.URL(t)
+			r.flags = append(r.flags, "--store", r.ph.storeURL)
+		}
+		r.run = r.ph.start(nil, r.flags...)
 		r.childPID = findServer(r.ph.waitStatus(t, r.run, 20*time.Second, "up connects", connected("up")), "up").PID
 		if tc.stdio && r.childPID <= 0 {
 			t.Fatalf("/readyz shows no PID for the stdio server")
@@ -309,7 +322,7 @@ func (r *resumeRun) resumeToEnd() {
 	t, tc := r.t, r.tc
 	if tc.kill {
 		r.ph.logStored("up")
-		r.ph.start(nil, "--log-level", "debug")
+		r.ph.start(nil, r.flags...)
 	}
 	for _, l := range r.legs {
 		l.s = r.s.resume(l.lastID, tc.resumeWithin)
@@ -365,6 +378,9 @@ func (r *resumeRun) check() {
 	}
 	if !strings.Contains(string(m.Result), `"up__slow_progress"`) {
 		t.Errorf("tools/list after the restart lacks up__slow_progress: %s", short(m.Result))
+	}
+	if tc.postgres && fileExists(filepath.Join(r.ph.data, store.FileName)) {
+		t.Errorf("the hub made a SQLite store in its data directory although --store named PostgreSQL")
 	}
 }
 

@@ -233,7 +233,10 @@ type procHub struct {
 	data  string // $MCPHUB_DATA
 	addr  string // [hub] listen
 	token string // the bearer token status requests carry, when the hub wants one
-	runs  []*hubRun
+	// storeURL is the PostgreSQL store the test gives the hub with
+	// --store; "" for SQLite in data.
+	storeURL string
+	runs     []*hubRun
 }
 
 // hubRun is one run of `mcphub serve`.
@@ -434,11 +437,17 @@ func (h *procHub) cli(t testing.TB, extra []string, args ...string) (code int, s
 	return code, out.String(), errb.String()
 }
 
-// logStored logs what a dead hub left in its data directory for a server:
-// the upstream connection state a restart resumes and the in-flight calls.
+// logStored logs what a dead hub left in its store for a server: the
+// upstream connection state a restart resumes and the in-flight calls.
 func (h *procHub) logStored(server string) {
 	h.t.Helper()
-	db, err := store.Open(h.data)
+	var db *store.Store
+	var err error
+	if h.storeURL != "" {
+		db, err = store.OpenURL(context.Background(), h.storeURL)
+	} else {
+		db, err = store.Open(h.data)
+	}
 	if err != nil {
 		h.t.Logf("open the store: %v", err)
 		return

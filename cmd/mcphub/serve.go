@@ -31,6 +31,7 @@ type serveFlags struct {
 	logLevel       string
 	disablePostSSE bool
 	noStore        bool
+	store          string // a PostgreSQL URL
 }
 
 const serveLong = `Start the hub: connect to every enabled server in the registry and serve
@@ -43,6 +44,10 @@ them all behind one Streamable HTTP endpoint.
 Servers connect in the background; one that fails never stops the others,
 and its state and last error stay visible. SIGINT or SIGTERM stops the hub,
 its servers and their processes.
+
+Sessions and events are kept in SQLite in the data directory, or, with
+--store (MCPHUB_STORE, [store] url in hub.toml), in a PostgreSQL database a
+team's replicas share; mcphub store check reaches it without serving.
 
 Point a client at it:
   Claude Code   claude mcp add --transport http mcphub http://127.0.0.1:7733/mcp
@@ -71,6 +76,7 @@ func newServeCmd(a *app) *cobra.Command {
 	fl.StringVar(&f.logLevel, "log-level", "info", "log level: debug, info, warn or error")
 	fl.BoolVar(&f.disablePostSSE, "disable-post-sse", false, "answer every POST with JSON, never an SSE stream ([hub] post_sse = false)")
 	fl.BoolVar(&f.noStore, "no-store", false, "keep sessions and events in memory only (they do not survive a restart)")
+	fl.StringVar(&f.store, "store", "", "keep the store in PostgreSQL at this URL, postgres://user:password@host:port/database, instead of SQLite in the data directory (env "+storeEnv+", or [store] url in hub.toml)")
 	return cmd
 }
 
@@ -131,7 +137,11 @@ func runServe(ctx context.Context, a *app, f serveFlags) error {
 	defer closeLog()
 	slog.SetDefault(log)
 	reapLeftovers(a.dataDir, log)
-	db, err := store.Open(a.dataDir)
+	storeURL, _, err := a.storeTarget(f.store, reg)
+	if err != nil {
+		return err
+	}
+	db, err := a.openStore(ctx, storeURL)
 	if err != nil {
 		return err
 	}
