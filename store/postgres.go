@@ -50,6 +50,13 @@ func OpenURL(ctx context.Context, rawURL string) (*Store, error) {
 	if cfg.ConnectTimeout == 0 {
 		cfg.ConnectTimeout = connectTimeout
 	}
+	// A transaction left open by a replica that stopped (SIGSTOP, a
+	// machine that froze) is ended by the server before the others take
+	// that replica for dead: its uncommitted writes never land after its
+	// sessions moved (Cluster).
+	if _, ok := cfg.RuntimeParams["idle_in_transaction_session_timeout"]; !ok {
+		cfg.RuntimeParams["idle_in_transaction_session_timeout"] = "2s"
+	}
 	db := sql.OpenDB(stdlib.GetConnector(*cfg))
 	db.SetMaxOpenConns(pgMaxConns)
 	db.SetMaxIdleConns(pgMaxConns)

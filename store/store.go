@@ -47,17 +47,36 @@ type Store struct {
 	handle
 	closed bool
 
+	// who is the replica this store writes as (cluster.go); a hub of its
+	// own is "" of generation 0.
+	who atomic.Pointer[identity]
+
 	// shrunk counts the writes that deleted events behind the sweep's
 	// back (DeleteSession, a recreated database), so a sweep that measured
 	// the store before one knows its figure is stale.
 	shrunk atomic.Uint64
 }
 
+// identity is a replica as sessions name their owner: its stable name and
+// the generation it runs as.
+type identity struct {
+	name string
+	gen  int64
+}
+
+// identity is who this store writes as.
+func (s *Store) identity() identity {
+	if p := s.who.Load(); p != nil {
+		return *p
+	}
+	return identity{}
+}
+
 // handle is one open database.
 type handle struct {
 	db *sql.DB
-	// insEvent and hasStream are the hot statements, prepared once.
-	insEvent, hasStream *sql.Stmt
+	// insEvent is the hot statement, prepared once.
+	insEvent *sql.Stmt
 	// file identifies the SQLite database file opened, for Check.
 	file os.FileInfo
 }
@@ -81,10 +100,11 @@ func (h *handle) prepare(d *dialect, where string) error {
 		return err
 	}
 	var err error
-	if h.insEvent, err = h.db.Prepare(d.q(`INSERT INTO events (stream_id, seq, session_id, data, size, stored) VALUES (?, ?, ?, ?, ?, ?)
-		ON CONFLICT (stream_id, seq) DO NOTHING`)); err == nil {
-		h.hasStream, err = h.db.Prepare(d.q(`SELECT EXISTS (SELECT 1 FROM streams WHERE id = ?)`))
-	}
+	// An event of a stream that is no longer stored, or of a session this
+	// replica no longer owns, is skipped (see Write).
+	h.insEvent, err = h.db.Prepare(d.q(`INSERT INTO events (stream_id, seq, session_id, data, size, stored)
+		SELECT ?1, ?4, ?5, ?6, ?7, ?8 WHERE ` + ownedStream + `
+		ON CONFLICT (stream_id, seq) DO NOTHING`))
 	if err != nil {
 		return fmt.Errorf("store: %w", err)
 	}
@@ -93,10 +113,8 @@ func (h *handle) prepare(d *dialect, where string) error {
 
 // close closes the statements and the database.
 func (h handle) close() error {
-	for _, st := range []*sql.Stmt{h.insEvent, h.hasStream} {
-		if st != nil {
-			st.Close()
-		}
+	if h.insEvent != nil {
+		h.insEvent.Close()
 	}
 	return h.db.Close()
 }
@@ -247,40 +265,20 @@ func (s *Store) Write(ops []Op) error {
 		return fmt.Errorf("store: %w", err)
 	}
 	defer tx.Rollback()
-	var insEvent, hasStream *sql.Stmt
-	// streams says which streams are stored, as far as this batch has
-	// looked: one lookup per stream rather than per event.
-	streams := map[string]bool{}
-	stored := time.Now().UnixNano()
+	w := opWriter{tx: tx, d: s.dialect, who: s.identity(), stored: time.Now().UnixNano()}
 	deletes := false
 	for _, op := range ops {
-		ev := op.Event
-		if ev == nil {
-			if op.DeleteSession != "" {
-				deletes = true
-				clear(streams)
-			} else if op.Stream != nil {
-				delete(streams, op.Stream.ID)
+		if ev := op.Event; ev != nil {
+			if w.insEvent == nil {
+				w.insEvent = tx.Stmt(s.insEvent)
 			}
-			if err := apply(tx, s.dialect, op); err != nil {
+			if _, err := w.insEvent.Exec(ev.Stream, w.who.name, w.who.gen, ev.Seq, ev.Session, ev.Data, len(ev.Data), w.stored); err != nil {
 				return fmt.Errorf("store: %w", err)
 			}
 			continue
 		}
-		if insEvent == nil {
-			insEvent, hasStream = tx.Stmt(s.insEvent), tx.Stmt(s.hasStream)
-		}
-		ok, known := streams[ev.Stream]
-		if !known {
-			if err := hasStream.QueryRow(ev.Stream).Scan(&ok); err != nil {
-				return fmt.Errorf("store: %w", err)
-			}
-			streams[ev.Stream] = ok
-		}
-		if !ok {
-			continue
-		}
-		if _, err := insEvent.Exec(ev.Stream, ev.Seq, ev.Session, ev.Data, len(ev.Data), stored); err != nil {
+		deletes = deletes || op.DeleteSession != ""
+		if err := w.apply(op); err != nil {
 			return fmt.Errorf("store: %w", err)
 		}
 	}
@@ -293,45 +291,74 @@ func (s *Store) Write(ops []Op) error {
 	return nil
 }
 
-func apply(tx *sql.Tx, d *dialect, op Op) error {
+// opWriter applies one batch's ops in its transaction. Every write is
+// guarded by the session's owner: a replica whose session another took over
+// (the fence) writes nothing more for it. On a hub of its own the owner is
+// always "" of generation 0.
+type opWriter struct {
+	tx       *sql.Tx
+	d        *dialect
+	who      identity
+	stored   int64
+	insEvent *sql.Stmt
+}
+
+// ownedSession is the guard for a session id given as ?1.
+const ownedSession = `EXISTS (SELECT 1 FROM sessions WHERE id = ?1 AND owner = ?2 AND owner_gen = ?3)`
+
+// ownedStream is the guard for a stream id given as ?1.
+const ownedStream = `EXISTS (SELECT 1 FROM streams st JOIN sessions se ON se.id = st.session_id
+	WHERE st.id = ?1 AND se.owner = ?2 AND se.owner_gen = ?3)`
+
+func (w *opWriter) apply(op Op) error {
+	tx, d, who := w.tx, w.d, w.who
 	switch {
 	case op.Session != nil:
-		return saveSession(tx, d, op.Session)
+		return w.saveSession(op.Session)
 	case op.DeleteSession != "":
-		_, err := tx.Exec(d.q(`DELETE FROM sessions WHERE id = ?`), op.DeleteSession)
+		_, err := tx.Exec(d.q(`DELETE FROM sessions WHERE id = ?1 AND owner = ?2 AND owner_gen = ?3`), op.DeleteSession, who.name, who.gen)
 		return err
 	case op.Stream != nil:
 		// The WHERE clause also keeps the upsert's ON from reading as a
 		// join constraint.
 		_, err := tx.Exec(d.q(`INSERT INTO streams (id, session_id, post, request_id, finished)
-			SELECT ?1, ?2, ?3, ?4, ?5 WHERE EXISTS (SELECT 1 FROM sessions WHERE id = ?2)
+			SELECT ?4, ?1, ?5, ?6, ?7 WHERE `+ownedSession+`
 			ON CONFLICT (id) DO UPDATE SET finished = excluded.finished`),
-			op.Stream.ID, op.Stream.Session, op.Stream.Post, op.Stream.RequestID, op.Stream.Finished)
+			op.Stream.Session, who.name, who.gen, op.Stream.ID, op.Stream.Post, op.Stream.RequestID, op.Stream.Finished)
 		return err
 	case op.Call != nil:
 		c := op.Call
 		_, err := tx.Exec(d.q(`INSERT INTO calls (stream_id, server, upstream_id, hub_token, progress_token)
-			SELECT ?1, ?2, ?3, ?4, ?5 WHERE EXISTS (SELECT 1 FROM streams WHERE id = ?1)
+			SELECT ?1, ?4, ?5, ?6, ?7 WHERE `+ownedStream+`
 			ON CONFLICT (stream_id) DO UPDATE SET server = excluded.server, upstream_id = excluded.upstream_id,
 				hub_token = excluded.hub_token, progress_token = excluded.progress_token`),
-			c.Stream, c.Server, c.UpstreamID, c.HubToken, c.ProgressToken)
+			c.Stream, who.name, who.gen, c.Server, c.UpstreamID, c.HubToken, c.ProgressToken)
 		return err
 	case op.DeleteCall != "":
-		_, err := tx.Exec(d.q(`DELETE FROM calls WHERE stream_id = ?`), op.DeleteCall)
+		_, err := tx.Exec(d.q(`DELETE FROM calls WHERE stream_id = ?1 AND `+ownedStream), op.DeleteCall, who.name, who.gen)
 		return err
 	}
 	return nil
 }
 
-func saveSession(tx *sql.Tx, d *dialect, se *Session) error {
-	if _, err := tx.Exec(d.q(`INSERT INTO sessions (id, endpoint, version, client_info, capabilities, log_level, created, last_seen)
-		VALUES (?, ?, ?, ?, ?, ?, ?, ?)
-		ON CONFLICT (id) DO UPDATE SET log_level = excluded.log_level, last_seen = excluded.last_seen`),
-		se.ID, se.Endpoint, se.Version, se.ClientInfo, se.Capabilities, se.LogLevel, se.Created.UnixNano(), se.LastSeen.UnixNano()); err != nil {
+// saveSession inserts a session as this replica's, or updates its log level
+// and last use while this replica still owns it; its subscriptions are
+// replaced only then.
+func (w *opWriter) saveSession(se *Session) error {
+	tx, d, who := w.tx, w.d, w.who
+	res, err := tx.Exec(d.q(`INSERT INTO sessions (id, endpoint, version, client_info, capabilities, log_level, created, last_seen, owner, owner_gen)
+		VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?)
+		ON CONFLICT (id) DO UPDATE SET log_level = excluded.log_level, last_seen = excluded.last_seen
+		WHERE sessions.owner = excluded.owner AND sessions.owner_gen = excluded.owner_gen`),
+		se.ID, se.Endpoint, se.Version, se.ClientInfo, se.Capabilities, se.LogLevel, se.Created.UnixNano(), se.LastSeen.UnixNano(), who.name, who.gen)
+	if err != nil {
 		return err
 	}
 	if se.Subscriptions == nil {
 		return nil
+	}
+	if n, err := res.RowsAffected(); err != nil || n == 0 {
+		return err // another replica's now: not ours to change
 	}
 	if _, err := tx.Exec(d.q(`DELETE FROM subscriptions WHERE session_id = ?`), se.ID); err != nil {
 		return err
@@ -344,11 +371,37 @@ func saveSession(tx *sql.Tx, d *dialect, se *Session) error {
 	return nil
 }
 
-// Sessions loads every stored session with its subscriptions.
+// Sessions loads every stored session this replica owns (on a hub of its
+// own, every one) with its subscriptions.
 func (s *Store) Sessions() ([]Session, error) {
+	return s.sessions("", "")
+}
+
+// Session loads one stored session this replica owns, with its
+// subscriptions; ErrNotFound when it owns none of that id.
+func (s *Store) Session(id string) (Session, error) {
+	out, err := s.sessions(" AND id = ?", id)
+	if err != nil {
+		return Session{}, err
+	}
+	if len(out) == 0 {
+		return Session{}, ErrNotFound
+	}
+	return out[0], nil
+}
+
+// sessions loads the sessions this replica owns, narrowed by and (an SQL
+// condition on its one argument, arg) when it is not "".
+func (s *Store) sessions(and, arg string) ([]Session, error) {
 	s.hmu.RLock()
 	defer s.hmu.RUnlock()
-	rows, err := s.db.Query(`SELECT id, endpoint, version, client_info, capabilities, log_level, created, last_seen FROM sessions ORDER BY created`)
+	who := s.identity()
+	args := []any{who.name, who.gen}
+	if and != "" {
+		args = append(args, arg)
+	}
+	rows, err := s.db.Query(s.dialect.q(`SELECT id, endpoint, version, client_info, capabilities, log_level, created, last_seen
+		FROM sessions WHERE owner = ? AND owner_gen = ?`+and+` ORDER BY created`), args...)
 	if err != nil {
 		return nil, fmt.Errorf("store: %w", err)
 	}
@@ -366,6 +419,7 @@ func (s *Store) Sessions() ([]Session, error) {
 	if err := rows.Err(); err != nil {
 		return nil, fmt.Errorf("store: %w", err)
 	}
+	rows.Close()
 	for i := range out {
 		subs, err := s.strings(`SELECT uri FROM subscriptions WHERE session_id = ? ORDER BY uri`, out[i].ID)
 		if err != nil {
@@ -453,11 +507,15 @@ var EventsPageBytes = 4 << 20
 // reader stops early) more than one page's worth of a long stream.
 const eventsPageRows = 4096
 
-// Calls loads where every request in flight on a POST stream went.
+// Calls loads where every request in flight on a POST stream of this
+// replica's sessions went.
 func (s *Store) Calls() ([]Call, error) {
 	s.hmu.RLock()
 	defer s.hmu.RUnlock()
-	rows, err := s.db.Query(`SELECT stream_id, server, upstream_id, hub_token, progress_token FROM calls`)
+	who := s.identity()
+	rows, err := s.db.Query(s.dialect.q(`SELECT c.stream_id, c.server, c.upstream_id, c.hub_token, c.progress_token
+		FROM calls c JOIN streams st ON st.id = c.stream_id JOIN sessions se ON se.id = st.session_id
+		WHERE se.owner = ? AND se.owner_gen = ?`), who.name, who.gen)
 	if err != nil {
 		return nil, fmt.Errorf("store: %w", err)
 	}
@@ -492,12 +550,16 @@ func (s *Store) counts(session string) (events int, bytes int64, err error) {
 // ErrNotFound is returned for state that was never saved.
 var ErrNotFound = errors.New("not found")
 
-// SaveUpstream records an upstream's connection state (JSON).
+// SaveUpstream records an upstream's connection state (JSON): this
+// replica's, since each replica has its own connection to each server. A
+// replica keeps its name across restarts, so a restarted one resumes its
+// own upstream sessions.
 func (s *Store) SaveUpstream(server string, state []byte) error {
 	s.wmu.Lock()
 	defer s.wmu.Unlock()
-	_, err := s.db.Exec(s.dialect.q(`INSERT INTO upstreams (server, state, updated) VALUES (?, ?, ?)
-		ON CONFLICT (server) DO UPDATE SET state = excluded.state, updated = excluded.updated`), server, state, time.Now().UnixNano())
+	_, err := s.db.Exec(s.dialect.q(`INSERT INTO upstreams (replica, server, state, updated) VALUES (?, ?, ?, ?)
+		ON CONFLICT (replica, server) DO UPDATE SET state = excluded.state, updated = excluded.updated`),
+		s.identity().name, server, state, time.Now().UnixNano())
 	return err
 }
 
@@ -506,7 +568,7 @@ func (s *Store) Upstream(server string) ([]byte, error) {
 	s.hmu.RLock()
 	defer s.hmu.RUnlock()
 	var state []byte
-	err := s.db.QueryRow(s.dialect.q(`SELECT state FROM upstreams WHERE server = ?`), server).Scan(&state)
+	err := s.db.QueryRow(s.dialect.q(`SELECT state FROM upstreams WHERE replica = ? AND server = ?`), s.identity().name, server).Scan(&state)
 	if errors.Is(err, sql.ErrNoRows) {
 		return nil, ErrNotFound
 	}

@@ -92,8 +92,12 @@ func (s *Store) expire(idleBefore time.Time) ([]string, error) {
 			return false, fmt.Errorf("store: %w", err)
 		}
 		defer tx.Rollback()
+		// Only this replica's sessions (and those no replica owns): another
+		// replica keeps its own sessions' last use current.
+		who := s.identity()
 		rows, err := tx.Query(s.dialect.q(`DELETE FROM sessions WHERE id IN
-			(SELECT id FROM sessions WHERE last_seen < ? LIMIT ?) RETURNING id`), idleBefore.UnixNano(), stepSessions)
+			(SELECT id FROM sessions WHERE last_seen < ? AND ((owner = ? AND owner_gen = ?) OR owner = '') LIMIT ?) RETURNING id`),
+			idleBefore.UnixNano(), who.name, who.gen, stepSessions)
 		if err != nil {
 			return false, fmt.Errorf("store: %w", err)
 		}
