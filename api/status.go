@@ -33,6 +33,39 @@ type Status struct {
 	Sessions int `json:"sessions"`
 	// Profiles are the registry's profiles as the hub serves them.
 	Profiles []ProfileStatus `json:"profiles,omitempty"`
+	// Cluster is the team hub this replica belongs to: nil for a hub of
+	// its own.
+	Cluster *ClusterStatus `json:"cluster,omitempty"`
+}
+
+// ClusterStatus is a team hub's replicas, as the replica asked sees them
+// in the shared store.
+type ClusterStatus struct {
+	// Self is the replica that answered.
+	Self     string          `json:"self"`
+	Replicas []ReplicaStatus `json:"replicas"`
+	// RegistriesDiffer says the live replicas serve different registries
+	// (each reads its own hub.toml).
+	RegistriesDiffer bool `json:"registries_differ,omitempty"`
+	// Error says why the replicas could not be read.
+	Error string `json:"error,omitempty"`
+}
+
+// ReplicaStatus is one replica of a team hub.
+type ReplicaStatus struct {
+	Name    string `json:"name"`
+	Address string `json:"address"`
+	// Alive says it beats; UpSeconds is how long it has run, and
+	// HeartbeatAgeMS how long ago it last beat, by the store's clock.
+	Alive          bool    `json:"alive"`
+	UpSeconds      float64 `json:"up_seconds"`
+	HeartbeatAgeMS int64   `json:"heartbeat_age_ms"`
+	Generation     int64   `json:"generation"`
+	// Sessions counts the client sessions it holds.
+	Sessions int    `json:"sessions"`
+	Registry string `json:"registry"`
+	Version  string `json:"version"`
+	Self     bool   `json:"self,omitempty"`
 }
 
 // ProfileStatus is one profile's view, as Status.Profiles lists it.

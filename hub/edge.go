@@ -39,6 +39,10 @@ type edge struct {
 	// loopback: the hub listens on loopback only, so a Host header must
 	// name loopback too. The listen address never changes while serving.
 	loopback bool
+	// cluster, on a replica of a team hub, finds the replica holding a
+	// session; forwarder carries requests to it.
+	cluster   Cluster
+	forwarder http.RoundTripper
 }
 
 // control is what the edge's health and control routes ask of the hub.

@@ -75,18 +75,23 @@ func (e *edge) lookupSession(w http.ResponseWriter, r *http.Request, endpoint st
 	if !ok {
 		return nil
 	}
-	return e.findSession(w, id, endpoint)
+	return e.findSession(w, r, id, endpoint, nil)
 }
 
-// findSession is lookupSession for an id sessionHeader has read.
-func (e *edge) findSession(w http.ResponseWriter, id, endpoint string) *session {
+// findSession is lookupSession for an id sessionHeader has read; body is a
+// POST's, already read. On a replica of a team hub, a session another
+// replica holds is served there (fromCluster).
+func (e *edge) findSession(w http.ResponseWriter, r *http.Request, id, endpoint string, body []byte) *session {
 	if id == "" {
 		httpError(w, http.StatusBadRequest, "Bad Request: Mcp-Session-Id header is required (send initialize first to get one)")
 		return nil
 	}
 	s := e.sessions.get(id)
+	if s == nil && e.cluster != nil {
+		return e.fromCluster(w, r, id, endpoint, body)
+	}
 	if s == nil || s.endpoint != endpoint {
-		httpError(w, http.StatusNotFound, "Session not found: it ended or belongs to another endpoint; initialize a new one")
+		sessionNotFound(w)
 		return nil
 	}
 	s.touch()
@@ -172,7 +177,7 @@ func (e *edge) servePost(w http.ResponseWriter, r *http.Request, endpoint string
 		e.initialize(w, r, endpoint, msg)
 		return
 	}
-	s := e.findSession(w, id, endpoint)
+	s := e.findSession(w, r, id, endpoint, body)
 	if s == nil {
 		return
 	}

@@ -44,6 +44,9 @@ type Options struct {
 	Warmup time.Duration
 	// Store, when set, keeps sessions, streams and events across restarts.
 	Store Store
+	// Cluster, on a replica of a team hub (which has a Store), shares the
+	// sessions with the other replicas.
+	Cluster Cluster
 }
 
 // Hub is mcphub as an MCP server. It composes its parts, each of which owns
@@ -97,6 +100,10 @@ func New(opts Options) *Hub {
 	h.sessions = &sessionSet{ctx: ctx, log: h.log, version: opts.Version, heartbeat: opts.Heartbeat, byID: map[string]*session{}}
 	h.router = newRouter(h.servers, nil, h.fanout.applyLevels)
 	h.edge = newEdge(h.log, opts.Token, h.servers, h.sessions, h)
+	if opts.Cluster != nil {
+		h.edge.cluster, h.edge.forwarder = opts.Cluster, http.DefaultTransport.(*http.Transport).Clone()
+	}
+	h.sessions.group = &h.group
 
 	h.servers.onDiff = h.fanout.diff
 	h.servers.onSwap = h.fanout.applyLevels
@@ -147,6 +154,11 @@ func (h *Hub) Status() api.Status {
 	servers, reg, regErr := h.servers.status()
 	st := api.Status{Version: h.opts.Version, URL: reg.Hub.URL("/mcp"), RegistryError: regErr, Sessions: h.sessions.len(), Servers: servers,
 		NeedsRestart: h.servers.restartNeeded()}
+	if h.opts.Cluster != nil {
+		ctx, cancel := context.WithTimeout(h.ctx, 5*time.Second)
+		st.Cluster = h.opts.Cluster.Status(ctx)
+		cancel()
+	}
 	for _, p := range reg.Profiles {
 		ep := profileEndpoint(p.Name)
 		ps := api.ProfileStatus{Name: p.Name, URL: reg.Hub.URL(endpointName(ep)), Mode: p.Mode, Servers: []string{},

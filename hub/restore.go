@@ -23,39 +23,14 @@ func (set *sessionSet) restore(st Store) error {
 	if err != nil {
 		return fmt.Errorf("restore calls: %w", err)
 	}
-	byStream := make(map[string]CallRecord, len(calls))
-	for _, c := range calls {
-		byStream[c.Stream] = c
-	}
+	byStream := callsByStream(calls)
 	adopted, failed := 0, 0
 	for _, rec := range recs {
-		s := newSession(set.ctx, rec.Endpoint, rec.Version, rec.ClientInfo, rec.Capabilities)
-		s.id, s.created, s.logLevel = rec.ID, rec.Created, rec.LogLevel
-		s.lastSeen.Store(rec.LastSeen.UnixNano())
-		s.buf = set.buffers()
-		for _, uri := range rec.Subscriptions {
-			s.subs[uri] = struct{}{}
-		}
-		streams, err := st.Streams(rec.ID)
+		s, a, f, err := set.restoreSession(st, rec, byStream, true)
 		if err != nil {
-			return fmt.Errorf("restore streams: %w", err)
+			return err
 		}
-		for _, sr := range streams {
-			str := newStream(sr.ID, sr.Post, s.buf)
-			str.requestID = []byte(sr.RequestID)
-			str.next, str.committed, str.finished = sr.NextSeq, sr.NextSeq-1, sr.Finished
-			set.store.bindStream(s, str)
-			s.streams[sr.ID] = str
-			if !sr.Post || sr.Finished {
-				continue
-			}
-			if c, ok := byStream[sr.ID]; ok && set.adopt(s, str, c) {
-				adopted++
-				continue
-			}
-			failed++
-			answerLost(str, "")
-		}
+		adopted, failed = adopted+a, failed+f
 		set.mu.Lock()
 		set.byID[s.id] = s
 		set.mu.Unlock()
@@ -66,9 +41,62 @@ func (set *sessionSet) restore(st Store) error {
 	return nil
 }
 
-// answerLost ends a POST stream whose request cannot be finished.
-func answerLost(st *stream, why string) {
-	msg := "mcphub restarted while this request was in flight and its server cannot resume it; it was not completed (it is not retried)"
+func callsByStream(calls []CallRecord) map[string]CallRecord {
+	byStream := make(map[string]CallRecord, len(calls))
+	for _, c := range calls {
+		byStream[c.Stream] = c
+	}
+	return byStream
+}
+
+// restoreSession rebuilds one stored session with its streams. A request
+// that was in flight is handed to its upstream when adopt is set and the
+// upstream can resume it, and answered with an error otherwise.
+func (set *sessionSet) restoreSession(st Store, rec SessionRecord, byStream map[string]CallRecord, adopt bool) (s *session, adopted, failed int, err error) {
+	s = newSession(set.ctx, rec.Endpoint, rec.Version, rec.ClientInfo, rec.Capabilities)
+	s.id, s.created, s.logLevel = rec.ID, rec.Created, rec.LogLevel
+	s.lastSeen.Store(rec.LastSeen.UnixNano())
+	s.buf = set.buffers()
+	for _, uri := range rec.Subscriptions {
+		s.subs[uri] = struct{}{}
+	}
+	streams, err := st.Streams(rec.ID)
+	if err != nil {
+		return nil, 0, 0, fmt.Errorf("restore streams: %w", err)
+	}
+	for _, sr := range streams {
+		str := newStream(sr.ID, sr.Post, s.buf)
+		str.requestID = []byte(sr.RequestID)
+		str.next, str.committed, str.finished = sr.NextSeq, sr.NextSeq-1, sr.Finished
+		set.store.bindStream(s, str)
+		s.streams[sr.ID] = str
+		if !sr.Post || sr.Finished {
+			continue
+		}
+		if c, ok := byStream[sr.ID]; ok && adopt && set.adopt(s, str, c) {
+			adopted++
+			continue
+		}
+		failed++
+		if adopt {
+			answerLost(str, lostOnRestart, "")
+		} else {
+			answerLost(str, lostWithReplica, "")
+		}
+	}
+	return s, adopted, failed, nil
+}
+
+// Why a request in flight was lost: the hub restarted, or the replica of a
+// team hub that relayed it stopped and another took its session.
+const (
+	lostOnRestart   = "mcphub restarted while this request was in flight and its server cannot resume it; it was not completed (it is not retried)"
+	lostWithReplica = "the mcphub replica relaying this request stopped and another took over the session; the request was not completed (it is not retried)"
+)
+
+// answerLost ends a POST stream whose request cannot be finished, saying
+// msg and why.
+func answerLost(st *stream, msg, why string) {
 	if why != "" {
 		msg += ": " + why
 	}
@@ -98,7 +126,7 @@ func (set *sessionSet) adopt(s *session, st *stream, c CallRecord) bool {
 	}
 	return e.up.Adopt(json.RawMessage(c.UpstreamID), c.HubToken, origToken, peer, func(res json.RawMessage, err error) {
 		if err != nil {
-			answerLost(st, err.Error())
+			answerLost(st, lostOnRestart, err.Error())
 			return
 		}
 		st.append(jsonrpc.NewResponse(st.requestID, res).Encode(), true)

@@ -27,6 +27,8 @@ type sessionSet struct {
 	router    *router
 	fanout    *fanout
 	store     *persister // nil without a store
+	// group runs the hub's background work (subscription renewals).
+	group *goroutines.Group
 
 	mu   sync.RWMutex
 	byID map[string]*session

@@ -2,7 +2,10 @@ package registry
 
 import (
 	"bytes"
+	"crypto/sha256"
+	"encoding/hex"
 	"encoding/json"
+	"fmt"
 	"maps"
 	"reflect"
 	"slices"
@@ -161,4 +164,23 @@ func sameHub(a, b Hub) bool {
 		a.AllowedOrigins, b.AllowedOrigins = nil, nil
 	}
 	return reflect.DeepEqual(a, b)
+}
+
+// Digest is a short fingerprint of what the registry serves: its servers
+// (everything Server.Hash covers), profiles and overrides. Replicas of a
+// team hub compare theirs to say when their registries differ. It is a
+// hash of hashes cut to 12 hex digits, so it shows no secret.
+func (r *Registry) Digest() string {
+	h := sha256.New()
+	fmt.Fprintf(h, "mcphub-registry-v1\x00%d\x00", len(r.Servers))
+	for _, s := range r.Servers {
+		fmt.Fprintf(h, "%s\x00%s\x00", s.Name, s.Hash())
+	}
+	for _, p := range r.Profiles {
+		fmt.Fprintf(h, "profile\x00%s\x00%v\x00%v\x00%v\x00%v\x00%s\x00", p.Name, p.Servers, p.Tags, p.Include, p.Exclude, p.Mode)
+	}
+	for _, k := range slices.Sorted(maps.Keys(r.Overrides)) {
+		fmt.Fprintf(h, "override\x00%s\x00%+v\x00", k, *r.Overrides[k])
+	}
+	return hex.EncodeToString(h.Sum(nil))[:12]
 }

@@ -9,6 +9,7 @@ import (
 	"fmt"
 	"log/slog"
 	"sync"
+	"sync/atomic"
 	"time"
 )
 
@@ -58,6 +59,8 @@ type Cluster struct {
 	s      *Store
 	cfg    ClusterConfig
 	secret string
+	// registry is the digest of the registry served now (SetRegistry).
+	registry atomic.Value
 
 	mu   sync.Mutex
 	stop context.CancelFunc
@@ -85,6 +88,7 @@ func (s *Store) Join(ctx context.Context, cfg ClusterConfig) (*Cluster, error) {
 		cfg.Log = slog.Default()
 	}
 	c := &Cluster{s: s, cfg: cfg}
+	c.registry.Store(cfg.Registry)
 	if err := c.join(ctx); err != nil {
 		return nil, err
 	}
@@ -106,7 +110,7 @@ func (c *Cluster) join(ctx context.Context) error {
 		VALUES ($1, $2, 1, `+nowNS+`, `+nowNS+`, $3, $4)
 		ON CONFLICT (name) DO UPDATE SET address = excluded.address, generation = replicas.generation + 1,
 			started = excluded.started, heartbeat = excluded.heartbeat, registry = excluded.registry, version = excluded.version
-		RETURNING generation`, cfg.Name, cfg.Address, cfg.Registry, cfg.Version).Scan(&gen); err != nil {
+		RETURNING generation`, cfg.Name, cfg.Address, c.registry.Load(), cfg.Version).Scan(&gen); err != nil {
 		return fmt.Errorf("store: join the cluster: %w", err)
 	}
 	res, err := tx.ExecContext(ctx, `UPDATE sessions SET owner_gen = $2 WHERE owner = $1 AND owner_gen < $2`, cfg.Name, gen)
@@ -129,6 +133,13 @@ func (c *Cluster) join(ctx context.Context) error {
 	cfg.Log.Info("joined the cluster", "replica", cfg.Name, "generation", gen, "address", cfg.Address, "sessions_kept", n)
 	return nil
 }
+
+// SetRegistry records the digest of the registry this replica serves now
+// (after a live reload); the next heartbeat stores it.
+func (c *Cluster) SetRegistry(digest string) { c.registry.Store(digest) }
+
+// Deadline is how long a replica may be silent before it is taken for dead.
+func (c *Cluster) Deadline() time.Duration { return c.cfg.Deadline }
 
 // Secret authenticates requests one replica forwards to another. Every
 // replica reads the same one from the store.
@@ -172,7 +183,7 @@ func (c *Cluster) run(ctx context.Context) {
 func (c *Cluster) beat(ctx context.Context) {
 	who := c.s.identity()
 	res, err := c.s.db.ExecContext(ctx, `UPDATE replicas SET heartbeat = `+nowNS+`, registry = $3
-		WHERE name = $1 AND generation = $2`, who.name, who.gen, c.cfg.Registry)
+		WHERE name = $1 AND generation = $2`, who.name, who.gen, c.registry.Load())
 	if err != nil {
 		if ctx.Err() == nil {
 			c.cfg.Log.Warn("could not record this replica's heartbeat", "err", err)

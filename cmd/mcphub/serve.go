@@ -32,6 +32,8 @@ type serveFlags struct {
 	disablePostSSE bool
 	noStore        bool
 	store          string // a PostgreSQL URL
+	replica        string // this replica's name in a team hub
+	advertise      string // the base URL other replicas reach it at
 }
 
 const serveLong = `Start the hub: connect to every enabled server in the registry and serve
@@ -76,6 +78,8 @@ func newServeCmd(a *app) *cobra.Command {
 	fl.StringVar(&f.logLevel, "log-level", "info", "log level: debug, info, warn or error")
 	fl.BoolVar(&f.disablePostSSE, "disable-post-sse", false, "answer every POST with JSON, never an SSE stream ([hub] post_sse = false)")
 	fl.BoolVar(&f.noStore, "no-store", false, "keep sessions and events in memory only (they do not survive a restart)")
+	fl.StringVar(&f.replica, "replica", "", "with a PostgreSQL store: this replica's name, kept across restarts (env "+replicaEnv+"; default HOSTNAME:PORT)")
+	fl.StringVar(&f.advertise, "advertise", "", "with a PostgreSQL store: the base URL other replicas forward this one's sessions to (env "+advertiseEnv+"; default the listen address)")
 	fl.StringVar(&f.store, "store", "", "keep the store in PostgreSQL at this URL, postgres://user:password@host:port/database, instead of SQLite in the data directory (env "+storeEnv+", or [store] url in hub.toml)")
 	return cmd
 }
@@ -146,15 +150,28 @@ func runServe(ctx context.Context, a *app, f serveFlags) error {
 		return err
 	}
 	defer db.Close()
-	h, err := openHub(reg, token, db, !f.noStore, newChildren(a.dataDir), a.oauthStore(), log)
+	var h *hub.Hub
+	var cluster *store.Cluster
+	if storeURL != "" && !f.noStore {
+		// A PostgreSQL store makes this hub a replica of a team hub (of
+		// one, until others join): it shares sessions with the others.
+		if cluster, err = joinCluster(ctx, f, reg, db, &h, log); err != nil {
+			return err
+		}
+		defer cluster.Close()
+	}
+	h, err = openHub(reg, token, db, !f.noStore, cluster, newChildren(a.dataDir), a.oauthStore(), log)
 	if err != nil {
 		return err
+	}
+	if cluster != nil {
+		cluster.Start(ctx)
 	}
 	srv, serveErr := serveHub(h, ln, tlsConfig, log)
 	startPprof(log)
 	fmt.Fprintf(a.stdout, "mcphub %s serving %s\n", mcphubVersion(), reg.Hub.URL("/mcp"))
 	defer reportServers(a, h)()
-	stopWatch := watchRegistry(a.configPath, f, h, log)
+	stopWatch := watchRegistry(a.configPath, f, h, cluster, log)
 	defer stopWatch()
 	return waitAndStop(ctx, a, h, srv, serveErr, stopWatch, log)
 }
@@ -200,8 +217,9 @@ func listen(reg *registry.Registry) (net.Listener, error) {
 }
 
 // openHub creates the hub over the registry's servers and starts it; with
-// persist, sessions and events are kept in db across restarts.
-func openHub(reg *registry.Registry, token string, db *store.Store, persist bool, kids children, tokens oauth.TokenStore, log *slog.Logger) (*hub.Hub, error) {
+// persist, sessions and events are kept in db across restarts, and shared
+// with the other replicas of a cluster.
+func openHub(reg *registry.Registry, token string, db *store.Store, persist bool, cluster *store.Cluster, kids children, tokens oauth.TokenStore, log *slog.Logger) (*hub.Hub, error) {
 	opts := hub.Options{
 		Registry:    reg,
 		NewUpstream: newStoredUpstream(log, db, tokens, kids.track),
@@ -214,6 +232,9 @@ func openHub(reg *registry.Registry, token string, db *store.Store, persist bool
 	}
 	if persist {
 		opts.Store = hubStore{db}
+		if cluster != nil {
+			opts.Cluster = hubCluster{c: cluster, db: db}
+		}
 	}
 	h := hub.New(opts)
 	if err := h.Start(context.Background()); err != nil {
@@ -241,7 +262,7 @@ func serveHub(h *hub.Hub, ln net.Listener, tlsConfig *tls.Config, log *slog.Logg
 // watchRegistry applies registry changes live; a save that does not load
 // leaves the running set as it is, and status shows why. The returned
 // function stops watching; it may be called more than once.
-func watchRegistry(path string, f serveFlags, h *hub.Hub, log *slog.Logger) (stop func()) {
+func watchRegistry(path string, f serveFlags, h *hub.Hub, cluster *store.Cluster, log *slog.Logger) (stop func()) {
 	ctx, cancel := context.WithCancel(context.Background())
 	done := make(chan struct{})
 	go func() {
@@ -253,6 +274,9 @@ func watchRegistry(path string, f serveFlags, h *hub.Hub, log *slog.Logger) (sto
 			}
 			f.override(next)
 			h.Apply(next)
+			if cluster != nil {
+				cluster.SetRegistry(next.Digest())
+			}
 		})
 		if err != nil && ctx.Err() == nil {
 			log.Warn("not watching the registry; changes need a restart", "err", err)

@@ -1,0 +1,280 @@
+package hub
+
+import (
+	"bytes"
+	"context"
+	"crypto/subtle"
+	"errors"
+	"io"
+	"net/http"
+	"net/http/httputil"
+	"net/url"
+	"strconv"
+	"time"
+
+	"github.com/mcphub/mcphub/api"
+)
+
+// Cluster is what one replica of a team hub asks of the others through
+// their shared store (cmd plugs in the PostgreSQL store's). Every session
+// is held by one replica at a time: a request for a session another live
+// replica holds is forwarded to it; a session whose replica stopped is
+// claimed and served here. nil for a hub of its own.
+type Cluster interface {
+	// Locate reports where a stored session lives.
+	Locate(ctx context.Context, session string) (SessionPlace, error)
+	// Claim makes this replica the session's owner, as Locate found it;
+	// false when it moved since.
+	Claim(ctx context.Context, p SessionPlace) (bool, error)
+	// Session loads a session this replica owns from the store.
+	Session(id string) (SessionRecord, error)
+	// Secret authenticates requests one replica forwards to another.
+	Secret() string
+	// Status lists the replicas.
+	Status(ctx context.Context) *api.ClusterStatus
+	// Deadline is how long a replica may be silent before it is taken
+	// for dead.
+	Deadline() time.Duration
+}
+
+// SessionPlace is where a stored session lives (Cluster.Locate).
+type SessionPlace struct {
+	ID    string
+	Found bool
+	// Owner and OwnerGen name the replica (and its generation) holding
+	// it; Address is that replica's base URL.
+	Owner    string
+	OwnerGen int64
+	Address  string
+	// Mine: this replica holds it. Alive: its owner beats.
+	Mine, Alive bool
+}
+
+// forwardedHeader marks a request one replica forwarded to another; its
+// value is the cluster's secret. A forwarded request is never forwarded
+// again.
+const forwardedHeader = "Mcphub-Forwarded"
+
+// fromReplica reports whether r was forwarded by another replica.
+func (e *edge) fromReplica(r *http.Request) bool {
+	v := r.Header.Get(forwardedHeader)
+	return v != "" && e.cluster != nil && subtle.ConstantTimeCompare([]byte(v), []byte(e.cluster.Secret())) == 1
+}
+
+// fromCluster serves a request for a session this replica does not hold in
+// memory: it forwards it to the live replica that holds it (answering the
+// client itself, nil), or claims a session whose replica stopped and
+// returns it, restored here, to be served. Unknown sessions are answered
+// 404; body is the POST's body, already read.
+func (e *edge) fromCluster(w http.ResponseWriter, r *http.Request, id, endpoint string, body []byte) *session {
+	ctx := r.Context()
+	forwarded := e.fromReplica(r)
+	for range 3 {
+		p, err := e.cluster.Locate(ctx, id)
+		if err != nil {
+			e.log.Warn("could not locate a session in the store", "session", id, "err", err)
+			retryLater(w, "Service Unavailable: the hub's store cannot be reached to find this session; retry shortly")
+			return nil
+		}
+		switch {
+		case !p.Found:
+			sessionNotFound(w)
+			return nil
+		case p.Mine:
+			return e.sessions.takeOne(e.cluster, id, endpoint, w)
+		case p.Alive && !forwarded:
+			if e.forward(w, r, p, body) {
+				return nil
+			}
+			// Its replica did not answer: once it is taken for dead, the
+			// session is claimed and served here.
+			if p, err = e.awaitGone(ctx, p); err != nil || !p.Found {
+				retryLater(w, "Service Unavailable: the replica holding this session does not answer; retry shortly")
+				return nil
+			}
+			if p.Mine {
+				return e.sessions.takeOne(e.cluster, id, endpoint, w)
+			}
+			if p.Alive {
+				continue // another live replica has it now: forward there
+			}
+		case p.Alive:
+			// Forwarded here, yet held there: the owner moved between
+			// the two looks. The client retries.
+			retryLater(w, "Service Unavailable: this session is moving between replicas; retry shortly")
+			return nil
+		}
+		if ok, err := e.cluster.Claim(ctx, p); err != nil {
+			e.log.Warn("could not claim a session from a stopped replica", "session", id, "replica", p.Owner, "err", err)
+			retryLater(w, "Service Unavailable: the hub's store cannot be reached to take over this session; retry shortly")
+			return nil
+		} else if ok {
+			e.log.Info("took over a session from a stopped replica", "session", id, "replica", p.Owner)
+			return e.sessions.takeOne(e.cluster, id, endpoint, w)
+		}
+	}
+	retryLater(w, "Service Unavailable: this session is moving between replicas; retry shortly")
+	return nil
+}
+
+// awaitGone waits, when the replica holding a session (as was found) did
+// not answer a forwarded request, until the store takes it for dead (its
+// heartbeat at most the cluster's deadline old) or the session moves, and
+// reports where the session is then.
+func (e *edge) awaitGone(ctx context.Context, was SessionPlace) (SessionPlace, error) {
+	deadline := e.cluster.Deadline()
+	ctx, cancel := context.WithTimeout(ctx, 2*deadline)
+	defer cancel()
+	t := time.NewTicker(deadline / 8)
+	defer t.Stop()
+	for {
+		p, err := e.cluster.Locate(ctx, was.ID)
+		moved := p.Owner != was.Owner || p.OwnerGen != was.OwnerGen
+		if err != nil || !p.Found || !p.Alive || moved {
+			return p, err
+		}
+		select {
+		case <-ctx.Done():
+			return p, ctx.Err()
+		case <-t.C:
+		}
+	}
+}
+
+// forward proxies r to the replica at p.Address, streaming its answer
+// back (an SSE stream too, event by event). It reports false, having
+// written nothing, when that replica could not be reached.
+func (e *edge) forward(w http.ResponseWriter, r *http.Request, p SessionPlace, body []byte) bool {
+	target, err := url.Parse(p.Address)
+	if err != nil {
+		e.log.Warn("a replica's address does not parse", "replica", p.Owner, "err", err)
+		return false
+	}
+	if body != nil {
+		r.Body, r.ContentLength = io.NopCloser(bytes.NewReader(body)), int64(len(body))
+	}
+	unreached := false
+	proxy := &httputil.ReverseProxy{
+		Rewrite: func(pr *httputil.ProxyRequest) {
+			pr.SetURL(target)
+			pr.Out.Host = pr.In.Host
+			pr.Out.Header.Set(forwardedHeader, e.cluster.Secret())
+		},
+		Transport:     e.forwarder,
+		FlushInterval: -1,
+		ErrorHandler: func(w http.ResponseWriter, r *http.Request, err error) {
+			if r.Context().Err() == nil {
+				e.log.Warn("a replica did not answer a forwarded request", "replica", p.Owner, "address", p.Address, "err", err)
+			}
+			unreached = true
+		},
+	}
+	proxy.ServeHTTP(w, r)
+	if unreached && body != nil {
+		r.Body = io.NopCloser(bytes.NewReader(body))
+	}
+	return !unreached
+}
+
+// takeOne brings a session this replica owns in the store (just claimed)
+// into memory, unless it is there already, and returns it when it belongs
+// to endpoint; otherwise it answers 404.
+func (set *sessionSet) takeOne(c Cluster, id, endpoint string, w http.ResponseWriter) *session {
+	s, err := set.takeOver(c, id)
+	if err != nil {
+		set.log.Warn("could not restore a session taken over from another replica", "session", id, "err", err)
+	}
+	if s == nil || s.endpoint != endpoint {
+		sessionNotFound(w)
+		return nil
+	}
+	s.touch()
+	return s
+}
+
+// takeOver restores a session another replica held, now this one's: its
+// streams replay from the store, a request that was in flight there is
+// answered with an error (its upstream stream was that replica's), and its
+// subscriptions are made again on this replica's upstreams.
+func (set *sessionSet) takeOver(c Cluster, id string) (*session, error) {
+	if s := set.get(id); s != nil {
+		return s, nil
+	}
+	if set.store == nil {
+		return nil, errors.New("no store")
+	}
+	rec, err := c.Session(id)
+	if err != nil {
+		return nil, err
+	}
+	calls, err := set.store.store.Calls()
+	if err != nil {
+		return nil, err
+	}
+	s, _, lost, err := set.restoreSession(set.store.store, rec, callsByStream(calls), false)
+	if err != nil {
+		return nil, err
+	}
+	set.mu.Lock()
+	if held := set.byID[id]; held != nil {
+		set.mu.Unlock()
+		s.close()
+		return held, nil
+	}
+	set.byID[id] = s
+	set.mu.Unlock()
+	set.router.resubscribe([]*session{s}, set.group)
+	set.fanout.applyLevels()
+	set.log.Info("restored a session taken over from another replica", "session", id, "calls_lost", lost)
+	return s, nil
+}
+
+// letGo drops every session from memory, touching nothing in the store:
+// another replica took them over. Their streams end, so their clients
+// come back, through any replica, to the new owner.
+func (set *sessionSet) letGo() {
+	set.mu.Lock()
+	all := set.byID
+	set.byID = map[string]*session{}
+	set.mu.Unlock()
+	for _, s := range all {
+		s.close()
+		set.router.release(s)
+		for _, e := range set.servers.of(s.endpoint) {
+			e.up.SessionClosed(s.id)
+		}
+	}
+	set.fanout.applyLevels()
+	if len(all) > 0 {
+		set.log.Warn("let go of every session: another replica took them over", "sessions", len(all))
+	}
+}
+
+// TakeOver restores the sessions this replica claimed from one that stopped
+// (the cluster's reaper calls it), so their held requests are answered and
+// their subscriptions renewed before their clients come back.
+func (h *Hub) TakeOver(ids []string) {
+	if h.opts.Cluster == nil {
+		return
+	}
+	for _, id := range ids {
+		if _, err := h.sessions.takeOver(h.opts.Cluster, id); err != nil {
+			h.log.Warn("could not restore a session taken over from another replica", "session", id, "err", err)
+		}
+	}
+}
+
+// LetGo drops every session this replica holds: the cluster found that
+// another replica took them over while this one was silent.
+func (h *Hub) LetGo() { h.sessions.letGo() }
+
+// retryLater answers 503 with Retry-After, for a state that passes.
+func retryLater(w http.ResponseWriter, msg string) {
+	w.Header().Set("Retry-After", strconv.Itoa(1))
+	httpError(w, http.StatusServiceUnavailable, msg)
+}
+
+// sessionNotFound answers 404 for a session no replica holds.
+func sessionNotFound(w http.ResponseWriter) {
+	httpError(w, http.StatusNotFound, "Session not found: it ended or belongs to another endpoint; initialize a new one")
+}
