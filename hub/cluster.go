@@ -35,6 +35,10 @@ type Cluster interface {
 	// Deadline is how long a replica may be silent before it is taken
 	// for dead.
 	Deadline() time.Duration
+	// Current reports whether this replica still holds its sessions: it
+	// beat lately, or beats now. A replica that learns it was taken for
+	// dead lets go of them (Hub.LetGo) before Current returns.
+	Current(ctx context.Context) bool
 }
 
 // SessionPlace is where a stored session lives (Cluster.Locate).

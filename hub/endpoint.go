@@ -87,8 +87,16 @@ func (e *edge) findSession(w http.ResponseWriter, r *http.Request, id, endpoint 
 		return nil
 	}
 	s := e.sessions.get(id)
-	if s == nil && e.cluster != nil {
-		return e.fromCluster(w, r, id, endpoint, body)
+	if e.cluster != nil {
+		// A replica that was frozen or cut off from the store serves no
+		// session before it knows it still holds it.
+		if s != nil && !e.cluster.Current(r.Context()) {
+			retryLater(w, "Service Unavailable: the hub's store cannot be reached to confirm this session; retry shortly")
+			return nil
+		}
+		if s = e.sessions.get(id); s == nil {
+			return e.fromCluster(w, r, id, endpoint, body)
+		}
 	}
 	if s == nil || s.endpoint != endpoint {
 		sessionNotFound(w)

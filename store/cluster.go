@@ -65,6 +65,14 @@ type Cluster struct {
 	mu   sync.Mutex
 	stop context.CancelFunc
 	done chan struct{}
+
+	// bmu serialises heartbeats: the loop's and Current's.
+	bmu sync.Mutex
+	// epoch and lastOK date the last heartbeat the store took (or the
+	// join), on the monotonic clock, which runs on while the process is
+	// frozen: lastOK is nanoseconds since epoch.
+	epoch  time.Time
+	lastOK atomic.Int64
 }
 
 // Join registers this replica under cfg.Name with a new generation, takes
@@ -87,7 +95,7 @@ func (s *Store) Join(ctx context.Context, cfg ClusterConfig) (*Cluster, error) {
 	if cfg.Log == nil {
 		cfg.Log = slog.Default()
 	}
-	c := &Cluster{s: s, cfg: cfg}
+	c := &Cluster{s: s, cfg: cfg, epoch: time.Now()}
 	c.registry.Store(cfg.Registry)
 	if err := c.join(ctx); err != nil {
 		return nil, err
@@ -129,6 +137,7 @@ func (c *Cluster) join(ctx context.Context) error {
 		return fmt.Errorf("store: join the cluster: %w", err)
 	}
 	s.who.Store(&identity{name: cfg.Name, gen: gen})
+	c.lastOK.Store(int64(time.Since(c.epoch)))
 	n, _ := res.RowsAffected()
 	cfg.Log.Info("joined the cluster", "replica", cfg.Name, "generation", gen, "address", cfg.Address, "sessions_kept", n)
 	return nil
@@ -177,10 +186,41 @@ func (c *Cluster) run(ctx context.Context) {
 	}
 }
 
-// beat records this replica's heartbeat; when its generation is no longer
-// the stored one, another replica took it for dead and moved its sessions:
-// it lets go of them and joins again as a new generation.
+// Current reports whether this replica may go on serving the sessions it
+// holds: its last heartbeat was taken less than half the deadline ago. If
+// not (the store was out of reach, or the process was frozen), it beats
+// first, which, when it was taken for dead meanwhile, lets go of every
+// session (OnFenced) before returning. False means the store cannot say.
+func (c *Cluster) Current(ctx context.Context) bool {
+	if c.fresh() {
+		return true
+	}
+	c.bmu.Lock()
+	defer c.bmu.Unlock()
+	if !c.fresh() {
+		c.beatLocked(ctx)
+	}
+	return c.fresh()
+}
+
+// fresh reports whether the last heartbeat is younger than half the
+// deadline.
+func (c *Cluster) fresh() bool {
+	return time.Since(c.epoch)-time.Duration(c.lastOK.Load()) < c.cfg.Deadline/2
+}
+
+// beat records this replica's heartbeat (see beatLocked).
 func (c *Cluster) beat(ctx context.Context) {
+	c.bmu.Lock()
+	defer c.bmu.Unlock()
+	c.beatLocked(ctx)
+}
+
+// beatLocked records this replica's heartbeat; when its generation is no
+// longer the stored one, another replica took it for dead and moved its
+// sessions: it lets go of them and joins again as a new generation.
+func (c *Cluster) beatLocked(ctx context.Context) {
+	start := time.Since(c.epoch)
 	who := c.s.identity()
 	res, err := c.s.db.ExecContext(ctx, `UPDATE replicas SET heartbeat = `+nowNS+`, registry = $3
 		WHERE name = $1 AND generation = $2`, who.name, who.gen, c.registry.Load())
@@ -191,6 +231,9 @@ func (c *Cluster) beat(ctx context.Context) {
 		return
 	}
 	if n, err := res.RowsAffected(); err != nil || n > 0 {
+		if err == nil {
+			c.lastOK.Store(int64(start))
+		}
 		return
 	}
 	c.cfg.Log.Warn("this replica was taken for dead and its sessions moved to others; letting go of them and joining again",

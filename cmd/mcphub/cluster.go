@@ -99,8 +99,9 @@ func (hc hubCluster) Session(id string) (hub.SessionRecord, error) {
 	return hub.SessionRecord(rec), err
 }
 
-func (hc hubCluster) Secret() string          { return hc.c.Secret() }
-func (hc hubCluster) Deadline() time.Duration { return hc.c.Deadline() }
+func (hc hubCluster) Secret() string                   { return hc.c.Secret() }
+func (hc hubCluster) Current(ctx context.Context) bool { return hc.c.Current(ctx) }
+func (hc hubCluster) Deadline() time.Duration          { return hc.c.Deadline() }
 
 // Status lists the replicas, and whether the live ones serve the same
 // registry.

@@ -1,0 +1,288 @@
+//go:build unix
+
+package main
+
+import (
+	"bufio"
+	"bytes"
+	"context"
+	"encoding/json"
+	"fmt"
+	"io"
+	"net"
+	"net/http"
+	"net/http/httptest"
+	"net/http/httputil"
+	"net/url"
+	"strings"
+	"sync"
+	"sync/atomic"
+	"syscall"
+	"testing"
+	"time"
+
+	"github.com/modelcontextprotocol/go-sdk/mcp"
+
+	"github.com/mcphub/mcphub/api"
+	"github.com/mcphub/mcphub/store/pgtest"
+)
+
+// teamHub is replicas of `mcphub serve` on one PostgreSQL store, each with
+// its own home, data directory and port, behind a balancer with no
+// stickiness: it sends each request to the next replica in turn, except
+// that pick, when set, may choose.
+type teamHub struct {
+	t    *testing.T
+	reps []*procHub
+	runs []*hubRun
+	lb   *httptest.Server
+	next atomic.Int64
+	// pick chooses the replica for a request by its body (-1: in turn).
+	pick func(body []byte) int
+	// hits counts the requests each replica got from the balancer; down
+	// are the replicas its health check has taken out of the rotation.
+	mu   sync.Mutex
+	hits []int
+	down map[int]bool
+}
+
+func startTeam(t *testing.T, n int, servers string) *teamHub {
+	t.Helper()
+	u := pgtest.URL(t)
+	th := &teamHub{t: t, hits: make([]int, n), down: map[int]bool{}}
+	for i := range n {
+		ph := newProcHub(t)
+		ph.storeURL = u
+		ph.write(t, ph.registry("", servers))
+		th.reps = append(th.reps, ph)
+		th.runs = append(th.runs, ph.start(nil, "--store", u, "--replica", fmt.Sprintf("r%d", i)))
+	}
+	for i, ph := range th.reps {
+		ph.waitStatus(t, th.runs[i], 30*time.Second, "the replica connects its servers and sees the others", func(st *api.Status) error {
+			if err := connected("up")(st); err != nil {
+				return err
+			}
+			if st.Cluster == nil || len(st.Cluster.Replicas) != n {
+				return fmt.Errorf("cluster %+v", st.Cluster)
+			}
+			return nil
+		})
+	}
+	proxies := make([]*httputil.ReverseProxy, n)
+	for i, ph := range th.reps {
+		target, _ := url.Parse(ph.base())
+		proxies[i] = &httputil.ReverseProxy{Rewrite: func(pr *httputil.ProxyRequest) { pr.SetURL(target) }, FlushInterval: -1}
+	}
+	th.lb = httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		body, _ := io.ReadAll(r.Body)
+		r.Body = io.NopCloser(bytes.NewReader(body))
+		i := -1
+		if th.pick != nil {
+			i = th.pick(body)
+		}
+		th.mu.Lock()
+		for i < 0 || th.down[i] {
+			i = int(th.next.Add(1)-1) % n
+		}
+		th.hits[i]++
+		th.mu.Unlock()
+		proxies[i].ServeHTTP(w, r)
+	}))
+	t.Cleanup(th.lb.Close)
+	return th
+}
+
+// owner is the index of the live replica holding sessions, by the cluster
+// status of replica from.
+func (th *teamHub) owner(from int) (int, *api.ClusterStatus) {
+	th.t.Helper()
+	st, err := th.reps[from].status()
+	if err != nil || st.Cluster == nil {
+		th.t.Fatalf("status of r%d: %v", from, err)
+	}
+	for _, r := range st.Cluster.Replicas {
+		if r.Sessions > 0 && r.Alive {
+			var i int
+			fmt.Sscanf(r.Name, "r%d", &i)
+			return i, st.Cluster
+		}
+	}
+	return -1, st.Cluster
+}
+
+// A session's requests land on every replica and are served as by one hub:
+// the SDK client's calls, a sampling request answered through a replica
+// that does not hold the session, and, after the replica holding it is
+// killed, the next call, taken over by another.
+func TestTeamHubAnyRequestOnAnyReplica(t *testing.T) {
+	up := startUpstream(t, "up", upstreamOpts{})
+	th := startTeam(t, 3, remoteServer("up", up.url, `connect_timeout = "10s"`))
+	sampled := atomic.Int32{}
+	s := connectSDK(t, th.lb.URL+"/mcp", sdkOpts{client: &mcp.ClientOptions{
+		CreateMessageHandler: func(_ context.Context, req *mcp.CreateMessageRequest) (*mcp.CreateMessageResult, error) {
+			sampled.Add(1)
+			return &mcp.CreateMessageResult{Role: "assistant", Model: "test", Content: &mcp.TextContent{Text: "yes"}}, nil
+		}}})
+	for i := range 9 {
+		if got, err := s.call("up__echo", map[string]any{"text": fmt.Sprint("n", i)}); err != nil || got != fmt.Sprint("up:n", i) {
+			t.Fatalf("call %d through the balancer: %q, %v", i, got, err)
+		}
+	}
+	th.mu.Lock()
+	hits := append([]int(nil), th.hits...)
+	th.mu.Unlock()
+	for i, n := range hits {
+		if n == 0 {
+			t.Errorf("replica r%d got no request (hits %v): the balancer did not spread them", i, hits)
+		}
+	}
+	owner, cl := th.owner(0)
+	if owner < 0 || cl.RegistriesDiffer {
+		t.Fatalf("cluster status: %+v", cl)
+	}
+
+	// The client's answer to the sampling request goes to a replica that
+	// does not hold the session.
+	var answeredAt atomic.Int64
+	answeredAt.Store(-1)
+	th.pick = func(body []byte) int {
+		var m struct {
+			Method string          `json:"method"`
+			Result json.RawMessage `json:"result"`
+		}
+		if json.Unmarshal(body, &m) == nil && m.Method == "" && m.Result != nil {
+			i := (owner + 1) % 3
+			answeredAt.Store(int64(i))
+			return i
+		}
+		return -1
+	}
+	if got, err := s.call("up__sample", map[string]any{"prompt": "ok?"}); err != nil || got != "sampled:yes" {
+		t.Fatalf("sample through the balancer: %q, %v", got, err)
+	}
+	if sampled.Load() != 1 || answeredAt.Load() == int64(owner) || answeredAt.Load() < 0 {
+		t.Errorf("sampling answered %d times, at r%d (the session is on r%d)", sampled.Load(), answeredAt.Load(), owner)
+	}
+	th.pick = nil
+
+	// The replica holding the session dies; the session goes on.
+	th.runs[owner].kill9(t)
+	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+	defer cancel()
+	if got, err := s.callText(ctx, "up__echo", map[string]any{"text": "after"}); err != nil || got != "up:after" {
+		t.Fatalf("call after r%d was killed: %q, %v", owner, got, err)
+	}
+	other := (owner + 1) % 3
+	next, cl := th.owner(other)
+	if next < 0 || next == owner {
+		t.Errorf("after the kill the session is on r%d (it was on r%d): %+v", next, owner, cl)
+	}
+	for _, r := range cl.Replicas {
+		if r.Name == fmt.Sprint("r", owner) && r.Alive {
+			t.Errorf("the killed replica is shown alive: %+v", r)
+		}
+	}
+}
+
+// A replica that is frozen (SIGSTOP) is taken for dead: its session moves
+// and is served by another. When it thaws (SIGCONT) it learns it was
+// fenced, lets go, and the session stays where it went.
+func TestTeamHubFrozenReplicaIsFenced(t *testing.T) {
+	up := startUpstream(t, "up", upstreamOpts{})
+	th := startTeam(t, 2, remoteServer("up", up.url, `connect_timeout = "10s"`))
+	s := connectSDK(t, th.lb.URL+"/mcp", sdkOpts{})
+	if _, err := s.call("up__echo", map[string]any{"text": "a"}); err != nil {
+		t.Fatal(err)
+	}
+	owner, _ := th.owner(0)
+	other := 1 - owner
+	pid := th.runs[owner].pid()
+	// The balancer's health check takes the frozen replica out (a frozen
+	// process's kernel still accepts connections, and a request sent there
+	// waits for it to thaw); requests that reached it before stay queued.
+	th.mu.Lock()
+	th.down[owner] = true
+	th.mu.Unlock()
+	if err := signalPID(pid, syscall.SIGSTOP); err != nil {
+		t.Fatal(err)
+	}
+	thawed := false
+	defer func() {
+		if !thawed {
+			signalPID(pid, syscall.SIGCONT)
+		}
+	}()
+	th.reps[other].waitStatus(t, th.runs[other], 30*time.Second, "the frozen replica's session moves", func(st *api.Status) error {
+		if st.Sessions != 1 {
+			return fmt.Errorf("r%d holds %d sessions", other, st.Sessions)
+		}
+		return nil
+	})
+	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+	defer cancel()
+	if got, err := s.callText(ctx, "up__echo", map[string]any{"text": "b"}); err != nil || got != "up:b" {
+		t.Fatalf("call while r%d is frozen: %q, %v", owner, got, err)
+	}
+	// A request that reached the frozen replica waits in its socket; once
+	// thawed, it must not be answered from the session it no longer holds,
+	// but by the replica that holds it now.
+	conn, err := net.Dial("tcp", th.reps[owner].addr)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer conn.Close()
+	req, _ := http.NewRequest(http.MethodPost, th.reps[owner].base()+"/mcp",
+		strings.NewReader(`{"jsonrpc":"2.0","id":77,"method":"tools/call","params":{"name":"up__echo","arguments":{"text":"queued"}}}`))
+	req.Header.Set("Content-Type", "application/json")
+	req.Header.Set("Accept", "application/json, text/event-stream")
+	req.Header.Set("Mcp-Session-Id", s.ID())
+	req.Header.Set("MCP-Protocol-Version", sessionVersion)
+	if err := req.Write(conn); err != nil {
+		t.Fatal(err)
+	}
+	signalPID(pid, syscall.SIGCONT)
+	thawed = true
+	th.mu.Lock()
+	th.down[owner] = false
+	th.mu.Unlock()
+	conn.SetDeadline(time.Now().Add(30 * time.Second))
+	resp, err := http.ReadResponse(bufio.NewReader(conn), req)
+	if err != nil {
+		t.Fatalf("the request queued at the frozen replica: %v", err)
+	}
+	body, _ := io.ReadAll(resp.Body)
+	resp.Body.Close()
+	if resp.StatusCode != http.StatusOK || !strings.Contains(string(body), "up:queued") {
+		t.Errorf("the request queued at the frozen replica: HTTP %d %s", resp.StatusCode, body)
+	}
+	if !strings.Contains(th.runs[other].out.String(), "rpc_id=77") {
+		t.Errorf("the request queued at the thawed replica was not served by r%d, which holds the session", other)
+	}
+	eventually(t, 30*time.Second, "the thawed replica says it was fenced", func() error {
+		if !strings.Contains(th.runs[owner].out.String(), "taken for dead") {
+			return fmt.Errorf("no word of it in its log yet")
+		}
+		return nil
+	})
+	st := th.reps[owner].waitStatus(t, th.runs[owner], 30*time.Second, "the thawed replica beats again, holding nothing", func(st *api.Status) error {
+		if st.Sessions != 0 {
+			return fmt.Errorf("r%d holds %d sessions", owner, st.Sessions)
+		}
+		for _, r := range st.Cluster.Replicas {
+			if r.Self && !r.Alive {
+				return fmt.Errorf("not alive yet")
+			}
+		}
+		return nil
+	})
+	for _, r := range st.Cluster.Replicas {
+		if r.Name == fmt.Sprint("r", other) && r.Sessions != 1 {
+			t.Errorf("r%d holds %d sessions after the thaw, want the session still there", other, r.Sessions)
+		}
+	}
+	for i := range 4 {
+		if got, err := s.callText(ctx, "up__echo", map[string]any{"text": fmt.Sprint("c", i)}); err != nil || got != fmt.Sprint("up:c", i) {
+			t.Fatalf("call %d after the thaw: %q, %v", i, got, err)
+		}
+	}
+}
