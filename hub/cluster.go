@@ -10,6 +10,7 @@ import (
 	"net/http/httputil"
 	"net/url"
 	"strconv"
+	"sync"
 	"time"
 
 	"github.com/mcphub/mcphub/api"
@@ -198,8 +199,9 @@ func (set *sessionSet) takeOne(c Cluster, id, endpoint string, w http.ResponseWr
 
 // takeOver restores a session another replica held, now this one's: its
 // streams replay from the store, a request that was in flight there is
-// answered with an error (its upstream stream was that replica's), and its
-// subscriptions are made again on this replica's upstreams.
+// finished over that replica's upstream session when its server can resume
+// the stream (Options.Takeover), and answered with an error otherwise, and
+// its subscriptions are made again on this replica's upstreams.
 func (set *sessionSet) takeOver(c Cluster, id string) (*session, error) {
 	if s := set.get(id); s != nil {
 		return s, nil
@@ -215,22 +217,92 @@ func (set *sessionSet) takeOver(c Cluster, id string) (*session, error) {
 	if err != nil {
 		return nil, err
 	}
-	s, _, lost, err := set.restoreSession(set.store.store, rec, callsByStream(calls), false)
+	tk := &takeover{set: set, from: rec.TakenFrom, ups: map[string]*takeoverUpstream{}}
+	s, resumed, lost, err := set.restoreSession(set.store.store, rec, callsByStream(calls), adoptFunc{tk.adopt, lostWithReplica})
 	if err != nil {
+		tk.abandon()
 		return nil, err
 	}
 	set.mu.Lock()
 	if held := set.byID[id]; held != nil {
 		set.mu.Unlock()
+		tk.abandon()
 		s.close()
 		return held, nil
 	}
 	set.byID[id] = s
 	set.mu.Unlock()
+	tk.start()
 	set.router.resubscribe([]*session{s}, set.group)
 	set.fanout.applyLevels()
-	set.log.Info("restored a session taken over from another replica", "session", id, "calls_lost", lost)
+	set.log.Info("restored a session taken over from another replica", "session", id, "from", rec.TakenFrom,
+		"calls_resumed", resumed, "calls_lost", lost)
 	return s, nil
+}
+
+// takeover finishes the calls of one taken-over session over the upstream
+// sessions of the replica it was taken from: one Upstream per server,
+// started once every call is adopted and closed once they are answered.
+type takeover struct {
+	set  *sessionSet
+	from string
+	ups  map[string]*takeoverUpstream
+}
+
+// takeoverUpstream is one server's upstream of a takeover and the calls
+// still waiting on it.
+type takeoverUpstream struct {
+	up      Upstream
+	pending sync.WaitGroup
+}
+
+// adopt hands one call to the upstream of its server.
+func (tk *takeover) adopt(s *session, st *stream, c CallRecord) bool {
+	newUp := tk.set.takeoverUp
+	if newUp == nil || tk.from == "" {
+		return false
+	}
+	tu := tk.ups[c.Server]
+	if tu == nil {
+		e := tk.set.servers.get(c.Server)
+		if e == nil {
+			return false
+		}
+		up := newUp(e.spec, tk.set.servers.registry().Hub, tk.from)
+		if up == nil {
+			return false
+		}
+		tu = &takeoverUpstream{up: up}
+		tk.ups[c.Server] = tu
+	}
+	tu.pending.Add(1)
+	if !tk.set.adoptOn(tu.up, s, st, c, lostWithReplica, tu.pending.Done) {
+		tu.pending.Done()
+		return false
+	}
+	return true
+}
+
+// start connects each upstream that adopted a call and closes it once its
+// calls are answered; one that adopted none is closed at once.
+func (tk *takeover) start() {
+	for _, tu := range tk.ups {
+		tu.up.Start(tk.set.ctx)
+		started := tk.set.group.Go(func() {
+			tu.pending.Wait()
+			tu.up.Close()
+		})
+		if !started {
+			tu.up.Close()
+		}
+	}
+}
+
+// abandon closes every upstream of a takeover that will not go ahead.
+func (tk *takeover) abandon() {
+	for _, tu := range tk.ups {
+		tu.up.Close()
+	}
 }
 
 // letGo drops every session from memory, touching nothing in the store:

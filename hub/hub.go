@@ -47,6 +47,9 @@ type Options struct {
 	// Cluster, on a replica of a team hub (which has a Store), shares the
 	// sessions with the other replicas.
 	Cluster Cluster
+	// Takeover, with Cluster, makes the upstreams that finish the calls of
+	// a session taken over from a replica that stopped.
+	Takeover TakeoverFunc
 }
 
 // Hub is mcphub as an MCP server. It composes its parts, each of which owns
@@ -103,7 +106,7 @@ func New(opts Options) *Hub {
 	if opts.Cluster != nil {
 		h.edge.cluster, h.edge.forwarder = opts.Cluster, http.DefaultTransport.(*http.Transport).Clone()
 	}
-	h.sessions.group = &h.group
+	h.sessions.group, h.sessions.takeoverUp = &h.group, opts.Takeover
 
 	h.servers.onDiff = h.fanout.diff
 	h.servers.onSwap = h.fanout.applyLevels

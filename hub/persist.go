@@ -50,6 +50,9 @@ type SessionRecord struct {
 	LogLevel                 string
 	Subscriptions            []string // nil leaves stored subscriptions alone
 	Created, LastSeen        time.Time
+	// TakenFrom names the replica of a team hub this one took the session
+	// over from (the store sets it; the hub only reads it).
+	TakenFrom string
 }
 
 // StreamRecord is a stored SSE stream.

@@ -26,7 +26,7 @@ func (set *sessionSet) restore(st Store) error {
 	byStream := callsByStream(calls)
 	adopted, failed := 0, 0
 	for _, rec := range recs {
-		s, a, f, err := set.restoreSession(st, rec, byStream, true)
+		s, a, f, err := set.restoreSession(st, rec, byStream, adoptFunc{set.adopt, lostOnRestart})
 		if err != nil {
 			return err
 		}
@@ -49,10 +49,17 @@ func callsByStream(calls []CallRecord) map[string]CallRecord {
 	return byStream
 }
 
+// adoptFunc hands a request that was in flight to an upstream that resumes
+// it, reporting false when none can; lost is what the client is told then.
+type adoptFunc struct {
+	adopt func(s *session, st *stream, c CallRecord) bool
+	lost  string
+}
+
 // restoreSession rebuilds one stored session with its streams. A request
-// that was in flight is handed to its upstream when adopt is set and the
-// upstream can resume it, and answered with an error otherwise.
-func (set *sessionSet) restoreSession(st Store, rec SessionRecord, byStream map[string]CallRecord, adopt bool) (s *session, adopted, failed int, err error) {
+// that was in flight is handed to adopt, and answered with an error when it
+// cannot be resumed.
+func (set *sessionSet) restoreSession(st Store, rec SessionRecord, byStream map[string]CallRecord, adopt adoptFunc) (s *session, adopted, failed int, err error) {
 	s = newSession(set.ctx, rec.Endpoint, rec.Version, rec.ClientInfo, rec.Capabilities)
 	s.id, s.created, s.logLevel = rec.ID, rec.Created, rec.LogLevel
 	s.lastSeen.Store(rec.LastSeen.UnixNano())
@@ -73,16 +80,12 @@ func (set *sessionSet) restoreSession(st Store, rec SessionRecord, byStream map[
 		if !sr.Post || sr.Finished {
 			continue
 		}
-		if c, ok := byStream[sr.ID]; ok && adopt && set.adopt(s, str, c) {
+		if c, ok := byStream[sr.ID]; ok && adopt.adopt(s, str, c) {
 			adopted++
 			continue
 		}
 		failed++
-		if adopt {
-			answerLost(str, lostOnRestart, "")
-		} else {
-			answerLost(str, lostWithReplica, "")
-		}
+		answerLost(str, adopt.lost, "")
 	}
 	return s, adopted, failed, nil
 }
@@ -91,7 +94,7 @@ func (set *sessionSet) restoreSession(st Store, rec SessionRecord, byStream map[
 // team hub that relayed it stopped and another took its session.
 const (
 	lostOnRestart   = "mcphub restarted while this request was in flight and its server cannot resume it; it was not completed (it is not retried)"
-	lostWithReplica = "the mcphub replica relaying this request stopped and another took over the session; the request was not completed (it is not retried)"
+	lostWithReplica = "the mcphub replica relaying this request stopped and another took over the session, but the request's server cannot resume it from there (a stdio server's process stops with its replica); it was not completed (it is not retried)"
 )
 
 // answerLost ends a POST stream whose request cannot be finished, saying
@@ -109,6 +112,13 @@ func (set *sessionSet) adopt(s *session, st *stream, c CallRecord) bool {
 	if e == nil {
 		return false
 	}
+	return set.adoptOn(e.up, s, st, c, lostOnRestart, nil)
+}
+
+// adoptOn hands a request that was in flight to up, which resumes the
+// upstream stream its result travels on; a failure is answered with lost.
+// finished, when set, runs once the request is answered.
+func (set *sessionSet) adoptOn(up Upstream, s *session, st *stream, c CallRecord, lost string, finished func()) bool {
 	var origToken json.RawMessage
 	if c.ProgressToken != "" {
 		origToken = json.RawMessage(c.ProgressToken)
@@ -124,11 +134,14 @@ func (set *sessionSet) adopt(s *session, st *stream, c CallRecord) bool {
 			}
 		}
 	}
-	return e.up.Adopt(json.RawMessage(c.UpstreamID), c.HubToken, origToken, peer, func(res json.RawMessage, err error) {
+	return up.Adopt(json.RawMessage(c.UpstreamID), c.HubToken, origToken, peer, func(res json.RawMessage, err error) {
 		if err != nil {
-			answerLost(st, lostOnRestart, err.Error())
-			return
+			answerLost(st, lost, err.Error())
+		} else {
+			st.append(jsonrpc.NewResponse(st.requestID, res).Encode(), true)
 		}
-		st.append(jsonrpc.NewResponse(st.requestID, res).Encode(), true)
+		if finished != nil {
+			finished()
+		}
 	})
 }

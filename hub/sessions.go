@@ -29,6 +29,9 @@ type sessionSet struct {
 	store     *persister // nil without a store
 	// group runs the hub's background work (subscription renewals).
 	group *goroutines.Group
+	// takeoverUp makes the upstream that finishes a taken-over session's
+	// calls (Options.Takeover); nil when there is none.
+	takeoverUp TakeoverFunc
 
 	mu   sync.RWMutex
 	byID map[string]*session

@@ -86,5 +86,12 @@ type UpstreamEvents struct {
 	Request func(ctx context.Context, session string, method string, params json.RawMessage) (json.RawMessage, error)
 }
 
+// TakeoverFunc creates an Upstream that resumes the upstream session the
+// replica named from kept with a server, only to finish, through Adopt,
+// the calls of a session taken over from it; nil when there is none to
+// resume (a stdio server, no stored state). It is started once its calls
+// are adopted and closed once they are answered.
+type TakeoverFunc func(spec *registry.Server, hub registry.Hub, from string) Upstream
+
 // NewUpstreamFunc creates the Upstream for one registry server.
 type NewUpstreamFunc func(spec *registry.Server, hub registry.Hub, events UpstreamEvents) Upstream

@@ -311,7 +311,7 @@ func (c *Cluster) takeOver(ctx context.Context, name string, gen int64) ([]strin
 	if n, err := res.RowsAffected(); err != nil || n == 0 {
 		return nil, err
 	}
-	rows, err := tx.QueryContext(ctx, `UPDATE sessions SET owner = $1, owner_gen = $2 WHERE owner = $3 RETURNING id`, who.name, who.gen, name)
+	rows, err := tx.QueryContext(ctx, `UPDATE sessions SET owner = $1, owner_gen = $2, taken_from = owner WHERE owner = $3 RETURNING id`, who.name, who.gen, name)
 	if err != nil {
 		return nil, err
 	}
@@ -377,7 +377,7 @@ func (c *Cluster) Claim(ctx context.Context, p Place) (bool, error) {
 	s.wmu.Lock()
 	defer s.wmu.Unlock()
 	who := s.identity()
-	res, err := s.db.ExecContext(ctx, `UPDATE sessions SET owner = $1, owner_gen = $2 WHERE id = $3 AND owner = $4 AND owner_gen = $5`,
+	res, err := s.db.ExecContext(ctx, `UPDATE sessions SET owner = $1, owner_gen = $2, taken_from = owner WHERE id = $3 AND owner = $4 AND owner_gen = $5`,
 		who.name, who.gen, p.ID, p.Owner, p.OwnerGen)
 	if err != nil {
 		return false, fmt.Errorf("store: claim session: %w", err)

@@ -215,6 +215,9 @@ type Session struct {
 	LogLevel                 string
 	Subscriptions            []string
 	Created, LastSeen        time.Time
+	// TakenFrom names the replica this one took the session over from
+	// (read, never written: Claim and the reaper set it).
+	TakenFrom string
 }
 
 // Stream is one SSE stream; NextSeq is one past its last stored event.
@@ -400,7 +403,7 @@ func (s *Store) sessions(and, arg string) ([]Session, error) {
 	if and != "" {
 		args = append(args, arg)
 	}
-	rows, err := s.db.Query(s.dialect.q(`SELECT id, endpoint, version, client_info, capabilities, log_level, created, last_seen
+	rows, err := s.db.Query(s.dialect.q(`SELECT id, endpoint, version, client_info, capabilities, log_level, created, last_seen, taken_from
 		FROM sessions WHERE owner = ? AND owner_gen = ?`+and+` ORDER BY created`), args...)
 	if err != nil {
 		return nil, fmt.Errorf("store: %w", err)
@@ -410,7 +413,7 @@ func (s *Store) sessions(and, arg string) ([]Session, error) {
 	for rows.Next() {
 		var se Session
 		var created, seen int64
-		if err := rows.Scan(&se.ID, &se.Endpoint, &se.Version, &se.ClientInfo, &se.Capabilities, &se.LogLevel, &created, &seen); err != nil {
+		if err := rows.Scan(&se.ID, &se.Endpoint, &se.Version, &se.ClientInfo, &se.Capabilities, &se.LogLevel, &created, &seen, &se.TakenFrom); err != nil {
 			return nil, fmt.Errorf("store: %w", err)
 		}
 		se.Created, se.LastSeen = time.Unix(0, created), time.Unix(0, seen)
@@ -549,6 +552,20 @@ func (s *Store) counts(session string) (events int, bytes int64, err error) {
 
 // ErrNotFound is returned for state that was never saved.
 var ErrNotFound = errors.New("not found")
+
+// UpstreamOf loads the connection state another replica kept for a server:
+// the replica a session was taken over from, whose upstream session
+// finishes the session's calls.
+func (s *Store) UpstreamOf(replica, server string) ([]byte, error) {
+	s.hmu.RLock()
+	defer s.hmu.RUnlock()
+	var state []byte
+	err := s.db.QueryRow(s.dialect.q(`SELECT state FROM upstreams WHERE replica = ? AND server = ?`), replica, server).Scan(&state)
+	if errors.Is(err, sql.ErrNoRows) {
+		return nil, ErrNotFound
+	}
+	return state, err
+}
 
 // SaveUpstream records an upstream's connection state (JSON): this
 // replica's, since each replica has its own connection to each server. A

@@ -24,6 +24,7 @@ import (
 	"github.com/modelcontextprotocol/go-sdk/mcp"
 
 	"github.com/mcphub/mcphub/api"
+	"github.com/mcphub/mcphub/internal/jsonrpc"
 	"github.com/mcphub/mcphub/store/pgtest"
 )
 
@@ -284,5 +285,92 @@ func TestTeamHubFrozenReplicaIsFenced(t *testing.T) {
 		if got, err := s.callText(ctx, "up__echo", map[string]any{"text": fmt.Sprint("c", i)}); err != nil || got != fmt.Sprint("up:c", i) {
 			t.Fatalf("call %d after the thaw: %q, %v", i, got, err)
 		}
+	}
+}
+
+// A call relayed by a replica that is SIGKILLed midway is taken over by
+// another: it resumes the upstream session the dead replica kept (the
+// upstream keeps its streams' events), so the client, resuming its POST
+// stream through the balancer, gets every one of the 60 progress
+// notifications exactly once, in order, and the result.
+func TestTeamHubTakesOverACallOfAKilledReplica(t *testing.T) {
+	up := startUpstream(t, "up", upstreamOpts{resumable: true})
+	th := startTeam(t, 3, remoteServer("up", up.url, `connect_timeout = "10s"`))
+	rc := newRawClient(t, th.lb.URL)
+	s, _ := rc.initialize("/mcp")
+	const n = 60
+	resp, err := s.post(context.Background(), rpcRequest(5, "tools/call",
+		progressCall("up__slow_progress", map[string]any{"n": n, "delay_ms": 40, "tag": "k"}, "tok")))
+	if err != nil || resp.StatusCode != http.StatusOK || !strings.HasPrefix(resp.Header.Get("Content-Type"), "text/event-stream") {
+		t.Fatalf("tools/call: %v %v", resp, err)
+	}
+	var got []sseEvent
+	first := follow(resp.Body)
+	for len(got) < 20 {
+		got = append(got, first.await(t, 20*time.Second, "the first progress", func(sseEvent) bool { return true }))
+	}
+	owner, _ := th.owner(0)
+	th.runs[owner].kill9(t)
+	got = append(got, first.drain(5*time.Second)...)
+	first.body.Close()
+	last := ""
+	for _, ev := range got {
+		if ev.ID != "" {
+			last = ev.ID
+		}
+	}
+	// Resume through the balancer until the stream's end, as a client does
+	// (a 503 while the dead replica is not yet taken for dead says retry).
+	eventually(t, 60*time.Second, "the resumed stream reaches the call's result", func() error {
+		r, err := s.get(context.Background(), last)
+		if err != nil {
+			return err
+		}
+		if r.StatusCode != http.StatusOK {
+			b, _ := io.ReadAll(r.Body)
+			r.Body.Close()
+			return fmt.Errorf("GET with Last-Event-ID %s: HTTP %d %s", last, r.StatusCode, b)
+		}
+		rest := follow(r.Body).drain(30 * time.Second)
+		r.Body.Close()
+		for _, ev := range rest {
+			got = append(got, ev)
+			if ev.ID != "" {
+				last = ev.ID
+			}
+			if ev.Msg != nil && ev.Msg.IsResponse() {
+				return nil
+			}
+		}
+		return fmt.Errorf("the stream ended after %d events without the result", len(got))
+	})
+	var values []int
+	var result *jsonrpc.Message
+	for _, ev := range got {
+		if p, ok := progressOf(ev.Msg); ok {
+			values = append(values, int(p.Progress))
+		} else if ev.Msg != nil && ev.Msg.IsResponse() {
+			result = ev.Msg
+		}
+	}
+	for i, v := range values {
+		if v != i+1 {
+			t.Fatalf("progress values %v: want 1..%d each once, in order", values, n)
+		}
+	}
+	if len(values) != n || result == nil || result.Error != nil || !strings.Contains(string(result.Result), "done") {
+		t.Errorf("%d progress notifications, result %v; want %d and the tool's result", len(values), result, n)
+	}
+	if c := up.calls.Load(); c != 1 {
+		t.Errorf("the upstream ran the tool %d times, want once (a taken-over call is resumed, never replayed)", c)
+	}
+	resumedBy := -1
+	for i, r := range th.runs {
+		if i != owner && strings.Contains(r.out.String(), "calls_resumed=1") {
+			resumedBy = i
+		}
+	}
+	if resumedBy < 0 {
+		t.Errorf("no surviving replica says it resumed the call")
 	}
 }

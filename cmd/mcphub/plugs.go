@@ -1,6 +1,9 @@
 package main
 
 import (
+	"context"
+	"encoding/json"
+	"errors"
 	"log/slog"
 	"math"
 	"os"
@@ -8,6 +11,7 @@ import (
 	"github.com/mcphub/mcphub/bridge"
 	"github.com/mcphub/mcphub/client"
 	"github.com/mcphub/mcphub/hub"
+	"github.com/mcphub/mcphub/internal/jsonrpc"
 	"github.com/mcphub/mcphub/oauth"
 	"github.com/mcphub/mcphub/probe"
 	"github.com/mcphub/mcphub/registry"
@@ -29,42 +33,82 @@ func newStoredUpstream(log *slog.Logger, db *store.Store, tokens oauth.TokenStor
 	claims := bridge.NewClaims()
 	pings := bridge.NewPingBudget(bridge.DefaultPingSpacing, bridge.DefaultPingBurst)
 	return func(spec *registry.Server, hc registry.Hub, events hub.UpstreamEvents) hub.Upstream {
-		cc := client.Config{
-			Command: spec.Command, Args: spec.Args, Env: spec.Env, Dir: spec.Cwd,
-			EnvPassthrough: spec.EnvAllow, InheritEnv: spec.InheritEnv, EnvDeny: spec.EnvDeny,
-			URL: spec.URL, Transport: spec.Transport, Headers: spec.Headers,
-			ClientInfo:      client.Implementation{Name: "mcphub", Version: mcphubVersion()},
-			ProtocolVersion: spec.ProtocolVersion(),
-			OnProcess:       onProcess,
-			// A line or body over this is never read whole: the call it
-			// answers fails at once, saying the size (see messageLimit).
-			MaxMessageBytes: messageLimit(hc.MaxResponseBytes),
-		}
-		if spec.Kind() == registry.KindRemote && tokens != nil {
-			cc.OAuth = probe.OAuthConfig(spec.OAuth)
-			cc.OAuth.Store = tokens
-			name := spec.Name
-			cc.OAuth.OnRefreshFailed = func(err error) {
-				log.Warn("the server's token could not be refreshed; it needs a new sign-in", "server", name, "err", err, "fix", "mcphub login "+name)
-			}
-		}
-		// "mcphub" as a command means this very binary, so the default
-		// registry's demo server works without mcphub on PATH (go run).
-		if cc.Command == "mcphub" {
-			if exe, err := os.Executable(); err == nil {
-				cc.Command = exe
-			}
-		}
-		cfg := bridge.Config{
-			Name: spec.Name, Client: cc, Share: spec.Share,
-			ConnectTimeout: spec.ConnectTimeout, RequestTimeout: hc.RequestTimeout,
-			MaxResponseBytes: hc.MaxResponseBytes,
-			Changed:          events.Changed, Notification: events.Notification, Request: events.Request,
-			Logger: log, PingBudget: pings,
-		}
+		cfg := bridgeConfig(log, spec, hc, events, tokens, onProcess)
+		cfg.PingBudget = pings
 		if db != nil {
 			cfg.Store, cfg.Claims = db, claims
 		}
+		return upstream{bridge.New(cfg)}
+	}
+}
+
+// bridgeConfig is the bridge.Config of one registry server: its client
+// (process or URL, the hub's limits, its sign-in) and the hub's callbacks.
+func bridgeConfig(log *slog.Logger, spec *registry.Server, hc registry.Hub, events hub.UpstreamEvents, tokens oauth.TokenStore, onProcess func(int, bool)) bridge.Config {
+	cc := client.Config{
+		Command: spec.Command, Args: spec.Args, Env: spec.Env, Dir: spec.Cwd,
+		EnvPassthrough: spec.EnvAllow, InheritEnv: spec.InheritEnv, EnvDeny: spec.EnvDeny,
+		URL: spec.URL, Transport: spec.Transport, Headers: spec.Headers,
+		ClientInfo:      client.Implementation{Name: "mcphub", Version: mcphubVersion()},
+		ProtocolVersion: spec.ProtocolVersion(),
+		OnProcess:       onProcess,
+		// A line or body over this is never read whole: the call it
+		// answers fails at once, saying the size (see messageLimit).
+		MaxMessageBytes: messageLimit(hc.MaxResponseBytes),
+	}
+	if spec.Kind() == registry.KindRemote && tokens != nil {
+		cc.OAuth = probe.OAuthConfig(spec.OAuth)
+		cc.OAuth.Store = tokens
+		name := spec.Name
+		cc.OAuth.OnRefreshFailed = func(err error) {
+			log.Warn("the server's token could not be refreshed; it needs a new sign-in", "server", name, "err", err, "fix", "mcphub login "+name)
+		}
+	}
+	// "mcphub" as a command means this very binary, so the default
+	// registry's demo server works without mcphub on PATH (go run).
+	if cc.Command == "mcphub" {
+		if exe, err := os.Executable(); err == nil {
+			cc.Command = exe
+		}
+	}
+	cfg := bridge.Config{
+		Name: spec.Name, Client: cc, Share: spec.Share,
+		ConnectTimeout: spec.ConnectTimeout, RequestTimeout: hc.RequestTimeout,
+		MaxResponseBytes: hc.MaxResponseBytes,
+		Changed:          events.Changed, Notification: events.Notification, Request: events.Request,
+		Logger: log,
+	}
+	return cfg
+}
+
+// newTakeoverUpstream makes the upstreams that finish the calls of a
+// session taken over from a replica of a team hub that stopped: for a
+// remote server, a connection that resumes the upstream session that
+// replica kept (its stored state) and the streams its calls' results
+// travel on. It persists nothing and serves nothing else: its
+// notifications and requests outside those calls are dropped.
+func newTakeoverUpstream(log *slog.Logger, db *store.Store, tokens oauth.TokenStore) hub.TakeoverFunc {
+	return func(spec *registry.Server, hc registry.Hub, from string) hub.Upstream {
+		if spec.Kind() != registry.KindRemote {
+			return nil
+		}
+		data, err := db.UpstreamOf(from, spec.Name)
+		if err != nil {
+			return nil
+		}
+		var st client.State
+		if json.Unmarshal(data, &st) != nil || st.SessionID == "" {
+			return nil
+		}
+		events := hub.UpstreamEvents{
+			Changed:      func() {},
+			Notification: func(string, *jsonrpc.Message) {},
+			Request: func(context.Context, string, string, json.RawMessage) (json.RawMessage, error) {
+				return nil, errors.New("a connection finishing another replica's calls takes no requests outside them")
+			},
+		}
+		cfg := bridgeConfig(log.With("takeover_from", from), spec, hc, events, tokens, nil)
+		cfg.Client.Resume = &st
 		return upstream{bridge.New(cfg)}
 	}
 }

@@ -234,6 +234,7 @@ func openHub(reg *registry.Registry, token string, db *store.Store, persist bool
 		opts.Store = hubStore{db}
 		if cluster != nil {
 			opts.Cluster = hubCluster{c: cluster, db: db}
+			opts.Takeover = newTakeoverUpstream(log, db, tokens)
 		}
 	}
 	h := hub.New(opts)

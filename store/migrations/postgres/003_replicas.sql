@@ -16,6 +16,7 @@ CREATE TABLE cluster (
 
 ALTER TABLE sessions ADD COLUMN owner TEXT NOT NULL DEFAULT '';
 ALTER TABLE sessions ADD COLUMN owner_gen BIGINT NOT NULL DEFAULT 0;
+ALTER TABLE sessions ADD COLUMN taken_from TEXT NOT NULL DEFAULT '';
 CREATE INDEX sessions_owner ON sessions(owner, owner_gen);
 
 CREATE TABLE upstreams_by_replica (

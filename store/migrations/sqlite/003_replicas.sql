@@ -24,9 +24,11 @@ CREATE TABLE cluster (
 );
 
 -- Which replica (and which of its generations) holds a session; every
--- write for the session is refused to any other.
+-- write for the session is refused to any other. taken_from names the
+-- replica it was taken over from, whose upstream sessions finish its calls.
 ALTER TABLE sessions ADD COLUMN owner TEXT NOT NULL DEFAULT '';
 ALTER TABLE sessions ADD COLUMN owner_gen INTEGER NOT NULL DEFAULT 0;
+ALTER TABLE sessions ADD COLUMN taken_from TEXT NOT NULL DEFAULT '';
 CREATE INDEX sessions_owner ON sessions(owner, owner_gen);
 
 -- Upstream connection state is each replica's own: every replica has its
