@@ -14,6 +14,8 @@ import (
 	"net/http/httptest"
 	"net/http/httputil"
 	"net/url"
+	"os/exec"
+	"path/filepath"
 	"strings"
 	"sync"
 	"sync/atomic"
@@ -373,4 +375,97 @@ func TestTeamHubTakesOverACallOfAKilledReplica(t *testing.T) {
 	if resumedBy < 0 {
 		t.Errorf("no surviving replica says it resumed the call")
 	}
+}
+
+// The official TypeScript SDK client's call with 60 progress notifications,
+// through the balancer, keeps every one exactly once and gets the result
+// while the replica relaying it is SIGKILLed: the SDK resumes its stream
+// with Last-Event-ID, and the replica taking over resumes the upstream's.
+func TestTeamHubTSClientThroughAKill(t *testing.T) {
+	root, err := filepath.Abs(filepath.Join("..", ".."))
+	if err != nil {
+		t.Fatal(err)
+	}
+	cache := filepath.Join(root, ".cache")
+	node := interopNeed(t, "node", "MCPHUB_NODE", filepath.Join(cache, "node", "node_modules", ".bin", "node"))
+	modules := interopNeed(t, "the node_modules with @modelcontextprotocol/sdk", "MCPHUB_NODE_MODULES", filepath.Join(cache, "node", "node_modules"))
+	script, err := filepath.Abs(filepath.Join("testdata", "team_ts_client.mjs"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	up := startUpstream(t, "up", upstreamOpts{resumable: true})
+	th := startTeam(t, 3, remoteServer("up", up.url, `connect_timeout = "10s"`))
+
+	cmd := exec.Command(node, script, th.lb.URL+"/mcp", "60")
+	cmd.Env = append(th.reps[0].env(), "MCPHUB_NODE_MODULES="+modules)
+	var stderr logBuffer
+	cmd.Stderr = &stderr
+	stdout, err := cmd.StdoutPipe()
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := cmd.Start(); err != nil {
+		t.Fatal(err)
+	}
+	reports := make(chan tsTeamReport, 4)
+	exited := make(chan struct{})
+	go func() {
+		sc := bufio.NewScanner(stdout)
+		for sc.Scan() {
+			var r tsTeamReport
+			if err := json.Unmarshal(sc.Bytes(), &r); err != nil {
+				r.Error = "not a report: " + sc.Text()
+			}
+			reports <- r
+		}
+		cmd.Wait()
+		close(exited)
+	}()
+	t.Cleanup(func() {
+		select {
+		case <-exited:
+		case <-time.After(10 * time.Second):
+			killPID(cmd.Process.Pid)
+			<-exited
+		}
+		if t.Failed() {
+			t.Logf("node stderr:\n%s", stderr.String())
+		}
+	})
+	next := func(step string) tsTeamReport {
+		t.Helper()
+		select {
+		case r := <-reports:
+			if r.Error != "" || r.Step != step {
+				t.Fatalf("the TypeScript client, at %s: %+v", step, r)
+			}
+			return r
+		case <-time.After(90 * time.Second):
+			t.Fatalf("the TypeScript client did not reach %s", step)
+		}
+		return tsTeamReport{}
+	}
+	next("progress20")
+	owner, _ := th.owner(0)
+	th.runs[owner].kill9(t)
+	r := next("done")
+	for i, v := range r.Progress {
+		if v != float64(i+1) {
+			t.Fatalf("progress %v: want 1..60, each once, in order", r.Progress)
+		}
+	}
+	if len(r.Progress) != 60 || !strings.HasPrefix(r.Result, "done 60") {
+		t.Errorf("%d progress notifications, result %q; want 60 and the tool's result", len(r.Progress), r.Result)
+	}
+	if c := up.calls.Load(); c != 1 {
+		t.Errorf("the upstream ran the tool %d times, want once", c)
+	}
+}
+
+// tsTeamReport is a line team_ts_client.mjs prints.
+type tsTeamReport struct {
+	Step     string    `json:"step"`
+	Error    string    `json:"error"`
+	Progress []float64 `json:"progress"`
+	Result   string    `json:"result"`
 }
