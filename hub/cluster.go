@@ -2,6 +2,10 @@ package hub
 
 import (
 	"bytes"
+	"crypto/hmac"
+	"crypto/sha256"
+	"encoding/base64"
+	"encoding/hex"
 	"context"
 	"crypto/subtle"
 	"errors"
@@ -10,10 +14,12 @@ import (
 	"net/http/httputil"
 	"net/url"
 	"strconv"
+	"strings"
 	"sync"
 	"time"
 
 	"github.com/mcphub/mcphub/api"
+	"github.com/mcphub/mcphub/internal/jsonrpc"
 )
 
 // Cluster is what one replica of a team hub asks of the others through
@@ -31,6 +37,10 @@ type Cluster interface {
 	Session(id string) (SessionRecord, error)
 	// Secret authenticates requests one replica forwards to another.
 	Secret() string
+	// Name is this replica's name; Address finds another's base URL, and
+	// whether it beats.
+	Name() string
+	Address(ctx context.Context, replica string) (address string, alive bool, err error)
 	// Status lists the replicas.
 	Status(ctx context.Context) *api.ClusterStatus
 	// Deadline is how long a replica may be silent before it is taken
@@ -353,4 +363,49 @@ func retryLater(w http.ResponseWriter, msg string) {
 // sessionNotFound answers 404 for a session no replica holds.
 func sessionNotFound(w http.ResponseWriter) {
 	httpError(w, http.StatusNotFound, "Session not found: it ended or belongs to another endpoint; initialize a new one")
+}
+
+// clusterStatePrefix starts the requestStates of a team hub's parked calls:
+// the same on every replica of one cluster (derived from its secret), so
+// that any replica knows one when a retry brings it, and followed by the
+// name of the replica holding the call.
+func clusterStatePrefix(secret string) string {
+	m := hmac.New(sha256.New, []byte(secret))
+	m.Write([]byte("mcphub-mrtr"))
+	return "mcphub-mrtr:" + hex.EncodeToString(m.Sum(nil))[:16] + ":"
+}
+
+// heldElsewhere forwards the retry of a call parked on another replica
+// (its requestState names that replica) and reports true; false leaves the
+// request to this replica: a state of its own, or not this cluster's.
+func (e *edge) heldElsewhere(w http.ResponseWriter, r *http.Request, m *jsonrpc.Message, body []byte) bool {
+	if e.cluster == nil {
+		return false
+	}
+	state, _ := jsonrpc.StringMember(m.Params, "requestState")
+	rest, ok := strings.CutPrefix(state, clusterStatePrefix(e.cluster.Secret()))
+	if !ok || e.sessions.parked.ours(state) {
+		return false
+	}
+	enc, _, _ := strings.Cut(rest, ":")
+	name, err := base64.RawURLEncoding.DecodeString(enc)
+	if err != nil || e.fromReplica(r) {
+		return false // left to the local lookup, which answers that no call waits
+	}
+	addr, alive, err := e.cluster.Address(r.Context(), string(name))
+	switch {
+	case err != nil:
+		retryLater(w, "Service Unavailable: the hub's store cannot be reached to find the replica holding this call; retry shortly")
+	case !alive:
+		writeJSONReply(w, http.StatusOK, m.ID, jsonrpc.NewErrorResponse(m.ID, jsonrpc.NewError(jsonrpc.CodeInvalidParams,
+			"Invalid params: the mcphub replica holding the call this requestState names stopped, and the call with it; make the request again without it")).Encode())
+	case !e.forward(w, r, SessionPlace{Owner: string(name), Address: addr}, body):
+		retryLater(w, "Service Unavailable: the replica holding this call does not answer; retry shortly")
+	}
+	return true
+}
+
+// replicaStatePrefix is the prefix of the states this replica mints.
+func replicaStatePrefix(c Cluster) string {
+	return clusterStatePrefix(c.Secret()) + base64.RawURLEncoding.EncodeToString([]byte(c.Name())) + ":"
 }

@@ -169,6 +169,9 @@ func (e *edge) servePost(w http.ResponseWriter, r *http.Request, endpoint string
 		return
 	}
 	if modernRequest(r, msg) {
+		if e.heldElsewhere(w, r, msg, body) {
+			return
+		}
 		e.serveModern(w, r, endpoint, msg)
 		return
 	}

@@ -105,6 +105,7 @@ func New(opts Options) *Hub {
 	h.edge = newEdge(h.log, opts.Token, h.servers, h.sessions, h)
 	if opts.Cluster != nil {
 		h.edge.cluster, h.edge.forwarder = opts.Cluster, http.DefaultTransport.(*http.Transport).Clone()
+		h.sessions.parked.prefix = replicaStatePrefix(opts.Cluster)
 	}
 	h.sessions.group, h.sessions.takeoverUp = &h.group, opts.Takeover
 

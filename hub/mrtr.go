@@ -227,16 +227,28 @@ func (c *mrtrCall) pending() bool {
 type parkedCalls struct {
 	mu    sync.Mutex
 	calls map[string]*mrtrCall
+	// prefix starts the states this hub mints: mrtrStatePrefix, or on a
+	// replica of a team hub the cluster's prefix and this replica's name
+	// (see clusterStatePrefix). Set before the hub serves.
+	prefix string
+}
+
+// mine is the prefix of the states this hub mints.
+func (p *parkedCalls) mine() string {
+	if p.prefix != "" {
+		return p.prefix
+	}
+	return mrtrStatePrefix
 }
 
 // ours reports whether a requestState is one this hub minted.
-func (p *parkedCalls) ours(state string) bool { return strings.HasPrefix(state, mrtrStatePrefix) }
+func (p *parkedCalls) ours(state string) bool { return strings.HasPrefix(state, p.mine()) }
 
 // park keeps c for a retry and returns the requestState naming it; the
 // call is cancelled when no retry takes it within mrtrParkFor. At most
 // limit calls wait at once: past it the one waiting longest is cancelled.
 func (p *parkedCalls) park(c *mrtrCall, limit int) string {
-	state := mrtrStatePrefix + rand.Text()
+	state := p.mine() + rand.Text()
 	p.mu.Lock()
 	if p.calls == nil {
 		p.calls = map[string]*mrtrCall{}
