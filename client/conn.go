@@ -111,6 +111,10 @@ type Config struct {
 	// Resume, when set, continues an earlier upstream HTTP session instead of
 	// starting a new one (see State).
 	Resume *State
+	// KeepSession leaves the upstream HTTP session alive when the connection
+	// closes (no DELETE): a connection that only finished another's calls
+	// on a session it does not own.
+	KeepSession bool
 	// MintAbove makes the ids the connection mints start above it. A relay
 	// that passes its own client's ids through CallWithID (mcphub stdio)
 	// sets it high, so that an id it mints never meets a relayed one; an

@@ -333,12 +333,13 @@ func (s *streamable) forgetCall(key string) {
 }
 
 // close ends the session: streams stop, then a DELETE (bounded, 405
-// tolerated) tells the server.
+// tolerated) tells the server, unless Config.KeepSession leaves the session
+// to its owner.
 func (s *streamable) close() error {
 	sid, _ := s.session()
 	s.cancel()
 	s.group.Stop()
-	if sid != "" {
+	if sid != "" && !s.c.cfg.KeepSession {
 		ctx, cancel := context.WithTimeout(context.Background(), closeDeleteTimeout)
 		defer cancel()
 		if req, err := s.newRequest(ctx, http.MethodDelete, nil, false); err == nil {

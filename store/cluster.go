@@ -386,6 +386,21 @@ func (c *Cluster) Claim(ctx context.Context, p Place) (bool, error) {
 	return n == 1, err
 }
 
+// Address is a replica's base URL, and whether it beats.
+func (c *Cluster) Address(ctx context.Context, name string) (string, bool, error) {
+	var addr string
+	var alive bool
+	err := c.s.db.QueryRowContext(ctx, `SELECT address, heartbeat >= `+nowNS+` - $2 FROM replicas WHERE name = $1`,
+		name, c.cfg.Deadline.Nanoseconds()).Scan(&addr, &alive)
+	if errors.Is(err, sql.ErrNoRows) {
+		return "", false, nil
+	}
+	if err != nil {
+		return "", false, fmt.Errorf("store: %w", err)
+	}
+	return addr, alive, nil
+}
+
 // Replica is one replica as the store knows it.
 type Replica struct {
 	Name, Address      string

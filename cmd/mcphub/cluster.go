@@ -101,7 +101,12 @@ func (hc hubCluster) Session(id string) (hub.SessionRecord, error) {
 
 func (hc hubCluster) Secret() string                   { return hc.c.Secret() }
 func (hc hubCluster) Current(ctx context.Context) bool { return hc.c.Current(ctx) }
-func (hc hubCluster) Deadline() time.Duration          { return hc.c.Deadline() }
+func (hc hubCluster) Name() string                     { return hc.c.Name() }
+
+func (hc hubCluster) Address(ctx context.Context, replica string) (string, bool, error) {
+	return hc.c.Address(ctx, replica)
+}
+func (hc hubCluster) Deadline() time.Duration { return hc.c.Deadline() }
 
 // Status lists the replicas, and whether the live ones serve the same
 // registry.

@@ -108,7 +108,7 @@ func newTakeoverUpstream(log *slog.Logger, db *store.Store, tokens oauth.TokenSt
 			},
 		}
 		cfg := bridgeConfig(log.With("takeover_from", from), spec, hc, events, tokens, nil)
-		cfg.Client.Resume = &st
+		cfg.Client.Resume, cfg.Client.KeepSession = &st, true
 		return upstream{bridge.New(cfg)}
 	}
 }
