@@ -8,11 +8,11 @@ import (
 	"encoding/hex"
 	"context"
 	"crypto/subtle"
-	"errors"
 	"io"
 	"net/http"
 	"net/http/httputil"
 	"net/url"
+	"slices"
 	"strconv"
 	"strings"
 	"sync"
@@ -30,9 +30,14 @@ import (
 type Cluster interface {
 	// Locate reports where a stored session lives.
 	Locate(ctx context.Context, session string) (SessionPlace, error)
-	// Claim makes this replica the session's owner, as Locate found it;
-	// false when it moved since.
-	Claim(ctx context.Context, p SessionPlace) (bool, error)
+	// Claim takes a session over, as Locate found it, from a replica that
+	// stopped (fencing it: its other sessions come along) or from this
+	// replica's earlier run. It returns the ids of the sessions taken,
+	// none when the session moved since.
+	Claim(ctx context.Context, p SessionPlace) ([]string, error)
+	// Gone returns a channel closed once the replica name, in generation
+	// gen, stops beating or is replaced; it is forgotten when ctx ends.
+	Gone(ctx context.Context, replica string, gen int64) <-chan struct{}
 	// Session loads a session this replica owns from the store.
 	Session(id string) (SessionRecord, error)
 	// Secret authenticates requests one replica forwards to another.
@@ -96,7 +101,7 @@ func (e *edge) fromCluster(w http.ResponseWriter, r *http.Request, id, endpoint 
 			sessionNotFound(w)
 			return nil
 		case p.Mine:
-			return e.sessions.takeOne(e.cluster, id, endpoint, w)
+			return e.sessions.takeOne(e.cluster, []string{id}, id, endpoint, w)
 		case p.Alive && !forwarded:
 			if e.forward(w, r, p, body) {
 				return nil
@@ -108,7 +113,7 @@ func (e *edge) fromCluster(w http.ResponseWriter, r *http.Request, id, endpoint 
 				return nil
 			}
 			if p.Mine {
-				return e.sessions.takeOne(e.cluster, id, endpoint, w)
+				return e.sessions.takeOne(e.cluster, []string{id}, id, endpoint, w)
 			}
 			if p.Alive {
 				continue // another live replica has it now: forward there
@@ -119,13 +124,13 @@ func (e *edge) fromCluster(w http.ResponseWriter, r *http.Request, id, endpoint 
 			retryLater(w, "Service Unavailable: this session is moving between replicas; retry shortly")
 			return nil
 		}
-		if ok, err := e.cluster.Claim(ctx, p); err != nil {
+		if ids, err := e.cluster.Claim(ctx, p); err != nil {
 			e.log.Warn("could not claim a session from a stopped replica", "session", id, "replica", p.Owner, "err", err)
 			retryLater(w, "Service Unavailable: the hub's store cannot be reached to take over this session; retry shortly")
 			return nil
-		} else if ok {
-			e.log.Info("took over a session from a stopped replica", "session", id, "replica", p.Owner)
-			return e.sessions.takeOne(e.cluster, id, endpoint, w)
+		} else if slices.Contains(ids, id) {
+			e.log.Warn("took over the sessions of a replica that stopped", "replica", p.Owner, "sessions", len(ids), "asked_for", id)
+			return e.sessions.takeOne(e.cluster, ids, id, endpoint, w)
 		}
 	}
 	retryLater(w, "Service Unavailable: this session is moving between replicas; retry shortly")
@@ -168,6 +173,23 @@ func (e *edge) forward(w http.ResponseWriter, r *http.Request, p SessionPlace, b
 	if body != nil {
 		r.Body, r.ContentLength = io.NopCloser(bytes.NewReader(body)), int64(len(body))
 	}
+	// A replica that stops beating while its answer is awaited (frozen:
+	// its kernel still takes the connection) or streamed is let go of: the
+	// request is then served here, or, once the answer has begun, the
+	// connection is cut (ReverseProxy aborts the handler) and the client
+	// resumes its stream.
+	ctx, cancel := context.WithCancel(r.Context())
+	defer cancel()
+	if p.OwnerGen != 0 {
+		go func() {
+			select {
+			case <-e.cluster.Gone(ctx, p.Owner, p.OwnerGen):
+				cancel()
+			case <-ctx.Done():
+			}
+		}()
+	}
+	r = r.WithContext(ctx)
 	unreached := false
 	proxy := &httputil.ReverseProxy{
 		Rewrite: func(pr *httputil.ProxyRequest) {
@@ -178,9 +200,7 @@ func (e *edge) forward(w http.ResponseWriter, r *http.Request, p SessionPlace, b
 		Transport:     e.forwarder,
 		FlushInterval: -1,
 		ErrorHandler: func(w http.ResponseWriter, r *http.Request, err error) {
-			if r.Context().Err() == nil {
-				e.log.Warn("a replica did not answer a forwarded request", "replica", p.Owner, "address", p.Address, "err", err)
-			}
+			e.log.Warn("a replica did not answer a forwarded request", "replica", p.Owner, "address", p.Address, "err", err)
 			unreached = true
 		},
 	}
@@ -191,14 +211,12 @@ func (e *edge) forward(w http.ResponseWriter, r *http.Request, p SessionPlace, b
 	return !unreached
 }
 
-// takeOne brings a session this replica owns in the store (just claimed)
-// into memory, unless it is there already, and returns it when it belongs
+// takeOne restores the sessions ids, just taken over (or found this
+// replica's in the store), and returns the one asked for when it belongs
 // to endpoint; otherwise it answers 404.
-func (set *sessionSet) takeOne(c Cluster, id, endpoint string, w http.ResponseWriter) *session {
-	s, err := set.takeOver(c, id)
-	if err != nil {
-		set.log.Warn("could not restore a session taken over from another replica", "session", id, "err", err)
-	}
+func (set *sessionSet) takeOne(c Cluster, ids []string, id, endpoint string, w http.ResponseWriter) *session {
+	set.takeOver(c, ids)
+	s := set.get(id)
 	if s == nil || s.endpoint != endpoint {
 		sessionNotFound(w)
 		return nil
@@ -207,47 +225,64 @@ func (set *sessionSet) takeOne(c Cluster, id, endpoint string, w http.ResponseWr
 	return s
 }
 
-// takeOver restores a session another replica held, now this one's: its
-// streams replay from the store, a request that was in flight there is
-// finished over that replica's upstream session when its server can resume
-// the stream (Options.Takeover), and answered with an error otherwise, and
-// its subscriptions are made again on this replica's upstreams.
-func (set *sessionSet) takeOver(c Cluster, id string) (*session, error) {
-	if s := set.get(id); s != nil {
-		return s, nil
-	}
+// takeOver restores sessions this replica took over from another, those
+// not in memory already, as one batch: their streams replay from the
+// store; a request that was in flight on the other replica is finished over
+// that replica's upstream session when its server can resume the stream
+// (Options.Takeover; one connection per server for the whole batch), and
+// answered with an error otherwise; their subscriptions are made again on
+// this replica's upstreams. Batches run one at a time, so a request for a
+// session the reaper is restoring waits for it.
+func (set *sessionSet) takeOver(c Cluster, ids []string) {
+	set.takeMu.Lock()
+	defer set.takeMu.Unlock()
 	if set.store == nil {
-		return nil, errors.New("no store")
-	}
-	rec, err := c.Session(id)
-	if err != nil {
-		return nil, err
+		return
 	}
 	calls, err := set.store.store.Calls()
 	if err != nil {
-		return nil, err
+		set.log.Warn("could not load the calls of sessions taken over", "err", err)
+		return
 	}
-	tk := &takeover{set: set, from: rec.TakenFrom, ups: map[string]*takeoverUpstream{}}
-	s, resumed, lost, err := set.restoreSession(set.store.store, rec, callsByStream(calls), adoptFunc{tk.adopt, lostWithReplica})
-	if err != nil {
-		tk.abandon()
-		return nil, err
-	}
-	set.mu.Lock()
-	if held := set.byID[id]; held != nil {
+	byStream := callsByStream(calls)
+	tks := map[string]*takeover{}
+	var restored []*session
+	resumed, lost := 0, 0
+	for _, id := range ids {
+		if set.get(id) != nil {
+			continue
+		}
+		rec, err := c.Session(id)
+		if err != nil {
+			set.log.Warn("could not restore a session taken over from another replica", "session", id, "err", err)
+			continue
+		}
+		tk := tks[rec.TakenFrom]
+		if tk == nil {
+			tk = &takeover{set: set, from: rec.TakenFrom, ups: map[string]*takeoverUpstream{}}
+			tks[rec.TakenFrom] = tk
+		}
+		s, a, l, err := set.restoreSession(set.store.store, rec, byStream, adoptFunc{tk.adopt, lostWithReplica})
+		if err != nil {
+			set.log.Warn("could not restore a session taken over from another replica", "session", id, "err", err)
+			continue
+		}
+		set.mu.Lock()
+		set.byID[id] = s
 		set.mu.Unlock()
-		tk.abandon()
-		s.close()
-		return held, nil
+		restored = append(restored, s)
+		resumed, lost = resumed+a, lost+l
 	}
-	set.byID[id] = s
-	set.mu.Unlock()
-	tk.start()
-	set.router.resubscribe([]*session{s}, set.group)
+	for _, tk := range tks {
+		tk.start()
+	}
+	if len(restored) == 0 {
+		return
+	}
+	set.router.resubscribe(restored, set.group)
 	set.fanout.applyLevels()
-	set.log.Info("restored a session taken over from another replica", "session", id, "from", rec.TakenFrom,
+	set.log.Info("restored sessions taken over from another replica", "sessions", len(restored),
 		"calls_resumed", resumed, "calls_lost", lost)
-	return s, nil
 }
 
 // takeover finishes the calls of one taken-over session over the upstream
@@ -336,23 +371,24 @@ func (set *sessionSet) letGo() {
 	}
 }
 
-// TakeOver restores the sessions this replica claimed from one that stopped
-// (the cluster's reaper calls it), so their held requests are answered and
-// their subscriptions renewed before their clients come back.
+// TakeOver restores, in the background, the sessions this replica claimed
+// from one that stopped (the cluster's reaper calls it), so their calls are
+// finished and their subscriptions renewed before their clients come back.
 func (h *Hub) TakeOver(ids []string) {
 	if h.opts.Cluster == nil {
 		return
 	}
-	for _, id := range ids {
-		if _, err := h.sessions.takeOver(h.opts.Cluster, id); err != nil {
-			h.log.Warn("could not restore a session taken over from another replica", "session", id, "err", err)
-		}
-	}
+	h.group.Go(func() { h.sessions.takeOver(h.opts.Cluster, ids) })
 }
 
 // LetGo drops every session this replica holds: the cluster found that
 // another replica took them over while this one was silent.
 func (h *Hub) LetGo() { h.sessions.letGo() }
+
+// CutStreams cuts every stream this replica serves: its store is out of
+// reach, and another replica may take their sessions; their clients come
+// back, and are served once this replica knows where the sessions are.
+func (h *Hub) CutStreams() { h.sessions.cutStreams() }
 
 // retryLater answers 503 with Retry-After, for a state that passes.
 func retryLater(w http.ResponseWriter, msg string) {

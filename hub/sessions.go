@@ -30,8 +30,10 @@ type sessionSet struct {
 	// group runs the hub's background work (subscription renewals).
 	group *goroutines.Group
 	// takeoverUp makes the upstream that finishes a taken-over session's
-	// calls (Options.Takeover); nil when there is none.
+	// calls (Options.Takeover); nil when there is none. takeMu runs the
+	// batches of takeovers one at a time.
 	takeoverUp TakeoverFunc
+	takeMu     sync.Mutex
 
 	mu   sync.RWMutex
 	byID map[string]*session

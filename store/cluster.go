@@ -49,8 +49,18 @@ type ClusterConfig struct {
 	// session it holds (its writes for them are refused already).
 	OnClaimed func(ids []string)
 	OnFenced  func()
-	Log       *slog.Logger
+	// OnStale is called when this replica has not beaten for half the
+	// deadline (the store is out of reach): it must cut the streams it
+	// serves, since another replica may take their sessions. OnLost is
+	// called, and the heartbeat stops, when another live process runs
+	// under this replica's name: serving must stop.
+	OnStale func()
+	OnLost  func(error)
+	Log     *slog.Logger
 }
+
+// ErrNameInUse says another live process runs under a replica's name.
+var ErrNameInUse = errors.New("store: the replica name is in use")
 
 // Cluster is this replica's membership of a team hub: its row in the
 // replicas table, its heartbeat, and the takeover of dead replicas'
@@ -73,6 +83,30 @@ type Cluster struct {
 	// frozen: lastOK is nanoseconds since epoch.
 	epoch  time.Time
 	lastOK atomic.Int64
+	// started is the database time this run joined at, telling it from
+	// another process under the same name.
+	started int64
+	// stale is set while OnStale has been called and no beat has been
+	// taken since.
+	stale bool
+
+	// wmu guards watch: each replica generation's liveness as last read,
+	// and the channels Gone handed out.
+	wmu   sync.Mutex
+	live  map[string]liveness
+	gones map[gone]map[*chan struct{}]struct{}
+}
+
+// liveness is a replica's generation and whether it beats.
+type liveness struct {
+	gen   int64
+	alive bool
+}
+
+// gone names a replica generation some caller waits to see stop.
+type gone struct {
+	name string
+	gen  int64
 }
 
 // Join registers this replica under cfg.Name with a new generation, takes
@@ -104,7 +138,7 @@ func (s *Store) Join(ctx context.Context, cfg ClusterConfig) (*Cluster, error) {
 }
 
 // join takes a new generation and the sessions of the earlier ones.
-func (c *Cluster) join(ctx context.Context) error {
+func (c *Cluster) join(ctx context.Context) (err error) {
 	s, cfg := c.s, c.cfg
 	s.wmu.Lock()
 	defer s.wmu.Unlock()
@@ -113,12 +147,24 @@ func (c *Cluster) join(ctx context.Context) error {
 		return fmt.Errorf("store: join the cluster: %w", err)
 	}
 	defer tx.Rollback()
-	var gen int64
+	// Another process beating under this name at another address is a
+	// second replica given the same name: joining would fence it, and it
+	// this one, back and forth.
+	var other string
+	err = tx.QueryRowContext(ctx, `SELECT address FROM replicas WHERE name = $1 AND heartbeat >= `+nowNS+` - $2 AND address <> $3 FOR UPDATE`,
+		cfg.Name, cfg.Deadline.Nanoseconds(), cfg.Address).Scan(&other)
+	if err == nil {
+		return fmt.Errorf("%w: %q beats at %s; give each replica its own --replica", ErrNameInUse, cfg.Name, other)
+	}
+	if !errors.Is(err, sql.ErrNoRows) {
+		return fmt.Errorf("store: join the cluster: %w", err)
+	}
+	var gen, started int64
 	if err := tx.QueryRowContext(ctx, `INSERT INTO replicas (name, address, generation, started, heartbeat, registry, version)
 		VALUES ($1, $2, 1, `+nowNS+`, `+nowNS+`, $3, $4)
 		ON CONFLICT (name) DO UPDATE SET address = excluded.address, generation = replicas.generation + 1,
 			started = excluded.started, heartbeat = excluded.heartbeat, registry = excluded.registry, version = excluded.version
-		RETURNING generation`, cfg.Name, cfg.Address, c.registry.Load(), cfg.Version).Scan(&gen); err != nil {
+		RETURNING generation, started`, cfg.Name, cfg.Address, c.registry.Load(), cfg.Version).Scan(&gen, &started); err != nil {
 		return fmt.Errorf("store: join the cluster: %w", err)
 	}
 	res, err := tx.ExecContext(ctx, `UPDATE sessions SET owner_gen = $2 WHERE owner = $1 AND owner_gen < $2`, cfg.Name, gen)
@@ -130,12 +176,17 @@ func (c *Cluster) join(ctx context.Context) error {
 	if _, err := tx.ExecContext(ctx, `INSERT INTO cluster (one, secret) VALUES (1, $1) ON CONFLICT (one) DO NOTHING`, hex.EncodeToString(b[:])); err != nil {
 		return fmt.Errorf("store: join the cluster: %w", err)
 	}
-	if err := tx.QueryRowContext(ctx, `SELECT secret FROM cluster`).Scan(&c.secret); err != nil {
+	var secret string
+	if err := tx.QueryRowContext(ctx, `SELECT secret FROM cluster`).Scan(&secret); err != nil {
 		return fmt.Errorf("store: join the cluster: %w", err)
 	}
 	if err := tx.Commit(); err != nil {
 		return fmt.Errorf("store: join the cluster: %w", err)
 	}
+	if c.secret == "" {
+		c.secret = secret // read by others only once Join has returned
+	}
+	c.started = started
 	s.who.Store(&identity{name: cfg.Name, gen: gen})
 	c.lastOK.Store(int64(time.Since(c.epoch)))
 	n, _ := res.RowsAffected()
@@ -181,8 +232,32 @@ func (c *Cluster) run(ctx context.Context) {
 			return
 		case <-t.C:
 		}
-		c.beat(ctx)
+		if err := c.beat(ctx); err != nil {
+			c.cfg.Log.Error("stopping: another process serves as this replica", "err", err)
+			if c.cfg.OnLost != nil {
+				c.cfg.OnLost(err)
+			}
+			return
+		}
+		c.checkStale()
 		c.reap(ctx)
+		c.watch(ctx)
+	}
+}
+
+// checkStale calls OnStale once when the heartbeat has gone unrecorded
+// for half the deadline.
+func (c *Cluster) checkStale() {
+	if c.fresh() {
+		c.stale = false
+		return
+	}
+	if !c.stale {
+		c.stale = true
+		c.cfg.Log.Warn("the store has not taken this replica's heartbeat lately; cutting its streams, as others may take their sessions")
+		if c.cfg.OnStale != nil {
+			c.cfg.OnStale()
+		}
 	}
 }
 
@@ -198,7 +273,9 @@ func (c *Cluster) Current(ctx context.Context) bool {
 	c.bmu.Lock()
 	defer c.bmu.Unlock()
 	if !c.fresh() {
-		c.beatLocked(ctx)
+		if err := c.beatLocked(ctx); err != nil {
+			return false
+		}
 	}
 	return c.fresh()
 }
@@ -210,16 +287,18 @@ func (c *Cluster) fresh() bool {
 }
 
 // beat records this replica's heartbeat (see beatLocked).
-func (c *Cluster) beat(ctx context.Context) {
+func (c *Cluster) beat(ctx context.Context) error {
 	c.bmu.Lock()
 	defer c.bmu.Unlock()
-	c.beatLocked(ctx)
+	return c.beatLocked(ctx)
 }
 
 // beatLocked records this replica's heartbeat; when its generation is no
 // longer the stored one, another replica took it for dead and moved its
-// sessions: it lets go of them and joins again as a new generation.
-func (c *Cluster) beatLocked(ctx context.Context) {
+// sessions: it lets go of them and joins again as a new generation. It
+// returns ErrNameInUse, joining nothing, when another live process has
+// joined under this replica's name since.
+func (c *Cluster) beatLocked(ctx context.Context) error {
 	start := time.Since(c.epoch)
 	who := c.s.identity()
 	res, err := c.s.db.ExecContext(ctx, `UPDATE replicas SET heartbeat = `+nowNS+`, registry = $3
@@ -228,22 +307,36 @@ func (c *Cluster) beatLocked(ctx context.Context) {
 		if ctx.Err() == nil {
 			c.cfg.Log.Warn("could not record this replica's heartbeat", "err", err)
 		}
-		return
+		return nil
 	}
 	if n, err := res.RowsAffected(); err != nil || n > 0 {
 		if err == nil {
 			c.lastOK.Store(int64(start))
 		}
-		return
+		return nil
+	}
+	var started int64
+	var fresh bool
+	var addr string
+	err = c.s.db.QueryRowContext(ctx, `SELECT started, address, heartbeat >= `+nowNS+` - $2 FROM replicas WHERE name = $1`,
+		who.name, c.cfg.Deadline.Nanoseconds()).Scan(&started, &addr, &fresh)
+	if err == nil && fresh && started != c.started {
+		return fmt.Errorf("%w: %q joined again at %s while this process was out of touch; give each replica its own --replica", ErrNameInUse, who.name, addr)
 	}
 	c.cfg.Log.Warn("this replica was taken for dead and its sessions moved to others; letting go of them and joining again",
 		"replica", who.name, "generation", who.gen)
 	if c.cfg.OnFenced != nil {
 		c.cfg.OnFenced()
 	}
-	if err := c.join(ctx); err != nil && ctx.Err() == nil {
-		c.cfg.Log.Error("could not join the cluster again", "err", err)
+	if err := c.join(ctx); err != nil {
+		if errors.Is(err, ErrNameInUse) {
+			return err
+		}
+		if ctx.Err() == nil {
+			c.cfg.Log.Error("could not join the cluster again", "err", err)
+		}
 	}
+	return nil
 }
 
 // reap takes over the sessions of each replica whose heartbeat is older
@@ -294,6 +387,18 @@ func (c *Cluster) reap(ctx context.Context) {
 // takeOver fences the replica name at generation gen and claims its
 // sessions; nothing when another replica did first.
 func (c *Cluster) takeOver(ctx context.Context, name string, gen int64) ([]string, error) {
+	return c.claim(ctx, name, gen, "")
+}
+
+// claim takes over, in one transaction only one replica wins, the sessions
+// of the replica name at generation gen once its heartbeat is older than
+// the deadline: the replica is fenced (its generation raised, so it learns
+// it was taken for dead) and every session it holds becomes this
+// replica's. When gen is not the replica's current generation (that run is
+// gone: it restarted, or was fenced already), only the session id is
+// claimed, if it still belongs to that run. An earlier run of this replica
+// is claimed from at once. It returns the ids claimed.
+func (c *Cluster) claim(ctx context.Context, name string, gen int64, id string) ([]string, error) {
 	s := c.s
 	s.wmu.Lock()
 	defer s.wmu.Unlock()
@@ -303,15 +408,35 @@ func (c *Cluster) takeOver(ctx context.Context, name string, gen int64) ([]strin
 		return nil, err
 	}
 	defer tx.Rollback()
-	res, err := tx.ExecContext(ctx, `UPDATE replicas SET generation = generation + 1
-		WHERE name = $1 AND generation = $2 AND heartbeat < `+nowNS+` - $3`, name, gen, c.cfg.Deadline.Nanoseconds())
-	if err != nil {
-		return nil, err
+	var query string
+	var args []any
+	if name == who.name {
+		query, args = `UPDATE sessions SET owner_gen = $1 WHERE id = $2 AND owner = $3 AND owner_gen = $4 AND owner_gen < $1 RETURNING id`,
+			[]any{who.gen, id, name, gen}
+	} else {
+		res, err := tx.ExecContext(ctx, `UPDATE replicas SET generation = generation + 1
+			WHERE name = $1 AND generation = $2 AND heartbeat < `+nowNS+` - $3`, name, gen, c.cfg.Deadline.Nanoseconds())
+		if err != nil {
+			return nil, err
+		}
+		fenced, err := res.RowsAffected()
+		if err != nil {
+			return nil, err
+		}
+		switch {
+		case fenced == 1:
+			query, args = `UPDATE sessions SET owner = $1, owner_gen = $2, taken_from = owner WHERE owner = $3 RETURNING id`,
+				[]any{who.name, who.gen, name}
+		case id == "":
+			return nil, nil
+		default:
+			query, args = `UPDATE sessions SET owner = $1, owner_gen = $2, taken_from = owner
+				WHERE id = $3 AND owner = $4 AND owner_gen = $5
+				AND NOT EXISTS (SELECT 1 FROM replicas WHERE name = $4 AND generation = $5)
+				RETURNING id`, []any{who.name, who.gen, id, name, gen}
+		}
 	}
-	if n, err := res.RowsAffected(); err != nil || n == 0 {
-		return nil, err
-	}
-	rows, err := tx.QueryContext(ctx, `UPDATE sessions SET owner = $1, owner_gen = $2, taken_from = owner WHERE owner = $3 RETURNING id`, who.name, who.gen, name)
+	rows, err := tx.QueryContext(ctx, query, args...)
 	if err != nil {
 		return nil, err
 	}
@@ -368,22 +493,81 @@ func (c *Cluster) Locate(ctx context.Context, session string) (Place, error) {
 	return p, nil
 }
 
-// Claim makes this replica the owner of a session as Locate found it; it
-// reports false when the session moved since (another replica claimed it
-// first, or it was deleted). The caller claims only a session whose owner
-// is not alive, or is this replica's earlier run.
-func (c *Cluster) Claim(ctx context.Context, p Place) (bool, error) {
-	s := c.s
-	s.wmu.Lock()
-	defer s.wmu.Unlock()
-	who := s.identity()
-	res, err := s.db.ExecContext(ctx, `UPDATE sessions SET owner = $1, owner_gen = $2, taken_from = owner WHERE id = $3 AND owner = $4 AND owner_gen = $5`,
-		who.name, who.gen, p.ID, p.Owner, p.OwnerGen)
+// Claim takes a session over as Locate found it, from a replica that
+// stopped beating or from this replica's earlier run (see claim). It
+// returns the ids of every session it took, the one asked for among them:
+// the stopped replica's other sessions come along, so that it is fenced
+// once and its calls are finished together. None when the session moved
+// since, or its owner still beats.
+func (c *Cluster) Claim(ctx context.Context, p Place) ([]string, error) {
+	ids, err := c.claim(ctx, p.Owner, p.OwnerGen, p.ID)
 	if err != nil {
-		return false, fmt.Errorf("store: claim session: %w", err)
+		return nil, fmt.Errorf("store: claim session: %w", err)
 	}
-	n, err := res.RowsAffected()
-	return n == 1, err
+	return ids, nil
+}
+
+// watch reads every replica's generation and liveness, and closes the
+// channels Gone handed out for generations that stopped beating or were
+// replaced.
+func (c *Cluster) watch(ctx context.Context) {
+	rows, err := c.s.db.QueryContext(ctx, `SELECT name, generation, heartbeat >= `+nowNS+` - $1 FROM replicas`, c.cfg.Deadline.Nanoseconds())
+	if err != nil {
+		return
+	}
+	live := map[string]liveness{}
+	for rows.Next() {
+		var name string
+		var l liveness
+		if rows.Scan(&name, &l.gen, &l.alive) == nil {
+			live[name] = l
+		}
+	}
+	rows.Close()
+	c.wmu.Lock()
+	defer c.wmu.Unlock()
+	c.live = live
+	for g, chans := range c.gones {
+		if l, ok := live[g.name]; !ok || l.gen != g.gen || !l.alive {
+			for ch := range chans {
+				close(*ch)
+			}
+			delete(c.gones, g)
+		}
+	}
+}
+
+// Gone returns a channel closed once the replica name, in generation gen,
+// stops beating or is replaced, as the heartbeat loop reads the replicas
+// (each beat); it is forgotten when ctx ends.
+func (c *Cluster) Gone(ctx context.Context, name string, gen int64) <-chan struct{} {
+	ch := make(chan struct{})
+	g := gone{name, gen}
+	c.wmu.Lock()
+	if l, ok := c.live[g.name]; c.live != nil && (!ok || l.gen != gen || !l.alive) {
+		c.wmu.Unlock()
+		close(ch)
+		return ch
+	}
+	if c.gones == nil {
+		c.gones = map[gone]map[*chan struct{}]struct{}{}
+	}
+	if c.gones[g] == nil {
+		c.gones[g] = map[*chan struct{}]struct{}{}
+	}
+	c.gones[g][&ch] = struct{}{}
+	c.wmu.Unlock()
+	context.AfterFunc(ctx, func() {
+		c.wmu.Lock()
+		defer c.wmu.Unlock()
+		if m := c.gones[g]; m != nil {
+			delete(m, &ch)
+			if len(m) == 0 {
+				delete(c.gones, g)
+			}
+		}
+	})
+	return ch
 }
 
 // Address is a replica's base URL, and whether it beats.

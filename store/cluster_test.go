@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"slices"
+	"strings"
 	"sync"
 	"testing"
 	"time"
@@ -133,24 +134,40 @@ func TestLocateAndClaim(t *testing.T) {
 	if p, _ := ca.Locate(ctx, "s1"); !p.Mine {
 		t.Errorf("a Locate(s1) = %+v, want Mine", p)
 	}
-	// Two replicas claim it as they found it: one wins.
-	var wins []bool
+	// While a beats (it joined just now), nobody can claim it.
+	if ids, err := cb.Claim(ctx, p); err != nil || len(ids) != 0 {
+		t.Errorf("Claim of a live replica's session = %v, %v; want nothing", ids, err)
+	}
+	// a never beats (not started): once the deadline passes it is dead.
+	deadline := time.Now().Add(20 * time.Second)
+	for p.Alive {
+		if time.Now().After(deadline) {
+			t.Fatal("a was never taken for dead")
+		}
+		time.Sleep(50 * time.Millisecond) // polling the store's view, not synchronizing goroutines
+		p, _ = cb.Locate(ctx, "s1")
+	}
+	withStream(t, a, "s2")
+	// Two replicas claim it as they found it: one wins, and takes every
+	// session of a's.
+	var wins [][]string
 	var mu sync.Mutex
 	var wg sync.WaitGroup
 	for _, c := range []*Cluster{cb, cc} {
 		wg.Go(func() {
-			ok, err := c.Claim(ctx, p)
+			ids, err := c.Claim(ctx, p)
 			if err != nil {
 				t.Error(err)
 			}
+			slices.Sort(ids)
 			mu.Lock()
-			wins = append(wins, ok)
+			wins = append(wins, ids)
 			mu.Unlock()
 		})
 	}
 	wg.Wait()
-	if slices.Equal(wins, []bool{true, true}) || slices.Equal(wins, []bool{false, false}) {
-		t.Errorf("claims = %v, want one winner", wins)
+	if !(slices.Equal(wins[0], []string{"s1", "s2"}) && len(wins[1]) == 0) && !(slices.Equal(wins[1], []string{"s1", "s2"}) && len(wins[0]) == 0) {
+		t.Errorf("claims = %v, want one winner with both of a's sessions", wins)
 	}
 	// a is fenced out of it.
 	write(t, a, event("s1", "s1/get", 1, "late"))
@@ -226,5 +243,62 @@ func TestClosedReplicaIsTakenOverAtOnce(t *testing.T) {
 		}
 	case <-time.After(20 * time.Second):
 		t.Fatal("a closed replica's sessions did not move (the deadline is an hour: only Close can have said it stopped)")
+	}
+}
+
+// A second live process under a replica's name is refused at its start,
+// and a process that finds its name taken over by a live one stops.
+func TestReplicaNameInUse(t *testing.T) {
+	u := pgtest.URL(t)
+	_, ca := replica(t, u, "a", ClusterConfig{Deadline: time.Hour})
+	s2 := openURLT(t, u)
+	_, err := s2.Join(context.Background(), ClusterConfig{Name: "a", Address: "http://elsewhere.test", Deadline: time.Hour})
+	if !errors.Is(err, ErrNameInUse) || !strings.Contains(err.Error(), "http://a.test") {
+		t.Errorf("Join under a live replica's name: %v, want ErrNameInUse naming its address", err)
+	}
+	// The same address is the same replica started again (its old
+	// process was killed): it takes over.
+	s3 := openURLT(t, u)
+	c3, err := s3.Join(context.Background(), ClusterConfig{Name: "a", Address: "http://a.test", Deadline: time.Hour,
+		Heartbeat: 20 * time.Millisecond})
+	if err != nil {
+		t.Fatalf("Join of a restarted replica: %v", err)
+	}
+	defer c3.Close()
+	c3.Start(context.Background())
+	// The first process, still running, beats against a newer generation
+	// whose heartbeat is live: it must stop, not fence the new one.
+	if err := ca.beat(context.Background()); !errors.Is(err, ErrNameInUse) {
+		t.Errorf("beat of the replaced process: %v, want ErrNameInUse", err)
+	}
+}
+
+// Gone closes for a replica generation that stops beating.
+func TestGone(t *testing.T) {
+	u := pgtest.URL(t)
+	_, ca := replica(t, u, "a", ClusterConfig{})
+	_, cb := replica(t, u, "b", ClusterConfig{})
+	ca.Start(context.Background())
+	cb.Start(context.Background())
+	ctx, cancel := context.WithCancel(context.Background())
+	defer cancel()
+	who := ca.s.identity()
+	gone := cb.Gone(ctx, "a", who.gen)
+	select {
+	case <-gone:
+		t.Fatal("Gone closed while a beats")
+	default:
+	}
+	ca.Close()
+	select {
+	case <-gone:
+	case <-time.After(20 * time.Second):
+		t.Fatal("Gone did not close after a stopped")
+	}
+	// A generation already replaced is gone at once.
+	select {
+	case <-cb.Gone(ctx, "a", who.gen-1):
+	case <-time.After(20 * time.Second):
+		t.Fatal("Gone of an old generation did not close")
 	}
 }

@@ -133,8 +133,10 @@ func FuzzRedactURL(f *testing.F) {
 		if pw, ok := g.User.Password(); ok && pw != "xxxxx" {
 			t.Errorf("RedactURL(%q) = %q keeps the password %q", raw, got, pw)
 		}
-		if g.Query().Has("password") && g.Query().Get("password") != "xxxxx" {
-			t.Errorf("RedactURL(%q) = %q keeps the password parameter", raw, got)
+		for _, k := range secretParams {
+			if g.Query().Has(k) && g.Query().Get(k) != "xxxxx" {
+				t.Errorf("RedactURL(%q) = %q keeps the %s parameter", raw, got, k)
+			}
 		}
 	})
 }

@@ -87,16 +87,25 @@ func (s *Store) ping() error {
 	return nil
 }
 
+// secretParams are the URL parameters pgx reads that hold a secret.
+var secretParams = []string{"password", "sslpassword"}
+
 // RedactURL returns a database URL fit for messages: its password, in the
-// user part or as a password= parameter, is masked.
+// user part or as a password= or sslpassword= parameter, is masked.
 func RedactURL(raw string) string {
 	u, err := url.Parse(raw)
 	if err != nil {
 		return "(a database URL that does not parse)"
 	}
 	q := u.Query()
-	if q.Has("password") {
-		q.Set("password", "xxxxx")
+	masked := false
+	for _, k := range secretParams {
+		if q.Has(k) {
+			q.Set(k, "xxxxx")
+			masked = true
+		}
+	}
+	if masked {
 		u.RawQuery = q.Encode()
 	}
 	return u.Redacted()
@@ -113,8 +122,10 @@ func scrub(err error, rawURL string) error {
 	if pw, ok := u.User.Password(); ok && pw != "" {
 		secrets = append(secrets, pw, url.QueryEscape(pw), url.PathEscape(pw))
 	}
-	if pw := u.Query().Get("password"); pw != "" {
-		secrets = append(secrets, pw, url.QueryEscape(pw))
+	for _, k := range secretParams {
+		if pw := u.Query().Get(k); pw != "" {
+			secrets = append(secrets, pw, url.QueryEscape(pw))
+		}
 	}
 	msg := err.Error()
 	for _, s := range secrets {

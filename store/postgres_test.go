@@ -130,11 +130,12 @@ func TestOpenURLRejectsOtherSchemes(t *testing.T) {
 
 func TestRedactURL(t *testing.T) {
 	for raw, want := range map[string]string{
-		"postgres://u:secret@h:5432/db":                 "postgres://u:xxxxx@h:5432/db",
-		"postgres://u@h/db?sslmode=disable":             "postgres://u@h/db?sslmode=disable",
-		"postgresql://h/db?password=secret&sslmode=off": "postgresql://h/db?password=xxxxx&sslmode=off",
-		"postgres://u:p%40ss@h/db":                      "postgres://u:xxxxx@h/db",
-		"::not a url":                                   "(a database URL that does not parse)",
+		"postgres://u:secret@h:5432/db":                           "postgres://u:xxxxx@h:5432/db",
+		"postgres://u@h/db?sslmode=disable":                       "postgres://u@h/db?sslmode=disable",
+		"postgresql://h/db?password=secret&sslmode=off":           "postgresql://h/db?password=xxxxx&sslmode=off",
+		"postgres://u:p%40ss@h/db":                                "postgres://u:xxxxx@h/db",
+		"postgres://h/db?sslpassword=hunter2&sslmode=verify-full": "postgres://h/db?sslmode=verify-full&sslpassword=xxxxx",
+		"::not a url": "(a database URL that does not parse)",
 	} {
 		if got := RedactURL(raw); got != want {
 			t.Errorf("RedactURL(%q) = %q, want %q", raw, got, want)

@@ -58,9 +58,10 @@ func firstOf(vs ...string) string {
 
 // joinCluster makes this hub a replica of the team hub whose PostgreSQL
 // store db is: it registers under its name, takes back the sessions its
-// earlier run held, and routes the store's takeovers and fences to the hub
-// (*h, set once the hub exists).
-func joinCluster(ctx context.Context, f serveFlags, reg *registry.Registry, db *store.Store, h **hub.Hub, log *slog.Logger) (*store.Cluster, error) {
+// earlier run held, and routes the store's takeovers, fences and stale
+// heartbeats to the hub (*h, set once the hub exists). lost receives why
+// serving must stop: another process runs under this replica's name.
+func joinCluster(ctx context.Context, f serveFlags, reg *registry.Registry, db *store.Store, h **hub.Hub, lost chan<- error, log *slog.Logger) (*store.Cluster, error) {
 	name, address, err := replicaIdentity(f, reg)
 	if err != nil {
 		return nil, err
@@ -74,6 +75,17 @@ func joinCluster(ctx context.Context, f serveFlags, reg *registry.Registry, db *
 		OnFenced: func() {
 			if *h != nil {
 				(*h).LetGo()
+			}
+		},
+		OnStale: func() {
+			if *h != nil {
+				(*h).CutStreams()
+			}
+		},
+		OnLost: func(err error) {
+			select {
+			case lost <- err:
+			default:
 			}
 		},
 	})
@@ -90,8 +102,12 @@ func (hc hubCluster) Locate(ctx context.Context, session string) (hub.SessionPla
 	return hub.SessionPlace(p), err
 }
 
-func (hc hubCluster) Claim(ctx context.Context, p hub.SessionPlace) (bool, error) {
+func (hc hubCluster) Claim(ctx context.Context, p hub.SessionPlace) ([]string, error) {
 	return hc.c.Claim(ctx, store.Place(p))
+}
+
+func (hc hubCluster) Gone(ctx context.Context, replica string, gen int64) <-chan struct{} {
+	return hc.c.Gone(ctx, replica, gen)
 }
 
 func (hc hubCluster) Session(id string) (hub.SessionRecord, error) {

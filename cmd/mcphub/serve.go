@@ -141,9 +141,15 @@ func runServe(ctx context.Context, a *app, f serveFlags) error {
 	defer closeLog()
 	slog.SetDefault(log)
 	reapLeftovers(a.dataDir, log)
-	storeURL, _, err := a.storeTarget(f.store, reg)
+	storeURL, from, err := a.storeTarget(f.store, reg)
 	if err != nil {
 		return err
+	}
+	if storeURL != "" && f.noStore {
+		// Sessions in memory only: the shared database is not touched
+		// (a hub that keeps nothing is no replica of a team hub).
+		log.Warn("--no-store: sessions are kept in memory, not in the PostgreSQL store", "from", from)
+		storeURL = ""
 	}
 	db, err := a.openStore(ctx, storeURL)
 	if err != nil {
@@ -152,10 +158,11 @@ func runServe(ctx context.Context, a *app, f serveFlags) error {
 	defer db.Close()
 	var h *hub.Hub
 	var cluster *store.Cluster
-	if storeURL != "" && !f.noStore {
+	lost := make(chan error, 1)
+	if storeURL != "" {
 		// A PostgreSQL store makes this hub a replica of a team hub (of
 		// one, until others join): it shares sessions with the others.
-		if cluster, err = joinCluster(ctx, f, reg, db, &h, log); err != nil {
+		if cluster, err = joinCluster(ctx, f, reg, db, &h, lost, log); err != nil {
 			return err
 		}
 		defer cluster.Close()
@@ -173,7 +180,7 @@ func runServe(ctx context.Context, a *app, f serveFlags) error {
 	defer reportServers(a, h)()
 	stopWatch := watchRegistry(a.configPath, f, h, cluster, log)
 	defer stopWatch()
-	return waitAndStop(ctx, a, h, srv, serveErr, stopWatch, log)
+	return waitAndStop(ctx, a, h, srv, serveErr, lost, stopWatch, log)
 }
 
 // serveSettings loads the registry with the command line's overrides and
@@ -293,7 +300,7 @@ func watchRegistry(path string, f serveFlags, h *hub.Hub, cluster *store.Cluster
 // stops: registry changes stop applying, sessions end first so their
 // streams let go of their connections, then the server drains and the
 // upstreams stop.
-func waitAndStop(ctx context.Context, a *app, h *hub.Hub, srv *http.Server, serveErr <-chan error, stopWatch func(), log *slog.Logger) error {
+func waitAndStop(ctx context.Context, a *app, h *hub.Hub, srv *http.Server, serveErr, lost <-chan error, stopWatch func(), log *slog.Logger) error {
 	sig := make(chan os.Signal, 1)
 	signal.Notify(sig, os.Interrupt, syscall.SIGTERM)
 	defer signal.Stop(sig)
@@ -306,6 +313,11 @@ func waitAndStop(ctx context.Context, a *app, h *hub.Hub, srv *http.Server, serv
 		stopWatch()
 		h.Close()
 		return fmt.Errorf("serve: %w", err)
+	case err := <-lost:
+		stopWatch()
+		srv.Close()
+		h.Close()
+		return err
 	}
 	stopWatch()
 	shutdownDone := make(chan struct{})
