@@ -2,12 +2,12 @@ package hub
 
 import (
 	"bytes"
+	"context"
 	"crypto/hmac"
 	"crypto/sha256"
+	"crypto/subtle"
 	"encoding/base64"
 	"encoding/hex"
-	"context"
-	"crypto/subtle"
 	"io"
 	"net/http"
 	"net/http/httputil"
