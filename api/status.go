@@ -33,6 +33,10 @@ type Status struct {
 	Sessions int `json:"sessions"`
 	// Profiles are the registry's profiles as the hub serves them.
 	Profiles []ProfileStatus `json:"profiles,omitempty"`
+	// StoreError says why the store takes nothing now (unreachable, or
+	// refusing writes): new sessions are refused and /readyz answers 503
+	// until it recovers; events wait in memory meanwhile.
+	StoreError string `json:"store_error,omitempty"`
 	// Cluster is the team hub this replica belongs to: nil for a hub of
 	// its own.
 	Cluster *ClusterStatus `json:"cluster,omitempty"`

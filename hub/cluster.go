@@ -51,6 +51,9 @@ type Cluster interface {
 	// Deadline is how long a replica may be silent before it is taken
 	// for dead.
 	Deadline() time.Duration
+	// Problem says why the store has not taken this replica's heartbeat
+	// lately, without asking it; nil while it has.
+	Problem() error
 	// Current reports whether this replica still holds its sessions: it
 	// beat lately, or beats now. A replica that learns it was taken for
 	// dead lets go of them (Hub.LetGo) before Current returns.

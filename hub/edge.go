@@ -52,6 +52,7 @@ type control interface {
 	Sessions() []api.SessionInfo
 	EndSession(id string) bool
 	closing() bool
+	storeProblem() error
 }
 
 func newEdge(log *slog.Logger, token string, servers *serverSet, sessions *sessionSet, ctl control) *edge {
@@ -162,13 +163,15 @@ func (e *edge) notFound(w http.ResponseWriter, r *http.Request) {
 	httpError(w, http.StatusNotFound, "no such endpoint: the merged endpoint is /mcp and each enabled server has /{server}/mcp")
 }
 
-// serveReady answers /readyz: 200 with the status while serving.
+// serveReady answers /readyz: 200 with the status while serving, 503 while
+// stopping or while the store cannot be reached.
 func (e *edge) serveReady(w http.ResponseWriter, _ *http.Request) {
 	status := http.StatusOK
-	if e.control.closing() {
+	st := e.control.Status()
+	if e.control.closing() || st.StoreError != "" {
 		status = http.StatusServiceUnavailable
 	}
-	writeJSON(w, status, e.control.Status())
+	writeJSON(w, status, st)
 }
 
 // serveSessions is the control endpoint behind `mcphub sessions`: GET lists,

@@ -135,6 +135,7 @@ func (h *Hub) Start(ctx context.Context) error {
 	h.servers.create()
 	if h.opts.Store != nil {
 		h.store = newPersister(h.opts.Store, h.log)
+		h.store.w.maxQueued = func() int64 { return h.servers.registry().Hub.BufferBytes }
 		h.router.store, h.sessions.store = h.store, h.store
 		// Sessions come back before any upstream starts, so requests that
 		// were in flight are handed to their upstreams first.
@@ -163,6 +164,9 @@ func (h *Hub) Status() api.Status {
 		st.Cluster = h.opts.Cluster.Status(ctx)
 		cancel()
 	}
+	if err := h.storeProblem(); err != nil {
+		st.StoreError = err.Error()
+	}
 	for _, p := range reg.Profiles {
 		ep := profileEndpoint(p.Name)
 		ps := api.ProfileStatus{Name: p.Name, URL: reg.Hub.URL(endpointName(ep)), Mode: p.Mode, Servers: []string{},
@@ -182,6 +186,19 @@ func (h *Hub) Status() api.Status {
 		st.Profiles = append(st.Profiles, ps)
 	}
 	return st
+}
+
+// storeProblem is why the store cannot be relied on now: it refuses
+// writes, or (on a replica of a team hub) has not taken the heartbeat
+// lately. nil while it works, or without a store.
+func (h *Hub) storeProblem() error {
+	if err := h.store.problem(); err != nil {
+		return err
+	}
+	if h.opts.Cluster != nil {
+		return h.opts.Cluster.Problem()
+	}
+	return nil
 }
 
 // Sessions lists the live sessions, oldest first.

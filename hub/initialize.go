@@ -17,6 +17,13 @@ import (
 // negotiated version, the capabilities of the endpoint's view, mcphub's
 // serverInfo and the upstreams' instructions.
 func (e *edge) initialize(w http.ResponseWriter, r *http.Request, endpoint string, m *jsonrpc.Message) {
+	if err := e.control.storeProblem(); err != nil {
+		// A session the store cannot keep would be lost to the next
+		// restart, and to every other replica.
+		e.log.Warn("refused a session: the store cannot be reached", "endpoint", endpointName(endpoint), "err", err)
+		retryLater(w, "Service Unavailable: the hub's session store cannot be reached; retry shortly (mcphub status on the hub says why)")
+		return
+	}
 	s, result, err := e.sessions.create(r.Context(), endpoint, m)
 	var capErr *errSessionCap
 	switch {

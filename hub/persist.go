@@ -89,19 +89,47 @@ type StoreOp struct {
 // being written goes into the next one, so persistence costs one commit per
 // burst rather than one per event. Each write may carry a callback that runs
 // once the write is durable; streams use it to release events to the wire.
+//
+// When the store fails, what was to be written waits in memory and is
+// written again, with backoff, until the store takes it: events reach the
+// wire only once stored, so a client that resumes never meets a gap. What
+// waits is bounded (maxQueued event bytes); past it the oldest events are
+// given up: each goes on the wire unstored, and lost is told, so that a
+// resume across it is refused rather than silently short.
 type writer struct {
 	store Store
-	log   interface{ Error(string, ...any) }
+	log   interface {
+		Error(string, ...any)
+		Warn(string, ...any)
+	}
+	// maxQueued bounds the event bytes held while the store fails.
+	maxQueued func() int64
 
-	mu    sync.Mutex
-	ops   []StoreOp
-	after []func()
-	wake  chan struct{}
-	quit  chan struct{}
-	done  chan struct{}
+	mu      sync.Mutex
+	items   []writeItem
+	queued  int64 // event bytes in items
+	failing error // the last Write's error, nil once one succeeds
+	wake    chan struct{}
+	quit    chan struct{}
+	done    chan struct{}
 }
 
-func newWriter(s Store, log interface{ Error(string, ...any) }) *writer {
+// writeItem is one queued write and what runs once it is durable.
+type writeItem struct {
+	op    StoreOp
+	after func()
+}
+
+// Backoff of the writes the store refused.
+const (
+	writeRetryMin = 100 * time.Millisecond
+	writeRetryMax = 5 * time.Second
+)
+
+func newWriter(s Store, log interface {
+	Error(string, ...any)
+	Warn(string, ...any)
+}) *writer {
 	w := &writer{store: s, log: log, wake: make(chan struct{}, 1), quit: make(chan struct{}), done: make(chan struct{})}
 	go w.run()
 	return w
@@ -110,9 +138,9 @@ func newWriter(s Store, log interface{ Error(string, ...any) }) *writer {
 // add queues a write; after, if set, runs once it is committed.
 func (w *writer) add(op StoreOp, after func()) {
 	w.mu.Lock()
-	w.ops = append(w.ops, op)
-	if after != nil {
-		w.after = append(w.after, after)
+	w.items = append(w.items, writeItem{op, after})
+	if op.Event != nil {
+		w.queued += int64(len(op.Event.Data))
 	}
 	w.mu.Unlock()
 	select {
@@ -131,35 +159,100 @@ func (w *writer) sync(op StoreOp) {
 	}
 }
 
+// problem is why the store takes no writes now; nil while it does.
+func (w *writer) problem() error {
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	return w.failing
+}
+
 func (w *writer) run() {
 	defer close(w.done)
 	for {
 		select {
 		case <-w.wake:
 		case <-w.quit:
-			w.flush()
+			w.flush(true)
 			return
 		}
-		w.flush()
+		for delay := writeRetryMin; !w.flush(false); delay = min(2*delay, writeRetryMax) {
+			t := time.NewTimer(delay)
+			select {
+			case <-t.C:
+			case <-w.quit:
+				t.Stop()
+				w.flush(true)
+				return
+			}
+		}
 	}
 }
 
-func (w *writer) flush() {
+// flush writes what is queued. When the store refuses it, it is queued
+// again, ahead of what came meanwhile, and flush reports false; final (the
+// hub is stopping) gives it up instead, releasing what waited on it.
+func (w *writer) flush(final bool) bool {
 	w.mu.Lock()
-	ops, after := w.ops, w.after
-	w.ops, w.after = nil, nil
+	items, queued := w.items, w.queued
+	w.items, w.queued = nil, 0
 	w.mu.Unlock()
-	if len(ops) == 0 {
-		return
+	if len(items) == 0 {
+		return true
 	}
-	if err := w.store.Write(ops); err != nil {
-		// The wire must not stall on a broken disk; the events still go
-		// out, they just will not survive a restart.
-		w.log.Error("could not persist session state", "ops", len(ops), "err", err)
+	ops := make([]StoreOp, len(items))
+	for i, it := range items {
+		ops[i] = it.op
 	}
-	for _, f := range after {
-		f()
+	err := w.store.Write(ops)
+	if err == nil || final {
+		if err != nil {
+			w.log.Error("could not persist session state before stopping", "ops", len(ops), "err", err)
+		}
+		w.mu.Lock()
+		recovered := w.failing != nil && err == nil
+		w.failing = err
+		w.mu.Unlock()
+		if recovered {
+			w.log.Warn("the store takes writes again; what waited is written", "ops", len(ops))
+		}
+		for _, it := range items {
+			if it.after != nil {
+				it.after()
+			}
+		}
+		return true
 	}
+	w.mu.Lock()
+	if w.failing == nil {
+		w.log.Error("the store refuses writes; events wait in memory until it takes them", "ops", len(ops), "err", err)
+	}
+	w.failing = err
+	w.items, w.queued = append(items, w.items...), queued+w.queued
+	var dropped []writeItem
+	if w.maxQueued != nil {
+		limit := w.maxQueued()
+		kept := w.items[:0]
+		for _, it := range w.items {
+			if w.queued > limit && it.op.Event != nil {
+				w.queued -= int64(len(it.op.Event.Data))
+				dropped = append(dropped, it)
+				continue
+			}
+			kept = append(kept, it)
+		}
+		w.items = kept
+	}
+	w.mu.Unlock()
+	if len(dropped) > 0 {
+		w.log.Error("events waited for the store past [hub] buffer_bytes: the oldest went to their clients unstored; a resume across them is refused",
+			"events", len(dropped))
+	}
+	for _, it := range dropped {
+		if it.after != nil {
+			it.after()
+		}
+	}
+	return false
 }
 
 // close writes what is queued and stops.
@@ -190,11 +283,23 @@ type persister struct {
 var sweepAfterBytes int64 = 16 << 20
 
 // newPersister starts the writer of st; nil when st is nil.
-func newPersister(st Store, log interface{ Error(string, ...any) }) *persister {
+func newPersister(st Store, log interface {
+	Error(string, ...any)
+	Warn(string, ...any)
+}) *persister {
 	if st == nil {
 		return nil
 	}
 	return &persister{store: st, w: newWriter(st, log), kick: make(chan struct{}, 1)}
+}
+
+// problem is why the store takes no writes now; nil while it does, or
+// without a store.
+func (p *persister) problem() error {
+	if p == nil {
+		return nil
+	}
+	return p.w.problem()
 }
 
 // close writes what is queued and stops the writer.

@@ -83,6 +83,8 @@ type Cluster struct {
 	// frozen: lastOK is nanoseconds since epoch.
 	epoch  time.Time
 	lastOK atomic.Int64
+	// beatErr is why the last heartbeat failed, nil once one is taken.
+	beatErr atomic.Pointer[error]
 	// started is the database time this run joined at, telling it from
 	// another process under the same name.
 	started int64
@@ -280,6 +282,19 @@ func (c *Cluster) Current(ctx context.Context) bool {
 	return c.fresh()
 }
 
+// Problem says why the store has not taken this replica's heartbeat for
+// half the deadline, without asking it; nil while it has.
+func (c *Cluster) Problem() error {
+	if c.fresh() {
+		return nil
+	}
+	age := (time.Since(c.epoch) - time.Duration(c.lastOK.Load())).Round(100 * time.Millisecond)
+	if err := c.beatErr.Load(); err != nil {
+		return fmt.Errorf("no heartbeat taken for %s: %w", age, *err)
+	}
+	return fmt.Errorf("no heartbeat taken for %s", age)
+}
+
 // fresh reports whether the last heartbeat is younger than half the
 // deadline.
 func (c *Cluster) fresh() bool {
@@ -306,12 +321,15 @@ func (c *Cluster) beatLocked(ctx context.Context) error {
 	if err != nil {
 		if ctx.Err() == nil {
 			c.cfg.Log.Warn("could not record this replica's heartbeat", "err", err)
+			e := fmt.Errorf("store: cannot reach %s: %w", c.s.where, err)
+			c.beatErr.Store(&e)
 		}
 		return nil
 	}
 	if n, err := res.RowsAffected(); err != nil || n > 0 {
 		if err == nil {
 			c.lastOK.Store(int64(start))
+			c.beatErr.Store(nil)
 		}
 		return nil
 	}

@@ -118,6 +118,7 @@ func (hc hubCluster) Session(id string) (hub.SessionRecord, error) {
 func (hc hubCluster) Secret() string                   { return hc.c.Secret() }
 func (hc hubCluster) Current(ctx context.Context) bool { return hc.c.Current(ctx) }
 func (hc hubCluster) Name() string                     { return hc.c.Name() }
+func (hc hubCluster) Problem() error                   { return hc.c.Problem() }
 
 func (hc hubCluster) Address(ctx context.Context, replica string) (string, bool, error) {
 	return hc.c.Address(ctx, replica)

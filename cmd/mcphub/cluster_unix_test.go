@@ -469,3 +469,178 @@ type tsTeamReport struct {
 	Progress []float64 `json:"progress"`
 	Result   string    `json:"result"`
 }
+
+// pgGate is a TCP proxy in front of the test PostgreSQL: cut drops every
+// connection and refuses new ones, as a store that went away; open lets
+// them through again.
+type pgGate struct {
+	ln     net.Listener
+	target string
+	mu     sync.Mutex
+	closed bool
+	conns  map[net.Conn]struct{}
+}
+
+func newPGGate(t *testing.T, rawURL string) (*pgGate, string) {
+	t.Helper()
+	u, err := url.Parse(rawURL)
+	if err != nil {
+		t.Fatal(err)
+	}
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	g := &pgGate{ln: ln, target: u.Host, conns: map[net.Conn]struct{}{}}
+	t.Cleanup(func() { ln.Close(); g.cut() })
+	go func() {
+		for {
+			c, err := ln.Accept()
+			if err != nil {
+				return
+			}
+			g.mu.Lock()
+			if g.closed {
+				g.mu.Unlock()
+				c.Close()
+				continue
+			}
+			up, err := net.Dial("tcp", g.target)
+			if err != nil {
+				g.mu.Unlock()
+				c.Close()
+				continue
+			}
+			g.conns[c], g.conns[up] = struct{}{}, struct{}{}
+			g.mu.Unlock()
+			go func() { io.Copy(up, c); up.Close() }()
+			go func() { io.Copy(c, up); c.Close() }()
+		}
+	}()
+	u.Host = ln.Addr().String()
+	return g, u.String()
+}
+
+func (g *pgGate) cut() {
+	g.mu.Lock()
+	defer g.mu.Unlock()
+	g.closed = true
+	for c := range g.conns {
+		c.Close()
+	}
+	clear(g.conns)
+}
+
+func (g *pgGate) open() {
+	g.mu.Lock()
+	defer g.mu.Unlock()
+	g.closed = false
+}
+
+// The store goes away while a call streams its progress: /readyz fails
+// and new sessions are refused (503) naming the store as the cause; the
+// call's events wait in memory; when the store is back, every one of them
+// reaches the client, once, with the result, and all are stored: a resume
+// from the first replays the whole stream, without a gap.
+func TestTeamHubStoreOutage(t *testing.T) {
+	gate, gated := newPGGate(t, pgtest.URL(t))
+	up := startUpstream(t, "up", upstreamOpts{})
+	h := newProcHub(t)
+	h.storeURL = gated
+	h.write(t, h.registry("", remoteServer("up", up.url, `connect_timeout = "10s"`)))
+	run := h.start(nil, "--store", gated, "--replica", "solo")
+	h.waitStatus(t, run, 30*time.Second, "up connects", connected("up"))
+	rc := newRawClient(t, h.base())
+	s, _ := rc.initialize("/mcp")
+	const n = 40
+	resp, err := s.post(context.Background(), rpcRequest(9, "tools/call",
+		progressCall("up__slow_progress", map[string]any{"n": n, "delay_ms": 50, "tag": "o"}, "tok")))
+	if err != nil || resp.StatusCode != http.StatusOK {
+		t.Fatalf("tools/call: %v %v", resp, err)
+	}
+	stream := follow(resp.Body)
+	defer resp.Body.Close()
+	var got []sseEvent
+	for len(got) < 6 {
+		got = append(got, stream.await(t, 20*time.Second, "progress before the outage", func(sseEvent) bool { return true }))
+	}
+	gate.cut()
+	eventually(t, 30*time.Second, "/readyz fails while the store is away", func() error {
+		code, st, err := readyzStatus(h.base())
+		if err != nil {
+			return err
+		}
+		if code != http.StatusServiceUnavailable || st.StoreError == "" {
+			return fmt.Errorf("/readyz %d, store_error %q", code, st.StoreError)
+		}
+		if strings.Contains(st.StoreError, "Hunter") {
+			t.Errorf("store_error shows a password: %s", st.StoreError)
+		}
+		return nil
+	})
+	status, m := rc.session("/mcp", "").call(1, "initialize", map[string]any{
+		"protocolVersion": sessionVersion, "capabilities": map[string]any{}, "clientInfo": map[string]any{"name": "late", "version": "0"}})
+	if status != http.StatusServiceUnavailable || !strings.Contains(string(m.Result), "store") {
+		t.Errorf("initialize while the store is away: HTTP %d %s; want 503 naming the store", status, m.Encode())
+	}
+	gate.open()
+	for {
+		ev := stream.await(t, 60*time.Second, "the rest of the call after the store came back", func(sseEvent) bool { return true })
+		got = append(got, ev)
+		if ev.Msg != nil && ev.Msg.IsResponse() {
+			break
+		}
+	}
+	checkOnce := func(evs []sseEvent, what string) {
+		t.Helper()
+		var values []int
+		var result *jsonrpc.Message
+		for _, ev := range evs {
+			if p, ok := progressOf(ev.Msg); ok {
+				values = append(values, int(p.Progress))
+			} else if ev.Msg != nil && ev.Msg.IsResponse() {
+				result = ev.Msg
+			}
+		}
+		for i, v := range values {
+			if v != i+1 {
+				t.Fatalf("%s: progress %v, want 1..%d each once", what, values, n)
+			}
+		}
+		if len(values) != n || result == nil || result.Error != nil {
+			t.Errorf("%s: %d progress notifications, result %v", what, len(values), result)
+		}
+	}
+	checkOnce(got, "live")
+	// Everything was stored: a resume from the priming event replays it all.
+	first := ""
+	for _, ev := range got {
+		if ev.ID != "" {
+			first = ev.ID
+			break
+		}
+	}
+	replay := s.resume(first, 20*time.Second).drain(10 * time.Second)
+	all := append([]sseEvent(nil), got[:1]...)
+	checkOnce(append(all, replay...), "replayed from the store")
+	h.waitStatus(t, run, 30*time.Second, "/readyz is well again", func(st *api.Status) error {
+		if st.StoreError != "" {
+			return fmt.Errorf("store_error %q", st.StoreError)
+		}
+		return nil
+	})
+}
+
+// readyzStatus fetches /readyz once, with its HTTP status.
+func readyzStatus(base string) (int, *api.Status, error) {
+	resp, err := http.Get(base + "/readyz")
+	if err != nil {
+		return 0, nil, err
+	}
+	defer resp.Body.Close()
+	var st api.Status
+	if err := json.NewDecoder(resp.Body).Decode(&st); err != nil {
+		return resp.StatusCode, nil, err
+	}
+	return resp.StatusCode, &st, nil
+}
