@@ -95,6 +95,9 @@ func (e *edge) fromCluster(w http.ResponseWriter, r *http.Request, id, endpoint 
 	for range 3 {
 		p, err := e.cluster.Locate(ctx, id)
 		if err != nil {
+			if ctx.Err() != nil {
+				return nil // the client went away
+			}
 			e.log.Warn("could not locate a session in the store", "session", id, "err", err)
 			retryLater(w, "Service Unavailable: the hub's store cannot be reached to find this session; retry shortly")
 			return nil
@@ -192,6 +195,7 @@ func (e *edge) forward(w http.ResponseWriter, r *http.Request, p SessionPlace, b
 			}
 		}()
 	}
+	clientGone := r.Context()
 	r = r.WithContext(ctx)
 	unreached := false
 	proxy := &httputil.ReverseProxy{
@@ -203,16 +207,31 @@ func (e *edge) forward(w http.ResponseWriter, r *http.Request, p SessionPlace, b
 		Transport:     e.forwarder,
 		FlushInterval: -1,
 		ErrorHandler: func(w http.ResponseWriter, r *http.Request, err error) {
-			e.log.Warn("a replica did not answer a forwarded request", "replica", p.Owner, "address", p.Address, "err", err)
 			unreached = true
+			if clientGone.Err() != nil {
+				return // the client went away: nothing to answer
+			}
+			e.log.Warn("a replica did not answer a forwarded request", "replica", p.Owner, "address", p.Address, "err", err)
 		},
 	}
-	proxy.ServeHTTP(w, r)
+	proxy.ServeHTTP(headerFlusher{w}, r)
 	if unreached && body != nil {
 		r.Body = io.NopCloser(bytes.NewReader(body))
 	}
 	return !unreached
 }
+
+// headerFlusher sends a forwarded answer's headers as soon as they come, so
+// the client (or a balancer in front) has the response even before its
+// first event.
+type headerFlusher struct{ http.ResponseWriter }
+
+func (f headerFlusher) WriteHeader(code int) {
+	f.ResponseWriter.WriteHeader(code)
+	http.NewResponseController(f.ResponseWriter).Flush()
+}
+
+func (f headerFlusher) Unwrap() http.ResponseWriter { return f.ResponseWriter }
 
 // takeOne restores the sessions ids, just taken over (or found this
 // replica's in the store), and returns the one asked for when it belongs

@@ -109,7 +109,7 @@ type stream struct {
 	cursor    int     // seq of the next event the attached handler sends
 	attached  bool
 	lagged    bool   // the attached reader lost events from memory
-	abort     func() // unblocks the attached handler's write
+	abort     func(at time.Time) // unblocks the attached handler's write by at
 	aborted   bool   // abort ran: the handler must not push its deadline again
 	released  bool   // the stream is done with (its session ended, or pruned)
 	finished  bool   // a POST stream whose response has been appended
@@ -184,10 +184,20 @@ func (st *stream) trimLocked() {
 // unblockLocked makes the attached handler's write fail at once, so it sees
 // why it must stop. It runs under st.mu, which the handler takes to detach:
 // the response it touches is still the handler's. st.mu is held.
-func (st *stream) unblockLocked() {
+func (st *stream) unblockLocked() { st.unblockByLocked(time.Now()) }
+
+// endGrace is how long a handler whose stream ended (its session ended)
+// has to finish its response: an idle handler, woken, ends it cleanly (the
+// last chunk goes out, and a proxy in front sees a whole response); one
+// blocked writing to a client that stopped reading fails by then.
+const endGrace = time.Second
+
+// unblockByLocked is unblockLocked with the attached handler's writes
+// failing from at. st.mu is held.
+func (st *stream) unblockByLocked(at time.Time) {
 	if st.abort != nil {
 		st.aborted = true
-		st.abort()
+		st.abort(at)
 	}
 }
 
@@ -214,7 +224,7 @@ func (st *stream) release() {
 	st.aborted = true // a handler attached a moment ago, not yet serving, stops too
 	st.hold(-st.held)
 	st.events = nil
-	st.unblockLocked()
+	st.unblockByLocked(time.Now().Add(endGrace))
 	st.mu.Unlock()
 	st.signal()
 }
@@ -428,7 +438,7 @@ func (st *stream) serve(w http.ResponseWriter, cursor int, heartbeat time.Durati
 	defer st.detach()
 	rc := http.NewResponseController(w)
 	st.mu.Lock()
-	st.abort = func() { rc.SetWriteDeadline(time.Now()) }
+	st.abort = func(at time.Time) { rc.SetWriteDeadline(at) }
 	st.mu.Unlock()
 	sw := sse.NewWriter(flushWriter{w, rc})
 	ticker := time.NewTicker(heartbeat)

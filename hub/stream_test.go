@@ -68,7 +68,7 @@ func TestStreamLaggingReaderIsCutOff(t *testing.T) {
 		t.Fatal(err)
 	}
 	st.mu.Lock()
-	st.abort = func() { aborted++ }
+	st.abort = func(time.Time) { aborted++ }
 	st.mu.Unlock()
 	for range 50 {
 		st.append(make([]byte, size), false)
@@ -147,7 +147,7 @@ func TestSessionQueueBudgetAndClose(t *testing.T) {
 }
 
 // blockingWriter is a ResponseWriter whose writes block, as on a connection
-// nobody reads, until a write deadline in the past is set.
+// nobody reads, until its write deadline passes (an unset one never does).
 type blockingWriter struct {
 	header  http.Header
 	writing chan struct{} // receives when a write starts blocking
@@ -171,15 +171,18 @@ func (w *blockingWriter) Write(p []byte) (int, error) {
 }
 func (w *blockingWriter) Flush() error { return nil }
 func (w *blockingWriter) SetWriteDeadline(d time.Time) error {
-	if !d.IsZero() && !d.After(time.Now()) {
-		w.once.Do(func() { close(w.unblock) })
+	if !d.IsZero() && d.Before(time.Now().Add(endGrace+time.Millisecond)) {
+		// The deadlines a stream sets are a heartbeat and more ahead,
+		// unless it unblocks its handler: at once, or within endGrace.
+		time.AfterFunc(time.Until(d), func() { w.once.Do(func() { close(w.unblock) }) })
 	}
 	return nil
 }
 
 // A handler blocked writing to a reader that never reads is unblocked as
-// soon as that reader falls behind its budget, and when the stream is
-// released (its session ended), rather than at its write deadline.
+// soon as that reader falls behind its budget, and within endGrace of the
+// stream's release (its session ended; an idle handler ends its response
+// cleanly meanwhile), rather than at its write deadline.
 func TestStreamBlockedWriterUnblocked(t *testing.T) {
 	for _, how := range []string{"lagged", "released"} {
 		t.Run(how, func(t *testing.T) {

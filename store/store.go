@@ -7,8 +7,10 @@ import (
 	"errors"
 	"fmt"
 	"io/fs"
+	"maps"
 	"os"
 	"path/filepath"
+	"slices"
 	"sort"
 	"sync"
 	"sync/atomic"
@@ -433,21 +435,9 @@ func (s *Store) sessions(and, arg string) ([]Session, error) {
 	return out, nil
 }
 
+// strings reads one column of strings.
 func (s *Store) strings(query string, args ...any) ([]string, error) {
-	rows, err := s.db.Query(s.dialect.q(query), args...)
-	if err != nil {
-		return nil, fmt.Errorf("store: %w", err)
-	}
-	defer rows.Close()
-	var out []string
-	for rows.Next() {
-		var v string
-		if err := rows.Scan(&v); err != nil {
-			return nil, fmt.Errorf("store: %w", err)
-		}
-		out = append(out, v)
-	}
-	return out, rows.Err()
+	return s.stringsTx(s.db, query, args...)
 }
 
 // Streams loads a session's streams with the seq after their last event.
@@ -593,7 +583,10 @@ func (s *Store) Upstream(server string) ([]byte, error) {
 }
 
 // SaveCatalog records a server's initialize result and lists (method →
-// JSON array), replacing what was there.
+// JSON array), replacing what was there. Replicas of a team hub save the
+// same server's catalog at the same moments: rows are upserted in method
+// order, then the methods no longer offered deleted, so that concurrent
+// saves neither collide on a key nor deadlock.
 func (s *Store) SaveCatalog(server string, items map[string][]byte) error {
 	s.wmu.Lock()
 	defer s.wmu.Unlock()
@@ -602,15 +595,47 @@ func (s *Store) SaveCatalog(server string, items map[string][]byte) error {
 		return err
 	}
 	defer tx.Rollback()
-	if _, err := tx.Exec(s.dialect.q(`DELETE FROM catalog WHERE server = ?`), server); err != nil {
+	methods := slices.Sorted(maps.Keys(items))
+	for _, method := range methods {
+		if _, err := tx.Exec(s.dialect.q(`INSERT INTO catalog (server, method, items) VALUES (?, ?, ?)
+			ON CONFLICT (server, method) DO UPDATE SET items = excluded.items`), server, method, items[method]); err != nil {
+			return err
+		}
+	}
+	stale, err := s.stringsTx(tx, `SELECT method FROM catalog WHERE server = ? ORDER BY method`, server)
+	if err != nil {
 		return err
 	}
-	for method, data := range items {
-		if _, err := tx.Exec(s.dialect.q(`INSERT INTO catalog (server, method, items) VALUES (?, ?, ?)`), server, method, data); err != nil {
+	for _, method := range stale {
+		if _, ok := items[method]; ok {
+			continue
+		}
+		if _, err := tx.Exec(s.dialect.q(`DELETE FROM catalog WHERE server = ? AND method = ?`), server, method); err != nil {
 			return err
 		}
 	}
 	return tx.Commit()
+}
+
+// stringsTx reads one column of strings through q: the database, or a
+// transaction.
+func (s *Store) stringsTx(q interface {
+	Query(string, ...any) (*sql.Rows, error)
+}, query string, args ...any) ([]string, error) {
+	rows, err := q.Query(s.dialect.q(query), args...)
+	if err != nil {
+		return nil, fmt.Errorf("store: %w", err)
+	}
+	defer rows.Close()
+	var out []string
+	for rows.Next() {
+		var v string
+		if err := rows.Scan(&v); err != nil {
+			return nil, fmt.Errorf("store: %w", err)
+		}
+		out = append(out, v)
+	}
+	return out, rows.Err()
 }
 
 // Catalog loads what SaveCatalog recorded for a server.
