@@ -108,11 +108,11 @@ type stream struct {
 	committed int     // highest seq that may go on the wire
 	cursor    int     // seq of the next event the attached handler sends
 	attached  bool
-	lagged    bool   // the attached reader lost events from memory
+	lagged    bool               // the attached reader lost events from memory
 	abort     func(at time.Time) // unblocks the attached handler's write by at
-	aborted   bool   // abort ran: the handler must not push its deadline again
-	released  bool   // the stream is done with (its session ended, or pruned)
-	finished  bool   // a POST stream whose response has been appended
+	aborted   bool               // abort ran: the handler must not push its deadline again
+	released  bool               // the stream is done with (its session ended, or pruned)
+	finished  bool               // a POST stream whose response has been appended
 	wake      chan struct{}
 }
 
