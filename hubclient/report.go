@@ -53,12 +53,48 @@ func WriteStatus(w io.Writer, st *api.Status) {
 		}
 	}
 	writeProfiles(w, st)
+	writeCluster(w, st.Cluster)
+	if st.StoreError != "" {
+		fmt.Fprintf(w, "\nthe store cannot be reached; new sessions are refused and events wait in memory until it is back:\n  %s\n", st.StoreError)
+	}
 	if len(st.NeedsRestart) > 0 {
 		fmt.Fprintf(w, "\nhub.toml changed %s, which needs a restart to take effect; the hub keeps the one it started with (restart it: stop mcphub serve and start it again, or mcphub service stop && mcphub service start)\n",
 			strings.Join(st.NeedsRestart, ", "))
 	}
 	if st.RegistryError != "" {
 		fmt.Fprintf(w, "\nthe registry on disk does not load; the hub keeps running its last good registry:\n%s\n", st.RegistryError)
+	}
+}
+
+// writeCluster prints a team hub's replicas, as the one asked sees them in
+// the store: each one's address, state, age, last heartbeat, generation and
+// sessions, and whether the live ones serve different registries.
+func writeCluster(w io.Writer, c *api.ClusterStatus) {
+	if c == nil {
+		return
+	}
+	fmt.Fprintf(w, "\nteam hub: this is replica %s\n", c.Self)
+	if c.Error != "" {
+		fmt.Fprintf(w, "the replicas could not be read: %s\n", c.Error)
+		return
+	}
+	tw := tabwriter.NewWriter(w, 0, 4, 2, ' ', 0)
+	fmt.Fprintln(tw, "REPLICA\tSTATE\tADDRESS\tUP\tHEARTBEAT\tGENERATION\tSESSIONS\tREGISTRY")
+	for _, r := range c.Replicas {
+		state, name := "stopped", r.Name
+		if r.Alive {
+			state = "live"
+		}
+		if r.Self {
+			name += " (this)"
+		}
+		up := (time.Duration(r.UpSeconds) * time.Second).String()
+		beat := (time.Duration(r.HeartbeatAgeMS) * time.Millisecond).Round(100*time.Millisecond).String() + " ago"
+		fmt.Fprintf(tw, "%s\t%s\t%s\t%s\t%s\t%d\t%d\t%s\n", name, state, r.Address, up, beat, r.Generation, r.Sessions, r.Registry)
+	}
+	tw.Flush()
+	if c.RegistriesDiffer {
+		fmt.Fprintln(w, "the live replicas serve different registries (see REGISTRY): deploy the same hub.toml to each")
 	}
 }
 

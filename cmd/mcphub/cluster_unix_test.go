@@ -644,3 +644,35 @@ func readyzStatus(base string) (int, *api.Status, error) {
 	}
 	return resp.StatusCode, &st, nil
 }
+
+// mcphub status on any replica shows the cluster: every replica, live, with
+// its sessions; and says so when one serves another registry.
+func TestTeamHubStatus(t *testing.T) {
+	up := startUpstream(t, "up", upstreamOpts{})
+	servers := remoteServer("up", up.url, `connect_timeout = "10s"`)
+	th := startTeam(t, 2, servers)
+	connectSDK(t, th.lb.URL+"/mcp", sdkOpts{})
+	code, out, errOut := th.reps[1].cli(t, nil, "status")
+	if code != 0 {
+		t.Fatalf("status: exit %d: %s%s", code, out, errOut)
+	}
+	for _, want := range []string{"team hub: this is replica r1", "r0 ", "r1 (this)", "live", "SESSIONS"} {
+		if !strings.Contains(out, want) {
+			t.Errorf("status does not show %q:\n%s", want, out)
+		}
+	}
+	if strings.Contains(out, "different registries") {
+		t.Errorf("status says the registries differ when they do not:\n%s", out)
+	}
+	// r1's registry gains a server: the replicas now differ, and say so.
+	th.reps[1].write(t, th.reps[1].registry("", servers, remoteServer("extra", up.url, "")))
+	th.reps[0].waitStatus(t, th.runs[0], 30*time.Second, "r0 sees the registries differ", func(st *api.Status) error {
+		if !st.Cluster.RegistriesDiffer {
+			return fmt.Errorf("registries_differ is false")
+		}
+		return nil
+	})
+	if _, out, _ = th.reps[0].cli(t, nil, "status"); !strings.Contains(out, "different registries") {
+		t.Errorf("status does not say the registries differ:\n%s", out)
+	}
+}
