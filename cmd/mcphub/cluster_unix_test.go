@@ -676,3 +676,81 @@ func TestTeamHubStatus(t *testing.T) {
 		t.Errorf("status does not say the registries differ:\n%s", out)
 	}
 }
+
+// A thousand sessions opened through the balancer spread over the
+// replicas, and each is served wherever its next request lands.
+func TestTeamHubThousandSessions(t *testing.T) {
+	up := startUpstream(t, "up", upstreamOpts{})
+	th := startTeam(t, 3, remoteServer("up", up.url, `connect_timeout = "10s"`))
+	const n = 1000
+	client := &http.Client{Transport: &http.Transport{MaxIdleConnsPerHost: 32}}
+	defer client.CloseIdleConnections()
+	post := func(sid, body string) (string, int, error) {
+		req, _ := http.NewRequest(http.MethodPost, th.lb.URL+"/mcp", strings.NewReader(body))
+		req.Header.Set("Content-Type", "application/json")
+		req.Header.Set("Accept", "application/json, text/event-stream")
+		if sid != "" {
+			req.Header.Set("Mcp-Session-Id", sid)
+			req.Header.Set("MCP-Protocol-Version", sessionVersion)
+		}
+		resp, err := client.Do(req)
+		if err != nil {
+			return "", 0, err
+		}
+		io.Copy(io.Discard, resp.Body)
+		resp.Body.Close()
+		return resp.Header.Get("Mcp-Session-Id"), resp.StatusCode, nil
+	}
+	ids := make([]string, n)
+	var failed atomic.Int64
+	work := func(f func(i int) error) {
+		var wg sync.WaitGroup
+		next := atomic.Int64{}
+		for range 16 {
+			wg.Go(func() {
+				for i := int(next.Add(1) - 1); i < n; i = int(next.Add(1) - 1) {
+					if err := f(i); err != nil {
+						if failed.Add(1) <= 5 {
+							t.Errorf("session %d: %v", i, err)
+						}
+					}
+				}
+			})
+		}
+		wg.Wait()
+	}
+	work(func(i int) error {
+		sid, code, err := post("", fmt.Sprintf(`{"jsonrpc":"2.0","id":1,"method":"initialize","params":{"protocolVersion":%q,"capabilities":{},"clientInfo":{"name":"many","version":"0"}}}`, sessionVersion))
+		if err != nil || code != http.StatusOK || sid == "" {
+			return fmt.Errorf("initialize: HTTP %d %v", code, err)
+		}
+		ids[i] = sid
+		if _, code, err = post(sid, `{"jsonrpc":"2.0","method":"notifications/initialized"}`); err != nil || code != http.StatusAccepted {
+			return fmt.Errorf("initialized: HTTP %d %v", code, err)
+		}
+		return nil
+	})
+	work(func(i int) error {
+		if _, code, err := post(ids[i], `{"jsonrpc":"2.0","id":2,"method":"tools/list"}`); err != nil || code != http.StatusOK {
+			return fmt.Errorf("tools/list: HTTP %d %v", code, err)
+		}
+		return nil
+	})
+	if failed.Load() > 0 {
+		t.Fatalf("%d of %d sessions failed", failed.Load(), n)
+	}
+	st, err := th.reps[0].status()
+	if err != nil {
+		t.Fatal(err)
+	}
+	total := 0
+	for _, r := range st.Cluster.Replicas {
+		total += r.Sessions
+		if r.Sessions < n/6 {
+			t.Errorf("replica %s holds %d of %d sessions: not spread", r.Name, r.Sessions, n)
+		}
+	}
+	if total != n {
+		t.Errorf("the replicas hold %d sessions, want %d", total, n)
+	}
+}
