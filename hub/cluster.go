@@ -73,14 +73,14 @@ type SessionPlace struct {
 	Mine, Alive bool
 }
 
-// forwardedHeader marks a request one replica forwarded to another; its
-// value is the cluster's secret. A forwarded request is never forwarded
-// again.
-const forwardedHeader = "Mcphub-Forwarded"
+// ForwardedHeader marks a request one replica sends another (forwarded, or
+// its own connection to a replicas = "one" server's replica); its value is
+// the cluster's secret. A forwarded request is never forwarded again.
+const ForwardedHeader = "Mcphub-Forwarded"
 
 // fromReplica reports whether r was forwarded by another replica.
 func (e *edge) fromReplica(r *http.Request) bool {
-	v := r.Header.Get(forwardedHeader)
+	v := r.Header.Get(ForwardedHeader)
 	return v != "" && e.cluster != nil && subtle.ConstantTimeCompare([]byte(v), []byte(e.cluster.Secret())) == 1
 }
 
@@ -202,7 +202,7 @@ func (e *edge) forward(w http.ResponseWriter, r *http.Request, p SessionPlace, b
 		Rewrite: func(pr *httputil.ProxyRequest) {
 			pr.SetURL(target)
 			pr.Out.Host = pr.In.Host
-			pr.Out.Header.Set(forwardedHeader, e.cluster.Secret())
+			pr.Out.Header.Set(ForwardedHeader, e.cluster.Secret())
 		},
 		Transport:     e.forwarder,
 		FlushInterval: -1,

@@ -98,6 +98,17 @@ const (
 	ShareSession = "session"
 )
 
+// Values of a stdio server's replicas key, which matters on a team hub
+// (replicas sharing a PostgreSQL store).
+const (
+	// ReplicasEach runs the server's process on every replica; it is the
+	// default.
+	ReplicasEach = "each"
+	// ReplicasOne runs one process cluster-wide, on one replica at a time;
+	// the others reach it through that replica.
+	ReplicasOne = "one"
+)
+
 // Registry is one parsed and validated hub.toml.
 type Registry struct {
 	// Path is the file the registry was read from, as given.
@@ -288,6 +299,8 @@ type Server struct {
 	Prefix string
 	// Share is ShareServer or ShareSession.
 	Share string
+	// Replicas is ReplicasEach or ReplicasOne (stdio servers only).
+	Replicas string
 	// Protocol is ProtocolAuto (the era is found when connecting) or the
 	// protocol revision to speak: a session-era one, or 2026-07-28.
 	Protocol string
@@ -372,6 +385,7 @@ func (s *Server) Hash() string {
 	put(s.Transport)
 	putMap(s.Headers)
 	put(s.Share)
+	put(s.Replicas)
 	put(s.Protocol)
 	put(s.ConnectTimeout.String())
 	put(fmt.Sprint(s.InheritEnv))

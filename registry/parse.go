@@ -117,7 +117,7 @@ var (
 		"stream_buffer_bytes", "buffer_bytes", "event_retention", "event_retention_bytes", "store_max_bytes",
 		"audit_log_bodies", "session_ttl", "tls_cert", "tls_key", "env_passthrough"}
 	serverKeys = []string{"command", "args", "env", "cwd", "url", "transport", "headers",
-		"enabled", "prefix", "share", "protocol", "allow", "deny", "connect_timeout", "call_timeout",
+		"enabled", "prefix", "share", "replicas", "protocol", "allow", "deny", "connect_timeout", "call_timeout",
 		"env_passthrough", "inherit_env", "tags", "oauth"}
 	// serverAliases are the names other clients' configs use.
 	serverAliases = map[string]string{"type": "transport", "disabled": "enabled",
@@ -256,7 +256,7 @@ func (p *parser) server(name string, raw any) *Server {
 		p.fail(path, name, "a server must be a table; write [servers.%s] followed by its keys", name)
 		return nil
 	}
-	s := &Server{Name: name, Enabled: true, Prefix: name, Share: ShareServer,
+	s := &Server{Name: name, Enabled: true, Prefix: name, Share: ShareServer, Replicas: ReplicasEach,
 		ConnectTimeout: DefaultConnectTimeout, CallTimeout: DefaultCallTimeout}
 	s.Line, _ = p.lay.pos(path)
 	t := &table{p: p, m: m, path: path, server: name}
@@ -285,6 +285,9 @@ func (p *parser) server(name string, raw any) *Server {
 	}
 	if t.str("share", &s.Share) && s.Share != ShareServer && s.Share != ShareSession {
 		t.errf("share", "%q is not a share mode; use \"server\" (one connection for all sessions) or \"session\" (one per session)", s.Share)
+	}
+	if t.str("replicas", &s.Replicas) && s.Replicas != ReplicasEach && s.Replicas != ReplicasOne {
+		t.errf("replicas", "%q is not a replicas mode; use \"each\" (a process on every replica of a team hub) or \"one\" (one process cluster-wide)", s.Replicas)
 	}
 	t.globs("allow", &s.Allow)
 	t.globs("deny", &s.Deny)

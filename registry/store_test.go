@@ -43,3 +43,22 @@ func TestStoreTableErrors(t *testing.T) {
 		}
 	}
 }
+
+func TestReplicasKey(t *testing.T) {
+	reg := mustParse(t, "[servers.a]\ncommand = \"x\"\nreplicas = \"one\"\n[servers.b]\ncommand = \"y\"\n", envOf())
+	if reg.Server("a").Replicas != ReplicasOne || reg.Server("b").Replicas != ReplicasEach {
+		t.Errorf("replicas = %q, %q; want one, each", reg.Server("a").Replicas, reg.Server("b").Replicas)
+	}
+	other := mustParse(t, "[servers.a]\ncommand = \"x\"\n", envOf())
+	if reg.Server("a").Hash() == other.Server("a").Hash() {
+		t.Error("replicas does not change the server's hash: a change would not restart it")
+	}
+	for text, want := range map[string]string{
+		"[servers.a]\ncommand = \"x\"\nreplicas = \"two\"\n":                 "is not a replicas mode",
+		"[servers.a]\nurl = \"https://h.example/mcp\"\nreplicas = \"one\"\n": "replicas applies only to stdio servers",
+	} {
+		if msg := parseErrors(t, text, envOf()).Error(); !strings.Contains(msg, want) {
+			t.Errorf("%q: %s; want %q", text, msg, want)
+		}
+	}
+}

@@ -43,7 +43,7 @@ func (p *parser) checkKind(t *table, s *Server) {
 				t.errf("url", "%s", msg)
 			}
 		}
-		for _, k := range []string{"args", "env", "cwd", "env_passthrough", "inherit_env"} {
+		for _, k := range []string{"args", "env", "cwd", "env_passthrough", "inherit_env", "replicas"} {
 			if t.has(k) {
 				t.errf(k, "%s applies only to stdio servers (command); remove it, or replace url with command", k)
 			}

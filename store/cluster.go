@@ -588,6 +588,34 @@ func (c *Cluster) Gone(ctx context.Context, name string, gen int64) <-chan struc
 	return ch
 }
 
+// ServerOwner is the replica that runs a replicas = "one" server's process
+// cluster-wide: name, its address, and its generation (for Gone). When no
+// live replica runs it (none ever did, or the one recorded stopped beating
+// or was replaced by a newer run), this replica takes it, in a statement
+// only one replica wins; mine says it did, or had.
+func (c *Cluster) ServerOwner(ctx context.Context, server string) (name, address string, gen int64, mine bool, err error) {
+	who := c.s.identity()
+	if _, err = c.s.db.ExecContext(ctx, `INSERT INTO server_owners (server, replica, generation) VALUES ($1, $2, $3)
+		ON CONFLICT (server) DO UPDATE SET replica = excluded.replica, generation = excluded.generation
+		WHERE NOT EXISTS (SELECT 1 FROM replicas r WHERE r.name = server_owners.replica
+			AND r.generation = server_owners.generation AND r.heartbeat >= `+nowNS+` - $4)`,
+		server, who.name, who.gen, c.cfg.Deadline.Nanoseconds()); err != nil {
+		return "", "", 0, false, fmt.Errorf("store: claim server %s: %w", server, err)
+	}
+	var addr sql.NullString
+	if err = c.s.db.QueryRowContext(ctx, `SELECT so.replica, so.generation, r.address FROM server_owners so
+		LEFT JOIN replicas r ON r.name = so.replica WHERE so.server = $1`, server).Scan(&name, &gen, &addr); err != nil {
+		return "", "", 0, false, fmt.Errorf("store: claim server %s: %w", server, err)
+	}
+	return name, addr.String, gen, name == who.name && gen == who.gen, nil
+}
+
+// Self is this replica's name and generation now.
+func (c *Cluster) Self() (string, int64) {
+	who := c.s.identity()
+	return who.name, who.gen
+}
+
 // Address is a replica's base URL, and whether it beats.
 func (c *Cluster) Address(ctx context.Context, name string) (string, bool, error) {
 	var addr string

@@ -6,6 +6,7 @@
 //	go run ./cmd/mcphub-bench -duration 5s     # longer load phases
 //	go run ./cmd/mcphub-bench -rounds 4        # more rounds, pooled
 //	go run ./cmd/mcphub-bench -mcphub ./mcphub # use a built binary
+//	go run ./cmd/mcphub-bench -team            # SQLite vs PostgreSQL vs 3 replicas (team.go)
 //
 // It starts the reference upstream (the official Go SDK server with an echo
 // tool and a progress tool, this binary's "upstream" mode) over HTTP and
@@ -24,6 +25,7 @@ import (
 	"fmt"
 	"net"
 	"os"
+	"strings"
 	"time"
 )
 
@@ -50,6 +52,21 @@ func main() {
 		}
 		return
 	}
+	if len(os.Args) > 1 && os.Args[1] == "balance" {
+		fs := flag.NewFlagSet("balance", flag.ExitOnError)
+		listen := fs.String("listen", "", "address to accept on")
+		to := fs.String("to", "", "comma-separated addresses of the replicas")
+		fs.Parse(os.Args[2:])
+		ln, err := net.Listen("tcp", *listen)
+		if err == nil {
+			err = serveBalancer(ln, strings.Split(*to, ","))
+		}
+		if err != nil {
+			fmt.Fprintln(os.Stderr, err)
+			os.Exit(1)
+		}
+		return
+	}
 	if len(os.Args) > 1 && os.Args[1] == "upstream" {
 		fs := flag.NewFlagSet("upstream", flag.ExitOnError)
 		addr := fs.String("http", "", "serve Streamable HTTP at this address instead of stdio")
@@ -66,7 +83,16 @@ func main() {
 	notifications := flag.Int("notifications", 5000, "progress notifications per notification round")
 	flag.StringVar(&only, "only", "", "run only the call phases whose \"shape/target\" contains this (for profiling)")
 	flag.BoolVar(&keep, "keep", false, "keep the work directory, with the hubs' debug logs")
+	team := flag.Bool("team", false, "instead: one hub on SQLite vs one on PostgreSQL vs three replicas behind a balancer, and PostgreSQL round trips per call (needs MCPHUB_TEST_POSTGRES or scripts/postgres start)")
+	teamCalls := flag.Int("team-calls", 500, "with -team: calls per round-trip count")
 	flag.Parse()
+	if *team {
+		if err := runTeam(*mcphub, *duration, *rounds, *teamCalls); err != nil {
+			fmt.Fprintln(os.Stderr, "mcphub-bench:", err)
+			os.Exit(1)
+		}
+		return
+	}
 	if err := run(*mcphub, *duration, *rounds, *notifications); err != nil {
 		fmt.Fprintln(os.Stderr, "mcphub-bench:", err)
 		os.Exit(1)

@@ -71,25 +71,37 @@ func startTeam(t *testing.T, n int, servers string) *teamHub {
 			return nil
 		})
 	}
-	proxies := make([]*httputil.ReverseProxy, n)
+	targets := make([]*url.URL, n)
 	for i, ph := range th.reps {
-		target, _ := url.Parse(ph.base())
-		proxies[i] = &httputil.ReverseProxy{Rewrite: func(pr *httputil.ProxyRequest) { pr.SetURL(target) }, FlushInterval: -1}
+		targets[i], _ = url.Parse(ph.base())
 	}
+	// Like nginx's proxy_next_upstream error: a replica that does not take
+	// the connection (it died) is skipped for the next one.
 	th.lb = httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		body, _ := io.ReadAll(r.Body)
-		r.Body = io.NopCloser(bytes.NewReader(body))
 		i := -1
 		if th.pick != nil {
 			i = th.pick(body)
 		}
-		th.mu.Lock()
-		for i < 0 || th.down[i] {
-			i = int(th.next.Add(1)-1) % n
+		for range n {
+			th.mu.Lock()
+			for i < 0 || th.down[i] {
+				i = int(th.next.Add(1)-1) % n
+			}
+			th.hits[i]++
+			th.mu.Unlock()
+			unreached := false
+			target := targets[i]
+			proxy := &httputil.ReverseProxy{Rewrite: func(pr *httputil.ProxyRequest) { pr.SetURL(target) }, FlushInterval: -1,
+				ErrorHandler: func(http.ResponseWriter, *http.Request, error) { unreached = true }}
+			r.Body = io.NopCloser(bytes.NewReader(body))
+			proxy.ServeHTTP(w, r)
+			if !unreached || r.Context().Err() != nil {
+				return
+			}
+			i = -1
 		}
-		th.hits[i]++
-		th.mu.Unlock()
-		proxies[i].ServeHTTP(w, r)
+		http.Error(w, "no replica answers", http.StatusBadGateway)
 	}))
 	t.Cleanup(th.lb.Close)
 	return th
@@ -753,4 +765,63 @@ func TestTeamHubThousandSessions(t *testing.T) {
 	if total != n {
 		t.Errorf("the replicas hold %d sessions, want %d", total, n)
 	}
+}
+
+// A stdio server with replicas = "one" runs one process cluster-wide: every
+// replica's calls reach the same process, through the replica that runs
+// it. When that replica dies, another takes the server and starts it.
+func TestTeamHubOneProcessForTheCluster(t *testing.T) {
+	th := startTeam(t, 3, childServer(t, "up", childOpts{lines: "replicas = \"one\"\nconnect_timeout = \"20s\""}))
+	s := connectSDK(t, th.lb.URL+"/mcp", sdkOpts{})
+	pids := map[int]bool{}
+	for range 6 {
+		pids[s.state(t, "up__state").PID] = true
+	}
+	if len(pids) != 1 {
+		t.Fatalf("calls through the balancer reached processes %v, want one", pids)
+	}
+	runsOn := -1
+	for i, ph := range th.reps {
+		st, err := ph.status()
+		if err != nil {
+			t.Fatal(err)
+		}
+		up := findServer(st, "up")
+		switch {
+		case up.PID > 0 && runsOn < 0:
+			runsOn = i
+		case up.PID > 0:
+			t.Errorf("replicas r%d and r%d both run a process of up", runsOn, i)
+		case !strings.HasPrefix(up.Transport, "via replica"):
+			t.Errorf("r%d: up is %+v, want it reached via the replica that runs it", i, up)
+		}
+	}
+	if runsOn < 0 {
+		t.Fatal("no replica runs up's process")
+	}
+	var old int
+	for pid := range pids {
+		old = pid
+	}
+	th.runs[runsOn].kill9(t)
+	eventually(t, 60*time.Second, "another replica runs up, and every call reaches it", func() error {
+		seen := map[int]bool{}
+		for range 4 {
+			ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+			text, err := s.callText(ctx, "up__state", map[string]any{})
+			cancel()
+			if err != nil {
+				return err
+			}
+			var st fakeState
+			if err := json.Unmarshal([]byte(text), &st); err != nil {
+				return err
+			}
+			seen[st.PID] = true
+		}
+		if len(seen) != 1 || seen[old] {
+			return fmt.Errorf("processes %v (the old one was %d)", seen, old)
+		}
+		return nil
+	})
 }

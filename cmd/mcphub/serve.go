@@ -242,6 +242,7 @@ func openHub(reg *registry.Registry, token string, db *store.Store, persist bool
 		if cluster != nil {
 			opts.Cluster = hubCluster{c: cluster, db: db}
 			opts.Takeover = newTakeoverUpstream(log, db, tokens)
+			opts.NewUpstream = newOneUpstream(opts.NewUpstream, cluster, log)
 		}
 	}
 	h := hub.New(opts)

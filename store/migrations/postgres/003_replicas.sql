@@ -29,3 +29,11 @@ CREATE TABLE upstreams_by_replica (
 INSERT INTO upstreams_by_replica (replica, server, state, updated) SELECT '', server, state, updated FROM upstreams;
 DROP TABLE upstreams;
 ALTER TABLE upstreams_by_replica RENAME TO upstreams;
+
+-- The replica (and its generation) that runs each replicas = "one" server's
+-- process; the others reach the server through it.
+CREATE TABLE server_owners (
+    server     TEXT PRIMARY KEY,
+    replica    TEXT NOT NULL,
+    generation BIGINT NOT NULL
+);

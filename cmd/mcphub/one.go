@@ -1,0 +1,237 @@
+package main
+
+import (
+	"context"
+	"encoding/json"
+	"fmt"
+	"log/slog"
+	"maps"
+	"strings"
+	"sync"
+	"time"
+
+	"github.com/mcphub/mcphub/api"
+	"github.com/mcphub/mcphub/hub"
+	"github.com/mcphub/mcphub/internal/jsonrpc"
+	"github.com/mcphub/mcphub/registry"
+	"github.com/mcphub/mcphub/store"
+)
+
+// oneRetry is how long a replica waits before asking again who runs a
+// replicas = "one" server, when the store could not say.
+const oneRetry = time.Second
+
+// newOneUpstream wraps the upstream factory for a team hub: a stdio server
+// with replicas = "one" runs on the replica that owns it cluster-wide (the
+// store's server_owners), and every other replica reaches it through that
+// replica's /{server}/mcp, with the cluster's secret. When the owner stops
+// or is replaced, the server moves: another replica claims it and starts
+// its process, and the others follow.
+func newOneUpstream(inner hub.NewUpstreamFunc, cluster *store.Cluster, log *slog.Logger) hub.NewUpstreamFunc {
+	return func(spec *registry.Server, hc registry.Hub, events hub.UpstreamEvents) hub.Upstream {
+		if spec.Replicas != registry.ReplicasOne || spec.Kind() != registry.KindStdio {
+			return inner(spec, hc, events)
+		}
+		return &oneUpstream{inner: inner, spec: spec, hc: hc, events: events, cluster: cluster,
+			log: log.With("server", spec.Name), ready: make(chan struct{})}
+	}
+}
+
+// oneUpstream is a replicas = "one" server on one replica: the process
+// itself when this replica owns the server, else a connection to the
+// replica that does. Calls go to whichever is current.
+type oneUpstream struct {
+	inner   hub.NewUpstreamFunc
+	spec    *registry.Server
+	hc      registry.Hub
+	events  hub.UpstreamEvents
+	cluster *store.Cluster
+	log     *slog.Logger
+
+	mu     sync.Mutex
+	cur    hub.Upstream // nil until the owner is known
+	on     string       // the replica it runs on
+	level  string       // the log level asked for, set on every new upstream
+	cancel context.CancelFunc
+	done   chan struct{}
+	ready  chan struct{} // closed once cur is first set
+	closed bool
+}
+
+// Start looks up (or takes) the server's owner and keeps following it.
+func (o *oneUpstream) Start(ctx context.Context) {
+	o.mu.Lock()
+	defer o.mu.Unlock()
+	if o.cancel != nil || o.closed {
+		return
+	}
+	ctx, o.cancel = context.WithCancel(ctx)
+	o.done = make(chan struct{})
+	go o.follow(ctx)
+}
+
+// follow sets the upstream for the server's owner, then waits for that
+// owner (or, when it is this replica, this replica's generation) to stop
+// or be replaced, and starts over.
+func (o *oneUpstream) follow(ctx context.Context) {
+	defer close(o.done)
+	for ctx.Err() == nil {
+		owner, addr, gen, mine, err := o.cluster.ServerOwner(ctx, o.spec.Name)
+		if err != nil {
+			o.log.Warn("could not learn which replica runs the server", "err", err)
+			select {
+			case <-ctx.Done():
+			case <-time.After(oneRetry):
+			}
+			continue
+		}
+		watch, watchGen := owner, gen
+		var up hub.Upstream
+		if mine {
+			up = o.inner(o.spec, o.hc, o.events)
+			o.log.Info("runs the server's one process of the team hub on this replica")
+		} else {
+			up = o.inner(o.viaOwner(addr), o.hc, o.events)
+			o.log.Info("reaches the server through the replica that runs it", "replica", owner, "address", addr)
+		}
+		o.swap(up, owner)
+		up.Start(ctx)
+		if mine {
+			watch, watchGen = o.cluster.Self()
+		}
+		select {
+		case <-ctx.Done():
+		case <-o.cluster.Gone(ctx, watch, watchGen):
+		}
+	}
+}
+
+// viaOwner is the server as the replica that runs it serves it: its
+// /{server}/mcp, authenticated with the cluster's secret.
+func (o *oneUpstream) viaOwner(addr string) *registry.Server {
+	s := *o.spec
+	s.Command, s.Args, s.Env, s.Cwd = "", nil, nil, ""
+	s.URL = strings.TrimSuffix(addr, "/") + "/" + o.spec.Name + "/mcp"
+	s.Transport = registry.TransportStreamableHTTP
+	s.Headers = maps.Clone(s.Headers)
+	if s.Headers == nil {
+		s.Headers = map[string]string{}
+	}
+	s.Headers[hub.ForwardedHeader] = o.cluster.Secret()
+	return &s
+}
+
+// swap makes up current, closing the one it replaces.
+func (o *oneUpstream) swap(up hub.Upstream, on string) {
+	o.mu.Lock()
+	old, level := o.cur, o.level
+	o.cur, o.on = up, on
+	if old == nil {
+		close(o.ready)
+	}
+	o.mu.Unlock()
+	if level != "" {
+		up.SetLogLevel(level)
+	}
+	if old != nil {
+		old.Close()
+	}
+	if o.events.Changed != nil {
+		o.events.Changed()
+	}
+}
+
+// current is the upstream calls go to; nil until the owner is known.
+func (o *oneUpstream) current() hub.Upstream {
+	o.mu.Lock()
+	defer o.mu.Unlock()
+	return o.cur
+}
+
+// Close stops following and closes the current upstream. It is idempotent.
+func (o *oneUpstream) Close() error {
+	o.mu.Lock()
+	o.closed = true
+	cancel, done := o.cancel, o.done
+	o.mu.Unlock()
+	if cancel != nil {
+		cancel()
+		<-done
+	}
+	if up := o.current(); up != nil {
+		return up.Close()
+	}
+	return nil
+}
+
+func (o *oneUpstream) Call(ctx context.Context, session string, sessionEra bool, method string, params json.RawMessage, peer jsonrpc.Peer) (json.RawMessage, error) {
+	up := o.current()
+	if up == nil {
+		select {
+		case <-o.ready:
+			up = o.current()
+		case <-ctx.Done():
+			return nil, ctx.Err()
+		}
+	}
+	return up.Call(ctx, session, sessionEra, method, params, peer)
+}
+
+func (o *oneUpstream) Notify(ctx context.Context, session, method string, params json.RawMessage) error {
+	if up := o.current(); up != nil {
+		return up.Notify(ctx, session, method, params)
+	}
+	return fmt.Errorf("server %s: not connected yet", o.spec.Name)
+}
+
+func (o *oneUpstream) SetLogLevel(level string) {
+	o.mu.Lock()
+	o.level = level
+	up := o.cur
+	o.mu.Unlock()
+	if up != nil {
+		up.SetLogLevel(level)
+	}
+}
+
+func (o *oneUpstream) SessionClosed(session string) {
+	if up := o.current(); up != nil {
+		up.SessionClosed(session)
+	}
+}
+
+func (o *oneUpstream) Initialize() json.RawMessage {
+	if up := o.current(); up != nil {
+		return up.Initialize()
+	}
+	return nil
+}
+
+func (o *oneUpstream) List(method string) []json.RawMessage {
+	if up := o.current(); up != nil {
+		return up.List(method)
+	}
+	return nil
+}
+
+// Status is the current upstream's, saying which replica runs the server
+// when it is another.
+func (o *oneUpstream) Status() hub.UpstreamStatus {
+	o.mu.Lock()
+	up, on := o.cur, o.on
+	o.mu.Unlock()
+	if up == nil {
+		return hub.UpstreamStatus{State: api.StateStarting}
+	}
+	st := up.Status()
+	if self, _ := o.cluster.Self(); on != self {
+		st.Transport = "via replica " + on
+	}
+	return st
+}
+
+// Adopt hands a call of an earlier run to the current upstream; a
+// replicas = "one" server's calls are resumed by its own replica only.
+func (o *oneUpstream) Adopt(upstreamID json.RawMessage, hubToken string, progressToken json.RawMessage, peer jsonrpc.Peer, done func(json.RawMessage, error)) bool {
+	return false
+}
