@@ -51,6 +51,9 @@ type ClusterStatus struct {
 	// RegistriesDiffer says the live replicas serve different registries
 	// (each reads its own hub.toml).
 	RegistriesDiffer bool `json:"registries_differ,omitempty"`
+	// Servers maps each replicas = "one" server to the replica running
+	// its process.
+	Servers map[string]string `json:"servers,omitempty"`
 	// Error says why the replicas could not be read.
 	Error string `json:"error,omitempty"`
 }

@@ -5,6 +5,8 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"maps"
+	"slices"
 	"strconv"
 	"strings"
 	"text/tabwriter"
@@ -93,6 +95,9 @@ func writeCluster(w io.Writer, c *api.ClusterStatus) {
 		fmt.Fprintf(tw, "%s\t%s\t%s\t%s\t%s\t%d\t%d\t%s\n", name, state, r.Address, up, beat, r.Generation, r.Sessions, r.Registry)
 	}
 	tw.Flush()
+	for _, server := range slices.Sorted(maps.Keys(c.Servers)) {
+		fmt.Fprintf(w, "server %s runs once for the team, on replica %s\n", server, c.Servers[server])
+	}
 	if c.RegistriesDiffer {
 		fmt.Fprintln(w, "the live replicas serve different registries (see REGISTRY): deploy the same hub.toml to each")
 	}

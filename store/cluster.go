@@ -672,6 +672,25 @@ func (c *Cluster) Replicas(ctx context.Context) ([]Replica, time.Time, error) {
 	return out, time.Unix(0, now), rows.Err()
 }
 
+// ServerOwners maps each replicas = "one" server to the replica that runs
+// it now.
+func (c *Cluster) ServerOwners(ctx context.Context) (map[string]string, error) {
+	rows, err := c.s.db.QueryContext(ctx, `SELECT server, replica FROM server_owners ORDER BY server`)
+	if err != nil {
+		return nil, fmt.Errorf("store: %w", err)
+	}
+	defer rows.Close()
+	out := map[string]string{}
+	for rows.Next() {
+		var server, replica string
+		if err := rows.Scan(&server, &replica); err != nil {
+			return nil, fmt.Errorf("store: %w", err)
+		}
+		out[server] = replica
+	}
+	return out, rows.Err()
+}
+
 // Close stops the heartbeat and marks this replica stopped, so the others
 // take its sessions at their next beat rather than after the deadline. It
 // is idempotent.

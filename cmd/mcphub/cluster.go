@@ -144,6 +144,9 @@ func (hc hubCluster) Status(ctx context.Context) *api.ClusterStatus {
 		}
 	}
 	st.RegistriesDiffer = len(digests) > 1
+	if owners, err := hc.c.ServerOwners(ctx); err == nil && len(owners) > 0 {
+		st.Servers = owners
+	}
 	return st
 }
 

@@ -799,6 +799,9 @@ func TestTeamHubOneProcessForTheCluster(t *testing.T) {
 	if runsOn < 0 {
 		t.Fatal("no replica runs up's process")
 	}
+	if _, out, _ := th.reps[(runsOn+1)%3].cli(t, nil, "status"); !strings.Contains(out, fmt.Sprintf("server up runs once for the team, on replica r%d", runsOn)) {
+		t.Errorf("status does not say which replica runs up:\n%s", out)
+	}
 	var old int
 	for pid := range pids {
 		old = pid
