@@ -376,10 +376,7 @@ func (tk *takeover) abandon() {
 // another replica took them over. Their streams end, so their clients
 // come back, through any replica, to the new owner.
 func (set *sessionSet) letGo() {
-	set.mu.Lock()
-	all := set.byID
-	set.byID = map[string]*session{}
-	set.mu.Unlock()
+	all := set.takeAll()
 	for _, s := range all {
 		s.close()
 		set.router.release(s)

@@ -250,14 +250,19 @@ func (set *sessionSet) cutStreams() {
 	}
 }
 
+// takeAll empties the table, returning the sessions it held.
+func (set *sessionSet) takeAll() map[string]*session {
+	set.mu.Lock()
+	defer set.mu.Unlock()
+	all := set.byID
+	set.byID = map[string]*session{}
+	return all
+}
+
 // closeAll ends every session's calls and streams as the hub stops; nothing
 // is deleted from the store, so the next run restores them.
 func (set *sessionSet) closeAll() {
-	set.mu.Lock()
-	all := set.byID
-	set.byID = map[string]*session{}
-	set.mu.Unlock()
-	for _, s := range all {
+	for _, s := range set.takeAll() {
 		s.close()
 	}
 	set.parked.stop()

@@ -358,23 +358,7 @@ func TestTeamHubTakesOverACallOfAKilledReplica(t *testing.T) {
 		}
 		return fmt.Errorf("the stream ended after %d events without the result", len(got))
 	})
-	var values []int
-	var result *jsonrpc.Message
-	for _, ev := range got {
-		if p, ok := progressOf(ev.Msg); ok {
-			values = append(values, int(p.Progress))
-		} else if ev.Msg != nil && ev.Msg.IsResponse() {
-			result = ev.Msg
-		}
-	}
-	for i, v := range values {
-		if v != i+1 {
-			t.Fatalf("progress values %v: want 1..%d each once, in order", values, n)
-		}
-	}
-	if len(values) != n || result == nil || result.Error != nil || !strings.Contains(string(result.Result), "done") {
-		t.Errorf("%d progress notifications, result %v; want %d and the tool's result", len(values), result, n)
-	}
+	checkProgressOnce(t, got, n, "across the kill")
 	if c := up.calls.Load(); c != 1 {
 		t.Errorf("the upstream ran the tool %d times, want once (a taken-over call is resumed, never replayed)", c)
 	}
@@ -416,47 +400,7 @@ func TestTeamHubTSClientThroughAKill(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if err := cmd.Start(); err != nil {
-		t.Fatal(err)
-	}
-	reports := make(chan tsTeamReport, 4)
-	exited := make(chan struct{})
-	go func() {
-		sc := bufio.NewScanner(stdout)
-		for sc.Scan() {
-			var r tsTeamReport
-			if err := json.Unmarshal(sc.Bytes(), &r); err != nil {
-				r.Error = "not a report: " + sc.Text()
-			}
-			reports <- r
-		}
-		cmd.Wait()
-		close(exited)
-	}()
-	t.Cleanup(func() {
-		select {
-		case <-exited:
-		case <-time.After(10 * time.Second):
-			killPID(cmd.Process.Pid)
-			<-exited
-		}
-		if t.Failed() {
-			t.Logf("node stderr:\n%s", stderr.String())
-		}
-	})
-	next := func(step string) tsTeamReport {
-		t.Helper()
-		select {
-		case r := <-reports:
-			if r.Error != "" || r.Step != step {
-				t.Fatalf("the TypeScript client, at %s: %+v", step, r)
-			}
-			return r
-		case <-time.After(90 * time.Second):
-			t.Fatalf("the TypeScript client did not reach %s", step)
-		}
-		return tsTeamReport{}
-	}
+	next, _ := tsSteps(t, cmd, stdout, &stderr, nil)
 	next("progress20")
 	owner, _ := th.owner(0)
 	th.runs[owner].kill9(t)
@@ -472,14 +416,6 @@ func TestTeamHubTSClientThroughAKill(t *testing.T) {
 	if c := up.calls.Load(); c != 1 {
 		t.Errorf("the upstream ran the tool %d times, want once", c)
 	}
-}
-
-// tsTeamReport is a line team_ts_client.mjs prints.
-type tsTeamReport struct {
-	Step     string    `json:"step"`
-	Error    string    `json:"error"`
-	Progress []float64 `json:"progress"`
-	Result   string    `json:"result"`
 }
 
 // pgGate is a TCP proxy in front of the test PostgreSQL: cut drops every
@@ -603,27 +539,7 @@ func TestTeamHubStoreOutage(t *testing.T) {
 			break
 		}
 	}
-	checkOnce := func(evs []sseEvent, what string) {
-		t.Helper()
-		var values []int
-		var result *jsonrpc.Message
-		for _, ev := range evs {
-			if p, ok := progressOf(ev.Msg); ok {
-				values = append(values, int(p.Progress))
-			} else if ev.Msg != nil && ev.Msg.IsResponse() {
-				result = ev.Msg
-			}
-		}
-		for i, v := range values {
-			if v != i+1 {
-				t.Fatalf("%s: progress %v, want 1..%d each once", what, values, n)
-			}
-		}
-		if len(values) != n || result == nil || result.Error != nil {
-			t.Errorf("%s: %d progress notifications, result %v", what, len(values), result)
-		}
-	}
-	checkOnce(got, "live")
+	checkProgressOnce(t, got, n, "live")
 	// Everything was stored: a resume from the priming event replays it all.
 	first := ""
 	for _, ev := range got {
@@ -634,7 +550,7 @@ func TestTeamHubStoreOutage(t *testing.T) {
 	}
 	replay := s.resume(first, 20*time.Second).drain(10 * time.Second)
 	all := append([]sseEvent(nil), got[:1]...)
-	checkOnce(append(all, replay...), "replayed from the store")
+	checkProgressOnce(t, append(all, replay...), n, "replayed from the store")
 	h.waitStatus(t, run, 30*time.Second, "/readyz is well again", func(st *api.Status) error {
 		if st.StoreError != "" {
 			return fmt.Errorf("store_error %q", st.StoreError)
@@ -827,4 +743,27 @@ func TestTeamHubOneProcessForTheCluster(t *testing.T) {
 		}
 		return nil
 	})
+}
+
+// checkProgressOnce checks a call's stream: progress 1..n, each once, in
+// order, then its result, not an error.
+func checkProgressOnce(t *testing.T, evs []sseEvent, n int, what string) {
+	t.Helper()
+	var values []int
+	var result *jsonrpc.Message
+	for _, ev := range evs {
+		if p, ok := progressOf(ev.Msg); ok {
+			values = append(values, int(p.Progress))
+		} else if ev.Msg != nil && ev.Msg.IsResponse() {
+			result = ev.Msg
+		}
+	}
+	for i, v := range values {
+		if v != i+1 {
+			t.Fatalf("%s: progress %v, want 1..%d each once, in order", what, values, n)
+		}
+	}
+	if len(values) != n || result == nil || result.Error != nil || !strings.Contains(string(result.Result), "done") {
+		t.Errorf("%s: %d progress notifications, result %v; want %d and the tool's result", what, len(values), result, n)
+	}
 }

@@ -8,6 +8,7 @@ import (
 	"bufio"
 	"encoding/json"
 	"errors"
+	"fmt"
 	"io"
 	"os"
 	"os/exec"
@@ -48,6 +49,73 @@ func interopNeed(t *testing.T, what, env string, fallbacks ...string) string {
 	return ""
 }
 
+// tsSteps starts cmd, a TypeScript client that prints one JSON report line
+// (tsReport) per step on stdout, and returns next, which waits for the
+// report of a step: the test fails on an error report, another step, the
+// client exiting first, or 90 s; and exit, which waits up to within for
+// the client to exit and returns how it did. When the test ends, stdin (when set) is
+// closed and the client stopped by its PID if it has not exited; its
+// stderr is logged when the test failed (or E2E_LOG is set).
+func tsSteps(t *testing.T, cmd *exec.Cmd, stdout io.Reader, stderr *logBuffer, stdin io.Closer) (next func(step string) tsReport, exit func(within time.Duration) error) {
+	t.Helper()
+	if err := cmd.Start(); err != nil {
+		t.Fatal(err)
+	}
+	reports := make(chan tsReport, 4)
+	exited := make(chan struct{})
+	var waitErr error // set before exited is closed
+	go func() {
+		sc := bufio.NewScanner(stdout)
+		for sc.Scan() {
+			var r tsReport
+			if err := json.Unmarshal(sc.Bytes(), &r); err != nil {
+				r.Error = "not a report: " + sc.Text()
+			}
+			reports <- r
+		}
+		io.Copy(io.Discard, stdout)
+		waitErr = cmd.Wait()
+		close(exited)
+	}()
+	t.Cleanup(func() {
+		if stdin != nil {
+			stdin.Close()
+		}
+		select {
+		case <-exited:
+		case <-time.After(10 * time.Second):
+			killPID(cmd.Process.Pid)
+			<-exited
+		}
+		if t.Failed() || os.Getenv("E2E_LOG") != "" {
+			t.Logf("node stderr:\n%s", stderr.String())
+		}
+	})
+	exit = func(within time.Duration) error {
+		select {
+		case <-exited:
+			return waitErr
+		case <-time.After(within):
+			return fmt.Errorf("the TypeScript client did not exit within %s", within)
+		}
+	}
+	return func(step string) tsReport {
+		t.Helper()
+		select {
+		case r := <-reports:
+			if r.Error != "" || r.Step != step {
+				t.Fatalf("the TypeScript client, at %s: %+v", step, r)
+			}
+			return r
+		case <-exited:
+			t.Fatalf("the TypeScript client exited before %s: %v", step, waitErr)
+		case <-time.After(90 * time.Second):
+			t.Fatalf("the TypeScript client did not report %s within 90 s", step)
+		}
+		return tsReport{}
+	}, exit
+}
+
 // tsReport is a line the TypeScript client prints.
 type tsReport struct {
 	Step             string    `json:"step"`
@@ -58,6 +126,7 @@ type tsReport struct {
 	ProgressError    bool      `json:"progressError"`
 	Sampling         string    `json:"sampling"`
 	SamplingRequests int       `json:"samplingRequests"`
+	Result           string    `json:"result"`
 }
 
 // TestStdioFaceTSClient: the TypeScript SDK client lists the tools, gets
@@ -100,52 +169,7 @@ func TestStdioFaceTSClient(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if err := cmd.Start(); err != nil {
-		t.Fatal(err)
-	}
-	reports := make(chan tsReport, 4)
-	exited := make(chan struct{})
-	var waitErr error // set before exited is closed
-	go func() {
-		sc := bufio.NewScanner(stdout)
-		for sc.Scan() {
-			var r tsReport
-			if err := json.Unmarshal(sc.Bytes(), &r); err != nil {
-				r.Error = "not a report: " + sc.Text()
-			}
-			reports <- r
-		}
-		io.Copy(io.Discard, stdout)
-		waitErr = cmd.Wait()
-		close(exited)
-	}()
-	t.Cleanup(func() {
-		stdin.Close()
-		select {
-		case <-exited:
-		case <-time.After(10 * time.Second):
-			killPID(cmd.Process.Pid)
-			<-exited
-		}
-		if t.Failed() || os.Getenv("E2E_LOG") != "" {
-			t.Logf("node stderr (with mcphub stdio's):\n%s", stderr.String())
-		}
-	})
-	next := func(step string) tsReport {
-		t.Helper()
-		select {
-		case r := <-reports:
-			if r.Error != "" || r.Step != step {
-				t.Fatalf("the TypeScript client, at %s: %+v", step, r)
-			}
-			return r
-		case <-exited:
-			t.Fatalf("the TypeScript client exited before %s: %v", step, waitErr)
-		case <-time.After(90 * time.Second):
-			t.Fatalf("the TypeScript client did not report %s within 90 s", step)
-		}
-		return tsReport{}
-	}
+	next, exit := tsSteps(t, cmd, stdout, &stderr, stdin)
 
 	before := next("before")
 	names, _ := before.Tools.([]any)
@@ -189,13 +213,8 @@ func TestStdioFaceTSClient(t *testing.T) {
 	if _, err := stdin.Write([]byte("done\n")); err != nil {
 		t.Fatal(err)
 	}
-	select {
-	case <-exited:
-		if waitErr != nil {
-			t.Errorf("the TypeScript client exited with %v", waitErr)
-		}
-	case <-time.After(20 * time.Second):
-		t.Errorf("the TypeScript client did not exit within 20 s of its last report")
+	if err := exit(20 * time.Second); err != nil {
+		t.Errorf("the TypeScript client, after its last report: %v", err)
 	}
 }
 
