@@ -45,7 +45,7 @@ type Cluster interface {
 	// Name is this replica's name; Address finds another's base URL, and
 	// whether it beats.
 	Name() string
-	Address(ctx context.Context, replica string) (address string, alive bool, err error)
+	Address(ctx context.Context, replica string) (address string, gen int64, alive bool, err error)
 	// Status lists the replicas.
 	Status(ctx context.Context) *api.ClusterStatus
 	// Deadline is how long a replica may be silent before it is taken
@@ -77,6 +77,32 @@ type SessionPlace struct {
 // its own connection to a replicas = "one" server's replica); its value is
 // the cluster's secret. A forwarded request is never forwarded again.
 const ForwardedHeader = "Mcphub-Forwarded"
+
+// Relayer is an Upstream that reaches its server through another replica
+// of the team hub (a replicas = "one" server this replica does not run).
+// A request another replica sends for that server is refused rather than
+// relayed on: two replicas that each took the other for the server's
+// runner, for a heartbeat, would pass it back and forth.
+type Relayer interface {
+	Relays() bool
+}
+
+// relayLoop answers 503, and reports true, for a request another replica
+// sent to a server this replica only relays.
+func (e *edge) relayLoop(w http.ResponseWriter, r *http.Request, endpoint string) bool {
+	if e.cluster == nil || !serverEndpoint(endpoint) || !e.fromReplica(r) {
+		return false
+	}
+	entry := e.servers.get(endpoint)
+	if entry == nil {
+		return false
+	}
+	if rl, ok := entry.up.(Relayer); !ok || !rl.Relays() {
+		return false
+	}
+	retryLater(w, "Service Unavailable: this replica does not run that server now; the replica that does will be found again shortly")
+	return true
+}
 
 // fromReplica reports whether r was forwarded by another replica.
 func (e *edge) fromReplica(r *http.Request) bool {
@@ -447,14 +473,14 @@ func (e *edge) heldElsewhere(w http.ResponseWriter, r *http.Request, m *jsonrpc.
 	if err != nil || e.fromReplica(r) {
 		return false // left to the local lookup, which answers that no call waits
 	}
-	addr, alive, err := e.cluster.Address(r.Context(), string(name))
+	addr, gen, alive, err := e.cluster.Address(r.Context(), string(name))
 	switch {
 	case err != nil:
 		retryLater(w, "Service Unavailable: the hub's store cannot be reached to find the replica holding this call; retry shortly")
 	case !alive:
 		writeJSONReply(w, http.StatusOK, m.ID, jsonrpc.NewErrorResponse(m.ID, jsonrpc.NewError(jsonrpc.CodeInvalidParams,
 			"Invalid params: the mcphub replica holding the call this requestState names stopped, and the call with it; make the request again without it")).Encode())
-	case !e.forward(w, r, SessionPlace{Owner: string(name), Address: addr}, body):
+	case !e.forward(w, r, SessionPlace{Owner: string(name), OwnerGen: gen, Address: addr}, body):
 		retryLater(w, "Service Unavailable: the replica holding this call does not answer; retry shortly")
 	}
 	return true

@@ -54,9 +54,9 @@ func (c *countingCluster) Gone(context.Context, string, int64) <-chan struct{} {
 func (c *countingCluster) Session(string) (SessionRecord, error) { c.count(); return SessionRecord{}, nil }
 func (c *countingCluster) Secret() string                        { return "s3cret" }
 func (c *countingCluster) Name() string                          { return "r0" }
-func (c *countingCluster) Address(context.Context, string) (string, bool, error) {
+func (c *countingCluster) Address(context.Context, string) (string, int64, bool, error) {
 	c.count()
-	return "", false, nil
+	return "", 0, false, nil
 }
 func (c *countingCluster) Status(context.Context) *api.ClusterStatus { return &api.ClusterStatus{} }
 func (c *countingCluster) Deadline() time.Duration                   { return time.Second }
@@ -90,5 +90,25 @@ func TestModernRequestsTouchNoStore(t *testing.T) {
 	}
 	if n := cluster.calls.Load(); n != 0 {
 		t.Errorf("2026-07-28 requests asked the cluster %d times, want never", n)
+	}
+}
+
+// The cluster's secret stands for the token on MCP endpoints only (where a
+// forwarded request carries its client's token too); the control routes
+// still want the token.
+func TestClusterSecretOnlyOnMCPEndpoints(t *testing.T) {
+	th := startHub(t, twoServers, nil, func(o *Options) {
+		o.Token = "the-token"
+		o.Cluster = &countingCluster{}
+		o.Store = &countingStore{recreatingStore: recreatingStore{sessions: map[string]bool{}, streams: map[string]bool{}}}
+	})
+	if r := th.send(http.MethodPost, "/mcp", initReq("2025-11-25", `{}`), ForwardedHeader, "s3cret"); r.status != http.StatusOK {
+		t.Errorf("initialize from a replica, without a token: %d %s", r.status, r.body)
+	}
+	if r := th.send(http.MethodPost, "/mcp", initReq("2025-11-25", `{}`), ForwardedHeader, "guess"); r.status != http.StatusUnauthorized {
+		t.Errorf("initialize with a wrong secret: %d, want 401", r.status)
+	}
+	if r := th.send(http.MethodGet, "/control/sessions", "", ForwardedHeader, "s3cret"); r.status != http.StatusUnauthorized {
+		t.Errorf("a control route with the secret, without a token: %d, want 401", r.status)
 	}
 }

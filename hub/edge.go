@@ -329,10 +329,11 @@ func (e *edge) checkAuth(w http.ResponseWriter, r *http.Request) bool {
 	if a.token == "" {
 		return true
 	}
-	// Another replica of a team hub, with the cluster's secret: a request
-	// it forwards carries its client's token too, and its own connection
-	// to a replicas = "one" server's replica carries none.
-	if e.fromReplica(r) {
+	// Another replica of a team hub, with the cluster's secret, on an MCP
+	// endpoint: a request it forwards carries its client's token too, and
+	// its own connection to a replicas = "one" server's replica carries
+	// none. The control routes always want the token.
+	if strings.HasSuffix(r.URL.Path, "/mcp") && e.fromReplica(r) {
 		return true
 	}
 	// The scheme name is case-insensitive (RFC 9110 §11.1).

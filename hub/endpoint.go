@@ -54,6 +54,9 @@ func (e *edge) sessionHeader(w http.ResponseWriter, r *http.Request) (id string,
 // serveEndpoint serves one MCP endpoint: the merged /mcp (endpoint "") or a
 // server's own /{server}/mcp.
 func (e *edge) serveEndpoint(w http.ResponseWriter, r *http.Request, endpoint string) {
+	if e.relayLoop(w, r, endpoint) {
+		return
+	}
 	switch r.Method {
 	case http.MethodPost:
 		e.servePost(w, r, endpoint)

@@ -31,6 +31,10 @@ func (e *edge) initialize(w http.ResponseWriter, r *http.Request, endpoint strin
 		e.log.Warn("refused a session", "endpoint", endpointName(endpoint), "reason", capErr.msg)
 		httpError(w, http.StatusServiceUnavailable, "Service Unavailable: "+capErr.msg)
 		return
+	case errors.As(err, new(*errStoreDown)):
+		e.log.Warn("refused a session: the store did not take it", "endpoint", endpointName(endpoint), "err", err)
+		retryLater(w, "Service Unavailable: the hub's session store cannot be reached; retry shortly (mcphub status on the hub says why)")
+		return
 	case err != nil:
 		return // the client went away while servers were starting
 	}
@@ -38,6 +42,12 @@ func (e *edge) initialize(w http.ResponseWriter, r *http.Request, endpoint strin
 	w.Header().Set("Content-Type", "application/json")
 	w.Write(jsonrpc.NewResponse(m.ID, result).Encode())
 }
+
+// errStoreDown is why a new session was refused: the store did not take it.
+type errStoreDown struct{ err error }
+
+func (e *errStoreDown) Error() string { return "the store did not take the session: " + e.err.Error() }
+func (e *errStoreDown) Unwrap() error { return e.err }
 
 // create starts a session for an initialize request and returns it with the
 // initialize result. It first waits for servers that are still starting, so
@@ -55,7 +65,16 @@ func (set *sessionSet) create(ctx context.Context, endpoint string, m *jsonrpc.M
 		s.close()
 		return nil, nil, err
 	}
-	set.store.saveSession(s, true)
+	if err := set.store.saveSession(ctx, s, true); err != nil {
+		// A session the store did not take would be lost to a restart
+		// and to the other replicas: it is refused, as a store known to
+		// be down refuses it.
+		set.mu.Lock()
+		delete(set.byID, s.id)
+		set.mu.Unlock()
+		s.close()
+		return nil, nil, &errStoreDown{err}
+	}
 	set.fanout.applyLevels()
 	name, _ := jsonrpc.StringMember(info, "name")
 	set.log.Info("session started", "session", s.id, "endpoint", endpointName(endpoint), "client", name, "protocol", version)

@@ -1,6 +1,10 @@
 package hub
 
 import (
+	"context"
+	"errors"
+	"fmt"
+	"slices"
 	"sync"
 	"sync/atomic"
 	"time"
@@ -31,6 +35,10 @@ type Store interface {
 	Check() (recreated bool, err error)
 	// Counts reports a session's stored events and their bytes.
 	Counts(session string) (events int, bytes int64, err error)
+	// Reachable reports whether the store answers now (a ping of a
+	// database server; nil for a local file), without changing anything:
+	// a write it refused while it answers will never pass.
+	Reachable() error
 }
 
 // Retention bounds the stored events: by age, per session, and in all. A
@@ -105,13 +113,14 @@ type writer struct {
 	// maxQueued bounds the event bytes held while the store fails.
 	maxQueued func() int64
 
-	mu      sync.Mutex
-	items   []writeItem
-	queued  int64 // event bytes in items
-	failing error // the last Write's error, nil once one succeeds
-	wake    chan struct{}
-	quit    chan struct{}
-	done    chan struct{}
+	mu        sync.Mutex
+	items     []writeItem
+	queued    int64 // event bytes in items
+	failing   error // the last Write's error, nil once one succeeds
+	wake      chan struct{}
+	quit      chan struct{}
+	done      chan struct{}
+	closeOnce sync.Once
 }
 
 // writeItem is one queued write and what runs once it is durable.
@@ -149,13 +158,28 @@ func (w *writer) add(op StoreOp, after func()) {
 	}
 }
 
-// sync queues a write and waits until it is committed.
-func (w *writer) sync(op StoreOp) {
+// syncWait bounds how long sync waits for its write.
+const syncWait = 10 * time.Second
+
+// sync queues a write and waits until it is committed, ctx ends, or
+// syncWait passes: then it returns why, and the write stays queued.
+func (w *writer) sync(ctx context.Context, op StoreOp) error {
 	done := make(chan struct{})
 	w.add(op, func() { close(done) })
+	t := time.NewTimer(syncWait)
+	defer t.Stop()
 	select {
 	case <-done:
+		return nil
 	case <-w.done:
+		return errors.New("the hub is stopping")
+	case <-ctx.Done():
+		return ctx.Err()
+	case <-t.C:
+		if err := w.problem(); err != nil {
+			return err
+		}
+		return fmt.Errorf("the store took no write within %s", syncWait)
 	}
 }
 
@@ -222,19 +246,41 @@ func (w *writer) flush(final bool) bool {
 		}
 		return true
 	}
+	if w.store.Reachable() == nil {
+		// The store answers, yet refused the batch: something in it
+		// will never pass (a value the database cannot hold). Each op
+		// is tried on its own, and one that fails is given up, rather
+		// than every later write waiting behind it.
+		w.writeEach(items)
+		return true
+	}
 	w.mu.Lock()
 	if w.failing == nil {
-		w.log.Error("the store refuses writes; events wait in memory until it takes them", "ops", len(ops), "err", err)
+		w.log.Error("the store cannot be reached; events wait in memory until it is back", "ops", len(ops), "err", err)
 	}
 	w.failing = err
 	w.items, w.queued = append(items, w.items...), queued+w.queued
 	var dropped []writeItem
 	if w.maxQueued != nil {
+		// Past the bound the oldest writes are given up, whatever they
+		// are: the callbacks of a call's last writes release its
+		// response, which must not wait for ever.
 		limit := w.maxQueued()
-		kept := w.items[:0]
-		for _, it := range w.items {
-			if w.queued > limit && it.op.Event != nil {
-				w.queued -= int64(len(it.op.Event.Data))
+		n := 0
+		gapped := map[string]bool{} // streams that lost an event
+		for n < len(w.items) && w.queued > limit {
+			if ev := w.items[n].op.Event; ev != nil {
+				w.queued -= int64(len(ev.Data))
+				gapped[ev.Stream] = true
+			}
+			n++
+		}
+		dropped = slices.Clone(w.items[:n])
+		kept := w.items[n:n]
+		for _, it := range w.items[n:] {
+			// A stream's last writes (its end, its call's record)
+			// follow its last event out: they release its response.
+			if st := it.op.Stream; (st != nil && gapped[st.ID]) || gapped[it.op.DeleteCall] {
 				dropped = append(dropped, it)
 				continue
 			}
@@ -244,8 +290,8 @@ func (w *writer) flush(final bool) bool {
 	}
 	w.mu.Unlock()
 	if len(dropped) > 0 {
-		w.log.Error("events waited for the store past [hub] buffer_bytes: the oldest went to their clients unstored; a resume across them is refused",
-			"events", len(dropped))
+		w.log.Error("writes waited for the store past [hub] buffer_bytes: the oldest were given up, their events sent unstored; a resume across them is refused",
+			"writes", len(dropped))
 	}
 	for _, it := range dropped {
 		if it.after != nil {
@@ -255,9 +301,30 @@ func (w *writer) flush(final bool) bool {
 	return false
 }
 
-// close writes what is queued and stops.
+// writeEach writes items one by one, giving up (and logging) each the store
+// refuses; every callback runs.
+func (w *writer) writeEach(items []writeItem) {
+	refused := 0
+	var last error
+	for _, it := range items {
+		if err := w.store.Write([]StoreOp{it.op}); err != nil {
+			refused, last = refused+1, err
+		}
+		if it.after != nil {
+			it.after()
+		}
+	}
+	w.mu.Lock()
+	w.failing = nil
+	w.mu.Unlock()
+	if refused > 0 {
+		w.log.Error("the store refused writes it will never take; they were given up", "writes", refused, "err", last)
+	}
+}
+
+// close writes what is queued and stops. It is idempotent.
 func (w *writer) close() {
-	close(w.quit)
+	w.closeOnce.Do(func() { close(w.quit) })
 	<-w.done
 }
 
@@ -368,9 +435,12 @@ func (p *persister) saveStream(s *session, st *stream) {
 
 // saveSession records a session's settings; wait makes it durable before
 // returning (initialize, so a restart right after still knows the session).
-func (p *persister) saveSession(s *session, wait bool) {
+//
+// With wait (a new session), it returns why the store did not take the
+// session within syncWait or before ctx ended.
+func (p *persister) saveSession(ctx context.Context, s *session, wait bool) error {
 	if p == nil {
-		return
+		return nil
 	}
 	s.mu.Lock()
 	rec := &SessionRecord{ID: s.id, Endpoint: s.endpoint, Version: s.version, ClientInfo: s.clientInfo, Capabilities: s.caps.raw,
@@ -380,10 +450,10 @@ func (p *persister) saveSession(s *session, wait bool) {
 	}
 	s.mu.Unlock()
 	if wait {
-		p.w.sync(StoreOp{Session: rec})
-	} else {
-		p.w.add(StoreOp{Session: rec}, nil)
+		return p.w.sync(ctx, StoreOp{Session: rec})
 	}
+	p.w.add(StoreOp{Session: rec}, nil)
+	return nil
 }
 
 // deleteSession forgets an ended session.
@@ -425,7 +495,7 @@ func (p *persister) check(live []*session) (bool, error) {
 		return false, err
 	}
 	for _, s := range live {
-		p.saveSession(s, false)
+		p.saveSession(context.Background(), s, false)
 		s.mu.Lock()
 		streams := make([]*stream, 0, len(s.streams))
 		for _, st := range s.streams {

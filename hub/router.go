@@ -95,7 +95,7 @@ func (r *router) setLevel(_ context.Context, c *call) (json.RawMessage, error) {
 	c.s.mu.Lock()
 	c.s.logLevel = c.p.level
 	c.s.mu.Unlock()
-	r.store.saveSession(c.s, false)
+	r.store.saveSession(context.Background(), c.s, false)
 	r.levels()
 	return json.RawMessage(`{}`), nil
 }
@@ -316,7 +316,7 @@ func (r *router) subscribe(ctx context.Context, c *call) (json.RawMessage, error
 	if had == on {
 		return json.RawMessage(`{}`), nil
 	}
-	r.store.saveSession(c.s, false)
+	r.store.saveSession(context.Background(), c.s, false)
 	if !r.countSubscription(server, c.s.id, c.p.uri, on) {
 		return json.RawMessage(`{}`), nil
 	}

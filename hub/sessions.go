@@ -294,7 +294,7 @@ func (set *sessionSet) sweep() {
 			// must not expire it as idle.
 			s.touch()
 		}
-		set.store.saveSession(s, false)
+		set.store.saveSession(context.Background(), s, false)
 	}
 	if err := set.store.sweep(cutoff, h); err != nil {
 		set.log.Error("could not sweep the store", "err", err)

@@ -96,7 +96,7 @@ type Cluster struct {
 	// and the channels Gone handed out.
 	wmu   sync.Mutex
 	live  map[string]liveness
-	gones map[gone]map[*chan struct{}]struct{}
+	gones map[gone]map[*chan struct{}]func() bool
 }
 
 // liveness is a replica's generation and whether it beats.
@@ -546,8 +546,9 @@ func (c *Cluster) watch(ctx context.Context) {
 	defer c.wmu.Unlock()
 	c.live = live
 	for g, chans := range c.gones {
-		if l, ok := live[g.name]; !ok || l.gen != g.gen || !l.alive {
-			for ch := range chans {
+		if l, ok := live[g.name]; ok && goneBy(l, g.gen) {
+			for ch, stop := range chans {
+				stop()
 				close(*ch)
 			}
 			delete(c.gones, g)
@@ -555,27 +556,33 @@ func (c *Cluster) watch(ctx context.Context) {
 	}
 }
 
+// goneBy reports whether a replica, as last read, has stopped beating in
+// generation gen or been replaced by a newer one. A generation newer than
+// the one read (it joined since) is not gone.
+func goneBy(l liveness, gen int64) bool {
+	return l.gen > gen || (l.gen == gen && !l.alive)
+}
+
 // Gone returns a channel closed once the replica name, in generation gen,
-// stops beating or is replaced, as the heartbeat loop reads the replicas
-// (each beat); it is forgotten when ctx ends.
+// stops beating or is replaced by a newer generation, as the heartbeat loop
+// reads the replicas (each beat); it is forgotten when ctx ends. A replica
+// the loop has not read yet, or read in an older generation, is waited for.
 func (c *Cluster) Gone(ctx context.Context, name string, gen int64) <-chan struct{} {
 	ch := make(chan struct{})
 	g := gone{name, gen}
 	c.wmu.Lock()
-	if l, ok := c.live[g.name]; c.live != nil && (!ok || l.gen != gen || !l.alive) {
-		c.wmu.Unlock()
+	defer c.wmu.Unlock()
+	if l, ok := c.live[g.name]; ok && goneBy(l, gen) {
 		close(ch)
 		return ch
 	}
 	if c.gones == nil {
-		c.gones = map[gone]map[*chan struct{}]struct{}{}
+		c.gones = map[gone]map[*chan struct{}]func() bool{}
 	}
 	if c.gones[g] == nil {
-		c.gones[g] = map[*chan struct{}]struct{}{}
+		c.gones[g] = map[*chan struct{}]func() bool{}
 	}
-	c.gones[g][&ch] = struct{}{}
-	c.wmu.Unlock()
-	context.AfterFunc(ctx, func() {
+	c.gones[g][&ch] = context.AfterFunc(ctx, func() {
 		c.wmu.Lock()
 		defer c.wmu.Unlock()
 		if m := c.gones[g]; m != nil {
@@ -616,19 +623,29 @@ func (c *Cluster) Self() (string, int64) {
 	return who.name, who.gen
 }
 
-// Address is a replica's base URL, and whether it beats.
-func (c *Cluster) Address(ctx context.Context, name string) (string, bool, error) {
+// Address is a replica's base URL, its generation, and whether it beats.
+func (c *Cluster) Address(ctx context.Context, name string) (string, int64, bool, error) {
 	var addr string
+	var gen int64
 	var alive bool
-	err := c.s.db.QueryRowContext(ctx, `SELECT address, heartbeat >= `+nowNS+` - $2 FROM replicas WHERE name = $1`,
-		name, c.cfg.Deadline.Nanoseconds()).Scan(&addr, &alive)
+	err := c.s.db.QueryRowContext(ctx, `SELECT address, generation, heartbeat >= `+nowNS+` - $2 FROM replicas WHERE name = $1`,
+		name, c.cfg.Deadline.Nanoseconds()).Scan(&addr, &gen, &alive)
 	if errors.Is(err, sql.ErrNoRows) {
-		return "", false, nil
+		return "", 0, false, nil
 	}
 	if err != nil {
-		return "", false, fmt.Errorf("store: %w", err)
+		return "", 0, false, fmt.Errorf("store: %w", err)
 	}
-	return addr, alive, nil
+	return addr, gen, alive, nil
+}
+
+// ReleaseServer gives up a replicas = "one" server this replica runs (it
+// was removed or disabled here, or the replica stops), so another replica
+// may take it at once.
+func (c *Cluster) ReleaseServer(ctx context.Context, server string) error {
+	who := c.s.identity()
+	_, err := c.s.db.ExecContext(ctx, `DELETE FROM server_owners WHERE server = $1 AND replica = $2 AND generation = $3`, server, who.name, who.gen)
+	return err
 }
 
 // Replica is one replica as the store knows it.
@@ -672,10 +689,12 @@ func (c *Cluster) Replicas(ctx context.Context) ([]Replica, time.Time, error) {
 	return out, time.Unix(0, now), rows.Err()
 }
 
-// ServerOwners maps each replicas = "one" server to the replica that runs
-// it now.
+// ServerOwners maps each replicas = "one" server a live replica runs to
+// that replica.
 func (c *Cluster) ServerOwners(ctx context.Context) (map[string]string, error) {
-	rows, err := c.s.db.QueryContext(ctx, `SELECT server, replica FROM server_owners ORDER BY server`)
+	rows, err := c.s.db.QueryContext(ctx, `SELECT so.server, so.replica FROM server_owners so
+		JOIN replicas r ON r.name = so.replica AND r.generation = so.generation AND r.heartbeat >= `+nowNS+` - $1
+		ORDER BY so.server`, c.cfg.Deadline.Nanoseconds())
 	if err != nil {
 		return nil, fmt.Errorf("store: %w", err)
 	}

@@ -301,4 +301,16 @@ func TestGone(t *testing.T) {
 	case <-time.After(20 * time.Second):
 		t.Fatal("Gone of an old generation did not close")
 	}
+	// A generation newer than the one read, or a replica not read yet,
+	// has joined since: it is waited for, not taken for gone.
+	for _, g := range []struct {
+		name string
+		gen  int64
+	}{{"a", who.gen + 1}, {"z", 1}} {
+		select {
+		case <-cb.Gone(ctx, g.name, g.gen):
+			t.Errorf("Gone(%s, %d) closed at once", g.name, g.gen)
+		default:
+		}
+	}
 }

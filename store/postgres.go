@@ -72,6 +72,15 @@ func OpenURL(ctx context.Context, rawURL string) (*Store, error) {
 	return &Store{dialect: postgresDialect, where: where, handle: h}, nil
 }
 
+// Reachable reports whether the store answers now: PostgreSQL is pinged; a
+// SQLite file is local, and always answers.
+func (s *Store) Reachable() error {
+	if s.path != "" {
+		return nil
+	}
+	return s.ping()
+}
+
 // ping asks PostgreSQL whether it answers.
 func (s *Store) ping() error {
 	s.hmu.RLock()

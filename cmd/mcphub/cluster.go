@@ -120,7 +120,7 @@ func (hc hubCluster) Current(ctx context.Context) bool { return hc.c.Current(ctx
 func (hc hubCluster) Name() string                     { return hc.c.Name() }
 func (hc hubCluster) Problem() error                   { return hc.c.Problem() }
 
-func (hc hubCluster) Address(ctx context.Context, replica string) (string, bool, error) {
+func (hc hubCluster) Address(ctx context.Context, replica string) (string, int64, bool, error) {
 	return hc.c.Address(ctx, replica)
 }
 func (hc hubCluster) Deadline() time.Duration { return hc.c.Deadline() }

@@ -18,8 +18,13 @@ import (
 )
 
 // oneRetry is how long a replica waits before asking again who runs a
-// replicas = "one" server, when the store could not say.
-const oneRetry = time.Second
+// replicas = "one" server, when the store could not say; oneRecheck, how
+// often it asks anyway (the runner may have given the server up while it
+// goes on beating, as when its registry no longer has it).
+const (
+	oneRetry   = time.Second
+	oneRecheck = 5 * time.Second
+)
 
 // newOneUpstream wraps the upstream factory for a team hub: a stdio server
 // with replicas = "one" runs on the replica that owns it cluster-wide (the
@@ -51,6 +56,8 @@ type oneUpstream struct {
 	mu     sync.Mutex
 	cur    hub.Upstream // nil until the owner is known
 	on     string       // the replica it runs on
+	onGen  int64        // and that replica's generation
+	mine   bool         // it runs on this replica
 	level  string       // the log level asked for, set on every new upstream
 	cancel context.CancelFunc
 	done   chan struct{}
@@ -72,37 +79,55 @@ func (o *oneUpstream) Start(ctx context.Context) {
 
 // follow sets the upstream for the server's owner, then waits for that
 // owner (or, when it is this replica, this replica's generation) to stop
-// or be replaced, and starts over.
+// or be replaced, or for the record to change, and follows again.
 func (o *oneUpstream) follow(ctx context.Context) {
 	defer close(o.done)
 	for ctx.Err() == nil {
 		owner, addr, gen, mine, err := o.cluster.ServerOwner(ctx, o.spec.Name)
 		if err != nil {
 			o.log.Warn("could not learn which replica runs the server", "err", err)
-			select {
-			case <-ctx.Done():
-			case <-time.After(oneRetry):
-			}
+			sleepCtx(ctx, oneRetry)
 			continue
 		}
-		watch, watchGen := owner, gen
-		var up hub.Upstream
-		if mine {
-			up = o.inner(o.spec, o.hc, o.events)
-			o.log.Info("runs the server's one process of the team hub on this replica")
-		} else {
-			up = o.inner(o.viaOwner(addr), o.hc, o.events)
-			o.log.Info("reaches the server through the replica that runs it", "replica", owner, "address", addr)
+		if !o.runsOn(owner, gen) {
+			var up hub.Upstream
+			if mine {
+				up = o.inner(o.spec, o.hc, o.events)
+				o.log.Info("runs the server's one process of the team hub on this replica")
+			} else {
+				up = o.inner(o.viaOwner(addr), o.hc, o.events)
+				o.log.Info("reaches the server through the replica that runs it", "replica", owner, "address", addr)
+			}
+			up.Start(ctx)
+			o.swap(up, owner, gen, mine)
 		}
-		o.swap(up, owner)
-		up.Start(ctx)
+		watch, watchGen := owner, gen
 		if mine {
 			watch, watchGen = o.cluster.Self()
 		}
+		wctx, cancel := context.WithTimeout(ctx, oneRecheck)
 		select {
-		case <-ctx.Done():
-		case <-o.cluster.Gone(ctx, watch, watchGen):
+		case <-wctx.Done():
+		case <-o.cluster.Gone(wctx, watch, watchGen):
 		}
+		cancel()
+	}
+}
+
+// runsOn reports whether the current upstream follows owner at gen.
+func (o *oneUpstream) runsOn(owner string, gen int64) bool {
+	o.mu.Lock()
+	defer o.mu.Unlock()
+	return o.cur != nil && o.on == owner && o.onGen == gen
+}
+
+// sleepCtx waits d, or until ctx ends.
+func sleepCtx(ctx context.Context, d time.Duration) {
+	t := time.NewTimer(d)
+	defer t.Stop()
+	select {
+	case <-ctx.Done():
+	case <-t.C:
 	}
 }
 
@@ -121,11 +146,11 @@ func (o *oneUpstream) viaOwner(addr string) *registry.Server {
 	return &s
 }
 
-// swap makes up current, closing the one it replaces.
-func (o *oneUpstream) swap(up hub.Upstream, on string) {
+// swap makes up, started, current, closing the one it replaces.
+func (o *oneUpstream) swap(up hub.Upstream, on string, gen int64, mine bool) {
 	o.mu.Lock()
 	old, level := o.cur, o.level
-	o.cur, o.on = up, on
+	o.cur, o.on, o.onGen, o.mine = up, on, gen, mine
 	if old == nil {
 		close(o.ready)
 	}
@@ -148,7 +173,9 @@ func (o *oneUpstream) current() hub.Upstream {
 	return o.cur
 }
 
-// Close stops following and closes the current upstream. It is idempotent.
+// Close stops following and closes the current upstream; a server this
+// replica ran is given up in the store, for another replica to take at
+// once. It is idempotent.
 func (o *oneUpstream) Close() error {
 	o.mu.Lock()
 	o.closed = true
@@ -158,10 +185,30 @@ func (o *oneUpstream) Close() error {
 		cancel()
 		<-done
 	}
-	if up := o.current(); up != nil {
-		return up.Close()
+	o.mu.Lock()
+	up, mine := o.cur, o.mine
+	o.cur, o.mine = nil, false
+	o.mu.Unlock()
+	if up == nil {
+		return nil
 	}
-	return nil
+	err := up.Close()
+	if mine {
+		ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
+		defer cancel()
+		if rerr := o.cluster.ReleaseServer(ctx, o.spec.Name); rerr != nil {
+			o.log.Warn("could not give up the server in the store; another replica takes it once this one's heartbeat stops", "err", rerr)
+		}
+	}
+	return err
+}
+
+// Relays reports that the server is reached through another replica now
+// (hub.Relayer).
+func (o *oneUpstream) Relays() bool {
+	o.mu.Lock()
+	defer o.mu.Unlock()
+	return o.cur != nil && !o.mine
 }
 
 func (o *oneUpstream) Call(ctx context.Context, session string, sessionEra bool, method string, params json.RawMessage, peer jsonrpc.Peer) (json.RawMessage, error) {
@@ -218,13 +265,13 @@ func (o *oneUpstream) List(method string) []json.RawMessage {
 // when it is another.
 func (o *oneUpstream) Status() hub.UpstreamStatus {
 	o.mu.Lock()
-	up, on := o.cur, o.on
+	up, on, mine := o.cur, o.on, o.mine
 	o.mu.Unlock()
 	if up == nil {
 		return hub.UpstreamStatus{State: api.StateStarting}
 	}
 	st := up.Status()
-	if self, _ := o.cluster.Self(); on != self {
+	if !mine {
 		st.Transport = "via replica " + on
 	}
 	return st
@@ -235,3 +282,8 @@ func (o *oneUpstream) Status() hub.UpstreamStatus {
 func (o *oneUpstream) Adopt(upstreamID json.RawMessage, hubToken string, progressToken json.RawMessage, peer jsonrpc.Peer, done func(json.RawMessage, error)) bool {
 	return false
 }
+
+var (
+	_ hub.Upstream = (*oneUpstream)(nil)
+	_ hub.Relayer  = (*oneUpstream)(nil)
+)

@@ -50,8 +50,9 @@ HTTP endpoint, with namespaced names (github__create_issue), plus one
 pass-through endpoint per server (/{server}/mcp). Point every IDE and agent at
 that one URL instead of giving each its own copy of the list.
 
-Sessions and SSE event ids are kept in SQLite under the data directory, so a
-client whose stream drops, or a hub that restarts, resumes without losing a
+Sessions and SSE event ids are kept in SQLite under the data directory (or,
+for a team's replicas, in PostgreSQL: see mcphub store --help), so a client
+whose stream drops, or a hub that restarts, resumes without losing a
 notification.
 
 Files (the --config and --data-dir defaults below are this machine's):
