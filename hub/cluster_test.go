@@ -51,9 +51,12 @@ func (c *countingCluster) Gone(context.Context, string, int64) <-chan struct{} {
 	c.count()
 	return make(chan struct{})
 }
-func (c *countingCluster) Session(string) (SessionRecord, error) { c.count(); return SessionRecord{}, nil }
-func (c *countingCluster) Secret() string                        { return "s3cret" }
-func (c *countingCluster) Name() string                          { return "r0" }
+func (c *countingCluster) Session(string) (SessionRecord, error) {
+	c.count()
+	return SessionRecord{}, nil
+}
+func (c *countingCluster) Secret() string { return "s3cret" }
+func (c *countingCluster) Name() string   { return "r0" }
 func (c *countingCluster) Address(context.Context, string) (string, int64, bool, error) {
 	c.count()
 	return "", 0, false, nil
