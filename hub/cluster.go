@@ -8,6 +8,7 @@ import (
 	"crypto/subtle"
 	"encoding/base64"
 	"encoding/hex"
+	"errors"
 	"io"
 	"net/http"
 	"net/http/httputil"
@@ -170,27 +171,22 @@ func (e *edge) fromCluster(w http.ResponseWriter, r *http.Request, id, endpoint 
 }
 
 // awaitGone waits, when the replica holding a session (as was found) did
-// not answer a forwarded request, until the store takes it for dead (its
-// heartbeat at most the cluster's deadline old) or the session moves, and
-// reports where the session is then.
+// not answer a forwarded request, until the cluster takes it for dead (its
+// heartbeat older than the deadline, or its generation replaced: the
+// replicas tell each other at once, through the store, when one stops or
+// is fenced) and reports where the session is then. It waits twice the
+// deadline at most.
 func (e *edge) awaitGone(ctx context.Context, was SessionPlace) (SessionPlace, error) {
-	deadline := e.cluster.Deadline()
-	ctx, cancel := context.WithTimeout(ctx, 2*deadline)
+	ctx, cancel := context.WithTimeout(ctx, 2*e.cluster.Deadline())
 	defer cancel()
-	t := time.NewTicker(deadline / 8)
-	defer t.Stop()
-	for {
-		p, err := e.cluster.Locate(ctx, was.ID)
-		moved := p.Owner != was.Owner || p.OwnerGen != was.OwnerGen
-		if err != nil || !p.Found || !p.Alive || moved {
-			return p, err
-		}
-		select {
-		case <-ctx.Done():
-			return p, ctx.Err()
-		case <-t.C:
-		}
+	select {
+	case <-e.cluster.Gone(ctx, was.Owner, was.OwnerGen):
+	case <-ctx.Done():
 	}
+	if ctx.Err() != nil && !errors.Is(ctx.Err(), context.DeadlineExceeded) {
+		return was, ctx.Err()
+	}
+	return e.cluster.Locate(context.WithoutCancel(ctx), was.ID)
 }
 
 // forward proxies r to the replica at p.Address, streaming its answer

@@ -11,6 +11,8 @@ import (
 	"sync"
 	"sync/atomic"
 	"time"
+
+	"github.com/jackc/pgx/v5"
 )
 
 // Defaults of a ClusterConfig: a replica beats every second and is taken
@@ -20,6 +22,16 @@ const (
 	DefaultHeartbeat = time.Second
 	DefaultDeadline  = 3 * time.Second
 )
+
+// clusterChannel is the LISTEN/NOTIFY channel on which a replica says that
+// the cluster changed: it joined, stopped, fenced another (taking its
+// sessions), or took or gave up a replicas = "one" server. The others then
+// look at once instead of at their next heartbeat; a replica that dies
+// without a word is still found by its silent heartbeat.
+const clusterChannel = "mcphub_cluster"
+
+// notifySQL sends the cluster's notification when its transaction commits.
+const notifySQL = `SELECT pg_notify('` + clusterChannel + `', $1)`
 
 // nowNS is the database's clock in unix nanoseconds: heartbeats are read
 // against one clock, whatever the replicas' own say.
@@ -76,6 +88,11 @@ type Cluster struct {
 	stop context.CancelFunc
 	done chan struct{}
 
+	// kick wakes the heartbeat loop to look at the replicas at once: a
+	// NOTIFY on clusterChannel said one joined, stopped, was fenced or
+	// gave a server up.
+	kick chan struct{}
+
 	// bmu serialises heartbeats: the loop's and Current's.
 	bmu sync.Mutex
 	// epoch and lastOK date the last heartbeat the store took (or the
@@ -131,7 +148,7 @@ func (s *Store) Join(ctx context.Context, cfg ClusterConfig) (*Cluster, error) {
 	if cfg.Log == nil {
 		cfg.Log = slog.Default()
 	}
-	c := &Cluster{s: s, cfg: cfg, epoch: time.Now()}
+	c := &Cluster{s: s, cfg: cfg, epoch: time.Now(), kick: make(chan struct{}, 1)}
 	c.registry.Store(cfg.Registry)
 	if err := c.join(ctx); err != nil {
 		return nil, err
@@ -182,6 +199,9 @@ func (c *Cluster) join(ctx context.Context) (err error) {
 	if err := tx.QueryRowContext(ctx, `SELECT secret FROM cluster`).Scan(&secret); err != nil {
 		return fmt.Errorf("store: join the cluster: %w", err)
 	}
+	if _, err := tx.ExecContext(ctx, notifySQL, "joined "+cfg.Name); err != nil {
+		return fmt.Errorf("store: join the cluster: %w", err)
+	}
 	if err := tx.Commit(); err != nil {
 		return fmt.Errorf("store: join the cluster: %w", err)
 	}
@@ -228,10 +248,15 @@ func (c *Cluster) run(ctx context.Context) {
 	defer close(c.done)
 	t := time.NewTicker(c.cfg.Heartbeat)
 	defer t.Stop()
+	go c.listen(ctx)
 	for {
 		select {
 		case <-ctx.Done():
 			return
+		case <-c.kick:
+			c.reap(ctx)
+			c.watch(ctx)
+			continue
 		case <-t.C:
 		}
 		if err := c.beat(ctx); err != nil {
@@ -244,6 +269,55 @@ func (c *Cluster) run(ctx context.Context) {
 		c.checkStale()
 		c.reap(ctx)
 		c.watch(ctx)
+	}
+}
+
+// listen holds a connection LISTENing on clusterChannel until ctx ends,
+// kicking the loop on every notification; it connects again, with
+// backoff, when the connection drops.
+func (c *Cluster) listen(ctx context.Context) {
+	if c.s.pgcfg == nil {
+		return
+	}
+	for delay := writeBackoffMin; ctx.Err() == nil; delay = min(2*delay, writeBackoffMax) {
+		conn, err := pgx.ConnectConfig(ctx, c.s.pgcfg)
+		if err == nil {
+			if _, err = conn.Exec(ctx, "LISTEN "+clusterChannel); err == nil {
+				delay = writeBackoffMin
+				c.kickLoop() // what changed while not listening
+				for err == nil {
+					if _, err = conn.WaitForNotification(ctx); err == nil {
+						c.kickLoop()
+					}
+				}
+			}
+			conn.Close(context.Background())
+		}
+		if ctx.Err() != nil {
+			return
+		}
+		c.cfg.Log.Debug("the cluster's notification connection dropped; connecting again", "err", err)
+		t := time.NewTimer(delay)
+		select {
+		case <-ctx.Done():
+			t.Stop()
+			return
+		case <-t.C:
+		}
+	}
+}
+
+// Backoff of the notification connection.
+const (
+	writeBackoffMin = 100 * time.Millisecond
+	writeBackoffMax = 5 * time.Second
+)
+
+// kickLoop wakes the heartbeat loop to look at the replicas now.
+func (c *Cluster) kickLoop() {
+	select {
+	case c.kick <- struct{}{}:
+	default:
 	}
 }
 
@@ -443,6 +517,9 @@ func (c *Cluster) claim(ctx context.Context, name string, gen int64, id string) 
 		}
 		switch {
 		case fenced == 1:
+			if _, err := tx.ExecContext(ctx, notifySQL, "fenced "+name); err != nil {
+				return nil, err
+			}
 			query, args = `UPDATE sessions SET owner = $1, owner_gen = $2, taken_from = owner WHERE owner = $3 RETURNING id`,
 				[]any{who.name, who.gen, name}
 		case id == "":
@@ -644,7 +721,8 @@ func (c *Cluster) Address(ctx context.Context, name string) (string, int64, bool
 // may take it at once.
 func (c *Cluster) ReleaseServer(ctx context.Context, server string) error {
 	who := c.s.identity()
-	_, err := c.s.db.ExecContext(ctx, `DELETE FROM server_owners WHERE server = $1 AND replica = $2 AND generation = $3`, server, who.name, who.gen)
+	_, err := c.s.db.ExecContext(ctx, `WITH gone AS (DELETE FROM server_owners WHERE server = $1 AND replica = $2 AND generation = $3 RETURNING server)
+		SELECT pg_notify('`+clusterChannel+`', 'released ' || server) FROM gone`, server, who.name, who.gen)
 	return err
 }
 
@@ -727,6 +805,7 @@ func (c *Cluster) Close() error {
 	who := c.s.identity()
 	ctx, cancel := context.WithTimeout(context.Background(), pingTimeout)
 	defer cancel()
-	_, err := c.s.db.ExecContext(ctx, `UPDATE replicas SET heartbeat = 0 WHERE name = $1 AND generation = $2`, who.name, who.gen)
+	_, err := c.s.db.ExecContext(ctx, `WITH stopped AS (UPDATE replicas SET heartbeat = 0 WHERE name = $1 AND generation = $2 RETURNING name)
+		SELECT pg_notify('`+clusterChannel+`', 'stopped ' || name) FROM stopped`, who.name, who.gen)
 	return err
 }

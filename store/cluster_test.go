@@ -224,13 +224,15 @@ func TestDeadReplicaIsTakenOverAndFenced(t *testing.T) {
 	}
 }
 
-// A replica that stops cleanly is taken over at the others' next beat.
+// A replica that stops cleanly is taken over at once: it tells the others
+// through LISTEN/NOTIFY, without waiting for their next heartbeat.
 func TestClosedReplicaIsTakenOverAtOnce(t *testing.T) {
 	u := pgtest.URL(t)
 	a, ca := replica(t, u, "a", ClusterConfig{Deadline: time.Hour})
 	withStream(t, a, "s1")
 	claimed := make(chan []string, 1)
-	_, cb := replica(t, u, "b", ClusterConfig{Deadline: time.Hour, OnClaimed: func(ids []string) { claimed <- ids }})
+	// b beats once an hour: only a's notification can wake it.
+	_, cb := replica(t, u, "b", ClusterConfig{Deadline: time.Hour, Heartbeat: time.Hour, OnClaimed: func(ids []string) { claimed <- ids }})
 	cb.Start(context.Background())
 	ca.Start(context.Background())
 	if err := ca.Close(); err != nil {

@@ -69,7 +69,7 @@ func OpenURL(ctx context.Context, rawURL string) (*Store, error) {
 		h.close()
 		return nil, scrub(err, rawURL)
 	}
-	return &Store{dialect: postgresDialect, where: where, handle: h}, nil
+	return &Store{dialect: postgresDialect, where: where, handle: h, pgcfg: cfg}, nil
 }
 
 // Reachable reports whether the store answers now: PostgreSQL is pinged; a

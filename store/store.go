@@ -15,6 +15,8 @@ import (
 	"sync"
 	"sync/atomic"
 	"time"
+
+	"github.com/jackc/pgx/v5"
 )
 
 //go:embed migrations
@@ -35,6 +37,9 @@ type Store struct {
 	// where names the database in messages: the file, or the URL with its
 	// password masked.
 	where string
+	// pgcfg is PostgreSQL's connection config, for the cluster's LISTEN
+	// connection; nil for SQLite.
+	pgcfg *pgx.ConnConfig
 
 	// wmu serialises this process's writes: SQLite has one writer at a
 	// time, and its busy handler retries on a schedule rather than in
