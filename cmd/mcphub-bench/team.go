@@ -10,7 +10,6 @@ import (
 	"errors"
 	"fmt"
 	"io"
-	"math"
 	"net"
 	"net/http"
 	"net/http/httputil"
@@ -314,7 +313,12 @@ func (tr *teamRun) startBalancer(addrs []string) (string, error) {
 	if err != nil {
 		return "", err
 	}
-	lb, err := start("balancer", io.Discard, tr.b.self, "balance", "-listen", addr, "-to", strings.Join(addrs, ","))
+	logf, err := os.Create(filepath.Join(tr.b.work, "balancer-"+addr[strings.LastIndex(addr, ":")+1:]+".log"))
+	if err != nil {
+		return "", err
+	}
+	defer logf.Close()
+	lb, err := start("balancer", logf, tr.b.self, "balance", "-listen", addr, "-to", strings.Join(addrs, ","))
 	if err != nil {
 		return "", err
 	}
@@ -382,6 +386,11 @@ func serveBalancer(ln net.Listener, targets []string) error {
 	}
 	var next atomic.Uint64
 	return (&http.Server{Handler: http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		// A replica may answer before the proxy's transport has read the
+		// request body's end; without this the server would close that
+		// body as the answer's head goes out, and the transport, failing
+		// to read it, would drop the connection the answer streams on.
+		http.NewResponseController(w).EnableFullDuplex()
 		proxies[(next.Add(1)-1)%uint64(len(proxies))].ServeHTTP(w, r)
 	})}).Serve(ln)
 }
@@ -871,10 +880,10 @@ func (tr *teamRun) countTarget(t teamTarget, cs []*pgCounter, calls int) error {
 	return nil
 }
 
-// f2 formats a count per call; what rounds to zero (taking the idle rate
-// off can leave a little below it) is shown as 0.00.
+// f2 formats a count per call. Taking the idle rate off can leave a little
+// below zero (a heartbeat more or less in the window), shown as 0.00.
 func f2(v float64) string {
-	if math.Abs(v) < 0.005 {
+	if v < 0.005 {
 		v = 0
 	}
 	return fmt.Sprintf("%.2f", v)
