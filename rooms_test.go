@@ -294,6 +294,7 @@ func TestRoomTableCatchesAViolation(t *testing.T) {
 		{module + "/oauth", module + "/internal/keychain", true},
 		{module + "/store", "modernc.org/sqlite", true},
 		{module + "/store", "github.com/jackc/pgx/v5/stdlib", true},
+		{module + "/store", "github.com/jackc/pgx/v5/pgconn", true},
 		{module + "/store", module + "/hub", false},
 		{module + "/cmd/mcphub", module + "/store", true},
 		{module + "/internal/jsonrpc", module + "/internal/jsonrpc", true},

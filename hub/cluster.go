@@ -79,6 +79,11 @@ type SessionPlace struct {
 // the cluster's secret. A forwarded request is never forwarded again.
 const ForwardedHeader = "Mcphub-Forwarded"
 
+// RelayHeader marks, besides ForwardedHeader, the requests of a replica's
+// own connection to the replica running a replicas = "one" server (and not
+// a client's request another replica forwarded).
+const RelayHeader = "Mcphub-Relay"
+
 // Relayer is an Upstream that reaches its server through another replica
 // of the team hub (a replicas = "one" server this replica does not run).
 // A request another replica sends for that server is refused rather than
@@ -88,10 +93,11 @@ type Relayer interface {
 	Relays() bool
 }
 
-// relayLoop answers 503, and reports true, for a request another replica
-// sent to a server this replica only relays.
+// relayLoop answers 503, and reports true, for a request another
+// replica's relay connection (RelayHeader) sent to a server this replica
+// only relays; a client's request another replica forwarded goes on.
 func (e *edge) relayLoop(w http.ResponseWriter, r *http.Request, endpoint string) bool {
-	if e.cluster == nil || !serverEndpoint(endpoint) || !e.fromReplica(r) {
+	if e.cluster == nil || !serverEndpoint(endpoint) || r.Header.Get(RelayHeader) == "" || !e.fromReplica(r) {
 		return false
 	}
 	entry := e.servers.get(endpoint)
@@ -176,8 +182,8 @@ func (e *edge) fromCluster(w http.ResponseWriter, r *http.Request, id, endpoint 
 // replicas tell each other at once, through the store, when one stops or
 // is fenced) and reports where the session is then. It waits twice the
 // deadline at most.
-func (e *edge) awaitGone(ctx context.Context, was SessionPlace) (SessionPlace, error) {
-	ctx, cancel := context.WithTimeout(ctx, 2*e.cluster.Deadline())
+func (e *edge) awaitGone(parent context.Context, was SessionPlace) (SessionPlace, error) {
+	ctx, cancel := context.WithTimeout(parent, 2*e.cluster.Deadline())
 	defer cancel()
 	select {
 	case <-e.cluster.Gone(ctx, was.Owner, was.OwnerGen):
@@ -186,7 +192,9 @@ func (e *edge) awaitGone(ctx context.Context, was SessionPlace) (SessionPlace, e
 	if ctx.Err() != nil && !errors.Is(ctx.Err(), context.DeadlineExceeded) {
 		return was, ctx.Err()
 	}
-	return e.cluster.Locate(context.WithoutCancel(ctx), was.ID)
+	lctx, lcancel := context.WithTimeout(parent, e.cluster.Deadline())
+	defer lcancel()
+	return e.cluster.Locate(lctx, was.ID)
 }
 
 // forward proxies r to the replica at p.Address, streaming its answer

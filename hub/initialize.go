@@ -68,11 +68,16 @@ func (set *sessionSet) create(ctx context.Context, endpoint string, m *jsonrpc.M
 	if err := set.store.saveSession(ctx, s, true); err != nil {
 		// A session the store did not take would be lost to a restart
 		// and to the other replicas: it is refused, as a store known to
-		// be down refuses it.
+		// be down refuses it, and its save, which may still be queued,
+		// is undone by a delete queued after it.
 		set.mu.Lock()
 		delete(set.byID, s.id)
 		set.mu.Unlock()
 		s.close()
+		set.store.deleteSession(s.id)
+		if ctx.Err() != nil {
+			return nil, nil, ctx.Err() // the client went away
+		}
 		return nil, nil, &errStoreDown{err}
 	}
 	set.fanout.applyLevels()

@@ -4,7 +4,6 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"slices"
 	"sync"
 	"sync/atomic"
 	"time"
@@ -16,7 +15,9 @@ import (
 // streams and every event, and where in-flight requests went. cmd/mcphub
 // plugs the SQLite store in; without one the hub keeps everything in memory.
 type Store interface {
-	// Write applies a batch of writes in one transaction, in order.
+	// Write applies a batch of writes in one transaction, in order. An
+	// error that will never pass however often the batch is tried (the
+	// data itself is refused) has a method Refused() bool returning true.
 	Write(ops []StoreOp) error
 	Sessions() ([]SessionRecord, error)
 	Streams(session string) ([]StreamRecord, error)
@@ -35,10 +36,6 @@ type Store interface {
 	Check() (recreated bool, err error)
 	// Counts reports a session's stored events and their bytes.
 	Counts(session string) (events int, bytes int64, err error)
-	// Reachable reports whether the store answers now (a ping of a
-	// database server; nil for a local file), without changing anything:
-	// a write it refused while it answers will never pass.
-	Reachable() error
 }
 
 // Retention bounds the stored events: by age, per session, and in all. A
@@ -100,10 +97,14 @@ type StoreOp struct {
 //
 // When the store fails, what was to be written waits in memory and is
 // written again, with backoff, until the store takes it: events reach the
-// wire only once stored, so a client that resumes never meets a gap. What
-// waits is bounded (maxQueued event bytes); past it the oldest events are
-// given up: each goes on the wire unstored, and lost is told, so that a
-// resume across it is refused rather than silently short.
+// wire only once stored, so a client that resumes never meets a gap. A
+// write the store refuses for good (an error that says so: Refused) is
+// given up alone, the writes around it going through. What waits is
+// bounded (maxQueued event bytes): past it the oldest events are given up,
+// each going on the wire unstored, and a resume that needs one from the
+// store finds the hole and is refused (stream.since) rather than answered
+// short; the callbacks of their streams' later writes run at once (they
+// release a call's response), the writes themselves still wait.
 type writer struct {
 	store Store
 	log   interface {
@@ -123,11 +124,26 @@ type writer struct {
 	closeOnce sync.Once
 }
 
-// writeItem is one queued write and what runs once it is durable.
+// writeItem is one queued write and what runs once it is durable (nil
+// error) or given up (why).
 type writeItem struct {
 	op    StoreOp
-	after func()
+	after func(error)
 }
+
+// refusedWrite is what an error of Store.Write says of itself when the
+// store will never take the write, however often it is tried: the data
+// itself is refused (a value the database cannot hold, a constraint).
+type refusedWrite interface{ Refused() bool }
+
+// isRefused reports whether err says the write will never pass.
+func isRefused(err error) bool {
+	var r refusedWrite
+	return errors.As(err, &r) && r.Refused()
+}
+
+// errGivenUp is what a given-up write's callback learns.
+var errGivenUp = errors.New("the write was given up")
 
 // Backoff of the writes the store refused.
 const (
@@ -144,8 +160,17 @@ func newWriter(s Store, log interface {
 	return w
 }
 
-// add queues a write; after, if set, runs once it is committed.
+// add queues a write; after, if set, runs once it is committed, or given
+// up.
 func (w *writer) add(op StoreOp, after func()) {
+	var cb func(error)
+	if after != nil {
+		cb = func(error) { after() }
+	}
+	w.enqueue(op, cb)
+}
+
+func (w *writer) enqueue(op StoreOp, after func(error)) {
 	w.mu.Lock()
 	w.items = append(w.items, writeItem{op, after})
 	if op.Event != nil {
@@ -161,16 +186,17 @@ func (w *writer) add(op StoreOp, after func()) {
 // syncWait bounds how long sync waits for its write.
 const syncWait = 10 * time.Second
 
-// sync queues a write and waits until it is committed, ctx ends, or
-// syncWait passes: then it returns why, and the write stays queued.
+// sync queues a write and waits until it is committed. It returns why not
+// when the write was given up, ctx ended, or syncWait passed; then the
+// write may still be made later.
 func (w *writer) sync(ctx context.Context, op StoreOp) error {
-	done := make(chan struct{})
-	w.add(op, func() { close(done) })
+	done := make(chan error, 1)
+	w.enqueue(op, func(err error) { done <- err })
 	t := time.NewTimer(syncWait)
 	defer t.Stop()
 	select {
-	case <-done:
-		return nil
+	case err := <-done:
+		return err
 	case <-w.done:
 		return errors.New("the hub is stopping")
 	case <-ctx.Done():
@@ -212,9 +238,9 @@ func (w *writer) run() {
 	}
 }
 
-// flush writes what is queued. When the store refuses it, it is queued
+// flush writes what is queued. A batch the store could not take is queued
 // again, ahead of what came meanwhile, and flush reports false; final (the
-// hub is stopping) gives it up instead, releasing what waited on it.
+// hub is stopping) gives it up instead.
 func (w *writer) flush(final bool) bool {
 	w.mu.Lock()
 	items, queued := w.items, w.queued
@@ -228,61 +254,104 @@ func (w *writer) flush(final bool) bool {
 		ops[i] = it.op
 	}
 	err := w.store.Write(ops)
-	if err == nil || final {
-		if err != nil {
-			w.log.Error("could not persist session state before stopping", "ops", len(ops), "err", err)
-		}
+	switch {
+	case err == nil:
+		w.finish(items, nil)
+		return true
+	case final:
+		w.log.Error("could not persist session state before stopping", "ops", len(ops), "err", err)
+		w.finish(items, errGivenUp)
+		return true
+	case isRefused(err):
+		// Something in the batch will never pass: each write is tried
+		// on its own, and only what is refused is given up.
+		return w.writeEach(items)
+	}
+	w.requeue(items, queued, err)
+	return false
+}
+
+// finish runs the callbacks of items with err, and records the store as
+// working when err is nil.
+func (w *writer) finish(items []writeItem, err error) {
+	if err == nil {
 		w.mu.Lock()
-		recovered := w.failing != nil && err == nil
-		w.failing = err
+		recovered := w.failing != nil
+		w.failing = nil
 		w.mu.Unlock()
 		if recovered {
-			w.log.Warn("the store takes writes again; what waited is written", "ops", len(ops))
+			w.log.Warn("the store takes writes again; what waited is written", "ops", len(items))
 		}
-		for _, it := range items {
-			if it.after != nil {
-				it.after()
+	}
+	for _, it := range items {
+		if it.after != nil {
+			it.after(err)
+		}
+	}
+}
+
+// writeEach writes items one by one, giving up (and logging) each the store
+// refuses for good. When a write fails otherwise, it and the rest are
+// queued again and writeEach reports false.
+func (w *writer) writeEach(items []writeItem) bool {
+	refusedN := 0
+	var last error
+	for i, it := range items {
+		err := w.store.Write([]StoreOp{it.op})
+		switch {
+		case err == nil:
+			w.finish(items[i:i+1], nil)
+		case isRefused(err):
+			refusedN, last = refusedN+1, err
+			w.finish(items[i:i+1], errGivenUp)
+		default:
+			var queued int64
+			for _, rest := range items[i:] {
+				if ev := rest.op.Event; ev != nil {
+					queued += int64(len(ev.Data))
+				}
 			}
+			w.requeue(items[i:], queued, err)
+			if refusedN > 0 {
+				w.log.Error("the store refused writes it will never take; they were given up", "writes", refusedN, "err", last)
+			}
+			return false
 		}
-		return true
 	}
-	if w.store.Reachable() == nil {
-		// The store answers, yet refused the batch: something in it
-		// will never pass (a value the database cannot hold). Each op
-		// is tried on its own, and one that fails is given up, rather
-		// than every later write waiting behind it.
-		w.writeEach(items)
-		return true
+	if refusedN > 0 {
+		w.log.Error("the store refused writes it will never take; they were given up", "writes", refusedN, "err", last)
 	}
+	return true
+}
+
+// requeue puts items (holding queued event bytes) back ahead of what came
+// meanwhile, after the store failed with err; past maxQueued the oldest
+// events are given up (see writer).
+func (w *writer) requeue(items []writeItem, queued int64, err error) {
 	w.mu.Lock()
 	if w.failing == nil {
-		w.log.Error("the store cannot be reached; events wait in memory until it is back", "ops", len(ops), "err", err)
+		w.log.Error("the store cannot take writes; events wait in memory until it does", "ops", len(items), "err", err)
 	}
 	w.failing = err
 	w.items, w.queued = append(items, w.items...), queued+w.queued
-	var dropped []writeItem
-	if w.maxQueued != nil {
-		// Past the bound the oldest writes are given up, whatever they
-		// are: the callbacks of a call's last writes release its
-		// response, which must not wait for ever.
+	var dropped, released []writeItem
+	if w.maxQueued != nil && w.queued > w.maxQueued() {
 		limit := w.maxQueued()
-		n := 0
 		gapped := map[string]bool{} // streams that lost an event
-		for n < len(w.items) && w.queued > limit {
-			if ev := w.items[n].op.Event; ev != nil {
+		kept := w.items[:0]
+		for _, it := range w.items {
+			if ev := it.op.Event; ev != nil && w.queued > limit {
 				w.queued -= int64(len(ev.Data))
 				gapped[ev.Stream] = true
-			}
-			n++
-		}
-		dropped = slices.Clone(w.items[:n])
-		kept := w.items[n:n]
-		for _, it := range w.items[n:] {
-			// A stream's last writes (its end, its call's record)
-			// follow its last event out: they release its response.
-			if st := it.op.Stream; (st != nil && gapped[st.ID]) || gapped[it.op.DeleteCall] {
 				dropped = append(dropped, it)
 				continue
+			}
+			// A later write of a stream that lost an event (its end,
+			// its call's record) still waits, but its callback, which
+			// releases the call's response, runs now.
+			if st := it.op.Stream; it.after != nil && ((st != nil && gapped[st.ID]) || gapped[it.op.DeleteCall]) {
+				released = append(released, it)
+				it.after = nil
 			}
 			kept = append(kept, it)
 		}
@@ -290,35 +359,13 @@ func (w *writer) flush(final bool) bool {
 	}
 	w.mu.Unlock()
 	if len(dropped) > 0 {
-		w.log.Error("writes waited for the store past [hub] buffer_bytes: the oldest were given up, their events sent unstored; a resume across them is refused",
-			"writes", len(dropped))
+		w.log.Error("events waited for the store past [hub] buffer_bytes: the oldest went to their clients unstored; a resume across them is refused",
+			"events", len(dropped))
 	}
-	for _, it := range dropped {
+	for _, it := range append(dropped, released...) {
 		if it.after != nil {
-			it.after()
+			it.after(errGivenUp)
 		}
-	}
-	return false
-}
-
-// writeEach writes items one by one, giving up (and logging) each the store
-// refuses; every callback runs.
-func (w *writer) writeEach(items []writeItem) {
-	refused := 0
-	var last error
-	for _, it := range items {
-		if err := w.store.Write([]StoreOp{it.op}); err != nil {
-			refused, last = refused+1, err
-		}
-		if it.after != nil {
-			it.after()
-		}
-	}
-	w.mu.Lock()
-	w.failing = nil
-	w.mu.Unlock()
-	if refused > 0 {
-		w.log.Error("the store refused writes it will never take; they were given up", "writes", refused, "err", last)
 	}
 }
 

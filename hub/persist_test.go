@@ -61,7 +61,6 @@ func (s *recreatingStore) Sweep(time.Time, Retention) ([]string, error) {
 	return nil, nil
 }
 func (*recreatingStore) Counts(string) (int, int64, error) { return 0, 0, nil }
-func (*recreatingStore) Reachable() error                  { return nil }
 
 // TestPersistStoreRecreated: when the store reports that its file was
 // deleted and created anew, the hub saves its live sessions and their

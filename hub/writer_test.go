@@ -27,21 +27,18 @@ func (s *scriptedStore) Write(ops []StoreOp) error {
 	}
 	for _, op := range ops {
 		if s.poison != nil && s.poison(op) {
-			return errors.New("invalid byte sequence")
+			return refusedErr{}
 		}
 	}
 	s.written = append(s.written, ops...)
 	return nil
 }
 
-func (s *scriptedStore) Reachable() error {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	if s.down {
-		return errors.New("connection refused")
-	}
-	return nil
-}
+// refusedErr is a write error that says it will never pass.
+type refusedErr struct{}
+
+func (refusedErr) Error() string { return "invalid byte sequence" }
+func (refusedErr) Refused() bool { return true }
 
 func (s *scriptedStore) set(down bool) {
 	s.mu.Lock()
@@ -145,6 +142,16 @@ func TestWriterBoundWhileDown(t *testing.T) {
 		}
 	case <-time.After(waitFor):
 		t.Fatal("nothing was given up past the bound")
+	}
+}
+
+// sync reports a write given up as not made.
+func TestWriterSyncReportsGivenUp(t *testing.T) {
+	st := &scriptedStore{poison: func(op StoreOp) bool { return op.Session != nil }}
+	w := newWriter(st, slog.New(slog.DiscardHandler))
+	defer w.close()
+	if err := w.sync(context.Background(), StoreOp{Session: &SessionRecord{ID: "s"}}); !errors.Is(err, errGivenUp) {
+		t.Errorf("sync of a refused write = %v, want errGivenUp", err)
 	}
 }
 

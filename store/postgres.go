@@ -72,15 +72,6 @@ func OpenURL(ctx context.Context, rawURL string) (*Store, error) {
 	return &Store{dialect: postgresDialect, where: where, handle: h, pgcfg: cfg}, nil
 }
 
-// Reachable reports whether the store answers now: PostgreSQL is pinged; a
-// SQLite file is local, and always answers.
-func (s *Store) Reachable() error {
-	if s.path != "" {
-		return nil
-	}
-	return s.ping()
-}
-
 // ping asks PostgreSQL whether it answers.
 func (s *Store) ping() error {
 	s.hmu.RLock()

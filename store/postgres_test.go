@@ -264,3 +264,27 @@ func TestSaveCatalogConcurrentReplicas(t *testing.T) {
 		t.Errorf("Catalog after the saves = %v, %v", got, err)
 	}
 }
+
+// A write the database will never take (a NUL in text, on PostgreSQL)
+// says so (RefusedError); a database that cannot be reached does not.
+func TestWriteRefusedSaysSo(t *testing.T) {
+	eachStore(t, func(t *testing.T, open opener) {
+		s := open(t)
+		write(t, s, Op{Session: session("s1", t0)})
+		var err error
+		if s.Dialect() == "postgres" {
+			err = s.Write([]Op{{Session: &Session{ID: "s1", Endpoint: "/mcp", Version: "v", LogLevel: "x\x00y", Subscriptions: []string{"a\x00b"}, Created: t0, LastSeen: t0}}})
+		} else {
+			// SQLite holds NULs; a constraint is what it refuses.
+			_, err = s.db.Exec(`INSERT INTO sessions (id, endpoint, version, created, last_seen) VALUES ('s1', '/mcp', 'v', 0, 0)`)
+			err = classify(err)
+		}
+		var refused *RefusedError
+		if !errors.As(err, &refused) || !refused.Refused() {
+			t.Errorf("a refused write: %v, want a RefusedError", err)
+		}
+	})
+	if err := classify(errors.New("connection refused")); errors.As(err, new(*RefusedError)) {
+		t.Errorf("a lost connection classified as refused: %v", err)
+	}
+}

@@ -283,17 +283,17 @@ func (s *Store) Write(ops []Op) error {
 				w.insEvent = tx.Stmt(s.insEvent)
 			}
 			if _, err := w.insEvent.Exec(ev.Stream, w.who.name, w.who.gen, ev.Seq, ev.Session, ev.Data, len(ev.Data), w.stored); err != nil {
-				return fmt.Errorf("store: %w", err)
+				return fmt.Errorf("store: %w", classify(err))
 			}
 			continue
 		}
 		deletes = deletes || op.DeleteSession != ""
 		if err := w.apply(op); err != nil {
-			return fmt.Errorf("store: %w", err)
+			return fmt.Errorf("store: %w", classify(err))
 		}
 	}
 	if err := tx.Commit(); err != nil {
-		return fmt.Errorf("store: commit: %w", err)
+		return fmt.Errorf("store: commit: %w", classify(err))
 	}
 	if deletes {
 		s.shrunk.Add(1)

@@ -767,3 +767,70 @@ func checkProgressOnce(t *testing.T, evs []sseEvent, n int, what string) {
 		t.Errorf("%s: %d progress notifications, result %v; want %d and the tool's result", what, len(values), result, n)
 	}
 }
+
+// A 2026-07-28 client's call of a session-era server that asks for
+// sampling is held by the replica that got it (input_required with a
+// requestState); the client's retry with inputResponses, landing on another
+// replica, is forwarded to that one and completes the call.
+func TestTeamHubParkedCallRetriedElsewhere(t *testing.T) {
+	up := startUpstream(t, "up", upstreamOpts{})
+	th := startTeam(t, 3, remoteServer("up", up.url, `connect_timeout = "10s"`))
+	th.pick = func(body []byte) int {
+		if strings.Contains(string(body), `"requestState"`) {
+			return 1
+		}
+		return 0
+	}
+	meta := `"_meta":{"io.modelcontextprotocol/protocolVersion":"2026-07-28","io.modelcontextprotocol/clientCapabilities":{"sampling":{}},"io.modelcontextprotocol/clientInfo":{"name":"modern","version":"0"}}`
+	call := func(extra string) map[string]json.RawMessage {
+		t.Helper()
+		body := `{"jsonrpc":"2.0","id":1,"method":"tools/call","params":{"name":"up__sample","arguments":{"prompt":"ok?"},` + meta + extra + `}}`
+		req, _ := http.NewRequest(http.MethodPost, th.lb.URL+"/mcp", strings.NewReader(body))
+		req.Header.Set("Content-Type", "application/json")
+		req.Header.Set("Accept", "application/json")
+		req.Header.Set("MCP-Protocol-Version", "2026-07-28")
+		req.Header.Set("Mcp-Method", "tools/call")
+		req.Header.Set("Mcp-Name", "up__sample")
+		resp, err := http.DefaultClient.Do(req)
+		if err != nil {
+			t.Fatal(err)
+		}
+		defer resp.Body.Close()
+		var m struct {
+			Result map[string]json.RawMessage `json:"result"`
+			Error  json.RawMessage            `json:"error"`
+		}
+		b, _ := io.ReadAll(resp.Body)
+		if err := json.Unmarshal(b, &m); err != nil || m.Result == nil {
+			t.Fatalf("tools/call: HTTP %d %s", resp.StatusCode, b)
+		}
+		return m.Result
+	}
+	first := call("")
+	var state string
+	json.Unmarshal(first["requestState"], &state)
+	var asks map[string]struct {
+		Method string `json:"method"`
+	}
+	json.Unmarshal(first["inputRequests"], &asks)
+	if string(first["resultType"]) != `"input_required"` || state == "" || len(asks) != 1 {
+		t.Fatalf("first round: %v", first)
+	}
+	var key string
+	for k := range asks {
+		key = k
+	}
+	stateJSON, _ := json.Marshal(state)
+	keyJSON, _ := json.Marshal(key)
+	res := call(`,"requestState":` + string(stateJSON) + `,"inputResponses":{` + string(keyJSON) +
+		`:{"role":"assistant","model":"m","content":{"type":"text","text":"yes"}}}`)
+	if !strings.Contains(string(res["content"]), "sampled:yes") {
+		t.Errorf("the retry through another replica: %v", res)
+	}
+	th.mu.Lock()
+	hits := append([]int(nil), th.hits...)
+	th.mu.Unlock()
+	if hits[0] != 1 || hits[1] != 1 {
+		t.Errorf("requests by replica %v: want the call on r0 and its retry on r1", hits)
+	}
+}

@@ -33,11 +33,29 @@ const (
 // or is replaced, the server moves: another replica claims it and starts
 // its process, and the others follow.
 func newOneUpstream(inner hub.NewUpstreamFunc, cluster *store.Cluster, log *slog.Logger) hub.NewUpstreamFunc {
+	// live counts each server's oneUpstreams: a reload starts the new one
+	// before it closes the old, and only the last to close may give the
+	// server up in the store.
+	var mu sync.Mutex
+	live := map[string]int{}
 	return func(spec *registry.Server, hc registry.Hub, events hub.UpstreamEvents) hub.Upstream {
 		if spec.Replicas != registry.ReplicasOne || spec.Kind() != registry.KindStdio {
 			return inner(spec, hc, events)
 		}
-		return &oneUpstream{inner: inner, spec: spec, hc: hc, events: events, cluster: cluster,
+		mu.Lock()
+		live[spec.Name]++
+		mu.Unlock()
+		last := func() bool {
+			mu.Lock()
+			defer mu.Unlock()
+			live[spec.Name]--
+			if live[spec.Name] > 0 {
+				return false
+			}
+			delete(live, spec.Name)
+			return true
+		}
+		return &oneUpstream{inner: inner, spec: spec, hc: hc, events: events, cluster: cluster, last: last,
 			log: log.With("server", spec.Name), ready: make(chan struct{})}
 	}
 }
@@ -52,6 +70,9 @@ type oneUpstream struct {
 	events  hub.UpstreamEvents
 	cluster *store.Cluster
 	log     *slog.Logger
+	// last reports, once, whether this is the server's last live
+	// oneUpstream on this replica (see newOneUpstream).
+	last func() bool
 
 	mu     sync.Mutex
 	cur    hub.Upstream // nil until the owner is known
@@ -143,6 +164,7 @@ func (o *oneUpstream) viaOwner(addr string) *registry.Server {
 		s.Headers = map[string]string{}
 	}
 	s.Headers[hub.ForwardedHeader] = o.cluster.Secret()
+	s.Headers[hub.RelayHeader] = "1"
 	return &s
 }
 
@@ -178,9 +200,14 @@ func (o *oneUpstream) current() hub.Upstream {
 // once. It is idempotent.
 func (o *oneUpstream) Close() error {
 	o.mu.Lock()
+	if o.closed {
+		o.mu.Unlock()
+		return nil
+	}
 	o.closed = true
 	cancel, done := o.cancel, o.done
 	o.mu.Unlock()
+	lastOne := o.last()
 	if cancel != nil {
 		cancel()
 		<-done
@@ -193,7 +220,7 @@ func (o *oneUpstream) Close() error {
 		return nil
 	}
 	err := up.Close()
-	if mine {
+	if mine && lastOne {
 		ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
 		defer cancel()
 		if rerr := o.cluster.ReleaseServer(ctx, o.spec.Name); rerr != nil {
@@ -219,6 +246,9 @@ func (o *oneUpstream) Call(ctx context.Context, session string, sessionEra bool,
 			up = o.current()
 		case <-ctx.Done():
 			return nil, ctx.Err()
+		}
+		if up == nil {
+			return nil, fmt.Errorf("server %s: closed", o.spec.Name)
 		}
 	}
 	return up.Call(ctx, session, sessionEra, method, params, peer)
