@@ -99,28 +99,40 @@ func main() {
 	}
 }
 
-// run measures everything once and prints the report. It fails when a
-// target was missed.
-func run(mcphub string, d time.Duration, rounds, notifications int) error {
-	work, err := os.MkdirTemp("", "mcphub-bench-")
+// newBench makes a work directory (removed by cleanup, unless -keep) and a
+// bench whose mcphub is the one given, or one built into the directory.
+func newBench(prefix, mcphub string) (*bench, func(), error) {
+	work, err := os.MkdirTemp("", prefix)
 	if err != nil {
-		return err
+		return nil, nil, err
 	}
+	cleanup := func() { os.RemoveAll(work) }
 	if keep {
 		fmt.Fprintln(os.Stderr, "keeping", work)
-	} else {
-		defer os.RemoveAll(work)
+		cleanup = func() {}
 	}
 	if mcphub == "" {
 		if mcphub, err = buildMcphub(work); err != nil {
-			return err
+			cleanup()
+			return nil, nil, err
 		}
 	}
 	self, err := os.Executable()
 	if err != nil {
+		cleanup()
+		return nil, nil, err
+	}
+	return &bench{mcphub: mcphub, self: self, work: work}, cleanup, nil
+}
+
+// run measures everything once and prints the report. It fails when a
+// target was missed.
+func run(mcphub string, d time.Duration, rounds, notifications int) error {
+	b, cleanup, err := newBench("mcphub-bench-", mcphub)
+	if err != nil {
 		return err
 	}
-	b := &bench{mcphub: mcphub, self: self, work: work}
+	defer cleanup()
 	defer b.stop()
 	if err := b.startTargets(); err != nil {
 		return err

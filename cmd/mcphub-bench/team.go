@@ -88,25 +88,12 @@ func runTeam(mcphub string, d time.Duration, rounds, calls int) error {
 	if err != nil {
 		return err
 	}
-	work, err := os.MkdirTemp("", "mcphub-bench-team-")
+	b, cleanup, err := newBench("mcphub-bench-team-", mcphub)
 	if err != nil {
 		return err
 	}
-	if keep {
-		fmt.Fprintln(os.Stderr, "keeping", work)
-	} else {
-		defer os.RemoveAll(work)
-	}
-	if mcphub == "" {
-		if mcphub, err = buildMcphub(work); err != nil {
-			return err
-		}
-	}
-	self, err := os.Executable()
-	if err != nil {
-		return err
-	}
-	tr := &teamRun{b: &bench{mcphub: mcphub, self: self, work: work}, base: base}
+	defer cleanup()
+	tr := &teamRun{b: b, base: base}
 	// The processes stop before their schemas go.
 	defer tr.dropSchemas()
 	defer tr.b.stop()
@@ -771,6 +758,15 @@ func (tr *teamRun) countTarget(t teamTarget, cs []*pgCounter, calls int) error {
 		_, err := cs.CallTool(ctx, &mcp.CallToolParams{Name: "echo", Arguments: map[string]any{"text": "hello from mcphub-bench"}})
 		return err
 	}
+	// warm makes a session's first calls, which are not counted.
+	warm := func(cs *mcp.ClientSession) error {
+		for range 20 {
+			if err := echo(cs); err != nil {
+				return fmt.Errorf("warm-up: %w", err)
+			}
+		}
+		return nil
+	}
 	// spread runs n calls over the sessions, callers goroutines on each.
 	spread := func(css []*mcp.ClientSession, callers, n int, call func(*mcp.ClientSession) error) error {
 		var left atomic.Int64
@@ -827,10 +823,8 @@ func (tr *teamRun) countTarget(t teamTarget, cs []*pgCounter, calls int) error {
 		return err
 	}
 	defer s.Close()
-	for range 20 {
-		if err := echo(s); err != nil {
-			return fmt.Errorf("warm-up: %w", err)
-		}
+	if err := warm(s); err != nil {
+		return err
 	}
 	count("session-era tools/call echo, 1 caller", calls, func() error { return spread([]*mcp.ClientSession{s}, 1, calls, echo) })
 	const notes = 10
@@ -856,10 +850,8 @@ func (tr *teamRun) countTarget(t teamTarget, cs []*pgCounter, calls int) error {
 			return err
 		}
 		defer s.Close()
-		for range 20 {
-			if err := echo(s); err != nil {
-				return fmt.Errorf("warm-up: %w", err)
-			}
+		if err := warm(s); err != nil {
+			return err
 		}
 		four = append(four, s)
 	}
