@@ -18,8 +18,12 @@
 //	                          requests outside a call, log levels
 //	servers.go, catalog.go    serverSet: registry in force, upstreams, catalogs
 //	persist.go                persister: the Store behind a batching writer
+//	                          that holds writes while the store is away
+//	cluster.go                a replica of a team hub: forwarding to the
+//	                          replica holding a session, taking over the
+//	                          sessions (and calls) of one that stopped
 //
-// hub defines the small interfaces it needs (Upstream, Store) with
+// hub defines the small interfaces it needs (Upstream, Store, Cluster) with
 // standard-library types only; cmd/mcphub plugs concrete implementations into
 // them.
 package hub

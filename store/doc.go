@@ -9,4 +9,10 @@
 // postgres:// URL). Both run the same code over database/sql: the queries are
 // written once in the SQL both accept, and each dialect has its own folder of
 // migrations, numbered alike, making the same tables and columns.
+//
+// On PostgreSQL the replicas of a team hub share the store (cluster.go):
+// each session is owned by one replica and generation, every write for it
+// guarded by that owner; replicas beat in the replicas table, take over the
+// sessions of one whose heartbeat stops (fencing it), and tell each other of
+// changes on a LISTEN/NOTIFY channel.
 package store
