@@ -36,6 +36,11 @@ var rooms = map[string][]string{
 	// SQLite (modernc, no cgo) on a laptop, PostgreSQL (pgx) for a team:
 	// one implementation over database/sql, two dialects.
 	"store": {"modernc.org/sqlite", "github.com/jackc/pgx/v5"},
+	// A replica of a team hub: its identity, its membership of the cluster
+	// (store.Cluster) as the hub's Cluster, the takeovers and fences routed
+	// to the hub, and the replicas = "one" servers' upstreams. It joins the
+	// store room to the hub room, as cmd would, so that cmd stays wiring.
+	"team": {"api", "hub", "registry", "store", "internal"},
 	// The background service: unit generation and the kardianos wrapper.
 	// The CLI passes in what it knows of hub.toml and the running hub.
 	"service": {"github.com/kardianos/service"},
@@ -296,6 +301,11 @@ func TestRoomTableCatchesAViolation(t *testing.T) {
 		{module + "/store", "github.com/jackc/pgx/v5/stdlib", true},
 		{module + "/store", "github.com/jackc/pgx/v5/pgconn", true},
 		{module + "/store", module + "/hub", false},
+		{module + "/team", module + "/hub", true},
+		{module + "/team", module + "/store", true},
+		{module + "/team", module + "/bridge", false},
+		{module + "/team", module + "/cmd/mcphub", false},
+		{module + "/hub", module + "/team", false},
 		{module + "/cmd/mcphub", module + "/store", true},
 		{module + "/internal/jsonrpc", module + "/internal/jsonrpc", true},
 		{module + "/internal/jsonrpc", module + "/internal/httphdr", true},

@@ -248,7 +248,14 @@ func (c *Cluster) run(ctx context.Context) {
 	defer close(c.done)
 	t := time.NewTicker(c.cfg.Heartbeat)
 	defer t.Stop()
-	go c.listen(ctx)
+	// The listener is this loop's: it stops with ctx, and the loop (and
+	// so Close) waits for it.
+	listening := make(chan struct{})
+	go func() {
+		defer close(listening)
+		c.listen(ctx)
+	}()
+	defer func() { <-listening }()
 	for {
 		select {
 		case <-ctx.Done():

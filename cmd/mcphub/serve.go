@@ -23,6 +23,7 @@ import (
 	"github.com/mcphub/mcphub/registry"
 	"github.com/mcphub/mcphub/service"
 	"github.com/mcphub/mcphub/store"
+	"github.com/mcphub/mcphub/team"
 )
 
 type serveFlags struct {
@@ -78,8 +79,8 @@ func newServeCmd(a *app) *cobra.Command {
 	fl.StringVar(&f.logLevel, "log-level", "info", "log level: debug, info, warn or error")
 	fl.BoolVar(&f.disablePostSSE, "disable-post-sse", false, "answer every POST with JSON, never an SSE stream ([hub] post_sse = false)")
 	fl.BoolVar(&f.noStore, "no-store", false, "keep sessions and events in memory only (they do not survive a restart)")
-	fl.StringVar(&f.replica, "replica", "", "with a PostgreSQL store: this replica's name, kept across restarts (env "+replicaEnv+"; default HOSTNAME:PORT)")
-	fl.StringVar(&f.advertise, "advertise", "", "with a PostgreSQL store: the base URL other replicas forward this one's sessions to (env "+advertiseEnv+"; default the listen address)")
+	fl.StringVar(&f.replica, "replica", "", "with a PostgreSQL store: this replica's name, kept across restarts (env "+team.ReplicaEnv+"; default HOSTNAME:PORT)")
+	fl.StringVar(&f.advertise, "advertise", "", "with a PostgreSQL store: the base URL other replicas forward this one's sessions to (env "+team.AdvertiseEnv+"; default the listen address)")
 	fl.StringVar(&f.store, "store", "", "keep the store in PostgreSQL at this URL, postgres://user:password@host:port/database, instead of SQLite in the data directory (env "+storeEnv+", or [store] url in hub.toml)")
 	return cmd
 }
@@ -156,29 +157,30 @@ func runServe(ctx context.Context, a *app, f serveFlags) error {
 		return err
 	}
 	defer db.Close()
-	var h *hub.Hub
-	var cluster *store.Cluster
-	lost := make(chan error, 1)
+	var replica *team.Replica
+	var lost <-chan error
 	if storeURL != "" {
 		// A PostgreSQL store makes this hub a replica of a team hub (of
 		// one, until others join): it shares sessions with the others.
-		if cluster, err = joinCluster(ctx, f, reg, db, &h, lost, log); err != nil {
+		replica, err = team.Join(ctx, db, team.Config{Name: f.replica, Advertise: f.advertise, Registry: reg, Version: mcphubVersion(), Log: log})
+		if err != nil {
 			return err
 		}
-		defer cluster.Close()
+		defer replica.Close()
+		lost = replica.Lost()
 	}
-	h, err = openHub(reg, token, db, !f.noStore, cluster, newChildren(a.dataDir), a.oauthStore(), log)
+	h, err := openHub(reg, token, db, !f.noStore, replica, newChildren(a.dataDir), a.oauthStore(), log)
 	if err != nil {
 		return err
 	}
-	if cluster != nil {
-		cluster.Start(ctx)
+	if replica != nil {
+		replica.Serve(ctx, h)
 	}
 	srv, serveErr := serveHub(h, ln, tlsConfig, log)
 	startPprof(log)
 	fmt.Fprintf(a.stdout, "mcphub %s serving %s\n", mcphubVersion(), reg.Hub.URL("/mcp"))
 	defer reportServers(a, h)()
-	stopWatch := watchRegistry(a.configPath, f, h, cluster, log)
+	stopWatch := watchRegistry(a.configPath, f, h, replica, log)
 	defer stopWatch()
 	return waitAndStop(ctx, a, h, srv, serveErr, lost, stopWatch, log)
 }
@@ -226,7 +228,7 @@ func listen(reg *registry.Registry) (net.Listener, error) {
 // openHub creates the hub over the registry's servers and starts it; with
 // persist, sessions and events are kept in db across restarts, and shared
 // with the other replicas of a cluster.
-func openHub(reg *registry.Registry, token string, db *store.Store, persist bool, cluster *store.Cluster, kids children, tokens oauth.TokenStore, log *slog.Logger) (*hub.Hub, error) {
+func openHub(reg *registry.Registry, token string, db *store.Store, persist bool, replica *team.Replica, kids children, tokens oauth.TokenStore, log *slog.Logger) (*hub.Hub, error) {
 	opts := hub.Options{
 		Registry:    reg,
 		NewUpstream: newStoredUpstream(log, db, tokens, kids.track),
@@ -239,10 +241,10 @@ func openHub(reg *registry.Registry, token string, db *store.Store, persist bool
 	}
 	if persist {
 		opts.Store = hubStore{db}
-		if cluster != nil {
-			opts.Cluster = hubCluster{c: cluster, db: db}
+		if replica != nil {
+			opts.Cluster = replica.Cluster()
 			opts.Takeover = newTakeoverUpstream(log, db, tokens)
-			opts.NewUpstream = newOneUpstream(opts.NewUpstream, cluster, log)
+			opts.NewUpstream = replica.Upstreams(opts.NewUpstream)
 		}
 	}
 	h := hub.New(opts)
@@ -271,7 +273,7 @@ func serveHub(h *hub.Hub, ln net.Listener, tlsConfig *tls.Config, log *slog.Logg
 // watchRegistry applies registry changes live; a save that does not load
 // leaves the running set as it is, and status shows why. The returned
 // function stops watching; it may be called more than once.
-func watchRegistry(path string, f serveFlags, h *hub.Hub, cluster *store.Cluster, log *slog.Logger) (stop func()) {
+func watchRegistry(path string, f serveFlags, h *hub.Hub, replica *team.Replica, log *slog.Logger) (stop func()) {
 	ctx, cancel := context.WithCancel(context.Background())
 	done := make(chan struct{})
 	go func() {
@@ -283,8 +285,8 @@ func watchRegistry(path string, f serveFlags, h *hub.Hub, cluster *store.Cluster
 			}
 			f.override(next)
 			h.Apply(next)
-			if cluster != nil {
-				cluster.SetRegistry(next.Digest())
+			if replica != nil {
+				replica.SetRegistry(next)
 			}
 		})
 		if err != nil && ctx.Err() == nil {

@@ -1,4 +1,4 @@
-package main
+package team
 
 import (
 	"context"
@@ -26,13 +26,14 @@ const (
 	oneRecheck = 5 * time.Second
 )
 
-// newOneUpstream wraps the upstream factory for a team hub: a stdio server
+// Upstreams wraps the hub's upstream factory for a team hub: a stdio server
 // with replicas = "one" runs on the replica that owns it cluster-wide (the
 // store's server_owners), and every other replica reaches it through that
 // replica's /{server}/mcp, with the cluster's secret. When the owner stops
 // or is replaced, the server moves: another replica claims it and starts
 // its process, and the others follow.
-func newOneUpstream(inner hub.NewUpstreamFunc, cluster *store.Cluster, log *slog.Logger) hub.NewUpstreamFunc {
+func (r *Replica) Upstreams(inner hub.NewUpstreamFunc) hub.NewUpstreamFunc {
+	cluster, log := r.c, r.log
 	// live counts each server's oneUpstreams: a reload starts the new one
 	// before it closes the old, and only the last to close may give the
 	// server up in the store.
@@ -71,7 +72,7 @@ type oneUpstream struct {
 	cluster *store.Cluster
 	log     *slog.Logger
 	// last reports, once, whether this is the server's last live
-	// oneUpstream on this replica (see newOneUpstream).
+	// oneUpstream on this replica (see Upstreams).
 	last func() bool
 
 	mu     sync.Mutex
