@@ -56,11 +56,11 @@ func (f *fakeUp) Call(context.Context, string, bool, string, json.RawMessage, js
 	return json.RawMessage(`{}`), nil
 }
 func (f *fakeUp) Notify(context.Context, string, string, json.RawMessage) error { return nil }
-func (f *fakeUp) SetLogLevel(string)                                           {}
-func (f *fakeUp) SessionClosed(string)                                         {}
-func (f *fakeUp) Initialize() json.RawMessage                                  { return nil }
-func (f *fakeUp) List(string) []json.RawMessage                                { return nil }
-func (f *fakeUp) Status() hub.UpstreamStatus                                   { return hub.UpstreamStatus{State: "connected"} }
+func (f *fakeUp) SetLogLevel(string)                                            {}
+func (f *fakeUp) SessionClosed(string)                                          {}
+func (f *fakeUp) Initialize() json.RawMessage                                   { return nil }
+func (f *fakeUp) List(string) []json.RawMessage                                 { return nil }
+func (f *fakeUp) Status() hub.UpstreamStatus                                    { return hub.UpstreamStatus{State: "connected"} }
 func (f *fakeUp) Adopt(json.RawMessage, string, json.RawMessage, jsonrpc.Peer, func(json.RawMessage, error)) bool {
 	return false
 }
