@@ -33,6 +33,24 @@ type Report struct {
 	Took time.Duration
 }
 
+// State names what a report (and Inspect's error, err) says of the
+// database: "unreachable", "new" (no database yet: serve creates it),
+// "ahead" (made by a newer mcphub: serve refuses it), "behind" (serve
+// migrates it) or "current".
+func (r Report) State(err error) string {
+	switch {
+	case err != nil:
+		return "unreachable"
+	case !r.Exists:
+		return "new"
+	case r.Version > r.Known:
+		return "ahead"
+	case r.Version < r.Known:
+		return "behind"
+	}
+	return "current"
+}
+
 // Inspect reports on the database at target (a postgres:// URL, or a data
 // directory for SQLite) without migrating or writing it: whether it can be
 // reached, whether mcphub made it, and its schema version against this

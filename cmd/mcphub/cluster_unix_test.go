@@ -378,13 +378,7 @@ func TestTeamHubTakesOverACallOfAKilledReplica(t *testing.T) {
 // while the replica relaying it is SIGKILLed: the SDK resumes its stream
 // with Last-Event-ID, and the replica taking over resumes the upstream's.
 func TestTeamHubTSClientThroughAKill(t *testing.T) {
-	root, err := filepath.Abs(filepath.Join("..", ".."))
-	if err != nil {
-		t.Fatal(err)
-	}
-	cache := filepath.Join(root, ".cache")
-	node := interopNeed(t, "node", "MCPHUB_NODE", filepath.Join(cache, "node", "node_modules", ".bin", "node"))
-	modules := interopNeed(t, "the node_modules with @modelcontextprotocol/sdk", "MCPHUB_NODE_MODULES", filepath.Join(cache, "node", "node_modules"))
+	node, modules := tsSDK(t)
 	script, err := filepath.Abs(filepath.Join("testdata", "team_ts_client.mjs"))
 	if err != nil {
 		t.Fatal(err)

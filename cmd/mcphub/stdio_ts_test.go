@@ -49,6 +49,24 @@ func interopNeed(t *testing.T, what, env string, fallbacks ...string) string {
 	return ""
 }
 
+// tsSDK finds Node and the node_modules holding the TypeScript SDK 1.x
+// (@modelcontextprotocol/sdk): MCPHUB_NODE and MCPHUB_NODE_MODULES, else
+// what scripts/setup put in .cache/node (see interopNeed).
+func tsSDK(t *testing.T) (node, modules string) {
+	t.Helper()
+	root, err := filepath.Abs(filepath.Join("..", ".."))
+	if err != nil {
+		t.Fatal(err)
+	}
+	cache := filepath.Join(root, ".cache")
+	node = interopNeed(t, "node", "MCPHUB_NODE", filepath.Join(cache, "node", "node_modules", ".bin", "node"))
+	modules = interopNeed(t, "the node_modules with @modelcontextprotocol/sdk", "MCPHUB_NODE_MODULES", filepath.Join(cache, "node", "node_modules"))
+	if _, err := os.Stat(filepath.Join(modules, "@modelcontextprotocol", "sdk", "package.json")); err != nil {
+		interopNeed(t, "@modelcontextprotocol/sdk", "MCPHUB_NODE_MODULES", "")
+	}
+	return node, modules
+}
+
 // tsSteps starts cmd, a TypeScript client that prints one JSON report line
 // (tsReport) per step on stdout, and returns next, which waits for the
 // report of a step: the test fails on an error report, another step, the
@@ -135,16 +153,7 @@ type tsReport struct {
 // the hub is killed by its PID and started again on the same address and
 // data directory, and the client's next call (with sampling) succeeds.
 func TestStdioFaceTSClient(t *testing.T) {
-	root, err := filepath.Abs(filepath.Join("..", ".."))
-	if err != nil {
-		t.Fatal(err)
-	}
-	cache := filepath.Join(root, ".cache")
-	node := interopNeed(t, "node", "MCPHUB_NODE", filepath.Join(cache, "node", "node_modules", ".bin", "node"))
-	modules := interopNeed(t, "the node_modules with @modelcontextprotocol/sdk", "MCPHUB_NODE_MODULES", filepath.Join(cache, "node", "node_modules"))
-	if _, err := os.Stat(filepath.Join(modules, "@modelcontextprotocol", "sdk", "package.json")); err != nil {
-		interopNeed(t, "@modelcontextprotocol/sdk", "MCPHUB_NODE_MODULES", "")
-	}
+	node, modules := tsSDK(t)
 	everything := everythingServer(t)
 	script, err := filepath.Abs(filepath.Join("testdata", "stdio_ts_client.mjs"))
 	if err != nil {

@@ -127,17 +127,8 @@ refuses it), unreachable. It exits 1 when the store is unreachable or ahead.
 			r, err := store.Inspect(ctx, target)
 			res := storeCheckResult{Dialect: r.Dialect, Where: r.Where, From: from, Server: r.Server, Reachable: err == nil,
 				Exists: r.Exists, SchemaVersion: r.Version, KnownVersion: r.Known, TookMS: float64(r.Took.Microseconds()) / 1000}
-			switch {
-			case err != nil:
-				res.State, res.Error = "unreachable", err.Error()
-			case !r.Exists:
-				res.State = "new"
-			case r.Version > r.Known:
-				res.State = "ahead"
-			case r.Version < r.Known:
-				res.State = "behind"
-			default:
-				res.State = "current"
+			if res.State = r.State(err); err != nil {
+				res.Error = err.Error()
 			}
 			if asJSON {
 				if perr := a.printJSON(res); perr != nil {
