@@ -6,6 +6,7 @@ import (
 	"net/http"
 	"sync/atomic"
 	"testing"
+	"time"
 
 	"github.com/mcphub/mcphub/api"
 	"github.com/mcphub/mcphub/registry"
@@ -160,6 +161,13 @@ func TestStatusCountsFromOneEntry(t *testing.T) {
 	// Once the catalog holds every server's tools, the hub reads no list
 	// on its own until something changes.
 	eventually(t, "the catalog to be built", func() bool { return len(ss.view("").tools) == 2+1+2 })
+	// The warm-up ends with a build that reads every server's lists again;
+	// once it is over, no build reads lists while Status is being counted.
+	select {
+	case <-ss.warm:
+	case <-time.After(waitFor):
+		t.Fatal("the hub's warm-up did not end")
+	}
 
 	row := func() api.ServerStatus {
 		t.Helper()
