@@ -56,3 +56,18 @@ func classify(err error) error {
 	}
 	return err
 }
+
+// isUniqueViolation reports a write refused because a unique key is taken
+// (PostgreSQL's unique_violation, SQLite's SQLITE_CONSTRAINT_UNIQUE or
+// _PRIMARYKEY).
+func isUniqueViolation(err error) bool {
+	var pg *pgconn.PgError
+	if errors.As(err, &pg) {
+		return pg.Code == "23505"
+	}
+	var lite *sqlite.Error
+	if errors.As(err, &lite) {
+		return lite.Code() == 2067 || lite.Code() == 1555
+	}
+	return false
+}

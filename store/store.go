@@ -225,6 +225,9 @@ type Session struct {
 	// TakenFrom names the replica this one took the session over from
 	// (read, never written: Claim and the reaper set it).
 	TakenFrom string
+	// Principal names who opened the session (the hub's caller id); only
+	// they may use it.
+	Principal string
 }
 
 // Stream is one SSE stream; NextSeq is one past its last stored event.
@@ -356,11 +359,11 @@ func (w *opWriter) apply(op Op) error {
 // replaced only then.
 func (w *opWriter) saveSession(se *Session) error {
 	tx, d, who := w.tx, w.d, w.who
-	res, err := tx.Exec(d.q(`INSERT INTO sessions (id, endpoint, version, client_info, capabilities, log_level, created, last_seen, owner, owner_gen)
-		VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?)
+	res, err := tx.Exec(d.q(`INSERT INTO sessions (id, endpoint, version, client_info, capabilities, log_level, created, last_seen, owner, owner_gen, principal)
+		VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)
 		ON CONFLICT (id) DO UPDATE SET log_level = excluded.log_level, last_seen = excluded.last_seen
 		WHERE sessions.owner = excluded.owner AND sessions.owner_gen = excluded.owner_gen`),
-		se.ID, se.Endpoint, se.Version, se.ClientInfo, se.Capabilities, se.LogLevel, se.Created.UnixNano(), se.LastSeen.UnixNano(), who.name, who.gen)
+		se.ID, se.Endpoint, se.Version, se.ClientInfo, se.Capabilities, se.LogLevel, se.Created.UnixNano(), se.LastSeen.UnixNano(), who.name, who.gen, se.Principal)
 	if err != nil {
 		return err
 	}
@@ -410,7 +413,7 @@ func (s *Store) sessions(and, arg string) ([]Session, error) {
 	if and != "" {
 		args = append(args, arg)
 	}
-	rows, err := s.db.Query(s.dialect.q(`SELECT id, endpoint, version, client_info, capabilities, log_level, created, last_seen, taken_from
+	rows, err := s.db.Query(s.dialect.q(`SELECT id, endpoint, version, client_info, capabilities, log_level, created, last_seen, taken_from, principal
 		FROM sessions WHERE owner = ? AND owner_gen = ?`+and+` ORDER BY created`), args...)
 	if err != nil {
 		return nil, fmt.Errorf("store: %w", err)
@@ -420,7 +423,7 @@ func (s *Store) sessions(and, arg string) ([]Session, error) {
 	for rows.Next() {
 		var se Session
 		var created, seen int64
-		if err := rows.Scan(&se.ID, &se.Endpoint, &se.Version, &se.ClientInfo, &se.Capabilities, &se.LogLevel, &created, &seen, &se.TakenFrom); err != nil {
+		if err := rows.Scan(&se.ID, &se.Endpoint, &se.Version, &se.ClientInfo, &se.Capabilities, &se.LogLevel, &created, &seen, &se.TakenFrom, &se.Principal); err != nil {
 			return nil, fmt.Errorf("store: %w", err)
 		}
 		se.Created, se.LastSeen = time.Unix(0, created), time.Unix(0, seen)

@@ -1,0 +1,22 @@
+-- The PostgreSQL dialect of sqlite/004_access.sql.
+CREATE TABLE api_keys (
+    id        TEXT PRIMARY KEY,
+    name      TEXT NOT NULL,
+    hash      BYTEA NOT NULL,
+    profiles  TEXT NOT NULL DEFAULT '',
+    rate      TEXT NOT NULL DEFAULT '',
+    created   BIGINT NOT NULL,
+    expires   BIGINT NOT NULL DEFAULT 0,
+    last_used BIGINT NOT NULL DEFAULT 0,
+    revoked   BIGINT NOT NULL DEFAULT 0
+);
+CREATE UNIQUE INDEX api_keys_live_name ON api_keys(name) WHERE revoked = 0;
+
+CREATE TABLE hub_secrets (
+    name  TEXT PRIMARY KEY,
+    value BYTEA NOT NULL
+);
+
+-- Who opened each session (the hub's name for its caller: the hub token, a
+-- key's name, a signed-in user's pseudonym); only they may use it.
+ALTER TABLE sessions ADD COLUMN principal TEXT NOT NULL DEFAULT '';

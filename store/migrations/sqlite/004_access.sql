@@ -1,0 +1,27 @@
+-- API keys for scripts and agents. A key is shown once when made; the store
+-- keeps only a keyed hash of it (the key of that hash is in hub_secrets),
+-- found by the key's public id. A revoked key keeps its row, so keys ls can
+-- say when; its name is free again.
+CREATE TABLE api_keys (
+    id        TEXT PRIMARY KEY,
+    name      TEXT NOT NULL,
+    hash      BLOB NOT NULL,
+    profiles  TEXT NOT NULL DEFAULT '',
+    rate      TEXT NOT NULL DEFAULT '',
+    created   INTEGER NOT NULL,
+    expires   INTEGER NOT NULL DEFAULT 0,
+    last_used INTEGER NOT NULL DEFAULT 0,
+    revoked   INTEGER NOT NULL DEFAULT 0
+);
+CREATE UNIQUE INDEX api_keys_live_name ON api_keys(name) WHERE revoked = 0;
+
+-- Secrets the hub makes for itself, by name: made once by whoever needs
+-- one first, read by every process on this database.
+CREATE TABLE hub_secrets (
+    name  TEXT PRIMARY KEY,
+    value BLOB NOT NULL
+);
+
+-- Who opened each session (the hub's name for its caller: the hub token, a
+-- key's name, a signed-in user's pseudonym); only they may use it.
+ALTER TABLE sessions ADD COLUMN principal TEXT NOT NULL DEFAULT '';
