@@ -198,6 +198,11 @@ type Hub struct {
 	// of mcphub's environment that every stdio server gets besides the safe
 	// set the client package documents.
 	EnvPassthrough []string
+	// OAuth, when set, lets callers sign in with the team's identity
+	// provider ([hub.oauth]); Access then says what each may reach
+	// ([hub.access]).
+	OAuth  *HubOAuth
+	Access *Access
 	// TLSCert and TLSKey are the paths of a PEM certificate (chain) and
 	// its key, with "~" expanded; when set the hub serves HTTPS (and
 	// HTTP/2). Both or neither.

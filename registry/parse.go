@@ -67,6 +67,7 @@ func parse(path string, data []byte, lookup func(string) (string, bool)) (*Regis
 	reg.Servers = p.servers(raw["servers"])
 	p.crossCheck(reg)
 	p.views(reg, raw)
+	p.checkAccess(reg)
 	inheritance(reg, lookup)
 	p.errs.sort()
 	return reg, p.errs
@@ -115,7 +116,7 @@ var (
 		"post_sse", "allowed_origins", "max_body_bytes", "max_response_bytes",
 		"max_sessions", "max_sessions_per_server", "max_connections", "max_connections_per_address",
 		"stream_buffer_bytes", "buffer_bytes", "event_retention", "event_retention_bytes", "store_max_bytes",
-		"audit_log_bodies", "session_ttl", "tls_cert", "tls_key", "env_passthrough"}
+		"audit_log_bodies", "session_ttl", "tls_cert", "tls_key", "env_passthrough", "oauth", "access"}
 	serverKeys = []string{"command", "args", "env", "cwd", "url", "transport", "headers",
 		"enabled", "prefix", "share", "replicas", "protocol", "allow", "deny", "connect_timeout", "call_timeout",
 		"env_passthrough", "inherit_env", "tags", "oauth"}
@@ -199,6 +200,23 @@ func (p *parser) hub(raw any) Hub {
 		t.errf("tls_cert", "is set but tls_key is not; set both (the certificate's PEM file and its key's) or neither")
 	case h.TLSKey != "" && h.TLSCert == "":
 		t.errf("tls_key", "is set but tls_cert is not; set both (the certificate's PEM file and its key's) or neither")
+	}
+	if raw, ok := m["oauth"]; ok {
+		h.OAuth = p.hubOAuth(t, raw)
+		// Sign-in with an identity provider is auth on: unless the file
+		// says auth = "none" (refused below), it is token auth too.
+		if h.OAuth != nil && !t.has("auth") {
+			h.Auth = AuthToken
+		}
+		if h.Auth == AuthNone && t.has("auth") {
+			t.errf("auth", `is "none", but [hub.oauth] asks callers to sign in; set auth = "token" (the hub's token, API keys and the provider's tokens are then accepted) or remove [hub.oauth]`)
+		}
+	}
+	if raw, ok := m["access"]; ok {
+		h.Access = p.hubAccess(t, raw)
+		if h.Access != nil && h.OAuth == nil {
+			t.errf("access", "maps the identity provider's groups to profiles, but there is no [hub.oauth]; add [hub.oauth] with the provider's issuer, or remove [hub.access]")
+		}
 	}
 	if msg := h.ExposureProblem(); msg != "" && t.has("listen") {
 		t.errf("listen", "%s", msg)

@@ -1,0 +1,60 @@
+package registry
+
+import (
+	"slices"
+	"strings"
+	"testing"
+	"time"
+)
+
+const accessProfiles = `
+[servers.alpha]
+command = "alpha"
+[profiles.eng]
+servers = ["alpha"]
+`
+
+// [hub.oauth] and [hub.access] parse with their defaults, turn auth on,
+// and each mistake is reported at its key with the fix.
+func TestHubOAuthAndAccess(t *testing.T) {
+	reg, err := Parse("hub.toml", []byte(`
+[hub.oauth]
+issuer = "https://idp.example.com"
+scopes = ["mcp"]
+[hub.access]
+[hub.access.groups]
+eng = ["eng"]
+"*" = []
+`+accessProfiles), envOf())
+	if err != nil {
+		t.Fatal(err)
+	}
+	o, a := reg.Hub.OAuth, reg.Hub.Access
+	if reg.Hub.Auth != AuthToken || o == nil || o.Issuer != "https://idp.example.com" || o.ClockSkew != DefaultClockSkew || !slices.Equal(o.Scopes, []string{"mcp"}) {
+		t.Fatalf("hub = auth %q, oauth %+v", reg.Hub.Auth, o)
+	}
+	if a == nil || a.Claim != DefaultAccessClaim || !slices.Equal(a.Groups["eng"], []string{"eng"}) || a.Groups["*"] == nil {
+		t.Fatalf("access = %+v", a)
+	}
+	for _, tt := range []struct{ name, text, want string }{
+		{"no issuer", "[hub.oauth]\naudience = \"x\"\n", "hub.oauth.issuer: is required"},
+		{"plain http beyond loopback", "[hub.oauth]\nissuer = \"http://idp.example.com\"\n", "must be https (http only on loopback)"},
+		{"http on loopback is fine, a bad url is not", "[hub.oauth]\nissuer = \"http://127.0.0.1:9/\"\nurl = \"nope\"\n", "hub.oauth.url: \"nope\" is not a URL"},
+		{"auth none with sign-in", "[hub]\nauth = \"none\"\n[hub.oauth]\nissuer = \"https://idp.example.com\"\n", "hub.auth: is \"none\", but [hub.oauth]"},
+		{"unknown key", "[hub.oauth]\nissuer = \"https://idp.example.com\"\naud = \"x\"\n", "did you mean audience?"},
+		{"bad scope", "[hub.oauth]\nissuer = \"https://idp.example.com\"\nscopes = [\"a b\"]\n", "entry 1 is not a scope"},
+		{"bad clock skew", "[hub.oauth]\nissuer = \"https://idp.example.com\"\nclock_skew = \"soon\"\n", "hub.oauth.clock_skew"},
+		{"access without sign-in", "[hub.access]\nclaim = \"groups\"\n", "there is no [hub.oauth]"},
+		{"unknown profile", "[hub.oauth]\nissuer = \"https://idp.example.com\"\n[hub.access.groups]\neng = [\"eng\", \"nope\"]\n", `entry 2 names no profile: "nope"`},
+		{"groups not a table", "[hub.oauth]\nissuer = \"https://idp.example.com\"\n[hub.access]\ngroups = 3\n", "must be a table mapping each group"},
+	} {
+		_, err := Parse("hub.toml", []byte(tt.text+accessProfiles), envOf())
+		if err == nil || !strings.Contains(err.Error(), tt.want) {
+			t.Errorf("%s: %v; want an error with %q", tt.name, err, tt.want)
+		}
+	}
+	reg, err = Parse("hub.toml", []byte("[hub.oauth]\nissuer = \"http://localhost:9/\"\nclock_skew = \"0s\"\n"), envOf())
+	if err != nil || reg.Hub.OAuth.ClockSkew != 0 || reg.Hub.OAuth.ClockSkew == time.Second {
+		t.Errorf("clock_skew = \"0s\": %v, %v", err, reg.Hub.OAuth)
+	}
+}
