@@ -43,6 +43,9 @@ type edge struct {
 	// session; forwarder carries requests to it.
 	cluster   Cluster
 	forwarder http.RoundTripper
+	// access identifies the callers without the hub's token; nil when
+	// only the token is taken.
+	access Access
 }
 
 // control is what the edge's health and control routes ask of the hub.
@@ -80,6 +83,7 @@ func newEdge(log *slog.Logger, token string, servers *serverSet, sessions *sessi
 	handle("/control/sessions", e.serveSessions)
 	handle("/control/env", e.serveEnv)
 	handle("/control/catalog", e.serveCatalog)
+	e.mux.HandleFunc(wellKnownResource+"/", e.serveMetadata)
 	e.mux.HandleFunc("/", e.notFound)
 	return e
 }
@@ -94,7 +98,8 @@ func (e *edge) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 		e.preflight(w, r)
 		return
 	}
-	if !e.checkAuth(w, r) {
+	r, ok := e.checkAuth(w, r)
+	if !ok {
 		return
 	}
 	// ServeMux would serve //mcp or /x/../mcp as /mcp; a path that is not
@@ -314,37 +319,50 @@ func (e *edge) setAuth(token, problem string) {
 	e.auth.Store(&authState{token: token, problem: problem})
 }
 
-// checkAuth requires the bearer token when auth is on, or the cluster's
-// secret (another replica), comparing in constant time. It answers 401 (503 when the hub has no token to compare
-// with) itself.
-func (e *edge) checkAuth(w http.ResponseWriter, r *http.Request) bool {
+// checkAuth identifies the caller when auth is on: the hub's bearer token
+// (compared in constant time), or what Access makes of another credential
+// (an API key, a sign-in's access token), or, without one, another replica
+// by the cluster's secret. It returns the request with its caller, or
+// answers 401, 403 or 503 itself.
+func (e *edge) checkAuth(w http.ResponseWriter, r *http.Request) (*http.Request, bool) {
 	a := e.auth.Load()
 	if a.problem != "" {
 		// The reason (which file, which variable) is in the hub's log,
 		// written once when it arose; an unauthenticated caller is not
 		// told where the token lives.
 		httpError(w, http.StatusServiceUnavailable, "mcphub's auth is on but it has no token to check requests against; see the hub's log (mcphub logs)")
-		return false
+		return r, false
 	}
 	if a.token == "" {
-		return true
+		return r, true
 	}
-	// Another replica of a team hub, with the cluster's secret, on an MCP
-	// endpoint: a request it forwards carries its client's token too, and
-	// its own connection to a replicas = "one" server's replica carries
-	// none. The control routes always want the token.
-	if strings.HasSuffix(r.URL.Path, "/mcp") && e.fromReplica(r) {
-		return true
+	// The metadata of a protected resource is public (RFC 9728): it is
+	// how a client learns where to sign in.
+	if strings.HasPrefix(r.URL.Path, wellKnownResource) {
+		return r, true
 	}
 	// The scheme name is case-insensitive (RFC 9110 §11.1).
 	scheme, got, _ := strings.Cut(strings.TrimSpace(r.Header.Get("Authorization")), " ")
-	if strings.EqualFold(scheme, "Bearer") && subtle.ConstantTimeCompare([]byte(strings.TrimSpace(got)), []byte(a.token)) == 1 {
-		return true
+	got = strings.TrimSpace(got)
+	if !strings.EqualFold(scheme, "Bearer") {
+		got = ""
 	}
-	e.log.Warn("refused a request without a valid token", "path", r.URL.Path)
-	w.Header().Set("WWW-Authenticate", `Bearer realm="mcphub"`)
-	httpError(w, http.StatusUnauthorized, "Unauthorized: send Authorization: Bearer <token> (see mcphub token)")
-	return false
+	if got != "" && subtle.ConstantTimeCompare([]byte(got), []byte(a.token)) == 1 {
+		return withCaller(r, Caller{ID: "token"}), true
+	}
+	// Another replica of a team hub, with the cluster's secret, on an MCP
+	// endpoint: a request it forwards carries its client's credential
+	// (checked like any, as its client is who the endpoint is served to),
+	// and its own connection to a replicas = "one" server's replica
+	// carries none. The control routes always want the token.
+	if got == "" && strings.HasSuffix(r.URL.Path, "/mcp") && e.fromReplica(r) {
+		return withCaller(r, Caller{ID: "replica"}), true
+	}
+	c, ok := e.identify(w, r, got)
+	if !ok {
+		return r, false
+	}
+	return withCaller(r, c), true
 }
 
 // httpError answers with a status and a JSON-RPC error body without an id,

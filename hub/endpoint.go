@@ -57,6 +57,12 @@ func (e *edge) serveEndpoint(w http.ResponseWriter, r *http.Request, endpoint st
 	if e.relayLoop(w, r, endpoint) {
 		return
 	}
+	endpoint, err := permit(e.servers.registry(), callerOf(r.Context()), endpoint)
+	if err != nil {
+		e.log.Warn("refused a request", "path", r.URL.Path, "caller", callerOf(r.Context()).ID, "why", err.Error())
+		httpError(w, http.StatusForbidden, err.Error())
+		return
+	}
 	switch r.Method {
 	case http.MethodPost:
 		e.servePost(w, r, endpoint)
@@ -101,7 +107,7 @@ func (e *edge) findSession(w http.ResponseWriter, r *http.Request, id, endpoint 
 			return e.fromCluster(w, r, id, endpoint, body)
 		}
 	}
-	if s == nil || s.endpoint != endpoint {
+	if s == nil || s.endpoint != endpoint || !s.heldBy(callerOf(r.Context())) {
 		sessionNotFound(w)
 		return nil
 	}

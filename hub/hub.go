@@ -47,6 +47,10 @@ type Options struct {
 	// Cluster, on a replica of a team hub (which has a Store), shares the
 	// sessions with the other replicas.
 	Cluster Cluster
+	// Access, when set, identifies the callers that do not carry Token
+	// (API keys, sign-ins with the team's identity provider) and limits
+	// what they reach; it applies while auth is on.
+	Access Access
 	// Takeover, with Cluster, makes the upstreams that finish the calls of
 	// a session taken over from a replica that stopped.
 	Takeover TakeoverFunc
@@ -103,6 +107,7 @@ func New(opts Options) *Hub {
 	h.sessions = &sessionSet{ctx: ctx, log: h.log, version: opts.Version, heartbeat: opts.Heartbeat, byID: map[string]*session{}}
 	h.router = newRouter(h.servers, nil, h.fanout.applyLevels)
 	h.edge = newEdge(h.log, opts.Token, h.servers, h.sessions, h)
+	h.edge.access = opts.Access
 	if opts.Cluster != nil {
 		h.edge.cluster, h.edge.forwarder = opts.Cluster, http.DefaultTransport.(*http.Transport).Clone()
 		h.sessions.parked.prefix = replicaStatePrefix(opts.Cluster)

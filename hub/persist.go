@@ -58,6 +58,8 @@ type SessionRecord struct {
 	// TakenFrom names the replica of a team hub this one took the session
 	// over from (the store sets it; the hub only reads it).
 	TakenFrom string
+	// Principal is the ID of the caller that opened the session.
+	Principal string
 }
 
 // StreamRecord is a stored SSE stream.
@@ -491,7 +493,7 @@ func (p *persister) saveSession(ctx context.Context, s *session, wait bool) erro
 	}
 	s.mu.Lock()
 	rec := &SessionRecord{ID: s.id, Endpoint: s.endpoint, Version: s.version, ClientInfo: s.clientInfo, Capabilities: s.caps.raw,
-		LogLevel: s.logLevel, Created: s.created, LastSeen: time.Unix(0, s.lastSeen.Load()), Subscriptions: []string{}}
+		LogLevel: s.logLevel, Principal: s.principal, Created: s.created, LastSeen: time.Unix(0, s.lastSeen.Load()), Subscriptions: []string{}}
 	for uri := range s.subs {
 		rec.Subscriptions = append(rec.Subscriptions, uri)
 	}

@@ -61,7 +61,7 @@ type adoptFunc struct {
 // cannot be resumed.
 func (set *sessionSet) restoreSession(st Store, rec SessionRecord, byStream map[string]CallRecord, adopt adoptFunc) (s *session, adopted, failed int, err error) {
 	s = newSession(set.ctx, rec.Endpoint, rec.Version, rec.ClientInfo, rec.Capabilities)
-	s.id, s.created, s.logLevel = rec.ID, rec.Created, rec.LogLevel
+	s.id, s.created, s.logLevel, s.principal = rec.ID, rec.Created, rec.LogLevel, rec.Principal
 	s.lastSeen.Store(rec.LastSeen.UnixNano())
 	s.buf = set.buffers()
 	for _, uri := range rec.Subscriptions {

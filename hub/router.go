@@ -155,6 +155,8 @@ func (r *router) callNamed(ctx context.Context, c *call) (json.RawMessage, error
 		e := unknownName(kind, c.p.name, mapKeys(index))
 		if why := r.notServing(c.s.endpoint, c.p.name); why != "" {
 			e.Message += "; " + why
+		} else if why := r.outsideProfile(c.s.endpoint, kind, c.p.name); why != "" {
+			e.Message += "; " + why
 		}
 		return nil, e
 	}
@@ -189,6 +191,25 @@ func (r *router) notServing(endpoint, name string) string {
 		return describeUnavailable(e.spec.Name, st).Error()
 	}
 	return ""
+}
+
+// outsideProfile explains a name a profile's session does not know that the
+// hub does serve on /mcp: the profile (all a caller limited to it may use)
+// is what lacks it.
+func (r *router) outsideProfile(endpoint, kind, name string) string {
+	p, ok := endpointProfile(endpoint)
+	merged := r.servers.view("")
+	if !ok || merged == nil {
+		return ""
+	}
+	lookup := merged.tool
+	if kind == "prompt" {
+		lookup = merged.prompt
+	}
+	if _, known := lookup(name); !known {
+		return ""
+	}
+	return fmt.Sprintf("the hub serves a %s of that name on /mcp, but this session is on profile %s, which does not offer it; its use needs a key or a group with a profile that does", kind, p)
 }
 
 // forwardNamed forwards a call on a tool or prompt that params name as

@@ -39,6 +39,8 @@ type session struct {
 
 	clientInfo json.RawMessage
 	caps       clientCaps
+	// principal is the ID of the caller that opened the session.
+	principal string
 
 	ctx    context.Context // ended by close; parent of the session's calls
 	cancel context.CancelFunc
@@ -405,4 +407,13 @@ func (s *session) level() string {
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	return s.logLevel
+}
+
+// heldBy reports whether a caller may use the session: the one that opened
+// it (anyone, for a session opened while auth was off), or another replica
+// serving it for that caller. A request another replica forwards carries
+// its client's credential, so only a replica's own connection (a
+// replicas = "one" server's) is taken on its word.
+func (s *session) heldBy(c Caller) bool {
+	return s.principal == "" || c.ID == s.principal || c.ID == "replica"
 }

@@ -1,0 +1,144 @@
+package hub
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"net/http"
+	"slices"
+	"strings"
+
+	"github.com/mcphub/mcphub/registry"
+)
+
+// Caller is who sends a request, as the edge identified it.
+type Caller struct {
+	// ID names the caller in logs and binds the sessions it opens to it:
+	// "token" (the hub's token), "key:NAME" (an API key), "user:…" (a
+	// pseudonym of a signed-in user), "replica" (another replica of a team
+	// hub), "" with auth off. Never a secret or a claim's value.
+	ID string
+	// Limited callers reach only Profiles' endpoints (see permit); the
+	// others reach every endpoint.
+	Limited  bool
+	Profiles []string
+}
+
+// Access identifies the callers that do not carry the hub's own token: API
+// keys and access tokens of the team's identity provider. The access room
+// implements it.
+type Access interface {
+	// Identify names the caller of a request from its bearer credential
+	// ("" when it sent none). An error may say more through methods the
+	// edge maps to statuses: Challenge() string (401, with that
+	// WWW-Authenticate value), Forbidden() bool (403); any other error is
+	// a check that could not be made (503).
+	Identify(r *http.Request, bearer string) (Caller, error)
+	// Challenge is the WWW-Authenticate value of a 401 for r.
+	Challenge(r *http.Request) string
+	// Metadata serves /.well-known/oauth-protected-resource/… (RFC 9728);
+	// it answers 404 when the hub takes no sign-in.
+	Metadata() http.Handler
+}
+
+// wellKnownResource is where the protected resource metadata of each
+// endpoint is served: this prefix and the endpoint's path (RFC 9728 §3.1).
+const wellKnownResource = "/.well-known/oauth-protected-resource"
+
+type callerKey struct{}
+
+// withCaller returns r with its caller in its context.
+func withCaller(r *http.Request, c Caller) *http.Request {
+	return r.WithContext(context.WithValue(r.Context(), callerKey{}, c))
+}
+
+// callerOf returns the caller the edge identified for a request's context.
+func callerOf(ctx context.Context) Caller {
+	c, _ := ctx.Value(callerKey{}).(Caller)
+	return c
+}
+
+// errNotPermitted is a limited caller asking for an endpoint outside its
+// profiles.
+type errNotPermitted struct{ msg string }
+
+func (e *errNotPermitted) Error() string { return e.msg }
+
+// permit maps the endpoint a caller asked for to the one it is served:
+// a limited caller with one profile is served that profile on /mcp; a
+// profile's endpoint needs the profile; a server's own endpoint needs a
+// profile that passes the whole server (selects it with no tool globs).
+func permit(reg *registry.Registry, c Caller, endpoint string) (string, error) {
+	if !c.Limited {
+		return endpoint, nil
+	}
+	may := "it may use no profile"
+	if len(c.Profiles) > 0 {
+		urls := make([]string, len(c.Profiles))
+		for i, p := range c.Profiles {
+			urls[i] = "/profiles/" + p + "/mcp"
+		}
+		may = "it may use " + strings.Join(urls, ", ")
+	}
+	who := c.ID
+	switch {
+	case endpoint == "":
+		if len(c.Profiles) == 1 && reg.Profile(c.Profiles[0]) != nil {
+			return profileEndpoint(c.Profiles[0]), nil
+		}
+		return "", &errNotPermitted{fmt.Sprintf("Forbidden: %s may not use /mcp, which serves every server; %s", who, may)}
+	case !serverEndpoint(endpoint):
+		name, _ := endpointProfile(endpoint)
+		if slices.Contains(c.Profiles, name) {
+			return endpoint, nil
+		}
+		return "", &errNotPermitted{fmt.Sprintf("Forbidden: %s may not use profile %s; %s", who, name, may)}
+	}
+	spec := reg.Server(endpoint)
+	for _, name := range c.Profiles {
+		if p := reg.Profile(name); p != nil && spec != nil && p.SelectsServer(spec) && len(p.Include) == 0 && len(p.Exclude) == 0 {
+			return endpoint, nil
+		}
+	}
+	return "", &errNotPermitted{fmt.Sprintf("Forbidden: %s may not use /%s/mcp: none of its profiles passes all of %s's tools; %s", who, endpoint, endpoint, may)}
+}
+
+// identify names the caller of a request when the hub's auth is on and the
+// request does not carry the hub's token: another replica, or whoever
+// Access says. It answers a refusal itself.
+func (e *edge) identify(w http.ResponseWriter, r *http.Request, bearer string) (Caller, bool) {
+	if e.access == nil {
+		e.log.Warn("refused a request without a valid token", "path", r.URL.Path)
+		w.Header().Set("WWW-Authenticate", `Bearer realm="mcphub"`)
+		httpError(w, http.StatusUnauthorized, "Unauthorized: send Authorization: Bearer <token> (see mcphub token)")
+		return Caller{}, false
+	}
+	c, err := e.access.Identify(r, bearer)
+	if err == nil {
+		return c, true
+	}
+	var challenge interface{ Challenge() string }
+	var forbidden interface{ Forbidden() bool }
+	switch {
+	case errors.As(err, &challenge):
+		e.log.Warn("refused a request", "path", r.URL.Path, "why", err.Error())
+		w.Header().Set("WWW-Authenticate", challenge.Challenge())
+		httpError(w, http.StatusUnauthorized, "Unauthorized: "+err.Error())
+	case errors.As(err, &forbidden) && forbidden.Forbidden():
+		e.log.Warn("refused a request", "path", r.URL.Path, "why", err.Error())
+		httpError(w, http.StatusForbidden, "Forbidden: "+err.Error())
+	default:
+		e.log.Error("could not check a request's credentials", "path", r.URL.Path, "err", err)
+		retryLater(w, "Service Unavailable: the hub could not check the request's credentials; retry shortly (the hub's log says why)")
+	}
+	return Caller{}, false
+}
+
+// serveMetadata answers the protected resource metadata routes.
+func (e *edge) serveMetadata(w http.ResponseWriter, r *http.Request) {
+	if e.access == nil {
+		e.notFound(w, r)
+		return
+	}
+	e.access.Metadata().ServeHTTP(w, r)
+}
