@@ -51,14 +51,26 @@ type teamHub struct {
 
 func startTeam(t *testing.T, n int, servers string) *teamHub {
 	t.Helper()
+	return startTeamWith(t, n, "", "", servers)
+}
+
+// startTeamWith is startTeam with more [hub] keys and, when token is set,
+// auth on with that token (MCPHUB_TOKEN) on every replica.
+func startTeamWith(t *testing.T, n int, hubKeys, token, servers string) *teamHub {
+	t.Helper()
 	u := pgtest.URL(t)
 	th := &teamHub{t: t, hits: make([]int, n), down: map[int]bool{}}
+	var env []string
+	if token != "" {
+		hubKeys += "\nauth = \"token\"\n"
+		env = []string{"MCPHUB_TOKEN=" + token}
+	}
 	for i := range n {
 		ph := newProcHub(t)
-		ph.storeURL = u
-		ph.write(t, ph.registry("", servers))
+		ph.storeURL, ph.token = u, token
+		ph.write(t, ph.registry(hubKeys, servers))
 		th.reps = append(th.reps, ph)
-		th.runs = append(th.runs, ph.start(nil, "--store", u, "--replica", fmt.Sprintf("r%d", i)))
+		th.runs = append(th.runs, ph.start(env, "--store", u, "--replica", fmt.Sprintf("r%d", i)))
 	}
 	for i, ph := range th.reps {
 		ph.waitStatus(t, th.runs[i], 30*time.Second, "the replica connects its servers and sees the others", func(st *api.Status) error {

@@ -15,6 +15,7 @@ import (
 
 	"github.com/spf13/cobra"
 
+	"github.com/mcphub/mcphub/access"
 	"github.com/mcphub/mcphub/api"
 	"github.com/mcphub/mcphub/hub"
 	"github.com/mcphub/mcphub/hubclient"
@@ -169,7 +170,12 @@ func runServe(ctx context.Context, a *app, f serveFlags) error {
 		defer replica.Close()
 		lost = replica.Lost()
 	}
-	h, err := openHub(reg, token, db, !f.noStore, replica, newChildren(a.dataDir), a.oauthStore(), log)
+	gate, err := openGate(db, reg, log)
+	if err != nil {
+		return err
+	}
+	defer gate.Close()
+	h, err := openHub(reg, token, db, !f.noStore, replica, gate, newChildren(a.dataDir), a.oauthStore(), log)
 	if err != nil {
 		return err
 	}
@@ -180,7 +186,7 @@ func runServe(ctx context.Context, a *app, f serveFlags) error {
 	startPprof(log)
 	fmt.Fprintf(a.stdout, "mcphub %s serving %s\n", mcphubVersion(), reg.Hub.URL("/mcp"))
 	defer reportServers(a, h)()
-	stopWatch := watchRegistry(a.configPath, f, h, replica, log)
+	stopWatch := watchRegistry(a.configPath, f, h, replica, gate, log)
 	defer stopWatch()
 	return waitAndStop(ctx, a, h, srv, serveErr, lost, stopWatch, log)
 }
@@ -228,8 +234,9 @@ func listen(reg *registry.Registry) (net.Listener, error) {
 // openHub creates the hub over the registry's servers and starts it; with
 // persist, sessions and events are kept in db across restarts, and shared
 // with the other replicas of a cluster.
-func openHub(reg *registry.Registry, token string, db *store.Store, persist bool, replica *team.Replica, kids children, tokens oauth.TokenStore, log *slog.Logger) (*hub.Hub, error) {
+func openHub(reg *registry.Registry, token string, db *store.Store, persist bool, replica *team.Replica, gate *access.Gate, kids children, tokens oauth.TokenStore, log *slog.Logger) (*hub.Hub, error) {
 	opts := hub.Options{
+		Access:      gate,
 		Registry:    reg,
 		NewUpstream: newStoredUpstream(log, db, tokens, kids.track),
 		Version:     mcphubVersion(),
@@ -254,6 +261,19 @@ func openHub(reg *registry.Registry, token string, db *store.Store, persist bool
 	return h, nil
 }
 
+// openGate makes the hub's access gate: API keys from the store, hashed
+// under the store's own secret, and the registry's [hub.oauth] and
+// [hub.access].
+func openGate(db *store.Store, reg *registry.Registry, log *slog.Logger) (*access.Gate, error) {
+	pepper, err := db.HubSecret(keyPepperName)
+	if err != nil {
+		return nil, fmt.Errorf("read the store's key secret: %w", err)
+	}
+	g := access.New(accessKeys{db}, pepper, log)
+	g.Apply(reg)
+	return g, nil
+}
+
 // serveHub serves the hub on ln (over TLS when tlsConfig is set) in the
 // background; serveErr receives why serving stopped.
 func serveHub(h *hub.Hub, ln net.Listener, tlsConfig *tls.Config, log *slog.Logger) (*http.Server, <-chan error) {
@@ -273,7 +293,7 @@ func serveHub(h *hub.Hub, ln net.Listener, tlsConfig *tls.Config, log *slog.Logg
 // watchRegistry applies registry changes live; a save that does not load
 // leaves the running set as it is, and status shows why. The returned
 // function stops watching; it may be called more than once.
-func watchRegistry(path string, f serveFlags, h *hub.Hub, replica *team.Replica, log *slog.Logger) (stop func()) {
+func watchRegistry(path string, f serveFlags, h *hub.Hub, replica *team.Replica, gate *access.Gate, log *slog.Logger) (stop func()) {
 	ctx, cancel := context.WithCancel(context.Background())
 	done := make(chan struct{})
 	go func() {
@@ -284,6 +304,7 @@ func watchRegistry(path string, f serveFlags, h *hub.Hub, replica *team.Replica,
 				return
 			}
 			f.override(next)
+			gate.Apply(next)
 			h.Apply(next)
 			if replica != nil {
 				replica.SetRegistry(next)

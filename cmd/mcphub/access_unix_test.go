@@ -1,0 +1,145 @@
+//go:build unix
+
+package main
+
+import (
+	"encoding/json"
+	"net/http"
+	"slices"
+	"strings"
+	"testing"
+)
+
+// withBearer is an http.Client that sends Authorization: Bearer value.
+func withBearer(value string) *http.Client {
+	return &http.Client{Transport: bearer{token: value, next: http.DefaultTransport}}
+}
+
+const teamAccessServers = `
+[profiles.eng]
+servers = ["up"]
+prefixed = true
+
+[profiles.ops]
+servers = ["other"]
+prefixed = true
+`
+
+// API keys on a team hub: a key made with keys create works on every
+// replica, reaches only its profile (its tools on /mcp, another profile
+// refused 403, a tool outside it refused by name), and, revoked through
+// one replica's store, is refused by every replica at its next request.
+func TestTeamHubKeys(t *testing.T) {
+	up := startUpstream(t, "up", upstreamOpts{})
+	other := startUpstream(t, "other", upstreamOpts{})
+	const token = "team-hub-token-0123456789"
+	th := startTeamWith(t, 3, "", token,
+		remoteServer("up", up.url, `connect_timeout = "10s"`)+remoteServer("other", other.url, `connect_timeout = "10s"`)+teamAccessServers)
+	ph := th.reps[0]
+
+	code, stdout, stderr := ph.cli(t, nil, "keys", "create", "ci", "--profile", "eng", "--expires", "90d", "--store", ph.storeURL)
+	key := strings.TrimSpace(stdout)
+	if code != 0 || !strings.HasPrefix(key, "mcphub_") || strings.Count(stdout, "\n") != 1 || !strings.Contains(stderr, "only time it is shown") {
+		t.Fatalf("keys create: exit %d, stdout %q, stderr %q; want the key alone on stdout", code, stdout, stderr)
+	}
+	if code, _, stderr := ph.cli(t, nil, "keys", "create", "ci", "--store", ph.storeURL); code == 0 || !strings.Contains(stderr, "already called ci") {
+		t.Errorf("a second live key called ci: exit %d, %q", code, stderr)
+	}
+	if code, _, stderr := ph.cli(t, nil, "keys", "create", "x", "--profile", "nope", "--store", ph.storeURL); code == 0 || !strings.Contains(stderr, "no [profiles.nope] table") {
+		t.Errorf("a key for an unknown profile: exit %d, %q", code, stderr)
+	}
+
+	// On /mcp the key gets its one profile's tools, the token every tool.
+	all := connectSDK(t, th.lb.URL+"/mcp", sdkOpts{hc: withBearer(token)})
+	allTools, err := all.tools()
+	if err != nil {
+		t.Fatal(err)
+	}
+	s := connectSDK(t, th.lb.URL+"/mcp", sdkOpts{hc: withBearer(key)})
+	got, err := s.tools()
+	if err != nil {
+		t.Fatal(err)
+	}
+	eng := connectSDK(t, th.lb.URL+"/profiles/eng/mcp", sdkOpts{hc: withBearer(token)})
+	want, err := eng.tools()
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(got) == 0 || !slices.Equal(got, want) || len(allTools) <= len(got) {
+		t.Fatalf("the key's tools on /mcp: %v; want profile eng's %v (the token sees %d)", got, want, len(allTools))
+	}
+	for _, name := range got {
+		if !strings.HasPrefix(name, "up__") {
+			t.Errorf("the key sees %s, not a tool of profile eng", name)
+		}
+	}
+	// Every call of the session, on whichever replica it lands, is the
+	// key's: allowed in its profile, refused by name outside it.
+	for range 3 {
+		s.mustEcho(t, "up__echo", "hi")
+	}
+	if _, err := s.call("other__echo", map[string]any{"text": "no"}); err == nil || !strings.Contains(err.Error(), "profile eng") {
+		t.Errorf("a tool outside the key's profile: %v; want a refusal naming the profile", err)
+	}
+
+	c := newRawClient(t, th.lb.URL)
+	init := `{"jsonrpc":"2.0","id":1,"method":"initialize","params":{"protocolVersion":"` + sessionVersion + `","capabilities":{},"clientInfo":{"name":"t","version":"1"}}}`
+	c.expect(t, httpCase{name: "another profile", req: rawReq{method: "POST", path: "/profiles/ops/mcp", auth: "Bearer " + key, accept: acceptBoth, body: init},
+		status: http.StatusForbidden, contains: "may not use profile ops"})
+	c.expect(t, httpCase{name: "another server's endpoint", req: rawReq{method: "POST", path: "/other/mcp", auth: "Bearer " + key, accept: acceptBoth, body: init},
+		status: http.StatusForbidden, contains: "may not use /other/mcp"})
+	// A session is its opener's: another key that reaches the same
+	// endpoint cannot use it, on whichever replica its request lands.
+	code, stdout, _ = ph.cli(t, nil, "keys", "create", "admin", "--store", ph.storeURL)
+	admin := strings.TrimSpace(stdout)
+	if code != 0 {
+		t.Fatalf("keys create admin: exit %d", code)
+	}
+	resp, _ := c.do(rawReq{method: "POST", path: "/mcp", auth: "Bearer " + token, accept: acceptBoth, body: init})
+	sid := resp.Header.Get("Mcp-Session-Id")
+	if sid == "" {
+		t.Fatalf("initialize with the token: HTTP %d without a session", resp.StatusCode)
+	}
+	list := `{"jsonrpc":"2.0","id":2,"method":"tools/list"}`
+	for range 3 {
+		c.expect(t, httpCase{name: "the opener's session", req: rawReq{method: "POST", path: "/mcp", sid: sid, auth: "Bearer " + token, accept: acceptBoth, body: list},
+			status: http.StatusOK})
+		c.expect(t, httpCase{name: "another caller's session", req: rawReq{method: "POST", path: "/mcp", sid: sid, auth: "Bearer " + admin, accept: acceptBoth, body: list},
+			status: http.StatusNotFound})
+	}
+
+	// keys ls shows it, with its last use, and never the key.
+	code, stdout, _ = ph.cli(t, nil, "keys", "ls", "--json", "--store", ph.storeURL)
+	var listed []keyJSON
+	if err := json.Unmarshal([]byte(stdout), &listed); code != 0 || err != nil || len(listed) != 2 || listed[1].Name != "ci" || listed[1].LastUsed == "" ||
+		listed[1].State != "live" || !slices.Equal(listed[1].Profiles, []string{"eng"}) || listed[1].Expires == "" || strings.Contains(stdout, key) {
+		t.Fatalf("keys ls --json: exit %d, %s (%v)", code, stdout, err)
+	}
+
+	// Revoked through one replica's store: every replica refuses it at
+	// once, and the session it opened is of no use any more.
+	if code, stdout, stderr := th.reps[1].cli(t, nil, "keys", "revoke", "ci", "--store", ph.storeURL); code != 0 || !strings.Contains(stdout, "Revoked API key ci") {
+		t.Fatalf("keys revoke: exit %d, %q %q", code, stdout, stderr)
+	}
+	for i, rep := range th.reps {
+		rc := newRawClient(t, rep.base())
+		rc.expect(t, httpCase{name: "revoked key on r" + string(rune('0'+i)), req: rawReq{method: "POST", path: "/mcp", auth: "Bearer " + key, accept: acceptBoth, body: init},
+			status: http.StatusUnauthorized, contains: "API key ci was revoked"})
+	}
+	if _, err := s.call("up__echo", map[string]any{"text": "after"}); err == nil {
+		t.Error("the revoked key's session still calls tools")
+	}
+	if code, _, _ := ph.cli(t, nil, "keys", "revoke", "ci", "--store", ph.storeURL); code != 1 {
+		t.Errorf("revoking a key that is no longer live: exit %d, want 1", code)
+	}
+	logs := ""
+	for _, r := range th.runs {
+		logs += r.out.String()
+	}
+	if strings.Contains(logs, key) || strings.Contains(logs, token) {
+		t.Error("a key or the token reached a replica's log")
+	}
+	if !strings.Contains(logs, "refused a request") || !strings.Contains(logs, "key:ci") {
+		t.Error("the refusals are not in the replicas' logs with who was refused")
+	}
+}

@@ -1,0 +1,327 @@
+package main
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"slices"
+	"strconv"
+	"strings"
+	"text/tabwriter"
+	"time"
+
+	"github.com/spf13/cobra"
+
+	"github.com/mcphub/mcphub/access"
+	"github.com/mcphub/mcphub/registry"
+	"github.com/mcphub/mcphub/store"
+)
+
+func init() { commands = append(commands, newKeysCmd) }
+
+// keyPepperName names the store's secret API keys are hashed under.
+const keyPepperName = "api-key-hash"
+
+const keysLong = `API keys let scripts and agents without a browser use a hub with auth on:
+each is sent as Authorization: Bearer <key>, beside the hub's own token (an
+all-access key) and, with [hub.oauth], the team's sign-in.
+
+A key is shown once, when it is made, and the store keeps only a keyed hash
+of it. It starts with mcphub_ so that a key pasted where it should not be is
+recognised. --profile limits a key to those profiles: on /mcp it gets its
+profile's tools when it has one, and /profiles/NAME/mcp for each. A revoked
+key is refused by every hub on the store from its next request.
+
+Keys live in the store serve uses (SQLite in the data directory, or the
+team's PostgreSQL: --store, MCPHUB_STORE or [store] url).`
+
+func newKeysCmd(a *app) *cobra.Command {
+	cmd := &cobra.Command{
+		Use:   "keys",
+		Short: "Make, list and revoke API keys for scripts and agents",
+		Long:  keysLong,
+		Args:  cobra.NoArgs,
+	}
+	var flagURL string
+	cmd.PersistentFlags().StringVar(&flagURL, "store", "", "the PostgreSQL store of a team hub (env "+storeEnv+"; default the configured store)")
+	cmd.AddCommand(newKeysCreateCmd(a, &flagURL), newKeysListCmd(a, &flagURL), newKeysRevokeCmd(a, &flagURL))
+	return cmd
+}
+
+// keysStore opens the store the keys live in, with the registry (for its
+// profiles), or says why not.
+func (a *app) keysStore(ctx context.Context, flagURL string) (*store.Store, *registry.Registry, error) {
+	reg, err := a.loadExistingRegistry()
+	if err != nil {
+		return nil, nil, a.printRegistryErrors(err)
+	}
+	rawURL, _, err := a.storeTarget(flagURL, reg)
+	if err != nil {
+		return nil, nil, err
+	}
+	db, err := a.openStore(ctx, rawURL)
+	if err != nil {
+		return nil, nil, err
+	}
+	return db, reg, nil
+}
+
+// keyJSON is a key as keys create and keys ls print it with --json.
+type keyJSON struct {
+	Name     string   `json:"name"`
+	ID       string   `json:"id"`
+	Key      string   `json:"key,omitempty"` // keys create only
+	Profiles []string `json:"profiles"`
+	Created  string   `json:"created"`
+	Expires  string   `json:"expires,omitempty"`
+	LastUsed string   `json:"last_used,omitempty"`
+	Revoked  string   `json:"revoked,omitempty"`
+	State    string   `json:"state"` // live, expired or revoked
+}
+
+func keyView(k store.Key, now time.Time) keyJSON {
+	v := keyJSON{Name: k.Name, ID: k.ID, Profiles: k.Profiles, Created: stamp(k.Created), Expires: stamp(k.Expires),
+		LastUsed: stamp(k.LastUsed), Revoked: stamp(k.Revoked), State: "live"}
+	if v.Profiles == nil {
+		v.Profiles = []string{}
+	}
+	switch {
+	case !k.Revoked.IsZero():
+		v.State = "revoked"
+	case !k.Expires.IsZero() && now.After(k.Expires):
+		v.State = "expired"
+	}
+	return v
+}
+
+func stamp(t time.Time) string {
+	if t.IsZero() {
+		return ""
+	}
+	return t.UTC().Format(time.RFC3339)
+}
+
+// parseExpiry reads --expires: a Go duration or a number of days ("90d").
+func parseExpiry(s string) (time.Duration, error) {
+	if days, ok := strings.CutSuffix(s, "d"); ok {
+		if n, err := strconv.Atoi(days); err == nil && n > 0 {
+			return time.Duration(n) * 24 * time.Hour, nil
+		}
+	}
+	if d, err := time.ParseDuration(s); err == nil && d > 0 {
+		return d, nil
+	}
+	return 0, fmt.Errorf("--expires %q: write a number of days (90d) or a duration (12h, 30m)", s)
+}
+
+func newKeysCreateCmd(a *app, flagURL *string) *cobra.Command {
+	var profiles []string
+	var expires string
+	var asJSON bool
+	cmd := &cobra.Command{
+		Use:   "create NAME",
+		Short: "Make an API key; it is printed once",
+		Long: `Make an API key called NAME (letters, digits, '-', '_', '.'; unique among the
+live keys) and print it once on standard output, alone on its line, so that
+KEY=$(mcphub keys create ci) keeps it; what it is for goes to standard error.
+
+--json prints {"name", "id", "key", "profiles", "created", "expires", "state"}.`,
+		Example: `  mcphub keys create ci --profile eng --expires 90d
+  mcphub keys create deploy-bot --json`,
+		Args: cobra.ExactArgs(1),
+		RunE: func(cmd *cobra.Command, args []string) error {
+			name := args[0]
+			if !validKeyName(name) {
+				return fmt.Errorf("%q is not a key name: use 1-64 letters, digits, '-', '_' and '.'", name)
+			}
+			var ttl time.Duration
+			if expires != "" {
+				var err error
+				if ttl, err = parseExpiry(expires); err != nil {
+					return err
+				}
+			}
+			db, reg, err := a.keysStore(cmd.Context(), *flagURL)
+			if err != nil {
+				return err
+			}
+			defer db.Close()
+			for _, p := range profiles {
+				if reg.Profile(p) == nil {
+					return fmt.Errorf("--profile %s: %s has no [profiles.%s] table (profiles: %s)", p, reg.Path, p, profileList(reg))
+				}
+			}
+			pepper, err := db.HubSecret(keyPepperName)
+			if err != nil {
+				return fmt.Errorf("read the store's key secret: %w", err)
+			}
+			text, id, hash := access.Mint(pepper)
+			now := time.Now()
+			k := store.Key{ID: id, Name: name, Hash: hash, Profiles: slices.Compact(slices.Sorted(slices.Values(profiles))), Created: now}
+			if ttl > 0 {
+				k.Expires = now.Add(ttl)
+			}
+			if err := db.CreateKey(k); err != nil {
+				if errors.Is(err, store.ErrKeyNameTaken) {
+					return fmt.Errorf("a live key is already called %s: pick another name, or mcphub keys revoke %s first", name, name)
+				}
+				return fmt.Errorf("store the key: %w", err)
+			}
+			if asJSON {
+				v := keyView(k, now)
+				v.Key = text
+				return a.printJSON(v)
+			}
+			fmt.Fprintln(a.stdout, text)
+			scope := "every endpoint"
+			if len(k.Profiles) > 0 {
+				scope = "profiles " + strings.Join(k.Profiles, ", ")
+			}
+			until := "never expires"
+			if !k.Expires.IsZero() {
+				until = "expires " + stamp(k.Expires)
+			}
+			fmt.Fprintf(a.stderr, "API key %s made (%s; %s). This is the only time it is shown: keep it in a secret store.\nSend it as Authorization: Bearer <key> to a hub with auth on; mcphub keys revoke %s ends it.\n", name, scope, until, name)
+			return nil
+		},
+	}
+	cmd.Flags().StringArrayVar(&profiles, "profile", nil, "limit the key to this profile (repeat for more); none: every endpoint")
+	cmd.Flags().StringVar(&expires, "expires", "", "refuse the key after this long: 90d, 12h (default: never)")
+	cmd.Flags().BoolVar(&asJSON, "json", false, "print the key and its settings as one JSON object")
+	return cmd
+}
+
+func validKeyName(s string) bool {
+	if s == "" || len(s) > 64 {
+		return false
+	}
+	for _, r := range s {
+		if !(r >= 'a' && r <= 'z' || r >= 'A' && r <= 'Z' || r >= '0' && r <= '9' || r == '-' || r == '_' || r == '.') {
+			return false
+		}
+	}
+	return true
+}
+
+func profileList(reg *registry.Registry) string {
+	if len(reg.Profiles) == 0 {
+		return "none yet"
+	}
+	names := make([]string, len(reg.Profiles))
+	for i, p := range reg.Profiles {
+		names[i] = p.Name
+	}
+	return strings.Join(names, ", ")
+}
+
+func newKeysListCmd(a *app, flagURL *string) *cobra.Command {
+	var asJSON bool
+	cmd := &cobra.Command{
+		Use:     "ls",
+		Aliases: []string{"list"},
+		Short:   "List the API keys: profiles, expiry, last use, revoked ones too",
+		Long: `List every API key of the store, revoked and expired ones too, by name. The
+keys themselves are never shown again; their ids are the part after mcphub_.
+Last use is recorded at most every 30 s per hub.
+
+--json prints an array of {"name", "id", "profiles", "created", "expires",
+"last_used", "revoked", "state"}; state is live, expired or revoked.`,
+		Args: cobra.NoArgs,
+		RunE: func(cmd *cobra.Command, _ []string) error {
+			db, _, err := a.keysStore(cmd.Context(), *flagURL)
+			if err != nil {
+				return err
+			}
+			defer db.Close()
+			keys, err := db.Keys()
+			if err != nil {
+				return fmt.Errorf("read the keys: %w", err)
+			}
+			now := time.Now()
+			out := make([]keyJSON, len(keys))
+			for i, k := range keys {
+				out[i] = keyView(k, now)
+			}
+			if asJSON {
+				return a.printJSON(out)
+			}
+			if len(out) == 0 {
+				fmt.Fprintln(a.stdout, "No API keys yet; mcphub keys create NAME makes one.")
+				return nil
+			}
+			tw := tabwriter.NewWriter(a.stdout, 0, 4, 2, ' ', 0)
+			fmt.Fprintln(tw, "NAME\tID\tPROFILES\tCREATED\tEXPIRES\tLAST USED\tSTATE")
+			for _, k := range out {
+				profiles := strings.Join(k.Profiles, ",")
+				fmt.Fprintf(tw, "%s\t%s\t%s\t%s\t%s\t%s\t%s\n", k.Name, k.ID, or(profiles, "(all)"), k.Created, or(k.Expires, "never"), or(k.LastUsed, "never"), k.State)
+			}
+			return tw.Flush()
+		},
+	}
+	cmd.Flags().BoolVar(&asJSON, "json", false, "print the keys as a JSON array")
+	return cmd
+}
+
+func or(s, dflt string) string {
+	if s == "" {
+		return dflt
+	}
+	return s
+}
+
+func newKeysRevokeCmd(a *app, flagURL *string) *cobra.Command {
+	var asJSON bool
+	cmd := &cobra.Command{
+		Use:   "revoke NAME",
+		Short: "Revoke an API key: every hub on the store refuses it from its next request",
+		Long: `Revoke the live API key called NAME. Every hub on the store (each replica of a
+team hub) refuses it from its next request; sessions it opened can no longer
+be used. It exits 1 when no live key has that name.
+
+--json prints {"name", "revoked"}.`,
+		Args: cobra.ExactArgs(1),
+		RunE: func(cmd *cobra.Command, args []string) error {
+			db, _, err := a.keysStore(cmd.Context(), *flagURL)
+			if err != nil {
+				return err
+			}
+			defer db.Close()
+			ok, err := db.RevokeKey(args[0], time.Now())
+			if err != nil {
+				return fmt.Errorf("revoke the key: %w", err)
+			}
+			if asJSON {
+				if err := a.printJSON(map[string]any{"name": args[0], "revoked": ok}); err != nil {
+					return err
+				}
+			} else if ok {
+				fmt.Fprintf(a.stdout, "Revoked API key %s: every hub on this store refuses it from its next request.\n", args[0])
+			}
+			if !ok {
+				if !asJSON {
+					fmt.Fprintf(a.stderr, "no live API key is called %s (mcphub keys ls lists them)\n", args[0])
+				}
+				return exitError{code: 1}
+			}
+			return nil
+		},
+	}
+	cmd.Flags().BoolVar(&asJSON, "json", false, "print the outcome as one JSON object")
+	return cmd
+}
+
+// accessKeys is the store as the access room's KeyStore.
+type accessKeys struct{ db *store.Store }
+
+func (k accessKeys) KeyByID(id string) (access.Key, error) {
+	sk, err := k.db.KeyByID(id)
+	if errors.Is(err, store.ErrNotFound) {
+		return access.Key{}, access.ErrNoKey
+	}
+	if err != nil {
+		return access.Key{}, err
+	}
+	return access.Key{ID: sk.ID, Name: sk.Name, Hash: sk.Hash, Profiles: sk.Profiles, Expires: sk.Expires, Revoked: sk.Revoked}, nil
+}
+
+func (k accessKeys) TouchKey(id string, at time.Time) error { return k.db.TouchKey(id, at) }
