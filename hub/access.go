@@ -108,7 +108,7 @@ func permit(reg *registry.Registry, c Caller, endpoint string) (string, error) {
 // Access says. It answers a refusal itself.
 func (e *edge) identify(w http.ResponseWriter, r *http.Request, bearer string) (Caller, bool) {
 	if e.access == nil {
-		e.log.Warn("refused a request without a valid token", "path", r.URL.Path)
+		e.log.Warn("refused a request", "path", r.URL.Path, "why", "no valid token")
 		w.Header().Set("WWW-Authenticate", `Bearer realm="mcphub"`)
 		httpError(w, http.StatusUnauthorized, "Unauthorized: send Authorization: Bearer <token> (see mcphub token)")
 		return Caller{}, false

@@ -212,7 +212,7 @@ func TestSecurityAuthToken(t *testing.T) {
 	}
 	r.stop()
 	outputs["mcphub serve"] = r.out.String()
-	if !strings.Contains(outputs["mcphub serve"], "without a valid token") {
+	if !strings.Contains(outputs["mcphub serve"], "refused a request") {
 		t.Errorf("the serve log has no line for the refused requests")
 	}
 	secNoLeaks(t, outputs, wrong)
