@@ -19,11 +19,14 @@ import (
 	"github.com/mcphub/mcphub/registry"
 )
 
-// Key is an API key as the gate reads it from the store.
+// Key is an API key as the gate reads it from the store: its own limits
+// (zero: the hub's) besides what it may reach.
 type Key struct {
 	ID, Name         string
 	Hash             []byte
 	Profiles         []string
+	Rate             registry.Rate
+	Concurrent       int
 	Expires, Revoked time.Time
 }
 
@@ -196,7 +199,7 @@ func (g *Gate) identifyKey(c *config, r *http.Request, text string) (hub.Caller,
 		return refuse("API key %s expired at %s; make another with mcphub keys create", k.Name, k.Expires.UTC().Format(time.RFC3339))
 	}
 	g.touch(id, now)
-	caller := hub.Caller{ID: "key:" + k.Name}
+	caller := hub.Caller{ID: "key:" + k.Name, Rate: k.Rate, ConcurrentCalls: k.Concurrent}
 	if len(k.Profiles) > 0 {
 		caller.Limited, caller.Profiles = true, slices.Clone(k.Profiles)
 	}

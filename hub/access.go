@@ -7,6 +7,7 @@ import (
 	"net/http"
 	"slices"
 	"strings"
+	"time"
 
 	"github.com/mcphub/mcphub/registry"
 )
@@ -22,6 +23,18 @@ type Caller struct {
 	// others reach every endpoint.
 	Limited  bool
 	Profiles []string
+	// Rate and ConcurrentCalls are the caller's own limits (an API key's);
+	// zero for the registry's [hub.limits].
+	Rate            registry.Rate
+	ConcurrentCalls int
+}
+
+// Limiter is where the callers' rate limits are kept: a token bucket per
+// caller, shared by every replica of a team hub (the store implements it).
+type Limiter interface {
+	// Take draws a token from subject's bucket (filling at perSecond, up
+	// to burst), or says how long until one is there.
+	Take(subject string, perSecond float64, burst int) (time.Duration, error)
 }
 
 // Access identifies the callers that do not carry the hub's own token: API

@@ -1,11 +1,17 @@
 package hub
 
 import (
+	"context"
+	"encoding/json"
 	"errors"
+	"fmt"
 	"io"
 	"net/http"
+	"slices"
 	"strings"
+	"sync"
 	"testing"
+	"time"
 )
 
 const accessRegistry = `
@@ -63,8 +69,10 @@ type fakeAccess struct{ callers map[string]Caller }
 
 type fakeRefusal struct{}
 
-func (fakeRefusal) Error() string     { return "unknown credential" }
-func (fakeRefusal) Challenge() string { return `Bearer resource_metadata="http://hub/.well-known/oauth-protected-resource/mcp"` }
+func (fakeRefusal) Error() string { return "unknown credential" }
+func (fakeRefusal) Challenge() string {
+	return `Bearer resource_metadata="http://hub/.well-known/oauth-protected-resource/mcp"`
+}
 
 type fakeForbidden struct{}
 
@@ -140,5 +148,103 @@ func TestEdgeAccess(t *testing.T) {
 	resp.Body.Close()
 	if resp.StatusCode != 200 || string(b) != "metadata of /.well-known/oauth-protected-resource/profiles/eng/mcp" {
 		t.Errorf("metadata without a credential: HTTP %d %q", resp.StatusCode, b)
+	}
+}
+
+// fakeLimiter grants tokens while it has some, then asks for a wait.
+type fakeLimiter struct {
+	mu       sync.Mutex
+	tokens   map[string]int
+	subjects []string
+}
+
+func (f *fakeLimiter) Take(subject string, perSecond float64, burst int) (time.Duration, error) {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	f.subjects = append(f.subjects, subject)
+	if f.tokens[subject] > 0 {
+		f.tokens[subject]--
+		return 0, nil
+	}
+	return 1500 * time.Millisecond, nil
+}
+
+// Limits at the edge: a caller over its rate is answered 429 with
+// Retry-After for a new request and the JSON-RPC limit error inside a
+// session; a key's own rate replaces [hub.limits]; a caller's concurrent
+// tool calls are capped, and a finished call gives its slot back.
+func TestEdgeLimits(t *testing.T) {
+	lim := &fakeLimiter{tokens: map[string]int{"key:ci": 2, "token": 100}}
+	release := make(chan struct{}, 2)
+	up := newFake("alpha").setList("tools/list", toolItems("slow")).setHandler(func(ctx context.Context, _ *fakeCall) (json.RawMessage, error) {
+		select {
+		case <-release:
+			return json.RawMessage(`{"content":[]}`), nil
+		case <-ctx.Done():
+			return nil, ctx.Err()
+		}
+	})
+	th := startHub(t, accessRegistry+"\n[hub.limits]\nrate = \"5/s\"\nconcurrent_calls = 1\n", map[string]*fakeUpstream{"alpha": up}, func(o *Options) {
+		o.Token = "s3cret"
+		o.Limiter = lim
+		o.Access = &fakeAccess{callers: map[string]Caller{"ci-key": {ID: "key:ci"}}}
+	})
+	post := func(auth, sid, body string) (*http.Response, string) {
+		req, _ := http.NewRequest(http.MethodPost, th.srv.URL+"/mcp", strings.NewReader(body))
+		req.Header.Set("Content-Type", "application/json")
+		req.Header.Set("Accept", "application/json, text/event-stream")
+		req.Header.Set("Authorization", "Bearer "+auth)
+		if sid != "" {
+			req.Header.Set("Mcp-Session-Id", sid)
+			req.Header.Set("MCP-Protocol-Version", "2025-11-25")
+		}
+		resp, err := http.DefaultClient.Do(req)
+		if err != nil {
+			t.Fatal(err)
+		}
+		b, _ := io.ReadAll(resp.Body)
+		resp.Body.Close()
+		return resp, string(b)
+	}
+	init := `{"jsonrpc":"2.0","id":1,"method":"initialize","params":{"protocolVersion":"2025-11-25","capabilities":{},"clientInfo":{"name":"t","version":"1"}}}`
+	resp, _ := post("ci-key", "", init)
+	sid := resp.Header.Get("Mcp-Session-Id")
+	if resp.StatusCode != 200 || sid == "" {
+		t.Fatalf("initialize: HTTP %d", resp.StatusCode)
+	}
+	if resp, body := post("ci-key", sid, `{"jsonrpc":"2.0","id":2,"method":"tools/list"}`); resp.StatusCode != 200 || !strings.Contains(body, `"tools"`) {
+		t.Fatalf("the second request: HTTP %d %s", resp.StatusCode, body)
+	}
+	resp, body := post("ci-key", sid, `{"jsonrpc":"2.0","id":3,"method":"tools/list"}`)
+	if resp.StatusCode != 200 || !strings.Contains(body, `"code":-32029`) || !strings.Contains(body, "key:ci may make 5/s requests; retry in 1.5s") {
+		t.Errorf("over the rate in a session: HTTP %d %s; want the JSON-RPC limit error", resp.StatusCode, body)
+	}
+	resp, body = post("ci-key", "", init)
+	if resp.StatusCode != http.StatusTooManyRequests || resp.Header.Get("Retry-After") != "2" || !strings.Contains(body, "-32029") {
+		t.Errorf("over the rate outside a session: HTTP %d (Retry-After %q) %s; want 429 with Retry-After 2", resp.StatusCode, resp.Header.Get("Retry-After"), body)
+	}
+
+	// The token's calls: one at a time.
+	resp, _ = post("s3cret", "", init)
+	sid = resp.Header.Get("Mcp-Session-Id")
+	call := func(id int) (*http.Response, string) {
+		return post("s3cret", sid, fmt.Sprintf(`{"jsonrpc":"2.0","id":%d,"method":"tools/call","params":{"name":"alpha__slow","arguments":{}}}`, id))
+	}
+	first := make(chan string, 1)
+	go func() { _, b := call(10); first <- b }()
+	up.nextCall(t)
+	if resp, body := call(11); !strings.Contains(body, "may have 1 tool calls in progress at once") || resp.StatusCode != 200 {
+		t.Errorf("a second call while one runs: HTTP %d %s; want the limit error", resp.StatusCode, body)
+	}
+	release <- struct{}{}
+	<-first
+	release <- struct{}{}
+	if _, b := call(12); strings.Contains(b, "-32029") {
+		t.Errorf("a call after the first finished: %s; want it served", b)
+	}
+	lim.mu.Lock()
+	defer lim.mu.Unlock()
+	if !slices.Contains(lim.subjects, "token") || !slices.Contains(lim.subjects, "key:ci") {
+		t.Errorf("buckets drawn from: %v", lim.subjects)
 	}
 }

@@ -46,6 +46,7 @@ type edge struct {
 	// access identifies the callers without the hub's token; nil when
 	// only the token is taken.
 	access Access
+	limitState
 }
 
 // control is what the edge's health and control routes ask of the hub.

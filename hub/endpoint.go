@@ -181,7 +181,13 @@ func (e *edge) servePost(w http.ResponseWriter, r *http.Request, endpoint string
 		if e.heldElsewhere(w, r, msg, body) {
 			return
 		}
-		e.serveModern(w, r, endpoint, msg)
+		release := noLimit
+		if msg.IsRequest() {
+			if release, ok = e.admit(w, r, msg, false); !ok {
+				return
+			}
+		}
+		e.serveModern(w, r, endpoint, msg, release)
 		return
 	}
 	if !checkVersionHeader(w, r) {
@@ -194,6 +200,9 @@ func (e *edge) servePost(w http.ResponseWriter, r *http.Request, endpoint string
 		}
 		// initialize starts a new session whatever well-formed id it
 		// carries: a client may still hold one the hub has let go.
+		if _, ok := e.admit(w, r, msg, false); !ok {
+			return
+		}
 		e.initialize(w, r, endpoint, msg)
 		return
 	}
@@ -211,7 +220,11 @@ func (e *edge) servePost(w http.ResponseWriter, r *http.Request, endpoint string
 		}
 		w.WriteHeader(http.StatusAccepted)
 	case jsonrpc.KindRequest:
-		e.sessions.request(w, r, s, msg)
+		release, ok := e.admit(w, r, msg, true)
+		if !ok {
+			return
+		}
+		e.sessions.request(w, r, s, msg, release)
 	}
 }
 

@@ -51,6 +51,9 @@ type Options struct {
 	// (API keys, sign-ins with the team's identity provider) and limits
 	// what they reach; it applies while auth is on.
 	Access Access
+	// Limiter, when set, keeps the callers' rate limits ([hub.limits], a
+	// key's own); without it rates are not limited.
+	Limiter Limiter
 	// Takeover, with Cluster, makes the upstreams that finish the calls of
 	// a session taken over from a replica that stopped.
 	Takeover TakeoverFunc
@@ -107,7 +110,7 @@ func New(opts Options) *Hub {
 	h.sessions = &sessionSet{ctx: ctx, log: h.log, version: opts.Version, heartbeat: opts.Heartbeat, byID: map[string]*session{}}
 	h.router = newRouter(h.servers, nil, h.fanout.applyLevels)
 	h.edge = newEdge(h.log, opts.Token, h.servers, h.sessions, h)
-	h.edge.access = opts.Access
+	h.edge.access, h.edge.limiter = opts.Access, opts.Limiter
 	if opts.Cluster != nil {
 		h.edge.cluster, h.edge.forwarder = opts.Cluster, http.DefaultTransport.(*http.Transport).Clone()
 		h.sessions.parked.prefix = replicaStatePrefix(opts.Cluster)

@@ -79,7 +79,9 @@ type modernCall struct {
 }
 
 // serveModern serves one message of the stateless era.
-func (e *edge) serveModern(w http.ResponseWriter, r *http.Request, endpoint string, m *jsonrpc.Message) {
+// release gives back the slot admit took for the call; it may be called
+// more than once.
+func (e *edge) serveModern(w http.ResponseWriter, r *http.Request, endpoint string, m *jsonrpc.Message, release func()) {
 	switch m.Kind() {
 	case jsonrpc.KindNotification:
 		// The revision defines no client notification over HTTP (closing
@@ -93,10 +95,11 @@ func (e *edge) serveModern(w http.ResponseWriter, r *http.Request, endpoint stri
 	}
 	mc, rpcErr, status := checkModern(r, m)
 	if rpcErr != nil {
+		release()
 		writeRPCError(w, status, m.ID, rpcErr)
 		return
 	}
-	e.sessions.modern(w, r, endpoint, mc)
+	e.sessions.modern(w, r, endpoint, mc, release)
 }
 
 // checkModern checks a stateless request's _meta and headers, in the order
@@ -182,7 +185,16 @@ func appendVersions(dst []byte) []byte {
 // as the request (never listed, stored or resumed) so the router serves it
 // as it serves a session's, and its answer is JSON, or an SSE stream
 // without event ids once the call has something to say before its result.
-func (set *sessionSet) modern(w http.ResponseWriter, r *http.Request, endpoint string, mc *modernCall) {
+//
+// A new call keeps its slot of its caller's concurrent calls (release) for
+// as long as it runs, which may outlast this request (it may ask for
+// input); anything else gives it back on return.
+func (set *sessionSet) modern(w http.ResponseWriter, r *http.Request, endpoint string, mc *modernCall, release func()) {
+	defer func() {
+		if release != nil {
+			release()
+		}
+	}()
 	m := mc.m
 	if m.Method == "server/discover" {
 		if !set.servers.warmed(r.Context()) {
@@ -235,12 +247,16 @@ func (set *sessionSet) modern(w http.ResponseWriter, r *http.Request, endpoint s
 		call.setSink(out)
 		s := newCallSession(call.ctx, endpoint, mc.version, mc.info, mc.caps)
 		peer := &modernPeer{sessionPeer: sessionPeer{s: s, send: call.emit}, level: mc.logLevel, call: call}
+		keep := release
+		release = nil
 		if !set.calls.Go(func() {
+			defer keep()
 			defer s.close()
 			call.res, call.err = set.router.route(call.ctx, s, m, peer)
 			close(call.done)
 			set.parked.forget(call)
 		}) {
+			keep()
 			call.cancel(errSessionEnded)
 			httpError(w, http.StatusServiceUnavailable, "Service Unavailable: mcphub is stopping")
 			return

@@ -14,7 +14,7 @@ import (
 
 // request runs one client request of a session and answers it as JSON, as an
 // SSE stream, or lazily as whichever the call turns out to need.
-func (set *sessionSet) request(w http.ResponseWriter, r *http.Request, s *session, m *jsonrpc.Message) {
+func (set *sessionSet) request(w http.ResponseWriter, r *http.Request, s *session, m *jsonrpc.Message, release func()) {
 	acc := parseAccept(acceptHeader(r))
 	mode := replyModeFor(acc, set.servers.registry().Hub.PostSSE, m)
 	if set.log.Enabled(r.Context(), slog.LevelDebug) {
@@ -25,7 +25,17 @@ func (set *sessionSet) request(w http.ResponseWriter, r *http.Request, s *sessio
 	// whose SSE connection drops may resume it. Only a JSON reply, which
 	// cannot be resumed, ends with its connection.
 	ctx, cancelCause := context.WithCancelCause(s.ctx)
-	untrack, err := s.track(m.ID, cancelCause)
+	untracked, err := s.track(m.ID, cancelCause)
+	if err != nil {
+		release()
+	}
+	// The call's slot of its caller's concurrent calls is given back when
+	// the call is over, which may be after its HTTP request (a resumable
+	// stream).
+	untrack := func() {
+		untracked()
+		release()
+	}
 	if errors.Is(err, errSessionEnded) {
 		// Ended (deleted, evicted for room) since the edge found it.
 		cancelCause(nil)

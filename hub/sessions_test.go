@@ -380,7 +380,7 @@ func TestSessionsRequestAfterEnd(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	th.h.sessions.request(rec, req, s, m)
+	th.h.sessions.request(rec, req, s, m, noLimit)
 	if rec.Code != http.StatusNotFound {
 		t.Errorf("a request of a session that ended meanwhile: %d %s, want 404", rec.Code, rec.Body)
 	}

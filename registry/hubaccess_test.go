@@ -58,3 +58,53 @@ eng = ["eng"]
 		t.Errorf("clock_skew = \"0s\": %v, %v", err, reg.Hub.OAuth)
 	}
 }
+
+// [hub.limits] and ParseRate: rates per second, minute and hour with a
+// second's worth of burst, and each mistake at its key.
+func TestHubLimits(t *testing.T) {
+	reg, err := Parse("hub.toml", []byte("[hub.limits]\nrate = \"600/m\"\nconcurrent_calls = 4\n"), envOf())
+	if err != nil {
+		t.Fatal(err)
+	}
+	if l := reg.Hub.Limits; l.Rate.String() != "600/m" || l.Rate.PerSecond() != 10 || l.Rate.Burst != 10 || l.ConcurrentCalls != 4 {
+		t.Fatalf("limits = %+v", l)
+	}
+	for in, burst := range map[string]int{"10/s": 10, "1/s": 1, "30/m": 1, "7200/h": 2} {
+		r, err := ParseRate(in)
+		if err != nil || r.Burst != burst || r.String() != in {
+			t.Errorf("ParseRate(%q) = %+v, %v; want burst %d", in, r, err, burst)
+		}
+	}
+	for _, bad := range []string{"", "10", "0/s", "-1/s", "10/d", "x/s", "10/ s", "2000000/s"} {
+		if _, err := ParseRate(bad); err == nil {
+			t.Errorf("ParseRate(%q) took it", bad)
+		}
+	}
+	for _, tt := range []struct{ text, want string }{
+		{"[hub.limits]\nrate = \"fast\"\n", `hub.limits.rate: "fast" is not a rate`},
+		{"[hub.limits]\nconcurrent_calls = 0\n", "hub.limits.concurrent_calls: must be a positive integer"},
+		{"[hub.limits]\nconcurrency = 3\n", "did you mean concurrent_calls?"},
+	} {
+		if _, err := Parse("hub.toml", []byte(tt.text), envOf()); err == nil || !strings.Contains(err.Error(), tt.want) {
+			t.Errorf("%q: %v; want %q", tt.text, err, tt.want)
+		}
+	}
+}
+
+// FuzzParseRate checks that ParseRate never panics and that what it takes
+// it writes back the same way.
+func FuzzParseRate(f *testing.F) {
+	for _, s := range []string{"10/s", "600/m", "1/h", "0/s", "x", "99999999999999999999/s"} {
+		f.Add(s)
+	}
+	f.Fuzz(func(t *testing.T, s string) {
+		r, err := ParseRate(s)
+		if err != nil {
+			return
+		}
+		back, err := ParseRate(r.String())
+		if err != nil || back != r || r.PerSecond() <= 0 || r.Burst < 1 {
+			t.Fatalf("ParseRate(%q) = %+v; its String %q reads back as %+v, %v", s, r, r.String(), back, err)
+		}
+	})
+}

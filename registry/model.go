@@ -203,6 +203,8 @@ type Hub struct {
 	// ([hub.access]).
 	OAuth  *HubOAuth
 	Access *Access
+	// Limits are each caller's limits by default ([hub.limits]).
+	Limits Limits
 	// TLSCert and TLSKey are the paths of a PEM certificate (chain) and
 	// its key, with "~" expanded; when set the hub serves HTTPS (and
 	// HTTP/2). Both or neither.

@@ -116,7 +116,7 @@ var (
 		"post_sse", "allowed_origins", "max_body_bytes", "max_response_bytes",
 		"max_sessions", "max_sessions_per_server", "max_connections", "max_connections_per_address",
 		"stream_buffer_bytes", "buffer_bytes", "event_retention", "event_retention_bytes", "store_max_bytes",
-		"audit_log_bodies", "session_ttl", "tls_cert", "tls_key", "env_passthrough", "oauth", "access"}
+		"audit_log_bodies", "session_ttl", "tls_cert", "tls_key", "env_passthrough", "oauth", "access", "limits"}
 	serverKeys = []string{"command", "args", "env", "cwd", "url", "transport", "headers",
 		"enabled", "prefix", "share", "replicas", "protocol", "allow", "deny", "connect_timeout", "call_timeout",
 		"env_passthrough", "inherit_env", "tags", "oauth"}
@@ -211,6 +211,9 @@ func (p *parser) hub(raw any) Hub {
 		if h.Auth == AuthNone && t.has("auth") {
 			t.errf("auth", `is "none", but [hub.oauth] asks callers to sign in; set auth = "token" (the hub's token, API keys and the provider's tokens are then accepted) or remove [hub.oauth]`)
 		}
+	}
+	if raw, ok := m["limits"]; ok {
+		h.Limits = p.hubLimits(t, raw)
 	}
 	if raw, ok := m["access"]; ok {
 		h.Access = p.hubAccess(t, raw)

@@ -12,12 +12,14 @@ import (
 // Key is an API key as the store keeps it: never the key itself, only its
 // public id and a keyed hash of it (the access room makes both). Profiles
 // limit it to those profiles (none: every endpoint); Rate is its own rate
-// limit as written ("10/s"), "" for the hub's. Times are zero when unset.
+// limit as written ("10/s"), "" for the hub's, and Concurrent its own cap
+// on calls at once, 0 for the hub's. Times are zero when unset.
 type Key struct {
 	ID, Name                            string
 	Hash                                []byte
 	Profiles                            []string
 	Rate                                string
+	Concurrent                          int
 	Created, Expires, LastUsed, Revoked time.Time
 }
 
@@ -36,8 +38,8 @@ func (s *Store) CreateKey(k Key) error {
 	if n > 0 {
 		return fmt.Errorf("%w: %q", ErrKeyNameTaken, k.Name)
 	}
-	_, err := s.db.Exec(s.dialect.q(`INSERT INTO api_keys (id, name, hash, profiles, rate, created, expires) VALUES (?, ?, ?, ?, ?, ?, ?)`),
-		k.ID, k.Name, k.Hash, strings.Join(k.Profiles, ","), k.Rate, unixNano(k.Created), unixNano(k.Expires))
+	_, err := s.db.Exec(s.dialect.q(`INSERT INTO api_keys (id, name, hash, profiles, rate, concurrent, created, expires) VALUES (?, ?, ?, ?, ?, ?, ?, ?)`),
+		k.ID, k.Name, k.Hash, strings.Join(k.Profiles, ","), k.Rate, k.Concurrent, unixNano(k.Created), unixNano(k.Expires))
 	if err != nil && isUniqueViolation(err) {
 		// Another process made a key of that name meanwhile.
 		return fmt.Errorf("%w: %q", ErrKeyNameTaken, k.Name)
@@ -49,7 +51,7 @@ func (s *Store) CreateKey(k Key) error {
 func (s *Store) Keys() ([]Key, error) {
 	s.hmu.RLock()
 	defer s.hmu.RUnlock()
-	rows, err := s.db.Query(`SELECT id, name, hash, profiles, rate, created, expires, last_used, revoked FROM api_keys ORDER BY name, created`)
+	rows, err := s.db.Query(`SELECT id, name, hash, profiles, rate, concurrent, created, expires, last_used, revoked FROM api_keys ORDER BY name, created`)
 	if err != nil {
 		return nil, err
 	}
@@ -69,7 +71,7 @@ func (s *Store) Keys() ([]Key, error) {
 func (s *Store) KeyByID(id string) (Key, error) {
 	s.hmu.RLock()
 	defer s.hmu.RUnlock()
-	k, err := scanKey(s.db.QueryRow(s.dialect.q(`SELECT id, name, hash, profiles, rate, created, expires, last_used, revoked FROM api_keys WHERE id = ?`), id))
+	k, err := scanKey(s.db.QueryRow(s.dialect.q(`SELECT id, name, hash, profiles, rate, concurrent, created, expires, last_used, revoked FROM api_keys WHERE id = ?`), id))
 	if errors.Is(err, sql.ErrNoRows) {
 		return Key{}, ErrNotFound
 	}
@@ -126,7 +128,7 @@ func scanKey(r rowScanner) (Key, error) {
 	var k Key
 	var profiles string
 	var created, expires, lastUsed, revoked int64
-	if err := r.Scan(&k.ID, &k.Name, &k.Hash, &profiles, &k.Rate, &created, &expires, &lastUsed, &revoked); err != nil {
+	if err := r.Scan(&k.ID, &k.Name, &k.Hash, &profiles, &k.Rate, &k.Concurrent, &created, &expires, &lastUsed, &revoked); err != nil {
 		return Key{}, err
 	}
 	if profiles != "" {

@@ -4,10 +4,14 @@ package main
 
 import (
 	"encoding/json"
+	"io"
 	"net/http"
 	"slices"
 	"strings"
+	"sync"
+	"sync/atomic"
 	"testing"
+	"time"
 )
 
 // withBearer is an http.Client that sends Authorization: Bearer value.
@@ -141,5 +145,114 @@ func TestTeamHubKeys(t *testing.T) {
 	}
 	if !strings.Contains(logs, "refused a request") || !strings.Contains(logs, "key:ci") {
 		t.Error("the refusals are not in the replicas' logs with who was refused")
+	}
+}
+
+// A key's rate limit holds across a team hub's replicas, as one bucket in
+// the store: 3 replicas, one key at 10/s, tool calls as fast as possible on
+// each replica, both in a session each replica holds and as stateless
+// 2026-07-28 calls, until 60 are served. After the first second (the
+// bucket's burst), the calls served come at 9 to 11 per second in all;
+// every other call is refused: 429 with Retry-After outside a session,
+// the JSON-RPC limit error inside one.
+func TestTeamHubRateLimit(t *testing.T) {
+	up := startUpstream(t, "up", upstreamOpts{})
+	const token = "team-hub-token-rate-0123456789"
+	th := startTeamWith(t, 3, "", token, remoteServer("up", up.url, `connect_timeout = "10s"`))
+	code, stdout, stderr := th.reps[0].cli(t, nil, "keys", "create", "bot", "--rate", "10/s", "--store", th.reps[0].storeURL)
+	key := strings.TrimSpace(stdout)
+	if code != 0 {
+		t.Fatalf("keys create: exit %d, %s", code, stderr)
+	}
+	sessions := make([]*sdkSession, len(th.reps))
+	for i, rep := range th.reps {
+		sessions[i] = connectSDK(t, rep.base()+"/mcp", sdkOpts{hc: withBearer(key)})
+	}
+
+	const want = 60
+	var (
+		mu                           sync.Mutex
+		served                       []time.Time
+		attempts, inSession, limited atomic.Int64
+		wg                           sync.WaitGroup
+	)
+	enough := func() bool {
+		mu.Lock()
+		defer mu.Unlock()
+		return len(served) >= want
+	}
+	serve := func() {
+		mu.Lock()
+		served = append(served, time.Now())
+		mu.Unlock()
+	}
+	meta := `"_meta":{"io.modelcontextprotocol/protocolVersion":"2026-07-28","io.modelcontextprotocol/clientCapabilities":{},"io.modelcontextprotocol/clientInfo":{"name":"bot","version":"0"}}`
+	body := `{"jsonrpc":"2.0","id":1,"method":"tools/call","params":{"name":"up__echo","arguments":{"text":"x"},` + meta + `}}`
+	hc := &http.Client{}
+	for i, rep := range th.reps {
+		wg.Add(2)
+		go func() {
+			defer wg.Done()
+			for !enough() {
+				attempts.Add(1)
+				_, err := sessions[i].call("up__echo", map[string]any{"text": "x"})
+				switch {
+				case err == nil:
+					serve()
+				case strings.Contains(err.Error(), "may make 10/s requests"):
+					inSession.Add(1)
+				default:
+					t.Errorf("a call in r%d's session: %v", i, err)
+					return
+				}
+			}
+		}()
+		go func() {
+			defer wg.Done()
+			for !enough() {
+				attempts.Add(1)
+				req, _ := http.NewRequest(http.MethodPost, rep.base()+"/mcp", strings.NewReader(body))
+				req.Header.Set("Content-Type", "application/json")
+				req.Header.Set("Accept", "application/json")
+				req.Header.Set("Authorization", "Bearer "+key)
+				req.Header.Set("MCP-Protocol-Version", "2026-07-28")
+				req.Header.Set("Mcp-Method", "tools/call")
+				req.Header.Set("Mcp-Name", "up__echo")
+				resp, err := hc.Do(req)
+				if err != nil {
+					t.Errorf("a stateless call on r%d: %v", i, err)
+					return
+				}
+				b, _ := io.ReadAll(resp.Body)
+				resp.Body.Close()
+				switch {
+				case resp.StatusCode == http.StatusOK && strings.Contains(string(b), `"result"`):
+					serve()
+				case resp.StatusCode == http.StatusTooManyRequests && resp.Header.Get("Retry-After") != "" && strings.Contains(string(b), "-32029"):
+					limited.Add(1)
+				default:
+					t.Errorf("a stateless call on r%d: HTTP %d %s", i, resp.StatusCode, b)
+					return
+				}
+			}
+		}()
+	}
+	wg.Wait()
+	if t.Failed() {
+		return
+	}
+	slices.SortFunc(served, func(a, b time.Time) int { return a.Compare(b) })
+	// The first ten take the bucket's burst (and what the sessions'
+	// initialize left of it); the rate is what comes after.
+	const skip = 10
+	window := served[len(served)-1].Sub(served[skip])
+	rate := float64(len(served)-1-skip) / window.Seconds()
+	t.Logf("%d calls attempted over %s: %d served, %d refused in sessions, %d refused with 429; %.2f calls/s after the burst",
+		attempts.Load(), served[len(served)-1].Sub(served[0]).Round(time.Millisecond), len(served), inSession.Load(), limited.Load(), rate)
+	if rate < 9 || rate > 11 {
+		t.Errorf("%.2f calls/s served across 3 replicas for a key at 10/s; want 9 to 11", rate)
+	}
+	if attempts.Load() < 200 || inSession.Load() == 0 || limited.Load() == 0 {
+		t.Errorf("%d attempts, %d refused in sessions, %d with 429; want at least 200 and refusals of both kinds", attempts.Load(), inSession.Load(), limited.Load())
 	}
 }

@@ -72,6 +72,8 @@ type keyJSON struct {
 	ID       string   `json:"id"`
 	Key      string   `json:"key,omitempty"` // keys create only
 	Profiles []string `json:"profiles"`
+	Rate     string   `json:"rate,omitempty"`             // "" for the hub's [hub.limits]
+	Calls    int      `json:"concurrent_calls,omitempty"` // 0 for the hub's
 	Created  string   `json:"created"`
 	Expires  string   `json:"expires,omitempty"`
 	LastUsed string   `json:"last_used,omitempty"`
@@ -80,7 +82,7 @@ type keyJSON struct {
 }
 
 func keyView(k store.Key, now time.Time) keyJSON {
-	v := keyJSON{Name: k.Name, ID: k.ID, Profiles: k.Profiles, Created: stamp(k.Created), Expires: stamp(k.Expires),
+	v := keyJSON{Name: k.Name, ID: k.ID, Profiles: k.Profiles, Rate: k.Rate, Calls: k.Concurrent, Created: stamp(k.Created), Expires: stamp(k.Expires),
 		LastUsed: stamp(k.LastUsed), Revoked: stamp(k.Revoked), State: "live"}
 	if v.Profiles == nil {
 		v.Profiles = []string{}
@@ -116,7 +118,8 @@ func parseExpiry(s string) (time.Duration, error) {
 
 func newKeysCreateCmd(a *app, flagURL *string) *cobra.Command {
 	var profiles []string
-	var expires string
+	var expires, rate string
+	var calls int
 	var asJSON bool
 	cmd := &cobra.Command{
 		Use:   "create NAME",
@@ -125,14 +128,28 @@ func newKeysCreateCmd(a *app, flagURL *string) *cobra.Command {
 live keys) and print it once on standard output, alone on its line, so that
 KEY=$(mcphub keys create ci) keeps it; what it is for goes to standard error.
 
---json prints {"name", "id", "key", "profiles", "created", "expires", "state"}.`,
-		Example: `  mcphub keys create ci --profile eng --expires 90d
+--rate and --concurrent-calls give the key its own limits in place of
+[hub.limits]; a team hub's replicas draw from one rate bucket per key.
+
+--json prints {"name", "id", "key", "profiles", "rate", "concurrent_calls",
+"created", "expires", "state"}.`,
+		Example: `  mcphub keys create ci --profile eng --expires 90d --rate 10/s
   mcphub keys create deploy-bot --json`,
 		Args: cobra.ExactArgs(1),
 		RunE: func(cmd *cobra.Command, args []string) error {
 			name := args[0]
 			if !validKeyName(name) {
 				return fmt.Errorf("%q is not a key name: use 1-64 letters, digits, '-', '_' and '.'", name)
+			}
+			var limit registry.Rate
+			if rate != "" {
+				var err error
+				if limit, err = registry.ParseRate(rate); err != nil {
+					return fmt.Errorf("--rate: %w", err)
+				}
+			}
+			if calls < 0 {
+				return fmt.Errorf("--concurrent-calls %d: give a positive number of calls (0: the hub's [hub.limits])", calls)
 			}
 			var ttl time.Duration
 			if expires != "" {
@@ -157,7 +174,8 @@ KEY=$(mcphub keys create ci) keeps it; what it is for goes to standard error.
 			}
 			text, id, hash := access.Mint(pepper)
 			now := time.Now()
-			k := store.Key{ID: id, Name: name, Hash: hash, Profiles: slices.Compact(slices.Sorted(slices.Values(profiles))), Created: now}
+			k := store.Key{ID: id, Name: name, Hash: hash, Profiles: slices.Compact(slices.Sorted(slices.Values(profiles))),
+				Rate: limit.String(), Concurrent: calls, Created: now}
 			if ttl > 0 {
 				k.Expires = now.Add(ttl)
 			}
@@ -187,6 +205,8 @@ KEY=$(mcphub keys create ci) keeps it; what it is for goes to standard error.
 	}
 	cmd.Flags().StringArrayVar(&profiles, "profile", nil, "limit the key to this profile (repeat for more); none: every endpoint")
 	cmd.Flags().StringVar(&expires, "expires", "", "refuse the key after this long: 90d, 12h (default: never)")
+	cmd.Flags().StringVar(&rate, "rate", "", "the key's rate limit, N/s, N/m or N/h (default: [hub.limits] rate)")
+	cmd.Flags().IntVar(&calls, "concurrent-calls", 0, "the key's cap on tool calls in progress at once (default: [hub.limits] concurrent_calls)")
 	cmd.Flags().BoolVar(&asJSON, "json", false, "print the key and its settings as one JSON object")
 	return cmd
 }
@@ -224,8 +244,10 @@ func newKeysListCmd(a *app, flagURL *string) *cobra.Command {
 keys themselves are never shown again; their ids are the part after mcphub_.
 Last use is recorded at most every 30 s per hub.
 
---json prints an array of {"name", "id", "profiles", "created", "expires",
-"last_used", "revoked", "state"}; state is live, expired or revoked.`,
+--json prints an array of {"name", "id", "profiles", "rate",
+"concurrent_calls", "created", "expires", "last_used", "revoked", "state"};
+state is live, expired or revoked; rate and concurrent_calls are left out
+where the key takes the hub's [hub.limits].`,
 		Args: cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {
 			db, _, err := a.keysStore(cmd.Context(), *flagURL)
@@ -250,10 +272,15 @@ Last use is recorded at most every 30 s per hub.
 				return nil
 			}
 			tw := tabwriter.NewWriter(a.stdout, 0, 4, 2, ' ', 0)
-			fmt.Fprintln(tw, "NAME\tID\tPROFILES\tCREATED\tEXPIRES\tLAST USED\tSTATE")
+			fmt.Fprintln(tw, "NAME\tID\tPROFILES\tRATE\tCALLS\tCREATED\tEXPIRES\tLAST USED\tSTATE")
 			for _, k := range out {
 				profiles := strings.Join(k.Profiles, ",")
-				fmt.Fprintf(tw, "%s\t%s\t%s\t%s\t%s\t%s\t%s\n", k.Name, k.ID, or(profiles, "(all)"), k.Created, or(k.Expires, "never"), or(k.LastUsed, "never"), k.State)
+				calls := "(hub)"
+				if k.Calls > 0 {
+					calls = strconv.Itoa(k.Calls)
+				}
+				fmt.Fprintf(tw, "%s\t%s\t%s\t%s\t%s\t%s\t%s\t%s\t%s\n", k.Name, k.ID, or(profiles, "(all)"), or(k.Rate, "(hub)"), calls,
+					k.Created, or(k.Expires, "never"), or(k.LastUsed, "never"), k.State)
 			}
 			return tw.Flush()
 		},
@@ -321,7 +348,12 @@ func (k accessKeys) KeyByID(id string) (access.Key, error) {
 	if err != nil {
 		return access.Key{}, err
 	}
-	return access.Key{ID: sk.ID, Name: sk.Name, Hash: sk.Hash, Profiles: sk.Profiles, Expires: sk.Expires, Revoked: sk.Revoked}, nil
+	k2 := access.Key{ID: sk.ID, Name: sk.Name, Hash: sk.Hash, Profiles: sk.Profiles, Concurrent: sk.Concurrent, Expires: sk.Expires, Revoked: sk.Revoked}
+	if sk.Rate != "" {
+		// keys create wrote it from ParseRate, so it reads back.
+		k2.Rate, _ = registry.ParseRate(sk.Rate)
+	}
+	return k2, nil
 }
 
 func (k accessKeys) TouchKey(id string, at time.Time) error { return k.db.TouchKey(id, at) }

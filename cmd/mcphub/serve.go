@@ -236,7 +236,10 @@ func listen(reg *registry.Registry) (net.Listener, error) {
 // with the other replicas of a cluster.
 func openHub(reg *registry.Registry, token string, db *store.Store, persist bool, replica *team.Replica, gate *access.Gate, kids children, tokens oauth.TokenStore, log *slog.Logger) (*hub.Hub, error) {
 	opts := hub.Options{
-		Access:      gate,
+		Access: gate,
+		// Rate limits draw from buckets in the store: on a team hub,
+		// every replica from the same ones.
+		Limiter:     db,
 		Registry:    reg,
 		NewUpstream: newStoredUpstream(log, db, tokens, kids.track),
 		Version:     mcphubVersion(),

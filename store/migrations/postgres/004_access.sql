@@ -5,6 +5,7 @@ CREATE TABLE api_keys (
     hash      BYTEA NOT NULL,
     profiles  TEXT NOT NULL DEFAULT '',
     rate      TEXT NOT NULL DEFAULT '',
+    concurrent INTEGER NOT NULL DEFAULT 0,
     created   BIGINT NOT NULL,
     expires   BIGINT NOT NULL DEFAULT 0,
     last_used BIGINT NOT NULL DEFAULT 0,
@@ -20,3 +21,12 @@ CREATE TABLE hub_secrets (
 -- Who opened each session (the hub's name for its caller: the hub token, a
 -- key's name, a signed-in user's pseudonym); only they may use it.
 ALTER TABLE sessions ADD COLUMN principal TEXT NOT NULL DEFAULT '';
+
+-- A token bucket per caller (its rate limit): the tokens it had at stamp
+-- (unix nanoseconds, by the database's clock on PostgreSQL, so that every
+-- replica draws from the same bucket at the same pace).
+CREATE TABLE rate_buckets (
+    subject TEXT PRIMARY KEY,
+    tokens  DOUBLE PRECISION NOT NULL,
+    stamp   BIGINT NOT NULL
+);
