@@ -42,10 +42,11 @@ var rooms = map[string][]string{
 	// store room to the hub room, as cmd would, so that cmd stays wiring.
 	"team": {"api", "hub", "registry", "store", "internal"},
 	// Who may use a shared hub: API keys, the OAuth protected resource
-	// (go-oidc checks tokens against the provider's keys; go-sdk's auth
-	// serves the metadata), groups to profiles. It is the hub's Access.
-	"access": {"hub", "registry", "internal", "github.com/coreos/go-oidc/v3", "github.com/modelcontextprotocol/go-sdk/auth",
-		"github.com/modelcontextprotocol/go-sdk/oauthex"},
+	// (go-oidc checks tokens, go-jose verifies them against the
+	// provider's keys; go-sdk's auth serves the metadata), groups to
+	// profiles, limits. It is the hub's Access.
+	"access": {"hub", "registry", "internal", "github.com/coreos/go-oidc/v3", "github.com/go-jose/go-jose/v4",
+		"github.com/modelcontextprotocol/go-sdk/auth", "github.com/modelcontextprotocol/go-sdk/oauthex", "golang.org/x/sync/singleflight"},
 	// The background service: unit generation and the kardianos wrapper.
 	// The CLI passes in what it knows of hub.toml and the running hub.
 	"service": {"github.com/kardianos/service"},

@@ -3,6 +3,7 @@ package access
 import (
 	"context"
 	"crypto/hmac"
+	"encoding/hex"
 	"errors"
 	"fmt"
 	"log/slog"
@@ -55,6 +56,11 @@ type Gate struct {
 
 	cfg     atomic.Pointer[config]
 	touched sync.Map // key id → time.Time of the last TouchKey
+
+	touches   chan keyUse   // to writeTouches
+	touchDone chan struct{} // closed when writeTouches returns
+	closeMu   sync.RWMutex  // touch sends under R, Close closes touches under W
+	closeOnce sync.Once
 }
 
 // config is the gate's part of one registry.
@@ -73,8 +79,10 @@ func New(keys KeyStore, pepper []byte, log *slog.Logger) *Gate {
 		log = slog.Default()
 	}
 	ctx, cancel := context.WithCancel(context.Background())
-	g := &Gate{keys: keys, pepper: pepper, log: log, ctx: ctx, cancel: cancel}
+	g := &Gate{keys: keys, pepper: pepper, log: log, ctx: ctx, cancel: cancel,
+		touches: make(chan keyUse, 64), touchDone: make(chan struct{})}
 	g.cfg.Store(&config{})
+	go g.writeTouches()
 	return g
 }
 
@@ -93,9 +101,10 @@ func (g *Gate) Apply(reg *registry.Registry) {
 		if c.base == "" {
 			c.base = reg.Hub.URL("")
 		}
+		// The provider is shared with the checks in progress and never
+		// changed: the scopes are the config's.
 		if prev.oauth != nil && sameProvider(*prev.oauth, *o) {
 			c.provider = prev.provider
-			c.provider.cfg.Scopes = o.Scopes
 		} else {
 			c.provider = newProvider(g.ctx, *o)
 		}
@@ -103,14 +112,23 @@ func (g *Gate) Apply(reg *registry.Registry) {
 	g.cfg.Store(c)
 }
 
-// Close ends the provider's key fetches. It may be called more than once.
+// Close ends the provider's fetches and waits for the last uses of keys to
+// be written. It may be called more than once.
 func (g *Gate) Close() error {
-	g.cancel()
+	g.closeOnce.Do(func() {
+		g.closeMu.Lock()
+		g.cancel()
+		close(g.touches)
+		g.closeMu.Unlock()
+		<-g.touchDone
+	})
 	return nil
 }
 
 // refusal is a credential the gate does not take: 401 with the gate's
-// challenge, or, when forbidden, 403.
+// challenge (RFC 6750 §3: error="invalid_token" for a credential that is
+// wrong, none for a missing one), or, when forbidden, 403
+// (error="insufficient_scope" for a token without a required scope).
 type refusal struct {
 	msg       string
 	challenge string
@@ -132,26 +150,34 @@ func (e *forbiddenError) Forbidden() bool { return true }
 func (g *Gate) Identify(r *http.Request, bearer string) (hub.Caller, error) {
 	c := g.cfg.Load()
 	refuse := func(format string, args ...any) (hub.Caller, error) {
-		return hub.Caller{}, &refusal{msg: fmt.Sprintf(format, args...), challenge: g.challenge(c, r)}
+		return hub.Caller{}, &refusal{msg: fmt.Sprintf(format, args...), challenge: g.challenge(c, r, "invalid_token")}
 	}
 	switch {
 	case bearer == "" && c.oauth != nil:
-		return refuse("sign in: send Authorization: Bearer with an access token of %s (the hub's metadata at %s says so to MCP clients), an API key, or the hub's token", c.oauth.Issuer, c.base+WellKnown+resourcePath(r))
+		return hub.Caller{}, &refusal{msg: fmt.Sprintf("sign in: send Authorization: Bearer with an access token of %s (the hub's metadata at %s says so to MCP clients), an API key, or the hub's token",
+			c.oauth.Issuer, c.base+WellKnown+resourcePath(r)), challenge: g.challenge(c, r, "")}
 	case bearer == "":
-		return refuse("send Authorization: Bearer <token> with the hub's token (see mcphub token) or an API key (see mcphub keys create)")
+		return hub.Caller{}, &refusal{msg: "send Authorization: Bearer <token> with the hub's token (see mcphub token) or an API key (see mcphub keys create)",
+			challenge: g.challenge(c, r, "")}
 	case strings.HasPrefix(bearer, KeyPrefix):
 		return g.identifyKey(c, r, bearer)
 	case c.oauth == nil:
 		return refuse("the bearer credential is neither the hub's token nor an API key")
 	}
-	info, err := c.provider.verify(g.audiences(c, r))(r.Context(), bearer, r)
-	if err != nil {
-		if errors.As(err, new(*unreachableError)) {
-			return hub.Caller{}, err // the provider cannot be reached: 503
-		}
+	info, err := c.provider.verify(g.audiences(c, r), c.oauth.Scopes)(r.Context(), bearer, r)
+	switch {
+	case errors.As(err, new(*unreachableError)):
+		return hub.Caller{}, err // the provider cannot be reached: 503
+	case errors.Is(err, errScope):
+		return hub.Caller{}, &refusal{msg: strings.TrimPrefix(err.Error(), errScope.Error()+": "), challenge: g.challenge(c, r, "insufficient_scope"), forbidden: true}
+	case err != nil:
 		return refuse("%s", strings.TrimPrefix(err.Error(), auth.ErrInvalidToken.Error()+": "))
 	}
-	caller := hub.Caller{ID: info.UserID}
+	// A signed-in user is named by a keyed hash of issuer and subject:
+	// stable, and, unlike a plain hash of a guessable subject, not to be
+	// turned back into it by whoever reads the log.
+	sum := hex.EncodeToString(Hash(g.pepper, "user\x00"+info.UserID))
+	caller := hub.Caller{ID: "user:" + sum[:12], Principal: "user:" + sum}
 	if c.access == nil {
 		return caller, nil
 	}
@@ -175,7 +201,7 @@ func (g *Gate) Identify(r *http.Request, bearer string) (hub.Caller, error) {
 // constant time), not revoked, not expired.
 func (g *Gate) identifyKey(c *config, r *http.Request, text string) (hub.Caller, error) {
 	refuse := func(format string, args ...any) (hub.Caller, error) {
-		return hub.Caller{}, &refusal{msg: fmt.Sprintf(format, args...), challenge: g.challenge(c, r)}
+		return hub.Caller{}, &refusal{msg: fmt.Sprintf(format, args...), challenge: g.challenge(c, r, "invalid_token")}
 	}
 	id, ok := KeyID(text)
 	if !ok {
@@ -199,7 +225,9 @@ func (g *Gate) identifyKey(c *config, r *http.Request, text string) (hub.Caller,
 		return refuse("API key %s expired at %s; make another with mcphub keys create", k.Name, k.Expires.UTC().Format(time.RFC3339))
 	}
 	g.touch(id, now)
-	caller := hub.Caller{ID: "key:" + k.Name, Rate: k.Rate, ConcurrentCalls: k.Concurrent}
+	// The id, not the name, binds its sessions and its bucket: a new key
+	// may take a revoked one's name.
+	caller := hub.Caller{ID: "key:" + k.Name, Principal: "key:" + k.ID, Rate: k.Rate, ConcurrentCalls: k.Concurrent}
 	if len(k.Profiles) > 0 {
 		caller.Limited, caller.Profiles = true, slices.Clone(k.Profiles)
 	}
@@ -209,13 +237,40 @@ func (g *Gate) identifyKey(c *config, r *http.Request, text string) (hub.Caller,
 // touch records a key's use, at most every touchEvery per key and
 // process: last use is for people, and a write per request would tax the
 // store for nothing.
+//
+// The write is the gate's writer's (writeTouches), so that no request
+// waits for it; when the writer is behind, a use is dropped, and the next
+// one after touchEvery records it.
 func (g *Gate) touch(id string, now time.Time) {
 	if last, ok := g.touched.Load(id); ok && now.Sub(last.(time.Time)) < touchEvery {
 		return
 	}
 	g.touched.Store(id, now)
-	if err := g.keys.TouchKey(id, now); err != nil {
-		g.log.Debug("could not record an API key's use", "key_id", id, "err", err)
+	g.closeMu.RLock()
+	defer g.closeMu.RUnlock()
+	if g.ctx.Err() != nil {
+		return
+	}
+	select {
+	case g.touches <- keyUse{id, now}:
+	default:
+		g.touched.Delete(id)
+	}
+}
+
+// keyUse is a key's use, for its last-use time.
+type keyUse struct {
+	id string
+	at time.Time
+}
+
+// writeTouches records the keys' uses until Close.
+func (g *Gate) writeTouches() {
+	defer close(g.touchDone)
+	for u := range g.touches {
+		if err := g.keys.TouchKey(u.id, u.at); err != nil {
+			g.log.Debug("could not record an API key's use", "key_id", u.id, "err", err)
+		}
 	}
 }
 
@@ -256,15 +311,20 @@ func resourcePath(r *http.Request) string {
 }
 
 // Challenge is the WWW-Authenticate value of a 401 for r.
-func (g *Gate) Challenge(r *http.Request) string { return g.challenge(g.cfg.Load(), r) }
+func (g *Gate) Challenge(r *http.Request) string { return g.challenge(g.cfg.Load(), r, "") }
 
-func (g *Gate) challenge(c *config, r *http.Request) string {
-	if c.oauth == nil {
-		return `Bearer realm="mcphub"`
+// challenge is the WWW-Authenticate value for r with an RFC 6750 error
+// code ("" for none: a request that sent no credential).
+func (g *Gate) challenge(c *config, r *http.Request, code string) string {
+	v := `Bearer realm="mcphub"`
+	if c.oauth != nil {
+		v = fmt.Sprintf("Bearer resource_metadata=%q", c.base+WellKnown+resourcePath(r))
+		if len(c.oauth.Scopes) > 0 {
+			v += fmt.Sprintf(", scope=%q", strings.Join(c.oauth.Scopes, " "))
+		}
 	}
-	v := fmt.Sprintf("Bearer resource_metadata=%q", c.base+WellKnown+resourcePath(r))
-	if len(c.oauth.Scopes) > 0 {
-		v += fmt.Sprintf(", scope=%q", strings.Join(c.oauth.Scopes, " "))
+	if code != "" {
+		v += fmt.Sprintf(", error=%q", code)
 	}
 	return v
 }

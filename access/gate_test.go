@@ -6,6 +6,7 @@ import (
 	"encoding/base64"
 	"encoding/json"
 	"errors"
+	"fmt"
 	"io"
 	"net/http"
 	"net/http/httptest"
@@ -194,7 +195,7 @@ func TestAccessTokens(t *testing.T) {
 				if err != nil {
 					t.Fatalf("refused: %v", err)
 				}
-				if !strings.HasPrefix(c.ID, "user:") || strings.Contains(c.ID, "alice") || c.Limited {
+				if !strings.HasPrefix(c.ID, "user:") || len(c.ID) != len("user:")+12 || !strings.HasPrefix(c.Principal, c.ID) || strings.Contains(c.ID, "alice") || c.Limited {
 					t.Errorf("caller = %+v, want an unlimited user: pseudonym without the subject", c)
 				}
 				return
@@ -203,7 +204,7 @@ func TestAccessTokens(t *testing.T) {
 			if !errors.As(err, &r) || !strings.Contains(err.Error(), tt.want) {
 				t.Fatalf("err = %v, want a refusal saying %q", err, tt.want)
 			}
-			if want := `Bearer resource_metadata="` + hubURL + WellKnown + tt.path + `"`; r.Challenge() != want {
+			if want := `Bearer resource_metadata="` + hubURL + WellKnown + tt.path + `", error="invalid_token"`; r.Challenge() != want {
 				t.Errorf("challenge = %s, want %s", r.Challenge(), want)
 			}
 			if strings.Contains(err.Error(), tt.token) || strings.Contains(err.Error(), "alice") || strings.Contains(err.Error(), "evil") {
@@ -217,6 +218,8 @@ func TestAccessTokens(t *testing.T) {
 // provider published after the hub cached its keys is accepted: an
 // unknown kid fetches the keys again.
 func TestAccessTokenKeyRotation(t *testing.T) {
+	defer func(every time.Duration) { refetchEvery = every }(refetchEvery)
+	refetchEvery = 0
 	p := newIDP(t)
 	first, second := rsaKey(t), rsaKey(t)
 	p.publish("k1", first)
@@ -259,8 +262,9 @@ func TestAccessScopesAndUnreachableProvider(t *testing.T) {
 	claims := map[string]any{"iss": p.srv.URL, "sub": "carol", "aud": hubURL + "/mcp", "exp": time.Now().Add(time.Hour).Unix(), "scope": "openid"}
 	_, err := g.Identify(request("/mcp"), sign(t, key, "k1", claims))
 	var r *refusal
-	if !errors.As(err, &r) || !strings.Contains(err.Error(), `lacks the scope "mcp"`) || !strings.Contains(r.Challenge(), `scope="mcp"`) {
-		t.Fatalf("err = %v, want a refusal for the missing scope whose challenge names it", err)
+	if !errors.As(err, &r) || !r.Forbidden() || !strings.Contains(err.Error(), `lacks the scope "mcp"`) ||
+		!strings.Contains(r.Challenge(), `scope="mcp", error="insufficient_scope"`) {
+		t.Fatalf("err = %v, want a 403 refusal for the missing scope whose challenge names it (RFC 6750 insufficient_scope)", err)
 	}
 	claims["scope"] = "openid mcp"
 	if _, err := g.Identify(request("/mcp"), sign(t, key, "k1", claims)); err != nil {
@@ -355,7 +359,7 @@ func TestAPIKeys(t *testing.T) {
 	unknown, _, _ := Mint(pepper)
 
 	c, err := g.Identify(request("/mcp"), ci)
-	if err != nil || c.ID != "key:ci" || !c.Limited || !slices.Equal(c.Profiles, []string{"eng"}) {
+	if err != nil || c.ID != "key:ci" || c.Principal != "key:"+id || !c.Limited || !slices.Equal(c.Profiles, []string{"eng"}) {
 		t.Fatalf("ci key: %+v, %v", c, err)
 	}
 	if c, err := g.Identify(request("/mcp"), admin); err != nil || c.ID != "key:admin" || c.Limited {
@@ -371,7 +375,7 @@ func TestAPIKeys(t *testing.T) {
 	} {
 		_, err := g.Identify(request("/mcp"), tt.key)
 		var r *refusal
-		if !errors.As(err, &r) || !strings.Contains(err.Error(), tt.want) || r.Challenge() != `Bearer realm="mcphub"` {
+		if !errors.As(err, &r) || !strings.Contains(err.Error(), tt.want) || r.Challenge() != `Bearer realm="mcphub", error="invalid_token"` {
 			t.Errorf("%s: err = %v, want a refusal saying %q", tt.name, err, tt.want)
 		}
 		if strings.Contains(errText(err), tt.key) {
@@ -379,6 +383,7 @@ func TestAPIKeys(t *testing.T) {
 		}
 	}
 	g.Identify(request("/mcp"), ci)
+	g.Close() // waits for the uses to be written
 	if store.touches != 2 {
 		t.Errorf("TouchKey called %d times for 3 uses of 2 keys, want 2 (once per key per %s)", store.touches, touchEvery)
 	}
@@ -426,3 +431,44 @@ func TestMetadata(t *testing.T) {
 }
 
 var _ hub.Access = (*Gate)(nil)
+
+// Tokens no cached key verifies fetch the provider's keys again at most
+// once per refetchEvery: 50 forged tokens in a row make one fetch, not
+// 50; and keys that cannot be fetched make a check that was not made
+// (503), not a refusal of the caller's token.
+func TestAccessKeyFetches(t *testing.T) {
+	p := newIDP(t)
+	good, forger := rsaKey(t), rsaKey(t)
+	p.publish("k1", good)
+	g := New(&memKeys{}, nil, nil)
+	defer g.Close()
+	g.Apply(parse(t, oauthRegistry(p.srv.URL, "")))
+	claims := map[string]any{"iss": p.srv.URL, "sub": "eve", "aud": hubURL + "/mcp", "exp": time.Now().Add(time.Hour).Unix()}
+	if _, err := g.Identify(request("/mcp"), sign(t, good, "k1", claims)); err != nil {
+		t.Fatal(err)
+	}
+	before := p.fetches.Load()
+	for i := range 50 {
+		kid := "k1"
+		if i%2 == 1 {
+			kid = fmt.Sprintf("forged-%d", i)
+		}
+		if _, err := g.Identify(request("/mcp"), sign(t, forger, kid, claims)); err == nil {
+			t.Fatal("a forged token was accepted")
+		}
+	}
+	if n := p.fetches.Load() - before; n > 1 {
+		t.Errorf("50 forged tokens made %d fetches of the keys; want at most 1 per %s", n, refetchEvery)
+	}
+
+	gone := httptest.NewServer(http.NotFoundHandler())
+	gone.Close()
+	down := New(&memKeys{}, nil, nil)
+	defer down.Close()
+	down.Apply(parse(t, oauthRegistry(p.srv.URL, `jwks_url = "`+gone.URL+`/keys"`)))
+	_, err := down.Identify(request("/mcp"), sign(t, good, "k1", claims))
+	var r *refusal
+	if err == nil || errors.As(err, &r) || !strings.Contains(err.Error(), "fetch the identity provider's keys") {
+		t.Fatalf("keys that cannot be fetched: %v; want a check not made, naming the keys", err)
+	}
+}

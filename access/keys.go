@@ -53,7 +53,9 @@ func KeyID(text string) (string, bool) {
 }
 
 // Hash is a key's keyed hash (HMAC-SHA-256 under pepper): the store keeps
-// it, never the key, so that a copy of the database opens nothing.
+// it, never the key, so that reading the hashes (a log of queries, a
+// leaked table) gives no key; with 256 random bits per key, not even one
+// who also holds the pepper can find one.
 func Hash(pepper []byte, text string) []byte {
 	m := hmac.New(sha256.New, pepper)
 	m.Write([]byte(text))

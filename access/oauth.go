@@ -2,8 +2,6 @@ package access
 
 import (
 	"context"
-	"crypto/sha256"
-	"encoding/hex"
 	"encoding/json"
 	"errors"
 	"fmt"
@@ -16,6 +14,7 @@ import (
 	"github.com/coreos/go-oidc/v3/oidc"
 	"github.com/modelcontextprotocol/go-sdk/auth"
 	"github.com/modelcontextprotocol/go-sdk/oauthex"
+	"golang.org/x/sync/singleflight"
 
 	"github.com/mcphub/mcphub/registry"
 )
@@ -26,19 +25,23 @@ import (
 var signingAlgs = []string{oidc.RS256, oidc.RS384, oidc.RS512, oidc.ES256, oidc.ES384, oidc.ES512, oidc.PS256, oidc.PS384, oidc.PS512, oidc.EdDSA}
 
 // provider checks the access tokens of one identity provider. Its keys are
-// found on first use (from jwks_url, or the provider's discovery document),
-// then cached by go-oidc's remote key set, which fetches them again when a
-// token names a key id it does not have.
+// found on first use (from jwks_url, or the provider's discovery
+// document), then kept by a keySet.
 type provider struct {
-	cfg registry.HubOAuth
-	ctx context.Context // the gate's: key fetches end with it
+	cfg    registry.HubOAuth
+	ctx    context.Context // the gate's: discovery and key fetches end with it
+	client *http.Client
 
 	mu       sync.Mutex
 	verifier *oidc.IDTokenVerifier
+	keys     *keySet
+	tried    time.Time // the last discovery that failed
+	err      error     // and why
+	group    singleflight.Group
 }
 
 func newProvider(ctx context.Context, cfg registry.HubOAuth) *provider {
-	return &provider{cfg: cfg, ctx: ctx}
+	return &provider{cfg: cfg, ctx: ctx, client: &http.Client{Timeout: fetchTimeout}}
 }
 
 // sameProvider reports whether two configurations check tokens alike, so
@@ -48,54 +51,85 @@ func sameProvider(a, b registry.HubOAuth) bool {
 }
 
 // verifierFor returns the token verifier, discovering the provider's keys
-// on first use; a failed discovery is tried again on the next token.
-func (p *provider) verifierFor(ctx context.Context) (*oidc.IDTokenVerifier, error) {
+// on first use. A failed discovery is tried again at most every
+// refetchEvery; checks meanwhile fail at once with its reason, and checks
+// that ask during one share it.
+func (p *provider) verifierFor() (*oidc.IDTokenVerifier, *keySet, error) {
+	p.mu.Lock()
+	v, keys, tried, err := p.verifier, p.keys, p.tried, p.err
+	p.mu.Unlock()
+	if v != nil {
+		return v, keys, nil
+	}
+	if err != nil && time.Since(tried) < refetchEvery {
+		return nil, nil, err
+	}
+	_, err, _ = p.group.Do("discover", func() (any, error) {
+		jwks, err := p.discover()
+		p.mu.Lock()
+		defer p.mu.Unlock()
+		if err != nil {
+			p.tried, p.err = time.Now(), err
+			return nil, err
+		}
+		skew := p.cfg.ClockSkew
+		p.keys = newKeySet(p.ctx, jwks, p.client)
+		p.verifier = oidc.NewVerifier(p.cfg.Issuer, p.keys, &oidc.Config{
+			// The audience is checked by the gate: it is the resource
+			// URL of the endpoint the token is sent to.
+			SkipClientIDCheck:    true,
+			SupportedSigningAlgs: signingAlgs,
+			// A token expired less than the clock skew ago still
+			// passes.
+			Now: func() time.Time { return time.Now().Add(-skew) },
+		})
+		return nil, nil
+	})
+	if err != nil {
+		return nil, nil, err
+	}
 	p.mu.Lock()
 	defer p.mu.Unlock()
-	if p.verifier != nil {
-		return p.verifier, nil
+	return p.verifier, p.keys, nil
+}
+
+// discover finds the provider's JWKS: jwks_url, else its OpenID discovery
+// document's jwks_uri.
+func (p *provider) discover() (string, error) {
+	if p.cfg.JWKSURL != "" {
+		return p.cfg.JWKSURL, nil
 	}
-	jwks := p.cfg.JWKSURL
-	if jwks == "" {
-		ctx, cancel := context.WithTimeout(ctx, 10*time.Second)
-		defer cancel()
-		disc, err := oidc.NewProvider(ctx, p.cfg.Issuer)
-		if err != nil {
-			return nil, fmt.Errorf("discover the identity provider %s: %w (set jwks_url in [hub.oauth] if it publishes no OpenID discovery document)", p.cfg.Issuer, err)
-		}
-		var doc struct {
-			JWKS string `json:"jwks_uri"`
-		}
-		if err := disc.Claims(&doc); err != nil || doc.JWKS == "" {
-			return nil, fmt.Errorf("the identity provider %s names no jwks_uri in its discovery document; set jwks_url in [hub.oauth]", p.cfg.Issuer)
-		}
-		jwks = doc.JWKS
+	ctx, cancel := context.WithTimeout(p.ctx, fetchTimeout)
+	defer cancel()
+	disc, err := oidc.NewProvider(oidc.ClientContext(ctx, p.client), p.cfg.Issuer)
+	if err != nil {
+		return "", fmt.Errorf("discover the identity provider %s: %w (set jwks_url in [hub.oauth] if it publishes no OpenID discovery document)", p.cfg.Issuer, err)
 	}
-	skew := p.cfg.ClockSkew
-	p.verifier = oidc.NewVerifier(p.cfg.Issuer, oidc.NewRemoteKeySet(p.ctx, jwks), &oidc.Config{
-		// The audience is checked by the gate: it is the resource URL
-		// of the endpoint the token is sent to.
-		SkipClientIDCheck:    true,
-		SupportedSigningAlgs: signingAlgs,
-		// A token expired less than the clock skew ago still passes.
-		Now: func() time.Time { return time.Now().Add(-skew) },
-	})
-	return p.verifier, nil
+	var doc struct {
+		JWKS string `json:"jwks_uri"`
+	}
+	if err := disc.Claims(&doc); err != nil || doc.JWKS == "" {
+		return "", fmt.Errorf("the identity provider %s names no jwks_uri in its discovery document; set jwks_url in [hub.oauth]", p.cfg.Issuer)
+	}
+	return doc.JWKS, nil
 }
 
 // unreachableError is a token that could not be checked: the provider's
-// discovery document could not be read.
+// discovery document or keys could not be read.
 type unreachableError struct{ err error }
 
 func (e *unreachableError) Error() string { return e.err.Error() }
 func (e *unreachableError) Unwrap() error { return e.err }
 
-// verify checks an access token for a request to resource and returns what
-// it says of its caller. It is an auth.TokenVerifier, the go-sdk's shape
-// for it, bound to the accepted audiences.
-func (p *provider) verify(audiences []string) auth.TokenVerifier {
+// errScope marks a token without a scope the hub requires.
+var errScope = errors.New("insufficient scope")
+
+// verify checks an access token for a request and returns what it says
+// of its caller: an auth.TokenVerifier, the go-sdk's shape for it, bound
+// to the accepted audiences and the required scopes.
+func (p *provider) verify(audiences, scopes []string) auth.TokenVerifier {
 	return func(ctx context.Context, token string, _ *http.Request) (*auth.TokenInfo, error) {
-		v, err := p.verifierFor(ctx)
+		v, keys, err := p.verifierFor()
 		if err != nil {
 			return nil, &unreachableError{err}
 		}
@@ -104,7 +138,13 @@ func (p *provider) verify(audiences []string) auth.TokenVerifier {
 			if errors.As(err, new(*oidc.TokenExpiredError)) {
 				return nil, fmt.Errorf("%w: the access token expired; sign in again", auth.ErrInvalidToken)
 			}
+			if ferr := keys.failed(); ferr != nil && strings.Contains(err.Error(), errNoKey.Error()) {
+				return nil, &unreachableError{ferr}
+			}
 			return nil, fmt.Errorf("%w: the access token was refused: %s", auth.ErrInvalidToken, tokenReason(err))
+		}
+		if idt.Subject == "" {
+			return nil, fmt.Errorf("%w: the access token names no subject (sub)", auth.ErrInvalidToken)
 		}
 		if !slices.ContainsFunc(idt.Audience, func(a string) bool { return slices.Contains(audiences, a) }) {
 			return nil, fmt.Errorf("%w: the access token is not for this hub: its audience must include %s", auth.ErrInvalidToken, strings.Join(audiences, " or "))
@@ -113,13 +153,13 @@ func (p *provider) verify(audiences []string) auth.TokenVerifier {
 		if err := idt.Claims(&claims); err != nil {
 			return nil, fmt.Errorf("%w: the access token's claims do not decode", auth.ErrInvalidToken)
 		}
-		info := &auth.TokenInfo{UserID: pseudonym(idt.Issuer, idt.Subject), Expiration: idt.Expiry, Extra: claims}
-		if s, ok := claims["scope"].(string); ok {
-			info.Scopes = strings.Fields(s)
-		}
-		for _, want := range p.cfg.Scopes {
+		info := &auth.TokenInfo{UserID: idt.Issuer + "\x00" + idt.Subject, Expiration: idt.Expiry, Extra: claims}
+		// scope is a space-separated string (RFC 9068); some providers
+		// (Okta, Entra ID) send scp, an array.
+		info.Scopes = append(claimValues(claims["scope"]), claimValues(claims["scp"])...)
+		for _, want := range scopes {
 			if !slices.Contains(info.Scopes, want) {
-				return nil, fmt.Errorf("%w: the access token lacks the scope %q", auth.ErrInvalidToken, want)
+				return nil, fmt.Errorf("%w: the access token lacks the scope %q", errScope, want)
 			}
 		}
 		return info, nil
@@ -135,17 +175,10 @@ func tokenReason(err error) string {
 		return "it was issued by another provider"
 	case strings.Contains(msg, "malformed jwt"):
 		return "it is not a JWT signed with an accepted algorithm (" + strings.Join(signingAlgs, ", ") + ")"
-	case strings.Contains(msg, "failed to verify signature"):
+	case strings.Contains(msg, "failed to verify signature"), strings.Contains(msg, errNoKey.Error()):
 		return "its signature matches none of the provider's keys"
 	}
 	return "it does not verify"
-}
-
-// pseudonym names a signed-in user in logs and sessions without writing
-// their subject: a hash of issuer and subject.
-func pseudonym(issuer, subject string) string {
-	sum := sha256.Sum256([]byte(issuer + "\x00" + subject))
-	return "user:" + hex.EncodeToString(sum[:6])
 }
 
 // metadata serves the protected resource metadata (RFC 9728) of each MCP

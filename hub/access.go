@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"log/slog"
 	"net/http"
 	"slices"
 	"strings"
@@ -14,11 +15,16 @@ import (
 
 // Caller is who sends a request, as the edge identified it.
 type Caller struct {
-	// ID names the caller in logs and binds the sessions it opens to it:
-	// "token" (the hub's token), "key:NAME" (an API key), "user:…" (a
-	// pseudonym of a signed-in user), "replica" (another replica of a team
-	// hub), "" with auth off. Never a secret or a claim's value.
+	// ID names the caller in logs and messages: "token" (the hub's
+	// token), "key:NAME" (an API key), "user:…" (a pseudonym of a
+	// signed-in user), "replica" (another replica of a team hub), "" with
+	// auth off. Never a secret or a claim's value.
 	ID string
+	// Principal, when set, is what binds the sessions the caller opens
+	// and draws from its rate bucket, in place of ID: one that no other
+	// caller is ever given, such as a key's id where a new key may take a
+	// revoked one's name.
+	Principal string
 	// Limited callers reach only Profiles' endpoints (see permit); the
 	// others reach every endpoint.
 	Limited  bool
@@ -58,6 +64,18 @@ type Access interface {
 // endpoint is served: this prefix and the endpoint's path (RFC 9728 §3.1).
 const wellKnownResource = "/.well-known/oauth-protected-resource"
 
+// principal is what binds the caller's sessions and limits.
+func (c Caller) principal() string {
+	if c.Principal != "" {
+		return c.Principal
+	}
+	return c.ID
+}
+
+// admin reports whether the caller may use the control API and see the
+// hub's whole status: the hub's own token, or anyone while auth is off.
+func (c Caller) admin() bool { return c.ID == "token" || c.ID == "" }
+
 type callerKey struct{}
 
 // withCaller returns r with its caller in its context.
@@ -85,10 +103,16 @@ func permit(reg *registry.Registry, c Caller, endpoint string) (string, error) {
 	if !c.Limited {
 		return endpoint, nil
 	}
-	may := "it may use no profile"
-	if len(c.Profiles) > 0 {
-		urls := make([]string, len(c.Profiles))
-		for i, p := range c.Profiles {
+	var have []string // its profiles the registry has
+	for _, p := range c.Profiles {
+		if reg.Profile(p) != nil {
+			have = append(have, p)
+		}
+	}
+	may := "it may use no profile of this hub"
+	if len(have) > 0 {
+		urls := make([]string, len(have))
+		for i, p := range have {
 			urls[i] = "/profiles/" + p + "/mcp"
 		}
 		may = "it may use " + strings.Join(urls, ", ")
@@ -96,24 +120,21 @@ func permit(reg *registry.Registry, c Caller, endpoint string) (string, error) {
 	who := c.ID
 	switch {
 	case endpoint == "":
-		if len(c.Profiles) == 1 && reg.Profile(c.Profiles[0]) != nil {
-			return profileEndpoint(c.Profiles[0]), nil
+		if len(have) == 1 {
+			return profileEndpoint(have[0]), nil
 		}
 		return "", &errNotPermitted{fmt.Sprintf("Forbidden: %s may not use /mcp, which serves every server; %s", who, may)}
 	case !serverEndpoint(endpoint):
 		name, _ := endpointProfile(endpoint)
-		if slices.Contains(c.Profiles, name) {
+		if slices.Contains(have, name) {
 			return endpoint, nil
 		}
 		return "", &errNotPermitted{fmt.Sprintf("Forbidden: %s may not use profile %s; %s", who, name, may)}
 	}
-	spec := reg.Server(endpoint)
-	for _, name := range c.Profiles {
-		if p := reg.Profile(name); p != nil && spec != nil && p.SelectsServer(spec) && len(p.Include) == 0 && len(p.Exclude) == 0 {
-			return endpoint, nil
-		}
-	}
-	return "", &errNotPermitted{fmt.Sprintf("Forbidden: %s may not use /%s/mcp: none of its profiles passes all of %s's tools; %s", who, endpoint, endpoint, may)}
+	// A server's own endpoint shows the server as it is, without a
+	// profile's tool filter or the overrides (fixed arguments) a profile
+	// lays over it: never a limited caller's.
+	return "", &errNotPermitted{fmt.Sprintf("Forbidden: %s may not use /%s/mcp, which passes %s through without its profiles' filters and overrides; %s", who, endpoint, endpoint, may)}
 }
 
 // identify names the caller of a request when the hub's auth is on and the
@@ -132,14 +153,25 @@ func (e *edge) identify(w http.ResponseWriter, r *http.Request, bearer string) (
 	}
 	var challenge interface{ Challenge() string }
 	var forbidden interface{ Forbidden() bool }
+	isChallenge, isForbidden := errors.As(err, &challenge), errors.As(err, &forbidden) && forbidden.Forbidden()
 	switch {
-	case errors.As(err, &challenge):
-		e.log.Warn("refused a request", "path", r.URL.Path, "why", err.Error())
-		w.Header().Set("WWW-Authenticate", challenge.Challenge())
+	case isChallenge || isForbidden:
+		// A request without a credential is how every OAuth client
+		// starts (it learns where to sign in from the 401): not worth a
+		// warning each time.
+		level := slog.LevelWarn
+		if bearer == "" {
+			level = slog.LevelDebug
+		}
+		e.log.Log(r.Context(), level, "refused a request", "path", r.URL.Path, "why", err.Error())
+		if isChallenge && challenge.Challenge() != "" {
+			w.Header().Set("WWW-Authenticate", challenge.Challenge())
+		}
+		if isForbidden {
+			httpError(w, http.StatusForbidden, "Forbidden: "+err.Error())
+			return Caller{}, false
+		}
 		httpError(w, http.StatusUnauthorized, "Unauthorized: "+err.Error())
-	case errors.As(err, &forbidden) && forbidden.Forbidden():
-		e.log.Warn("refused a request", "path", r.URL.Path, "why", err.Error())
-		httpError(w, http.StatusForbidden, "Forbidden: "+err.Error())
 	default:
 		e.log.Error("could not check a request's credentials", "path", r.URL.Path, "err", err)
 		retryLater(w, "Service Unavailable: the hub could not check the request's credentials; retry shortly (the hub's log says why)")
@@ -147,9 +179,17 @@ func (e *edge) identify(w http.ResponseWriter, r *http.Request, bearer string) (
 	return Caller{}, false
 }
 
-// serveMetadata answers the protected resource metadata routes.
+// serveMetadata answers the protected resource metadata of an endpoint
+// the hub serves: /mcp, an enabled server's, a profile's.
 func (e *edge) serveMetadata(w http.ResponseWriter, r *http.Request) {
-	if e.access == nil {
+	endpoint := strings.TrimPrefix(strings.TrimSuffix(strings.TrimPrefix(r.URL.Path, wellKnownResource), "/mcp"), "/")
+	known := endpoint == ""
+	if name, ok := strings.CutPrefix(endpoint, "profiles/"); ok {
+		known = e.servers.registry().Profile(name) != nil
+	} else if endpoint != "" {
+		known = e.servers.get(endpoint) != nil
+	}
+	if e.access == nil || !known || !strings.HasSuffix(r.URL.Path, "/mcp") {
 		e.notFound(w, r)
 		return
 	}

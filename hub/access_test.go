@@ -29,8 +29,8 @@ servers = ["alpha", "beta"]
 `
 
 // permit serves a limited caller only its profiles: /mcp is its one
-// profile, a profile's endpoint needs the profile, a server's own endpoint
-// a profile that passes the whole server.
+// profile, a profile's endpoint needs the profile, and a server's own
+// endpoint (which has no profile's filters or overrides) is never its.
 func TestPermit(t *testing.T) {
 	reg := parseRegistry(t, accessRegistry)
 	one := Caller{ID: "key:ci", Limited: true, Profiles: []string{"eng"}}
@@ -48,9 +48,10 @@ func TestPermit(t *testing.T) {
 		{"one profile is /mcp", one, "", "profiles/eng", false},
 		{"its profile", one, "profiles/eng", "profiles/eng", false},
 		{"another profile", one, "profiles/both", "may not use profile both; it may use /profiles/eng/mcp", true},
-		{"a server its profile passes whole", one, "alpha", "alpha", false},
+		{"a server its profile passes whole: no overrides there", one, "alpha", "may not use /alpha/mcp, which passes alpha through without its profiles' filters and overrides", true},
 		{"a server outside it", one, "beta", "may not use /beta/mcp", true},
-		{"a server its profile filters", two, "beta", "none of its profiles passes all of beta's tools", true},
+		{"a profile the registry lost", Caller{ID: "key:old", Limited: true, Profiles: []string{"gone", "eng"}}, "", "profiles/eng", false},
+		{"only lost profiles", Caller{ID: "key:old", Limited: true, Profiles: []string{"gone"}}, "", "it may use no profile of this hub", true},
 		{"two profiles: no /mcp", two, "", "may not use /mcp, which serves every server; it may use /profiles/eng/mcp, /profiles/picky/mcp", true},
 		{"no profile at all", none, "profiles/eng", "it may use no profile", true},
 	} {
@@ -140,14 +141,19 @@ func TestEdgeAccess(t *testing.T) {
 			t.Errorf("%s: HTTP %d %q (WWW-Authenticate %q); want %d with %q", tt.name, resp.StatusCode, body, resp.Header.Get("WWW-Authenticate"), tt.status, tt.body)
 		}
 	}
-	resp, err := http.Get(th.srv.URL + "/.well-known/oauth-protected-resource/profiles/eng/mcp")
-	if err != nil {
-		t.Fatal(err)
-	}
-	b, _ := io.ReadAll(resp.Body)
-	resp.Body.Close()
-	if resp.StatusCode != 200 || string(b) != "metadata of /.well-known/oauth-protected-resource/profiles/eng/mcp" {
-		t.Errorf("metadata without a credential: HTTP %d %q", resp.StatusCode, b)
+	for path, want := range map[string]int{"/mcp": 200, "/alpha/mcp": 200, "/profiles/eng/mcp": 200,
+		"/nope/mcp": 404, "/profiles/nope/mcp": 404, "/alpha/sse": 404,
+		// Not a route of the metadata: the credential is asked for.
+		"": 401, "/alpha/../mcp": 401} {
+		resp, err := http.Get(th.srv.URL + "/.well-known/oauth-protected-resource" + path)
+		if err != nil {
+			t.Fatal(err)
+		}
+		b, _ := io.ReadAll(resp.Body)
+		resp.Body.Close()
+		if resp.StatusCode != want || want == 200 && string(b) != "metadata of /.well-known/oauth-protected-resource"+path {
+			t.Errorf("metadata of %q without a credential: HTTP %d %q; want %d", path, resp.StatusCode, b, want)
+		}
 	}
 }
 

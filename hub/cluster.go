@@ -140,7 +140,7 @@ func (e *edge) fromCluster(w http.ResponseWriter, r *http.Request, id, endpoint 
 			sessionNotFound(w)
 			return nil
 		case p.Mine:
-			return e.sessions.takeOne(e.cluster, []string{id}, id, endpoint, w)
+			return e.sessions.takeOne(e.cluster, []string{id}, id, endpoint, callerOf(ctx), w)
 		case p.Alive && !forwarded:
 			if e.forward(w, r, p, body) {
 				return nil
@@ -152,7 +152,7 @@ func (e *edge) fromCluster(w http.ResponseWriter, r *http.Request, id, endpoint 
 				return nil
 			}
 			if p.Mine {
-				return e.sessions.takeOne(e.cluster, []string{id}, id, endpoint, w)
+				return e.sessions.takeOne(e.cluster, []string{id}, id, endpoint, callerOf(ctx), w)
 			}
 			if p.Alive {
 				continue // another live replica has it now: forward there
@@ -169,7 +169,7 @@ func (e *edge) fromCluster(w http.ResponseWriter, r *http.Request, id, endpoint 
 			return nil
 		} else if slices.Contains(ids, id) {
 			e.log.Warn("took over the sessions of a replica that stopped", "replica", p.Owner, "sessions", len(ids), "asked_for", id)
-			return e.sessions.takeOne(e.cluster, ids, id, endpoint, w)
+			return e.sessions.takeOne(e.cluster, ids, id, endpoint, callerOf(ctx), w)
 		}
 	}
 	retryLater(w, "Service Unavailable: this session is moving between replicas; retry shortly")
@@ -265,11 +265,11 @@ func (f headerFlusher) Unwrap() http.ResponseWriter { return f.ResponseWriter }
 
 // takeOne restores the sessions ids, just taken over (or found this
 // replica's in the store), and returns the one asked for when it belongs
-// to endpoint; otherwise it answers 404.
-func (set *sessionSet) takeOne(c Cluster, ids []string, id, endpoint string, w http.ResponseWriter) *session {
+// to endpoint and to the caller; otherwise it answers 404.
+func (set *sessionSet) takeOne(c Cluster, ids []string, id, endpoint string, caller Caller, w http.ResponseWriter) *session {
 	set.takeOver(c, ids)
 	s := set.get(id)
-	if s == nil || s.endpoint != endpoint {
+	if s == nil || s.endpoint != endpoint || !s.heldBy(caller) {
 		sessionNotFound(w)
 		return nil
 	}

@@ -84,7 +84,9 @@ func newEdge(log *slog.Logger, token string, servers *serverSet, sessions *sessi
 	handle("/control/sessions", e.serveSessions)
 	handle("/control/env", e.serveEnv)
 	handle("/control/catalog", e.serveCatalog)
-	e.mux.HandleFunc(wellKnownResource+"/", e.serveMetadata)
+	e.mux.HandleFunc(wellKnownResource+"/mcp", e.serveMetadata)
+	e.mux.HandleFunc(wellKnownResource+"/{server}/mcp", e.serveMetadata)
+	e.mux.HandleFunc(wellKnownResource+"/profiles/{profile}/mcp", e.serveMetadata)
 	e.mux.HandleFunc("/", e.notFound)
 	return e
 }
@@ -149,14 +151,24 @@ func (e *edge) serveProfile(w http.ResponseWriter, r *http.Request) {
 		httpError(w, http.StatusNotFound, msg)
 		return
 	}
-	if prof.Problem != "" {
-		// What a profile with a problem would select is not what its
-		// author meant (a key of the wrong type reads as "every tool"):
-		// it serves nothing until the file is fixed.
-		httpError(w, http.StatusServiceUnavailable, fmt.Sprintf("profile %s is not served until its table in %s is fixed (mcphub validate shows every problem):\n%s", name, reg.Path, prof.Problem))
+	if !e.profileServed(w, name) {
 		return
 	}
 	e.serveEndpoint(w, r, profileEndpoint(name))
+}
+
+// profileServed reports whether a profile the registry has is served,
+// answering 503 itself when its table has a problem: what it would select
+// is not what its author meant (a key of the wrong type reads as "every
+// tool"), so it serves nothing until the file is fixed.
+func (e *edge) profileServed(w http.ResponseWriter, name string) bool {
+	reg := e.servers.registry()
+	prof := reg.Profile(name)
+	if prof == nil || prof.Problem == "" {
+		return true
+	}
+	httpError(w, http.StatusServiceUnavailable, fmt.Sprintf("profile %s is not served until its table in %s is fixed (mcphub validate shows every problem):\n%s", name, reg.Path, prof.Problem))
+	return false
 }
 
 // notFound answers a path no route serves, naming the right one.
@@ -171,11 +183,23 @@ func (e *edge) notFound(w http.ResponseWriter, r *http.Request) {
 
 // serveReady answers /readyz: 200 with the status while serving, 503 while
 // stopping or while the store cannot be reached.
-func (e *edge) serveReady(w http.ResponseWriter, _ *http.Request) {
+//
+// Only the hub's owner (its token, or anyone while auth is off) sees the
+// status: servers, sessions, profiles; another caller gets the verdict
+// alone.
+func (e *edge) serveReady(w http.ResponseWriter, r *http.Request) {
 	status := http.StatusOK
 	st := e.control.Status()
 	if e.control.closing() || st.StoreError != "" {
 		status = http.StatusServiceUnavailable
+	}
+	if !callerOf(r.Context()).admin() {
+		verdict := "ok"
+		if status != http.StatusOK {
+			verdict = "unavailable"
+		}
+		writeJSON(w, status, map[string]string{"status": verdict})
+		return
 	}
 	writeJSON(w, status, st)
 }
@@ -338,8 +362,9 @@ func (e *edge) checkAuth(w http.ResponseWriter, r *http.Request) (*http.Request,
 		return r, true
 	}
 	// The metadata of a protected resource is public (RFC 9728): it is
-	// how a client learns where to sign in.
-	if strings.HasPrefix(r.URL.Path, wellKnownResource) {
+	// how a client learns where to sign in. Only a clean path is let
+	// through, which is all the routes serve.
+	if p := r.URL.Path; strings.HasPrefix(p, wellKnownResource+"/") && path.Clean(p) == p {
 		return r, true
 	}
 	// The scheme name is case-insensitive (RFC 9110 §11.1).
@@ -361,6 +386,14 @@ func (e *edge) checkAuth(w http.ResponseWriter, r *http.Request) (*http.Request,
 	}
 	c, ok := e.identify(w, r, got)
 	if !ok {
+		return r, false
+	}
+	// The control API (restart, sessions, env, catalog) is the hub
+	// owner's: its token. Health and a bare readiness stay open to every
+	// caller (serveReady shows them no more).
+	if strings.HasPrefix(r.URL.Path, "/control/") {
+		e.log.Warn("refused a request", "path", r.URL.Path, "caller", c.ID, "why", "the control API takes the hub's token only")
+		httpError(w, http.StatusForbidden, "Forbidden: the control API takes the hub's token only (mcphub token on the hub's machine shows it)")
 		return r, false
 	}
 	return withCaller(r, c), true

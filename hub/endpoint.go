@@ -57,10 +57,14 @@ func (e *edge) serveEndpoint(w http.ResponseWriter, r *http.Request, endpoint st
 	if e.relayLoop(w, r, endpoint) {
 		return
 	}
+	asked := endpoint
 	endpoint, err := permit(e.servers.registry(), callerOf(r.Context()), endpoint)
 	if err != nil {
 		e.log.Warn("refused a request", "path", r.URL.Path, "caller", callerOf(r.Context()).ID, "why", err.Error())
 		httpError(w, http.StatusForbidden, err.Error())
+		return
+	}
+	if name, ok := endpointProfile(endpoint); ok && asked == "" && !e.profileServed(w, name) {
 		return
 	}
 	switch r.Method {

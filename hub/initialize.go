@@ -61,7 +61,7 @@ func (set *sessionSet) create(ctx context.Context, endpoint string, m *jsonrpc.M
 		return nil, nil, ctx.Err()
 	}
 	s := newSession(set.ctx, endpoint, version, info, caps)
-	s.principal = callerOf(ctx).ID
+	s.principal = callerOf(ctx).principal()
 	if err := set.add(s); err != nil {
 		s.close()
 		return nil, nil, err

@@ -75,14 +75,14 @@ func (e *edge) admit(w http.ResponseWriter, r *http.Request, m *jsonrpc.Message,
 	if c.ID == "replica" {
 		return noLimit, true
 	}
-	subject := c.ID
+	who, subject := c.ID, c.principal()
 	if subject == "" {
-		subject = "anonymous" // auth is off: everyone is one caller
+		who, subject = "anonymous", "anonymous" // auth is off: everyone is one caller
 	}
 	rate, calls := callerLimits(c, e.servers.registry().Hub.Limits)
 	refuse := func(wait time.Duration, why string) {
-		e.logRefusal(subject, why)
-		msg := fmt.Sprintf("Too Many Requests: %s %s; retry in %s", subject, why, wait.Round(time.Millisecond))
+		e.logRefusal(who, why)
+		msg := fmt.Sprintf("Too Many Requests: %s %s; retry in %s", who, why, wait.Round(time.Millisecond))
 		if inSession {
 			writeRPCError(w, http.StatusOK, m.ID, jsonrpc.NewError(codeLimited, msg))
 			return

@@ -231,7 +231,7 @@ func (set *sessionSet) modern(w http.ResponseWriter, r *http.Request, endpoint s
 		// A retry of a call that asked for input: its answers go to the
 		// waiting server requests, and the call goes on.
 		call = set.parked.take(state)
-		if call == nil || call.endpoint != endpoint || call.method != m.Method || call.name != name {
+		if call == nil || call.endpoint != endpoint || call.method != m.Method || call.name != name || call.principal != callerOf(r.Context()).principal() {
 			if call != nil {
 				call.cancel(errClientCancelled)
 			}
@@ -244,6 +244,7 @@ func (set *sessionSet) modern(w http.ResponseWriter, r *http.Request, endpoint s
 		call.answer(responses)
 	} else {
 		call = newMRTRCall(set.ctx, endpoint, m.Method, name, parseClientCaps(mc.caps))
+		call.principal = callerOf(r.Context()).principal()
 		call.setSink(out)
 		s := newCallSession(call.ctx, endpoint, mc.version, mc.info, mc.caps)
 		peer := &modernPeer{sessionPeer: sessionPeer{s: s, send: call.emit}, level: mc.logLevel, call: call}

@@ -54,6 +54,8 @@ type inputAsk struct {
 // the retry) until it finishes or nobody retries it.
 type mrtrCall struct {
 	endpoint, method, name string
+	// principal is the caller's (Caller.principal): only it may retry.
+	principal string
 
 	ctx    context.Context
 	cancel context.CancelCauseFunc

@@ -193,23 +193,16 @@ func (r *router) notServing(endpoint, name string) string {
 	return ""
 }
 
-// outsideProfile explains a name a profile's session does not know that the
-// hub does serve on /mcp: the profile (all a caller limited to it may use)
-// is what lacks it.
+// outsideProfile says, for a name a profile's session does not know, that
+// the profile (all a caller limited to it may use) is what lacks it. It
+// does not say whether the hub serves the name elsewhere: a caller limited
+// to a profile learns nothing of what is outside it.
 func (r *router) outsideProfile(endpoint, kind, name string) string {
 	p, ok := endpointProfile(endpoint)
-	merged := r.servers.view("")
-	if !ok || merged == nil {
+	if !ok {
 		return ""
 	}
-	lookup := merged.tool
-	if kind == "prompt" {
-		lookup = merged.prompt
-	}
-	if _, known := lookup(name); !known {
-		return ""
-	}
-	return fmt.Sprintf("the hub serves a %s of that name on /mcp, but this session is on profile %s, which does not offer it; its use needs a key or a group with a profile that does", kind, p)
+	return fmt.Sprintf("this session is on profile %s, which offers no %s of that name; a %s outside it needs a key or a group with a profile that offers it", p, kind, kind)
 }
 
 // forwardNamed forwards a call on a tool or prompt that params name as

@@ -415,5 +415,5 @@ func (s *session) level() string {
 // its client's credential, so only a replica's own connection (a
 // replicas = "one" server's) is taken on its word.
 func (s *session) heldBy(c Caller) bool {
-	return s.principal == "" || c.ID == s.principal || c.ID == "replica"
+	return s.principal == "" || c.principal() == s.principal || c.ID == "replica"
 }

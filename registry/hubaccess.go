@@ -95,11 +95,31 @@ func (p *parser) hubOAuth(t *table, raw any) *HubOAuth {
 	if v, ok := m["clock_skew"]; ok {
 		if s, isStr := v.(string); isStr && (s == "0" || s == "0s") {
 			o.ClockSkew = 0
-		} else {
-			sub.duration("clock_skew", &o.ClockSkew)
+		} else if sub.duration("clock_skew", &o.ClockSkew) && o.ClockSkew > maxClockSkew {
+			sub.errf("clock_skew", "%s is more than %s; a clock that far off is the one to fix (tokens would be taken long after they expired)", o.ClockSkew, maxClockSkew)
 		}
 	}
 	return o
+}
+
+// maxClockSkew bounds clock_skew (go-oidc allows a token's not-before
+// five minutes ahead, which a larger skew would undo).
+const maxClockSkew = 5 * time.Minute
+
+// checkOAuthURL requires [hub.oauth] url when the listen address names no
+// host (every interface): the hub's resource URL, which clients compare
+// with the URL they use and tokens are issued for, cannot be made of it.
+func (p *parser) checkOAuthURL(t *table, h *Hub) {
+	if h.OAuth == nil || h.OAuth.URL != "" {
+		return
+	}
+	host, _, err := net.SplitHostPort(h.Listen)
+	if err != nil {
+		return // listen's own error says why
+	}
+	if ip := net.ParseIP(host); host == "" || ip != nil && ip.IsUnspecified() {
+		t.at([]string{"oauth"}, "needs url (the hub's address as clients reach it, e.g. \"https://mcp.example.com\"): listen %q names no host to make the resource URL of", h.Listen)
+	}
 }
 
 // checkHTTPURL says what is wrong with an identity provider's URL: it must

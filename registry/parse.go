@@ -212,6 +212,7 @@ func (p *parser) hub(raw any) Hub {
 			t.errf("auth", `is "none", but [hub.oauth] asks callers to sign in; set auth = "token" (the hub's token, API keys and the provider's tokens are then accepted) or remove [hub.oauth]`)
 		}
 	}
+	p.checkOAuthURL(t, &h)
 	if raw, ok := m["limits"]; ok {
 		h.Limits = p.hubLimits(t, raw)
 	}

@@ -26,11 +26,16 @@ type Key struct {
 // ErrKeyNameTaken is returned by CreateKey when a live key has the name.
 var ErrKeyNameTaken = errors.New("store: a key with that name exists")
 
-// CreateKey stores a new key; ErrKeyNameTaken when a live (not revoked)
-// key has its name.
+// CreateKey stores a new key; ErrKeyNameTaken when a live key (neither
+// revoked nor expired) has its name. An expired key of that name is
+// revoked first, which frees the name.
 func (s *Store) CreateKey(k Key) error {
 	s.wmu.Lock()
 	defer s.wmu.Unlock()
+	now := time.Now().UnixNano()
+	if _, err := s.db.Exec(s.dialect.q(`UPDATE api_keys SET revoked = ? WHERE name = ? AND revoked = 0 AND expires > 0 AND expires < ?`), now, k.Name, now); err != nil {
+		return err
+	}
 	var n int
 	if err := s.db.QueryRow(s.dialect.q(`SELECT count(*) FROM api_keys WHERE name = ? AND revoked = 0`), k.Name).Scan(&n); err != nil {
 		return err

@@ -48,8 +48,19 @@ func TestKeys(t *testing.T) {
 		if err := a.CreateKey(Key{ID: "id3", Name: "ci", Hash: []byte{5}, Created: now}); err != nil {
 			t.Fatalf("a new key named as a revoked one: %v", err)
 		}
+		// An expired key frees its name for a new one, and is revoked.
+		if err := a.CreateKey(Key{ID: "id4", Name: "tmp", Hash: []byte{6}, Created: now, Expires: time.Now().Add(-time.Minute)}); err != nil {
+			t.Fatal(err)
+		}
+		if err := a.CreateKey(Key{ID: "id5", Name: "tmp", Hash: []byte{7}, Created: now}); err != nil {
+			t.Fatalf("a new key named as an expired one: %v", err)
+		}
+		if got, _ := b.KeyByID("id4"); got.Revoked.IsZero() {
+			t.Error("the expired key was not revoked when its name was taken")
+		}
+		a.RevokeKey("tmp", now)
 		keys, err := b.Keys()
-		if err != nil || len(keys) != 2 || keys[0].ID != "id1" || keys[1].ID != "id3" || keys[1].Profiles != nil {
+		if err != nil || len(keys) != 4 || keys[0].ID != "id1" || keys[1].ID != "id3" || keys[1].Profiles != nil {
 			t.Fatalf("Keys = %+v, %v", keys, err)
 		}
 		s1, err := a.HubSecret("api-key-hash")

@@ -112,6 +112,15 @@ func TestTeamHubKeys(t *testing.T) {
 			status: http.StatusNotFound})
 	}
 
+	// The control API is the token's alone; readiness tells a key the
+	// verdict only.
+	for _, path := range []string{"/control/sessions", "/control/catalog"} {
+		c.expect(t, httpCase{name: "a key on " + path, req: rawReq{method: "GET", path: path, auth: "Bearer " + admin}, status: http.StatusForbidden, contains: "takes the hub's token only"})
+	}
+	if _, body := c.expect(t, httpCase{name: "readyz for a key", req: rawReq{method: "GET", path: "/readyz", auth: "Bearer " + key}, status: http.StatusOK}); strings.TrimSpace(string(body)) != `{"status":"ok"}` {
+		t.Errorf("readyz for a key: %s; want the verdict alone", body)
+	}
+
 	// keys ls shows it, with its last use, and never the key.
 	code, stdout, _ = ph.cli(t, nil, "keys", "ls", "--json", "--store", ph.storeURL)
 	var listed []keyJSON
@@ -135,6 +144,17 @@ func TestTeamHubKeys(t *testing.T) {
 	}
 	if code, _, _ := ph.cli(t, nil, "keys", "revoke", "ci", "--store", ph.storeURL); code != 1 {
 		t.Errorf("revoking a key that is no longer live: exit %d, want 1", code)
+	}
+	// A new key that takes the revoked one's name is another caller: the
+	// old key's sessions are not its.
+	code, stdout, _ = ph.cli(t, nil, "keys", "create", "ci", "--profile", "eng", "--store", ph.storeURL)
+	again := strings.TrimSpace(stdout)
+	if code != 0 {
+		t.Fatalf("keys create ci again: exit %d", code)
+	}
+	for range 3 {
+		c.expect(t, httpCase{name: "the revoked key's session under its name's new key", req: rawReq{method: "POST", path: "/mcp", sid: s.ID(), auth: "Bearer " + again, accept: acceptBoth, body: list},
+			status: http.StatusNotFound})
 	}
 	logs := ""
 	for _, r := range th.runs {

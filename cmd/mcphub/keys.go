@@ -103,17 +103,21 @@ func stamp(t time.Time) string {
 	return t.UTC().Format(time.RFC3339)
 }
 
-// parseExpiry reads --expires: a Go duration or a number of days ("90d").
+// maxExpiryDays bounds --expires: a hundred years is "never", and more
+// would overflow a time.Duration.
+const maxExpiryDays = 36500
+
+// parseExpiry reads --expires: a Go duration or a number of days ("90d"),
+// up to maxExpiryDays.
 func parseExpiry(s string) (time.Duration, error) {
 	if days, ok := strings.CutSuffix(s, "d"); ok {
-		if n, err := strconv.Atoi(days); err == nil && n > 0 {
+		if n, err := strconv.Atoi(days); err == nil && n > 0 && n <= maxExpiryDays {
 			return time.Duration(n) * 24 * time.Hour, nil
 		}
-	}
-	if d, err := time.ParseDuration(s); err == nil && d > 0 {
+	} else if d, err := time.ParseDuration(s); err == nil && d > 0 && d <= maxExpiryDays*24*time.Hour {
 		return d, nil
 	}
-	return 0, fmt.Errorf("--expires %q: write a number of days (90d) or a duration (12h, 30m)", s)
+	return 0, fmt.Errorf("--expires %q: write a number of days (90d, at most %d) or a duration (12h, 30m); leave it out for a key that does not expire", s, maxExpiryDays)
 }
 
 func newKeysCreateCmd(a *app, flagURL *string) *cobra.Command {
@@ -200,6 +204,9 @@ KEY=$(mcphub keys create ci) keeps it; what it is for goes to standard error.
 				until = "expires " + stamp(k.Expires)
 			}
 			fmt.Fprintf(a.stderr, "API key %s made (%s; %s). This is the only time it is shown: keep it in a secret store.\nSend it as Authorization: Bearer <key> to a hub with auth on; mcphub keys revoke %s ends it.\n", name, scope, until, name)
+			if reg.Hub.Auth != registry.AuthToken {
+				fmt.Fprintf(a.stderr, "warning: %s has auth = %q: the hub takes every request without a key; set auth = \"token\" in [hub] for keys to count\n", reg.Path, reg.Hub.Auth)
+			}
 			return nil
 		},
 	}
@@ -302,8 +309,9 @@ func newKeysRevokeCmd(a *app, flagURL *string) *cobra.Command {
 		Use:   "revoke NAME",
 		Short: "Revoke an API key: every hub on the store refuses it from its next request",
 		Long: `Revoke the live API key called NAME. Every hub on the store (each replica of a
-team hub) refuses it from its next request; sessions it opened can no longer
-be used. It exits 1 when no live key has that name.
+team hub) refuses it from its next request, in the sessions it opened too; a
+stream it already has open (a GET stream, a call's answer) runs to its end.
+It exits 1 when no live key has that name.
 
 --json prints {"name", "revoked"}.`,
 		Args: cobra.ExactArgs(1),

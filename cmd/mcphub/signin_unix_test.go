@@ -180,8 +180,9 @@ ops = ["ops"]
 		}
 	}
 
-	// A token for /mcp is not one for a server's own endpoint: its
-	// audience is the endpoint's resource URL.
+	// Each endpoint has its own resource URL, which a token's audience
+	// names (the access room's tests refuse one endpoint's token on
+	// another).
 	resp, err := http.Get(h.base() + "/.well-known/oauth-protected-resource/up/mcp")
 	if err != nil {
 		t.Fatal(err)
