@@ -58,9 +58,12 @@ var rooms = map[string][]string{
 	// SSE reading and writing, the HTTP token rule, masking secrets in
 	// text, edit distance for "did you mean", the catalog search, the
 	// goroutine owner, and text shaped for a terminal.
-	"internal/sse":        {},
-	"internal/httphdr":    {},
-	"internal/redact":     {},
+	"internal/sse":     {},
+	"internal/httphdr": {},
+	"internal/redact":  {},
+	// Secrets sealed at rest (AES-256-GCM, the standard library): a team
+	// hub's OAuth grants in its database.
+	"internal/seal":       {},
 	"internal/textdist":   {},
 	"internal/toolsearch": {},
 	"internal/goroutines": {},

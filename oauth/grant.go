@@ -1,6 +1,7 @@
 package oauth
 
 import (
+	"context"
 	"encoding/json"
 	"fmt"
 	"net/url"
@@ -18,6 +19,14 @@ type TokenStore interface {
 	Load(key string) ([]byte, error)
 	Save(key string, data []byte) error
 	Delete(key string) error
+}
+
+// GrantLocker is a TokenStore several processes share (a team hub's
+// replicas on one database) that can lock a grant: the refresh of a grant
+// holds its lock, so that exactly one process refreshes it at a time and
+// the others take the token it stored.
+type GrantLocker interface {
+	LockGrant(ctx context.Context, key string) (unlock func(), err error)
 }
 
 // Grant is what a sign-in to one server leaves behind, stored as JSON in a

@@ -1225,3 +1225,71 @@ func TestOAuthCloseWaitsForSave(t *testing.T) {
 		t.Errorf("after Close the store holds %+v, want the refreshed grant", g)
 	}
 }
+
+// lockingStore is a MemStore shared by several connections, as replicas
+// share a team hub's database, with the lock of each grant.
+type lockingStore struct {
+	*oauthtest.MemStore
+	locks sync.Map // key → chan struct{} holding one token while held
+	held  atomic.Int32
+}
+
+func (s *lockingStore) LockGrant(ctx context.Context, key string) (func(), error) {
+	v, _ := s.locks.LoadOrStore(key, make(chan struct{}, 1))
+	sem := v.(chan struct{})
+	select {
+	case sem <- struct{}{}:
+		s.held.Add(1)
+		return sync.OnceFunc(func() { <-sem }), nil
+	case <-ctx.Done():
+		return nil, ctx.Err()
+	}
+}
+
+// TestOAuthSharedGrantRefreshedOnce checks that connections sharing a store
+// that locks grants (a team hub's replicas) refresh a grant once between
+// them: both refreshers fire together, one refreshes (the refresh token
+// rotates), the other waits for the lock and takes the stored token.
+// Without the lock both would send the same refresh token, and the
+// authorization server would refuse one of them.
+func TestOAuthSharedGrantRefreshedOnce(t *testing.T) {
+	as := oauthtest.NewAuthServer(t, "a")
+	res := newFakeResource(t, as)
+	store := &lockingStore{MemStore: oauthtest.NewMemStore()}
+	signIn(t, res, store.MemStore)
+	failed := make(chan error, 2)
+	var conns []*testConn
+	var timers []*fakeTimers
+	for range 2 {
+		c, _ := newOAuthConn(t, res, &Config{Store: store, OnRefreshFailed: func(err error) { failed <- err }})
+		timers = append(timers, useFakeTimers(c))
+		startOAuth(t, c)
+		conns = append(conns, c)
+	}
+	_, _, before := as.Counts()
+	first := []fakeTimer{timers[0].next(t), timers[1].next(t)}
+	first[0].fire <- time.Now()
+	first[1].fire <- time.Now()
+	timers[0].next(t) // each refresher is armed again once its refresh is over
+	timers[1].next(t)
+	if _, _, after := as.Counts(); after-before != 1 {
+		t.Errorf("%d refreshes reached the authorization server for one shared grant, want 1", after-before)
+	}
+	fresh := testkit.Recv(t, as.Refreshed, "the refreshed token")
+	for i, c := range conns {
+		if _, err := call(t, c, "tools/list", ""); err != nil {
+			t.Fatalf("connection %d after the refresh: %v", i, err)
+		}
+		if res.LastBearer() != "Bearer "+fresh {
+			t.Errorf("connection %d does not use the refreshed token", i)
+		}
+	}
+	select {
+	case err := <-failed:
+		t.Errorf("a refresh failed: %v", err)
+	default:
+	}
+	if store.held.Load() < 2 {
+		t.Errorf("the grant's lock was taken %d times, want by both refreshes", store.held.Load())
+	}
+}

@@ -86,6 +86,31 @@ func (a *Authorizer) refresh(ctx context.Context, old *oauth2.Token) error {
 	if g == nil || g.Token != old {
 		return nil
 	}
+	// A store several processes share (a team hub's replicas) locks the
+	// grant: one refreshes while the others wait, then take the token it
+	// stored. With a rotating refresh token, two refreshing at once would
+	// have one of them refused.
+	var saved <-chan struct{}
+	if l, ok := a.cfg.Store.(GrantLocker); ok {
+		unlock, err := l.LockGrant(ctx, a.key)
+		if err != nil {
+			return fmt.Errorf("refreshing the access token: %w", a.scrubErr(err))
+		}
+		defer func() {
+			// Held until the new token is stored, so the next holder
+			// reads it.
+			if saved != nil {
+				select {
+				case <-saved:
+				case <-ctx.Done():
+				}
+			}
+			unlock()
+		}()
+		if a.newerToken(gen) {
+			return nil // another process refreshed it meanwhile
+		}
+	}
 	tok, err := a.requestRefresh(ctx, g)
 	if err == nil {
 		if tok.RefreshToken == "" {
@@ -103,7 +128,7 @@ func (a *Authorizer) refresh(ctx context.Context, old *oauth2.Token) error {
 		a.mu.Unlock()
 		release()
 		if current {
-			a.persist()
+			saved = a.persist()
 			a.log.Debug("refreshed the OAuth access token", "expires", tok.Expiry)
 		}
 		return nil

@@ -48,6 +48,9 @@ type Store struct {
 	// Check holds it too while it replaces the database, so no write sees
 	// the swap. Lock order: wmu, then hmu.
 	wmu sync.Mutex
+	// grantLocks holds the in-process locks of OAuth grants on SQLite
+	// (LockGrant), by key.
+	grantLocks sync.Map
 	// hmu guards the handle: reads hold it shared for as long as they use
 	// the database, Check and Close hold it alone to replace or close it.
 	hmu sync.RWMutex

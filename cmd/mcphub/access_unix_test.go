@@ -3,15 +3,24 @@
 package main
 
 import (
+	"bytes"
+	"crypto/rand"
+	"encoding/base64"
 	"encoding/json"
 	"io"
 	"net/http"
+	"os"
+	"path/filepath"
 	"slices"
 	"strings"
 	"sync"
 	"sync/atomic"
 	"testing"
 	"time"
+
+	"github.com/mcphub/mcphub/internal/keychain"
+	"github.com/mcphub/mcphub/store"
+	"github.com/mcphub/mcphub/store/pgtest"
 )
 
 // withBearer is an http.Client that sends Authorization: Bearer value.
@@ -274,5 +283,94 @@ func TestTeamHubRateLimit(t *testing.T) {
 	}
 	if attempts.Load() < 200 || inSession.Load() == 0 || limited.Load() == 0 {
 		t.Errorf("%d attempts, %d refused in sessions, %d with 429; want at least 200 and refusals of both kinds", attempts.Load(), inSession.Load(), limited.Load())
+	}
+}
+
+// A team hub shares one OAuth grant for a remote server among its replicas:
+// mcphub login, pointed at the team's store with the secret key, keeps the
+// grant in PostgreSQL sealed under that key (never in the clear); both
+// replicas use it, and while the tokens expire every 2 s and the refresh
+// token rotates, one replica at a time refreshes while the other calls:
+// no call fails, no refresh is refused, and mcphub store rekey seals it
+// again under a new key.
+func TestTeamHubSharedGrant(t *testing.T) {
+	t.Setenv(keychain.EnvBackend, "file")
+	useBrowser(t)
+	fake := newOAuthFake(t)
+	fake.setExpiresIn(2)
+	u := pgtest.URL(t)
+	raw := make([]byte, 32)
+	rand.Read(raw)
+	key := base64.StdEncoding.EncodeToString(raw)
+	t.Setenv(storeEnv, u)
+	t.Setenv(secretKeyEnv, key)
+
+	dir := t.TempDir()
+	cfg := filepath.Join(dir, "hub.toml")
+	servers := remoteServer("tracker", fake.url, `connect_timeout = "10s"`)
+	if err := os.WriteFile(cfg, []byte("[hub]\nlisten = \""+freeAddr(t)+"\"\n\n"+servers), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	cli := func(args ...string) (int, string, string) {
+		var out, errOut bytes.Buffer
+		code := run(append([]string{"--config", cfg, "--data-dir", filepath.Join(dir, "data")}, args...), &out, &errOut)
+		return code, out.String(), errOut.String()
+	}
+	if code, out, errOut := cli("login", "tracker", "--timeout", "60s"); code != 0 || !strings.Contains(out, "team store") {
+		t.Fatalf("mcphub login: exit %d\n%s%s", code, out, errOut)
+	}
+	db, err := store.OpenURL(t.Context(), u)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer db.Close()
+	names, _ := db.GrantKeys()
+	if len(names) != 1 {
+		t.Fatalf("grants in the team's store: %v, want tracker's", names)
+	}
+	sealed, _ := db.Grant(names[0])
+	fake.noSecrets(t, "the stored grant", string(sealed))
+
+	th := startTeamOn(t, u, 2, "", "", servers, secretKeyEnv+"="+key)
+	var sessions []*sdkSession
+	for _, rep := range th.reps {
+		sessions = append(sessions, connectSDK(t, rep.base()+"/mcp", sdkOpts{}))
+	}
+	start := fake.counts().refreshes
+	calls := 0
+	for fake.counts().refreshes-start < 4 {
+		for i, s := range sessions {
+			calls++
+			if got, err := s.call("tracker__echo", map[string]any{"text": "hi"}); err != nil || got != "tracker:hi" {
+				t.Fatalf("call %d through replica %d while the replicas refresh: %q, %v", calls, i, got, err)
+			}
+		}
+	}
+	c := fake.counts()
+	t.Logf("%d calls through 2 replicas over %d refreshes; %d requests refused for want of a live token", calls, c.refreshes-start, c.refused)
+	logs := th.runs[0].out.String() + th.runs[1].out.String()
+	if strings.Contains(logs, "was dropped") || strings.Contains(logs, "refreshing the access token") {
+		t.Errorf("a refresh failed on a replica:\n%s", logs)
+	}
+	fake.noSecrets(t, "the replicas' logs", logs)
+
+	// Rotation: the new key first, the old one after it; rekey seals the
+	// grant under the new one, which alone then opens it.
+	rand.Read(raw)
+	fresh := base64.StdEncoding.EncodeToString(raw)
+	t.Setenv(secretKeyEnv, fresh+","+key)
+	code, out, errOut := cli("store", "rekey", "--json")
+	var res rekeyResult
+	if err := json.Unmarshal([]byte(out), &res); code != 0 || err != nil || res.Grants != 1 || res.Resealed != 1 {
+		t.Fatalf("store rekey: exit %d, %s%s", code, out, errOut)
+	}
+	t.Setenv(secretKeyEnv, fresh)
+	keys, _ := secretKeys()
+	resealed, _ := db.Grant(names[0])
+	if _, err := keys.Open(resealed, names[0]); err != nil {
+		t.Errorf("the grant after rekey does not open under the new key alone: %v", err)
+	}
+	if code, out, _ := cli("store", "rekey"); code != 0 || !strings.Contains(out, "0 sealed again") {
+		t.Errorf("a second rekey: exit %d, %s", code, out)
 	}
 }

@@ -54,16 +54,21 @@ func startTeam(t *testing.T, n int, servers string) *teamHub {
 	return startTeamWith(t, n, "", "", servers)
 }
 
-// startTeamWith is startTeam with more [hub] keys and, when token is set,
-// auth on with that token (MCPHUB_TOKEN) on every replica.
-func startTeamWith(t *testing.T, n int, hubKeys, token, servers string) *teamHub {
+// startTeamWith is startTeam with more [hub] keys, when token is set auth
+// on with that token (MCPHUB_TOKEN), and more environment, on every
+// replica.
+func startTeamWith(t *testing.T, n int, hubKeys, token, servers string, env ...string) *teamHub {
 	t.Helper()
-	u := pgtest.URL(t)
+	return startTeamOn(t, pgtest.URL(t), n, hubKeys, token, servers, env...)
+}
+
+// startTeamOn is startTeamWith on the PostgreSQL store at u.
+func startTeamOn(t *testing.T, u string, n int, hubKeys, token, servers string, env ...string) *teamHub {
+	t.Helper()
 	th := &teamHub{t: t, hits: make([]int, n), down: map[int]bool{}}
-	var env []string
 	if token != "" {
 		hubKeys += "\nauth = \"token\"\n"
-		env = []string{"MCPHUB_TOKEN=" + token}
+		env = append(env, "MCPHUB_TOKEN="+token)
 	}
 	for i := range n {
 		ph := newProcHub(t)
@@ -74,8 +79,10 @@ func startTeamWith(t *testing.T, n int, hubKeys, token, servers string) *teamHub
 	}
 	for i, ph := range th.reps {
 		ph.waitStatus(t, th.runs[i], 30*time.Second, "the replica connects its servers and sees the others", func(st *api.Status) error {
-			if err := connected("up")(st); err != nil {
-				return err
+			for _, s := range st.Servers {
+				if err := connected(s.Name)(st); err != nil {
+					return err
+				}
 			}
 			if st.Cluster == nil || len(st.Cluster.Replicas) != n {
 				return fmt.Errorf("cluster %+v", st.Cluster)

@@ -82,6 +82,15 @@ func isRemote(s *registry.Server) bool { return s.Kind() == registry.KindRemote 
 // process.
 func (a *app) oauthStore() *keychain.Store { return a.oauthKeys.Open(a.dataDir) }
 
+// cliGrantsFor is cliGrants for the registry in force.
+func (a *app) cliGrantsFor() (grantKeeper, func(), error) {
+	reg, err := a.loadRegistry()
+	if err != nil {
+		return nil, nil, err
+	}
+	return a.cliGrants(context.Background(), reg)
+}
+
 // oauthState is what app keeps for oauthStore.
 type oauthState struct{ oauthKeys keychain.Once }
 
@@ -103,7 +112,11 @@ func (a *app) login(ctx context.Context, name string, timeout time.Duration, asJ
 	if err != nil {
 		return err
 	}
-	store := a.oauthStore()
+	store, closeStore, err := a.cliGrantsFor()
+	if err != nil {
+		return err
+	}
+	defer closeStore()
 	res, err := probe.SignIn(ctx, spec, store, probe.SignInOptions{Timeout: timeout, Log: a.stderr, Version: mcphubVersion()})
 	if err != nil {
 		return err
@@ -139,7 +152,12 @@ func (a *app) logout(ctx context.Context, name string, asJSON bool) error {
 	if err != nil {
 		return err
 	}
-	res, err := probe.SignOut(spec, a.oauthStore())
+	store, closeStore, err := a.cliGrantsFor()
+	if err != nil {
+		return err
+	}
+	defer closeStore()
+	res, err := probe.SignOut(spec, store)
 	if err != nil {
 		return err
 	}

@@ -103,12 +103,18 @@ func runProbe(ctx context.Context, a *app, plan *probe.Plan, f probeFlags) error
 	if !f.asJSON {
 		o.Out = a.stdout
 	}
+	var keeper grantKeeper
 	if f.req.Save != "" {
 		spec, err := a.remoteSpec(f.req.Save)
 		if err != nil {
 			return fmt.Errorf("--save: %w", err)
 		}
-		o.Save, o.Store = spec, a.oauthStore()
+		var closeStore func()
+		if keeper, closeStore, err = a.cliGrantsFor(); err != nil {
+			return err
+		}
+		defer closeStore()
+		o.Save, o.Store = spec, keeper
 	}
 	report, err := probe.Run(ctx, plan, o)
 	if err != nil {
@@ -116,7 +122,7 @@ func runProbe(ctx context.Context, a *app, plan *probe.Plan, f probeFlags) error
 	}
 	if f.req.Save != "" && report.SignedIn {
 		// This run signed in: the hub is told of the new tokens.
-		fmt.Fprintf(a.stderr, "tokens kept for %s in the %s; hub: %s\n", f.req.Save, a.oauthStore().Backend(), a.reconnectOnHub(ctx, f.req.Save))
+		fmt.Fprintf(a.stderr, "tokens kept for %s in the %s; hub: %s\n", f.req.Save, keeper.Backend(), a.reconnectOnHub(ctx, f.req.Save))
 	}
 	if f.asJSON {
 		return report.WriteJSON(a.stdout)

@@ -175,7 +175,11 @@ func runServe(ctx context.Context, a *app, f serveFlags) error {
 		return err
 	}
 	defer gate.Close()
-	h, err := openHub(reg, token, db, !f.noStore, replica, gate, newChildren(a.dataDir), a.oauthStore(), log)
+	grants, err := a.grantsFor(db, log)
+	if err != nil {
+		return err
+	}
+	h, err := openHub(reg, token, db, !f.noStore, replica, gate, newChildren(a.dataDir), grants, log)
 	if err != nil {
 		return err
 	}

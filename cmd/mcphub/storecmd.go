@@ -2,6 +2,7 @@ package main
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"os"
 	"time"
@@ -72,7 +73,107 @@ func newStoreCmd(a *app) *cobra.Command {
 		Long:  storeLong,
 		Args:  cobra.NoArgs,
 	}
-	cmd.AddCommand(newStoreCheckCmd(a))
+	cmd.AddCommand(newStoreCheckCmd(a), newStoreRekeyCmd(a))
+	return cmd
+}
+
+// rekeyResult is the --json answer of store rekey.
+type rekeyResult struct {
+	Grants     int      `json:"grants"`
+	Resealed   int      `json:"resealed"`
+	Unreadable []string `json:"unreadable"` // the servers (URLs) of grants no key opens
+}
+
+func newStoreRekeyCmd(a *app) *cobra.Command {
+	var flagURL string
+	var asJSON bool
+	cmd := &cobra.Command{
+		Use:   "rekey",
+		Short: "Seal the team's OAuth grants under the first secret key (after a key rotation)",
+		Long: `A team hub keeps its OAuth grants for remote servers in its PostgreSQL store,
+sealed (AES-256-GCM) under the secret keys in ` + secretKeyEnv + ` or the file named by
+` + secretKeyFileEnv + `: several keys, separated by commas or newlines; the first
+seals, every one opens. To rotate the key:
+
+  1. put the new key first and keep the old one after it, on every replica
+     (MCPHUB_SECRET_KEY="NEW,OLD") and here, and restart the replicas;
+  2. run mcphub store rekey: each grant sealed under another key is opened
+     and sealed again under the first;
+  3. drop the old key from the list, and restart the replicas.
+
+A grant no key opens is left as it is and named; its server needs mcphub
+login again. It exits 1 then.
+
+--json prints {"grants", "resealed", "unreadable"}.`,
+		Example: `  openssl rand -base64 32        # a new key
+  MCPHUB_SECRET_KEY="$NEW,$OLD" mcphub store rekey`,
+		Args: cobra.NoArgs,
+		RunE: func(cmd *cobra.Command, _ []string) error {
+			keys, err := secretKeys()
+			if err != nil {
+				return err
+			}
+			if keys == nil {
+				return fmt.Errorf("set %s (or %s) to the keys, the new one first", secretKeyEnv, secretKeyFileEnv)
+			}
+			reg, err := a.loadExistingRegistry()
+			if err != nil {
+				return a.printRegistryErrors(err)
+			}
+			rawURL, _, err := a.storeTarget(flagURL, reg)
+			if err != nil {
+				return err
+			}
+			db, err := a.openStore(cmd.Context(), rawURL)
+			if err != nil {
+				return err
+			}
+			defer db.Close()
+			names, err := db.GrantKeys()
+			if err != nil {
+				return fmt.Errorf("read the grants: %w", err)
+			}
+			res := rekeyResult{Grants: len(names), Unreadable: []string{}}
+			for _, name := range names {
+				// Under the grant's lock, so that no replica's refresh is
+				// overwritten with the token it replaced.
+				unlock, err := db.LockGrant(cmd.Context(), name)
+				if err != nil {
+					return err
+				}
+				sealed, err := db.Grant(name)
+				if err == nil && !keys.Current(sealed) {
+					var plain []byte
+					if plain, err = keys.Open(sealed, name); err != nil {
+						res.Unreadable = append(res.Unreadable, name)
+						err = nil
+					} else if err = db.SaveGrant(name, keys.Seal(plain, name)); err == nil {
+						res.Resealed++
+					}
+				}
+				unlock()
+				if err != nil && !errors.Is(err, store.ErrNotFound) {
+					return fmt.Errorf("reseal the grant of %s: %w", name, err)
+				}
+			}
+			if asJSON {
+				if err := a.printJSON(res); err != nil {
+					return err
+				}
+			} else {
+				fmt.Fprintf(a.stdout, "%d grants: %d sealed again under the first key, %d already were\n", res.Grants, res.Resealed, res.Grants-res.Resealed-len(res.Unreadable))
+				for _, name := range res.Unreadable {
+					fmt.Fprintf(a.stdout, "  %s: no key opens it; its server needs mcphub login again\n", name)
+				}
+			}
+			if len(res.Unreadable) > 0 {
+				return exitError{code: 1}
+			}
+			return nil
+		},
+	}
+	cmd.Flags().StringVar(&flagURL, "store", "", "the PostgreSQL store of a team hub (env "+storeEnv+"; default the configured store)")
+	cmd.Flags().BoolVar(&asJSON, "json", false, "print the outcome as one JSON object")
 	return cmd
 }
 

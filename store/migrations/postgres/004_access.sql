@@ -30,3 +30,12 @@ CREATE TABLE rate_buckets (
     tokens  DOUBLE PRECISION NOT NULL,
     stamp   BIGINT NOT NULL
 );
+
+-- A team hub's OAuth grants for its remote servers, shared by every
+-- replica: sealed (AES-256-GCM) under a key the operator holds, never
+-- this database; by the server's canonical URL.
+CREATE TABLE oauth_grants (
+    key     TEXT PRIMARY KEY,
+    sealed  BYTEA NOT NULL,
+    updated BIGINT NOT NULL
+);
