@@ -47,9 +47,10 @@ const touchEvery = 30 * time.Second
 // Gate is the hub's Access: it identifies callers by API key or by an
 // access token of the team's identity provider.
 type Gate struct {
-	keys   KeyStore
-	pepper []byte
-	log    *slog.Logger
+	keys    KeyStore
+	pepper  []byte
+	serving string // the hub's base URL where it listens
+	log     *slog.Logger
 
 	ctx    context.Context // ended by Close: the provider's key fetches
 	cancel context.CancelFunc
@@ -73,13 +74,15 @@ type config struct {
 }
 
 // New makes a gate over a key store; pepper is the key of the keys'
-// hashes. Apply gives it its registry.
-func New(keys KeyStore, pepper []byte, log *slog.Logger) *Gate {
+// hashes; serving is the hub's base URL where it listens (the address it
+// bound, not a registry's :0), for an [hub.oauth] without url. Apply gives
+// it its registry.
+func New(keys KeyStore, pepper []byte, serving string, log *slog.Logger) *Gate {
 	if log == nil {
 		log = slog.Default()
 	}
 	ctx, cancel := context.WithCancel(context.Background())
-	g := &Gate{keys: keys, pepper: pepper, log: log, ctx: ctx, cancel: cancel,
+	g := &Gate{keys: keys, pepper: pepper, serving: serving, log: log, ctx: ctx, cancel: cancel,
 		touches: make(chan keyUse, 64), touchDone: make(chan struct{})}
 	g.cfg.Store(&config{})
 	go g.writeTouches()
@@ -99,7 +102,10 @@ func (g *Gate) Apply(reg *registry.Registry) {
 		c.oauth = o
 		c.base = o.URL
 		if c.base == "" {
-			c.base = reg.Hub.URL("")
+			// Where the hub listens, not the registry's listen: a file
+			// edited since may say :0, or an address that applies only
+			// after a restart.
+			c.base = g.serving
 		}
 		// The provider is shared with the checks in progress and never
 		// changed: the scopes are the config's.
@@ -309,9 +315,6 @@ func resourcePath(r *http.Request) string {
 	}
 	return "/mcp"
 }
-
-// Challenge is the WWW-Authenticate value of a 401 for r.
-func (g *Gate) Challenge(r *http.Request) string { return g.challenge(g.cfg.Load(), r, "") }
 
 // challenge is the WWW-Authenticate value for r with an RFC 6750 error
 // code ("" for none: a request that sent no credential).

@@ -158,7 +158,7 @@ func TestAccessTokens(t *testing.T) {
 	p := newIDP(t)
 	good, other := rsaKey(t), rsaKey(t)
 	p.publish("k1", good)
-	g := New(&memKeys{}, []byte("pepper"), nil)
+	g := New(&memKeys{}, []byte("pepper"), hubURL, nil)
 	defer g.Close()
 	g.Apply(parse(t, oauthRegistry(p.srv.URL, "")))
 
@@ -223,7 +223,7 @@ func TestAccessTokenKeyRotation(t *testing.T) {
 	p := newIDP(t)
 	first, second := rsaKey(t), rsaKey(t)
 	p.publish("k1", first)
-	g := New(&memKeys{}, nil, nil)
+	g := New(&memKeys{}, nil, hubURL, nil)
 	defer g.Close()
 	g.Apply(parse(t, oauthRegistry(p.srv.URL, "")))
 	claims := map[string]any{"iss": p.srv.URL, "sub": "bob", "aud": hubURL + "/mcp", "exp": time.Now().Add(time.Hour).Unix()}
@@ -256,7 +256,7 @@ func TestAccessScopesAndUnreachableProvider(t *testing.T) {
 	p := newIDP(t)
 	key := rsaKey(t)
 	p.publish("k1", key)
-	g := New(&memKeys{}, nil, nil)
+	g := New(&memKeys{}, nil, hubURL, nil)
 	defer g.Close()
 	g.Apply(parse(t, oauthRegistry(p.srv.URL, `scopes = ["mcp"]`)))
 	claims := map[string]any{"iss": p.srv.URL, "sub": "carol", "aud": hubURL + "/mcp", "exp": time.Now().Add(time.Hour).Unix(), "scope": "openid"}
@@ -271,7 +271,7 @@ func TestAccessScopesAndUnreachableProvider(t *testing.T) {
 		t.Fatalf("with the scope: %v", err)
 	}
 
-	down := New(&memKeys{}, nil, nil)
+	down := New(&memKeys{}, nil, hubURL, nil)
 	defer down.Close()
 	gone := httptest.NewServer(http.NotFoundHandler())
 	gone.Close()
@@ -289,7 +289,7 @@ func TestAccessGroups(t *testing.T) {
 	p := newIDP(t)
 	key := rsaKey(t)
 	p.publish("k1", key)
-	g := New(&memKeys{}, nil, nil)
+	g := New(&memKeys{}, nil, hubURL, nil)
 	defer g.Close()
 	g.Apply(parse(t, oauthRegistry(p.srv.URL, `
 [hub.access]
@@ -338,7 +338,7 @@ sre = ["ops", "eng"]
 func TestAPIKeys(t *testing.T) {
 	pepper := []byte("pepper")
 	store := &memKeys{keys: map[string]Key{}}
-	g := New(store, pepper, nil)
+	g := New(store, pepper, hubURL, nil)
 	defer g.Close()
 	g.Apply(parse(t, "[servers.alpha]\ncommand = \"alpha\"\n[profiles.eng]\nservers = [\"alpha\"]\n"))
 	add := func(name string, profiles []string, change func(*Key)) string {
@@ -399,7 +399,7 @@ func errText(err error) string {
 // TestMetadata checks the protected resource metadata of each endpoint
 // and its 404s.
 func TestMetadata(t *testing.T) {
-	g := New(&memKeys{}, nil, nil)
+	g := New(&memKeys{}, nil, hubURL, nil)
 	defer g.Close()
 	get := func(path string) (int, map[string]any) {
 		rec := httptest.NewRecorder()
@@ -440,7 +440,7 @@ func TestAccessKeyFetches(t *testing.T) {
 	p := newIDP(t)
 	good, forger := rsaKey(t), rsaKey(t)
 	p.publish("k1", good)
-	g := New(&memKeys{}, nil, nil)
+	g := New(&memKeys{}, nil, hubURL, nil)
 	defer g.Close()
 	g.Apply(parse(t, oauthRegistry(p.srv.URL, "")))
 	claims := map[string]any{"iss": p.srv.URL, "sub": "eve", "aud": hubURL + "/mcp", "exp": time.Now().Add(time.Hour).Unix()}
@@ -463,7 +463,7 @@ func TestAccessKeyFetches(t *testing.T) {
 
 	gone := httptest.NewServer(http.NotFoundHandler())
 	gone.Close()
-	down := New(&memKeys{}, nil, nil)
+	down := New(&memKeys{}, nil, hubURL, nil)
 	defer down.Close()
 	down.Apply(parse(t, oauthRegistry(p.srv.URL, `jwks_url = "`+gone.URL+`/keys"`)))
 	_, err := down.Identify(request("/mcp"), sign(t, good, "k1", claims))

@@ -5,7 +5,9 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"net"
 	"net/http"
+	"net/url"
 	"slices"
 	"strings"
 	"sync"
@@ -111,6 +113,11 @@ func (p *provider) discover() (string, error) {
 	if err := disc.Claims(&doc); err != nil || doc.JWKS == "" {
 		return "", fmt.Errorf("the identity provider %s names no jwks_uri in its discovery document; set jwks_url in [hub.oauth]", p.cfg.Issuer)
 	}
+	// Keys fetched in the clear could be swapped on the way: https, or
+	// http on this machine, as [hub.oauth] itself takes.
+	if u, err := url.Parse(doc.JWKS); err != nil || !(u.Scheme == "https" || u.Scheme == "http" && loopbackHost(u.Hostname())) {
+		return "", fmt.Errorf("the identity provider %s names a jwks_uri that is not https; set jwks_url in [hub.oauth]", p.cfg.Issuer)
+	}
 	return doc.JWKS, nil
 }
 
@@ -205,3 +212,9 @@ func metadata(cfg registry.HubOAuth, base string) http.Handler {
 
 // WellKnown is the path prefix of the protected resource metadata.
 const WellKnown = "/.well-known/oauth-protected-resource"
+
+// loopbackHost reports a host name of this machine.
+func loopbackHost(host string) bool {
+	ip := net.ParseIP(host)
+	return host == "localhost" || ip != nil && ip.IsLoopback()
+}

@@ -53,8 +53,6 @@ type Access interface {
 	// WWW-Authenticate value), Forbidden() bool (403); any other error is
 	// a check that could not be made (503).
 	Identify(r *http.Request, bearer string) (Caller, error)
-	// Challenge is the WWW-Authenticate value of a 401 for r.
-	Challenge(r *http.Request) string
 	// Metadata serves /.well-known/oauth-protected-resource/… (RFC 9728);
 	// it answers 404 when the hub takes no sign-in.
 	Metadata() http.Handler
@@ -173,7 +171,9 @@ func (e *edge) identify(w http.ResponseWriter, r *http.Request, bearer string) (
 		}
 		httpError(w, http.StatusUnauthorized, "Unauthorized: "+err.Error())
 	default:
-		e.log.Error("could not check a request's credentials", "path", r.URL.Path, "err", err)
+		if e.throttle(&e.checkLogged) {
+			e.log.Error("could not check a request's credentials (logged at most every 10 s)", "path", r.URL.Path, "err", err)
+		}
 		retryLater(w, "Service Unavailable: the hub could not check the request's credentials; retry shortly (the hub's log says why)")
 	}
 	return Caller{}, false

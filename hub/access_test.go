@@ -12,6 +12,8 @@ import (
 	"sync"
 	"testing"
 	"time"
+
+	"github.com/mcphub/mcphub/internal/jsonrpc"
 )
 
 const accessRegistry = `
@@ -92,8 +94,6 @@ func (f *fakeAccess) Identify(_ *http.Request, bearer string) (Caller, error) {
 	}
 	return Caller{}, fakeRefusal{}
 }
-
-func (f *fakeAccess) Challenge(*http.Request) string { return fakeRefusal{}.Challenge() }
 
 func (f *fakeAccess) Metadata() http.Handler {
 	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) { io.WriteString(w, "metadata of "+r.URL.Path) })
@@ -252,5 +252,59 @@ func TestEdgeLimits(t *testing.T) {
 	defer lim.mu.Unlock()
 	if !slices.Contains(lim.subjects, "token") || !slices.Contains(lim.subjects, "key:ci") {
 		t.Errorf("buckets drawn from: %v", lim.subjects)
+	}
+}
+
+// A stateless call that asks for input keeps its slot of its caller's
+// concurrent calls while it waits: its retry, under concurrent_calls = 1,
+// goes on with that slot instead of asking for a second one; and a
+// retry with another caller's requestState neither takes nor ends that
+// caller's call.
+func TestParkedCallRetryUnderCallCap(t *testing.T) {
+	fake := newFake("alpha").setList("tools/list", toolItems("ask")).setHandler(func(ctx context.Context, c *fakeCall) (json.RawMessage, error) {
+		r, err := c.Peer.Request(ctx, "roots/list", nil)
+		if err != nil {
+			return nil, err
+		}
+		return json.RawMessage(`{"content":[{"type":"text","text":` + string(jsonrpc.Quote(string(r))) + `}]}`), nil
+	})
+	th := startHub(t, twoServers+"\n[hub.limits]\nconcurrent_calls = 1\n", map[string]*fakeUpstream{"alpha": fake})
+	caps := `"io.modelcontextprotocol/protocolVersion":"2026-07-28","io.modelcontextprotocol/clientCapabilities":{"roots":{}}`
+	call := func(id int, extra string) reply {
+		return th.send(http.MethodPost, "/mcp", rpc(id, "tools/call", `{"name":"alpha__ask","_meta":{`+caps+`}`+extra+`}`), modernHeaders("tools/call", "alpha__ask")...)
+	}
+	r := call(1, "")
+	state, _ := jsonrpc.StringMember(r.msg(t).Result, "requestState")
+	inputs, _ := jsonrpc.Member(r.msg(t).Result, "inputRequests")
+	var asks map[string]any
+	json.Unmarshal(inputs, &asks)
+	if state == "" || len(asks) != 1 {
+		t.Fatalf("first round: HTTP %d %s; want input_required", r.status, r.body)
+	}
+	var key string
+	for k := range asks {
+		key = k
+	}
+	// Another caller's retry (a principal the state was not issued to).
+	th.h.sessions.parked.mu.Lock()
+	for _, c := range th.h.sessions.parked.calls {
+		c.principal = "key:owner"
+	}
+	th.h.sessions.parked.mu.Unlock()
+	if r := call(2, `,"requestState":"`+state+`","inputResponses":{"`+key+`":{"roots":[]}}`); !strings.Contains(string(r.body), "requestState names no call") {
+		t.Fatalf("a retry by another caller: HTTP %d %s; want the call unknown to it", r.status, r.body)
+	}
+	th.h.sessions.parked.mu.Lock()
+	for _, c := range th.h.sessions.parked.calls {
+		c.principal = ""
+	}
+	waiting := len(th.h.sessions.parked.calls)
+	th.h.sessions.parked.mu.Unlock()
+	if waiting != 1 {
+		t.Fatalf("%d calls wait after another caller's retry; want the owner's still waiting", waiting)
+	}
+	r = call(3, `,"requestState":"`+state+`","inputResponses":{"`+key+`":{"roots":[]}}`)
+	if r.status != http.StatusOK || !strings.Contains(string(r.body), `roots`) {
+		t.Errorf("the retry under a cap of 1: HTTP %d %s; want the call's result", r.status, r.body)
 	}
 }

@@ -103,6 +103,11 @@ func (e *edge) admit(w http.ResponseWriter, r *http.Request, m *jsonrpc.Message,
 	if calls == 0 || m.Method != "tools/call" {
 		return noLimit, true
 	}
+	// A retry of a call that asked for input goes on with the slot the
+	// call holds while it waits.
+	if state, _ := jsonrpc.StringMember(m.Params, "requestState"); state != "" && e.sessions.parked.ours(state) {
+		return noLimit, true
+	}
 	release, ok = e.slots.acquire(subject, calls)
 	if !ok {
 		refuse(time.Second, fmt.Sprintf("may have %d tool calls in progress at once", calls))
@@ -113,11 +118,17 @@ func (e *edge) admit(w http.ResponseWriter, r *http.Request, m *jsonrpc.Message,
 
 // limiterDown logs that rate limits are not applied, at most every 10 s.
 func (e *edge) limiterDown(err error) {
-	now := time.Now().UnixNano()
-	if last := e.limiterLogged.Load(); now-last < int64(10*time.Second) || !e.limiterLogged.CompareAndSwap(last, now) {
-		return
+	if e.throttle(&e.limiterLogged) {
+		e.log.Warn("rate limits are not applied: the store cannot be reached (logged at most every 10 s)", "err", err)
 	}
-	e.log.Warn("rate limits are not applied: the store cannot be reached", "err", err)
+}
+
+// throttle reports whether a line logged at most every 10 s is due, by
+// the unix nanoseconds in last.
+func (e *edge) throttle(last *atomic.Int64) bool {
+	now := time.Now().UnixNano()
+	prev := last.Load()
+	return now-prev >= int64(10*time.Second) && last.CompareAndSwap(prev, now)
 }
 
 // refusalLogEvery is how often the refusals of one caller over its limits
@@ -160,6 +171,7 @@ type limitState struct {
 	limiter       Limiter
 	slots         callSlots
 	limiterLogged atomic.Int64
+	checkLogged   atomic.Int64 // for credentials that could not be checked
 	refusalsMu    sync.Mutex
 	refusals      map[string]*refusalLog
 }

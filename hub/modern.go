@@ -230,8 +230,8 @@ func (set *sessionSet) modern(w http.ResponseWriter, r *http.Request, endpoint s
 	if state, _ := jsonrpc.StringMember(m.Params, "requestState"); set.parked.ours(state) {
 		// A retry of a call that asked for input: its answers go to the
 		// waiting server requests, and the call goes on.
-		call = set.parked.take(state)
-		if call == nil || call.endpoint != endpoint || call.method != m.Method || call.name != name || call.principal != callerOf(r.Context()).principal() {
+		call = set.parked.take(state, callerOf(r.Context()).principal())
+		if call == nil || call.endpoint != endpoint || call.method != m.Method || call.name != name {
 			if call != nil {
 				call.cancel(errClientCancelled)
 			}

@@ -595,11 +595,11 @@ func TestParkedCap(t *testing.T) {
 	b := newMRTRCall(context.Background(), "", "tools/call", "y", clientCaps{})
 	sa := p.park(a, 1)
 	sb := p.park(b, 1)
-	if a.ctx.Err() == nil || p.take(sa) != nil {
+	if a.ctx.Err() == nil || p.take(sa, "") != nil {
 		t.Error("the older call was kept past the limit")
 	}
 	p.forget(b)
-	if p.take(sb) != nil {
+	if p.take(sb, "") != nil {
 		t.Error("a forgotten call could still be taken")
 	}
 	if !p.ours(sb) || p.ours("mcphub-mrtr:other:x") {

@@ -267,7 +267,7 @@ func (p *parkedCalls) park(c *mrtrCall, limit int) string {
 	c.mu.Lock()
 	c.state, c.parked = state, time.Now()
 	c.park = time.AfterFunc(mrtrParkFor, func() {
-		if p.take(state) != nil {
+		if p.take(state, c.principal) != nil {
 			c.cancel(fmt.Errorf("no retry with its requestState came within %s", mrtrParkFor))
 		}
 	})
@@ -280,14 +280,17 @@ func (p *parkedCalls) park(c *mrtrCall, limit int) string {
 	return state
 }
 
-// take removes and returns the call a requestState names, nil for none.
-func (p *parkedCalls) take(state string) *mrtrCall {
+// take removes and returns the call a requestState names when principal
+// (Caller.principal) made it; nil for none, and another caller's call is
+// left waiting for its own retry.
+func (p *parkedCalls) take(state, principal string) *mrtrCall {
 	p.mu.Lock()
 	defer p.mu.Unlock()
 	c := p.calls[state]
-	if c != nil {
-		p.removeLocked(c)
+	if c == nil || c.principal != principal {
+		return nil
 	}
+	p.removeLocked(c)
 	return c
 }
 

@@ -39,7 +39,7 @@ type session struct {
 
 	clientInfo json.RawMessage
 	caps       clientCaps
-	// principal is the ID of the caller that opened the session.
+	// principal is the caller that opened the session (Caller.principal).
 	principal string
 
 	ctx    context.Context // ended by close; parent of the session's calls

@@ -106,20 +106,30 @@ func (p *parser) hubOAuth(t *table, raw any) *HubOAuth {
 // five minutes ahead, which a larger skew would undo).
 const maxClockSkew = 5 * time.Minute
 
-// checkOAuthURL requires [hub.oauth] url when the listen address names no
-// host (every interface): the hub's resource URL, which clients compare
-// with the URL they use and tokens are issued for, cannot be made of it.
+// checkOAuthURL reports OAuthURLProblem at [hub.oauth].
 func (p *parser) checkOAuthURL(t *table, h *Hub) {
+	if msg := h.OAuthURLProblem(); msg != "" {
+		t.at([]string{"oauth"}, "%s", msg)
+	}
+}
+
+// OAuthURLProblem says why [hub.oauth] needs url: the listen address names
+// no host (every interface), so the hub's resource URL, which clients
+// compare with the URL they use and tokens are issued for, cannot be made
+// of it. "" when it has url or needs none. serve checks it again once
+// --listen applied.
+func (h Hub) OAuthURLProblem() string {
 	if h.OAuth == nil || h.OAuth.URL != "" {
-		return
+		return ""
 	}
 	host, _, err := net.SplitHostPort(h.Listen)
 	if err != nil {
-		return // listen's own error says why
+		return "" // listen's own error says why
 	}
 	if ip := net.ParseIP(host); host == "" || ip != nil && ip.IsUnspecified() {
-		t.at([]string{"oauth"}, "needs url (the hub's address as clients reach it, e.g. \"https://mcp.example.com\"): listen %q names no host to make the resource URL of", h.Listen)
+		return fmt.Sprintf("[hub.oauth] needs url (the hub's address as clients reach it, e.g. \"https://mcp.example.com\"): listen %q names no host to make the resource URL of", h.Listen)
 	}
+	return ""
 }
 
 // checkHTTPURL says what is wrong with an identity provider's URL: it must

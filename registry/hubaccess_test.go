@@ -48,7 +48,7 @@ eng = ["eng"]
 		{"unknown profile", "[hub.oauth]\nissuer = \"https://idp.example.com\"\n[hub.access.groups]\neng = [\"eng\", \"nope\"]\n", `entry 2 names no profile: "nope"`},
 		{"groups not a table", "[hub.oauth]\nissuer = \"https://idp.example.com\"\n[hub.access]\ngroups = 3\n", "must be a table mapping each group"},
 		{"clock skew over 5 minutes", "[hub.oauth]\nissuer = \"https://idp.example.com\"\nclock_skew = \"10m\"\n", "is more than 5m0s"},
-		{"every interface without url", "[hub]\nlisten = \"0.0.0.0:7733\"\ntls_cert = \"c.pem\"\ntls_key = \"k.pem\"\n[hub.oauth]\nissuer = \"https://idp.example.com\"\n", "hub.oauth: needs url"},
+		{"every interface without url", "[hub]\nlisten = \"0.0.0.0:7733\"\ntls_cert = \"c.pem\"\ntls_key = \"k.pem\"\n[hub.oauth]\nissuer = \"https://idp.example.com\"\n", "hub.oauth: [hub.oauth] needs url"},
 	} {
 		_, err := Parse("hub.toml", []byte(tt.text+accessProfiles), envOf())
 		if err == nil || !strings.Contains(err.Error(), tt.want) {

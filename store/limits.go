@@ -16,19 +16,25 @@ func (s *Store) Take(subject string, perSecond float64, burst int) (time.Duratio
 	if perSecond <= 0 {
 		return 0, nil
 	}
-	s.wmu.Lock()
-	defer s.wmu.Unlock()
+	if s.dialect.name != "postgres" {
+		// SQLite has one writer; PostgreSQL's upsert is atomic on its
+		// own, and needs not wait behind this process's other writes.
+		s.wmu.Lock()
+		defer s.wmu.Unlock()
+	}
 	perNS := perSecond / 1e9
 	now, args := "?4", []any{subject, float64(burst), perNS, time.Now().UnixNano()}
-	least := "min"
+	least, greatest := "min", "max"
 	if s.dialect.name == "postgres" {
-		now, args, least = `CAST(EXTRACT(EPOCH FROM statement_timestamp()) * 1000000000 AS BIGINT)`, args[:3], "LEAST"
+		now, args, least, greatest = `CAST(EXTRACT(EPOCH FROM statement_timestamp()) * 1000000000 AS BIGINT)`, args[:3], "LEAST", "GREATEST"
 	}
 	// The casts tell PostgreSQL the parameters' type, which it would
-	// otherwise take from the integers they meet.
-	fill := least + `(CAST(?2 AS DOUBLE PRECISION), rate_buckets.tokens + (NOW - rate_buckets.stamp) * CAST(?3 AS DOUBLE PRECISION))`
+	// otherwise take from the integers they meet. A statement that waited
+	// for the row may carry an earlier time than the stamp another wrote:
+	// time never runs backwards in the bucket.
+	fill := least + `(CAST(?2 AS DOUBLE PRECISION), rate_buckets.tokens + ` + greatest + `(NOW - rate_buckets.stamp, 0) * CAST(?3 AS DOUBLE PRECISION))`
 	query := `INSERT INTO rate_buckets (subject, tokens, stamp) VALUES (?1, CAST(?2 AS DOUBLE PRECISION) - 1, NOW)
-		ON CONFLICT (subject) DO UPDATE SET tokens = ` + fill + ` - 1, stamp = NOW
+		ON CONFLICT (subject) DO UPDATE SET tokens = ` + fill + ` - 1, stamp = ` + greatest + `(NOW, rate_buckets.stamp)
 		WHERE ` + fill + ` >= 1 RETURNING tokens`
 	var left float64
 	err := s.db.QueryRow(s.dialect.q(strings.ReplaceAll(query, "NOW", now)), args...).Scan(&left)

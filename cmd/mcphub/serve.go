@@ -208,6 +208,9 @@ func (a *app) serveSettings(f serveFlags) (*registry.Registry, string, *tls.Conf
 	if err != nil {
 		return nil, "", nil, err
 	}
+	if msg := reg.Hub.OAuthURLProblem(); msg != "" {
+		return nil, "", nil, fmt.Errorf("%s: %s", reg.Path, msg)
+	}
 	if msg := reg.Hub.ExposureProblem(); msg != "" {
 		return nil, "", nil, fmt.Errorf("refusing to listen: %s (other machines could run your servers' tools)", msg)
 	}
@@ -276,7 +279,7 @@ func openGate(db *store.Store, reg *registry.Registry, log *slog.Logger) (*acces
 	if err != nil {
 		return nil, fmt.Errorf("read the store's key secret: %w", err)
 	}
-	g := access.New(accessKeys{db}, pepper, log)
+	g := access.New(accessKeys{db}, pepper, reg.Hub.URL(""), log)
 	g.Apply(reg)
 	return g, nil
 }
