@@ -48,9 +48,10 @@ func newKeysCmd(a *app) *cobra.Command {
 	return cmd
 }
 
-// keysStore opens the store the keys live in, with the registry (for its
-// profiles), or says why not.
-func (a *app) keysStore(ctx context.Context, flagURL string) (*store.Store, *registry.Registry, error) {
+// targetStore opens the store serve would use (--store, MCPHUB_STORE,
+// [store] url, else SQLite in the data directory), with the registry, or
+// says why not: the store keys and grants live in.
+func (a *app) targetStore(ctx context.Context, flagURL string) (*store.Store, *registry.Registry, error) {
 	reg, err := a.loadExistingRegistry()
 	if err != nil {
 		return nil, nil, a.printRegistryErrors(err)
@@ -162,7 +163,7 @@ KEY=$(mcphub keys create ci) keeps it; what it is for goes to standard error.
 					return err
 				}
 			}
-			db, reg, err := a.keysStore(cmd.Context(), *flagURL)
+			db, reg, err := a.targetStore(cmd.Context(), *flagURL)
 			if err != nil {
 				return err
 			}
@@ -257,7 +258,7 @@ state is live, expired or revoked; rate and concurrent_calls are left out
 where the key takes the hub's [hub.limits].`,
 		Args: cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {
-			db, _, err := a.keysStore(cmd.Context(), *flagURL)
+			db, _, err := a.targetStore(cmd.Context(), *flagURL)
 			if err != nil {
 				return err
 			}
@@ -316,7 +317,7 @@ It exits 1 when no live key has that name.
 --json prints {"name", "revoked"}.`,
 		Args: cobra.ExactArgs(1),
 		RunE: func(cmd *cobra.Command, args []string) error {
-			db, _, err := a.keysStore(cmd.Context(), *flagURL)
+			db, _, err := a.targetStore(cmd.Context(), *flagURL)
 			if err != nil {
 				return err
 			}

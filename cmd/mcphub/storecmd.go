@@ -116,15 +116,7 @@ login again. It exits 1 then.
 			if keys == nil {
 				return fmt.Errorf("set %s (or %s) to the keys, the new one first", secretKeyEnv, secretKeyFileEnv)
 			}
-			reg, err := a.loadExistingRegistry()
-			if err != nil {
-				return a.printRegistryErrors(err)
-			}
-			rawURL, _, err := a.storeTarget(flagURL, reg)
-			if err != nil {
-				return err
-			}
-			db, err := a.openStore(cmd.Context(), rawURL)
+			db, _, err := a.targetStore(cmd.Context(), flagURL)
 			if err != nil {
 				return err
 			}
