@@ -35,6 +35,15 @@ type Caller struct {
 	ConcurrentCalls int
 }
 
+// SlotKeeper counts each caller's tool calls in progress across a team
+// hub's replicas (the store's cluster implements it); a hub alone counts
+// its own.
+type SlotKeeper interface {
+	// AcquireSlot takes one of subject's max slots; ok is false when all
+	// are taken. release gives it back and may be called more than once.
+	AcquireSlot(subject string, max int) (release func(), ok bool, err error)
+}
+
 // Limiter is where the callers' rate limits are kept: a token bucket per
 // caller, shared by every replica of a team hub (the store implements it).
 type Limiter interface {

@@ -291,8 +291,9 @@ func TestParkedCallRetryUnderCallCap(t *testing.T) {
 		c.principal = "key:owner"
 	}
 	th.h.sessions.parked.mu.Unlock()
-	if r := call(2, `,"requestState":"`+state+`","inputResponses":{"`+key+`":{"roots":[]}}`); !strings.Contains(string(r.body), "requestState names no call") {
-		t.Fatalf("a retry by another caller: HTTP %d %s; want the call unknown to it", r.status, r.body)
+	// Not its call: it asks for a slot of its own (none is left).
+	if r := call(2, `,"requestState":"`+state+`","inputResponses":{"`+key+`":{"roots":[]}}`); r.status != http.StatusTooManyRequests {
+		t.Fatalf("a retry by another caller: HTTP %d %s; want a new call, over the cap", r.status, r.body)
 	}
 	th.h.sessions.parked.mu.Lock()
 	for _, c := range th.h.sessions.parked.calls {
@@ -307,4 +308,33 @@ func TestParkedCallRetryUnderCallCap(t *testing.T) {
 	if r.status != http.StatusOK || !strings.Contains(string(r.body), `roots`) {
 		t.Errorf("the retry under a cap of 1: HTTP %d %s; want the call's result", r.status, r.body)
 	}
+}
+
+// A requestState that names no call of the caller's takes a slot like any
+// new call: a made-up one (with the hub's prefix) does not slip past the
+// cap, stateless or in a session.
+func TestMadeUpRequestStateTakesASlot(t *testing.T) {
+	release := make(chan struct{})
+	fake := newFake("alpha").setList("tools/list", toolItems("slow")).setHandler(func(ctx context.Context, _ *fakeCall) (json.RawMessage, error) {
+		select {
+		case <-release:
+			return json.RawMessage(`{"content":[]}`), nil
+		case <-ctx.Done():
+			return nil, ctx.Err()
+		}
+	})
+	th := startHub(t, twoServers+"\n[hub.limits]\nconcurrent_calls = 1\n", map[string]*fakeUpstream{"alpha": fake})
+	caps := `"io.modelcontextprotocol/protocolVersion":"2026-07-28","io.modelcontextprotocol/clientCapabilities":{}`
+	first := make(chan reply, 1)
+	go func() {
+		first <- th.send(http.MethodPost, "/mcp", rpc(1, "tools/call", `{"name":"alpha__slow","_meta":{`+caps+`}}`), modernHeaders("tools/call", "alpha__slow")...)
+	}()
+	fake.nextCall(t)
+	madeUp := th.h.sessions.parked.mine() + "made-up"
+	r := th.send(http.MethodPost, "/mcp", rpc(2, "tools/call", `{"name":"alpha__slow","requestState":"`+madeUp+`","_meta":{`+caps+`}}`), modernHeaders("tools/call", "alpha__slow")...)
+	if r.status != http.StatusTooManyRequests {
+		t.Errorf("a made-up requestState while the one slot is taken: HTTP %d %s; want 429", r.status, r.body)
+	}
+	close(release)
+	<-first
 }

@@ -54,6 +54,9 @@ type Options struct {
 	// Limiter, when set, keeps the callers' rate limits ([hub.limits], a
 	// key's own); without it rates are not limited.
 	Limiter Limiter
+	// Slots, on a replica of a team hub, counts each caller's calls in
+	// progress across the replicas; without it the hub counts its own.
+	Slots SlotKeeper
 	// Takeover, with Cluster, makes the upstreams that finish the calls of
 	// a session taken over from a replica that stopped.
 	Takeover TakeoverFunc
@@ -110,7 +113,7 @@ func New(opts Options) *Hub {
 	h.sessions = &sessionSet{ctx: ctx, log: h.log, version: opts.Version, heartbeat: opts.Heartbeat, byID: map[string]*session{}}
 	h.router = newRouter(h.servers, nil, h.fanout.applyLevels)
 	h.edge = newEdge(h.log, opts.Token, h.servers, h.sessions, h)
-	h.edge.access, h.edge.limiter = opts.Access, opts.Limiter
+	h.edge.access, h.edge.limiter, h.edge.shared = opts.Access, opts.Limiter, opts.Slots
 	if opts.Cluster != nil {
 		h.edge.cluster, h.edge.forwarder = opts.Cluster, http.DefaultTransport.(*http.Transport).Clone()
 		h.sessions.parked.prefix = replicaStatePrefix(opts.Cluster)

@@ -103,17 +103,34 @@ func (e *edge) admit(w http.ResponseWriter, r *http.Request, m *jsonrpc.Message,
 	if calls == 0 || m.Method != "tools/call" {
 		return noLimit, true
 	}
-	// A retry of a call that asked for input goes on with the slot the
-	// call holds while it waits.
-	if state, _ := jsonrpc.StringMember(m.Params, "requestState"); state != "" && e.sessions.parked.ours(state) {
+	// A stateless retry of this caller's call that asked for input goes on
+	// with the slot the call holds while it waits. (In a session,
+	// requestState means nothing: the call is a new one.)
+	if state, _ := jsonrpc.StringMember(m.Params, "requestState"); !inSession && state != "" && e.sessions.parked.owns(state, c.principal()) {
 		return noLimit, true
 	}
-	release, ok = e.slots.acquire(subject, calls)
+	release, ok = e.acquireSlot(subject, calls)
 	if !ok {
 		refuse(time.Second, fmt.Sprintf("may have %d tool calls in progress at once", calls))
 		return nil, false
 	}
 	return release, true
+}
+
+// acquireSlot takes one of a caller's call slots: across the team hub's
+// replicas when it is one (falling back to this replica's own count, and
+// saying so, when the store cannot be reached), else in this hub.
+func (e *edge) acquireSlot(subject string, max int) (func(), bool) {
+	if e.shared != nil {
+		release, ok, err := e.shared.AcquireSlot(subject, max)
+		if err == nil {
+			return release, ok
+		}
+		if e.throttle(&e.slotsLogged) {
+			e.log.Warn("calls in progress are counted on this replica alone: the store cannot be reached (logged at most every 10 s)", "err", err)
+		}
+	}
+	return e.slots.acquire(subject, max)
 }
 
 // limiterDown logs that rate limits are not applied, at most every 10 s.
@@ -169,9 +186,11 @@ type refusalLog struct {
 // limitState is the edge's part of the limits.
 type limitState struct {
 	limiter       Limiter
+	shared        SlotKeeper // the team hub's count of calls in progress; nil for a hub alone
 	slots         callSlots
 	limiterLogged atomic.Int64
 	checkLogged   atomic.Int64 // for credentials that could not be checked
+	slotsLogged   atomic.Int64 // for a team's call count that could not be reached
 	refusalsMu    sync.Mutex
 	refusals      map[string]*refusalLog
 }

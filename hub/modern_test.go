@@ -605,6 +605,17 @@ func TestParkedCap(t *testing.T) {
 	if !p.ours(sb) || p.ours("mcphub-mrtr:other:x") {
 		t.Error("ours misjudges requestStates")
 	}
+	// A call is its caller's: another caller's retry neither takes it nor
+	// ends it.
+	c := newMRTRCall(context.Background(), "", "tools/call", "z", clientCaps{})
+	c.principal = "key:owner"
+	sc := p.park(c, 0)
+	if p.owns(sc, "key:other") || p.take(sc, "key:other") != nil || c.ctx.Err() != nil || !p.owns(sc, "key:owner") {
+		t.Error("another caller took or ended a parked call")
+	}
+	if p.take(sc, "key:owner") != c {
+		t.Error("its caller could not take its parked call")
+	}
 }
 
 // TestPreflightParamHeaders: a preflight may ask for Mcp-Param-* headers.

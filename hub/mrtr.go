@@ -280,6 +280,14 @@ func (p *parkedCalls) park(c *mrtrCall, limit int) string {
 	return state
 }
 
+// owns reports whether a call principal made waits under a requestState.
+func (p *parkedCalls) owns(state, principal string) bool {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	c := p.calls[state]
+	return c != nil && c.principal == principal
+}
+
 // take removes and returns the call a requestState names when principal
 // (Caller.principal) made it; nil for none, and another caller's call is
 // left waiting for its own retry.

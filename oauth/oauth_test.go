@@ -1293,3 +1293,70 @@ func TestOAuthSharedGrantRefreshedOnce(t *testing.T) {
 		t.Errorf("the grant's lock was taken %d times, want by both refreshes", store.held.Load())
 	}
 }
+
+// failingLoads is a lockingStore whose reads fail while fail is set.
+type failingLoads struct {
+	*lockingStore
+	fail atomic.Bool
+}
+
+func (s *failingLoads) Load(key string) ([]byte, error) {
+	if s.fail.Load() {
+		return nil, errors.New("the store is down")
+	}
+	return s.lockingStore.Load(key)
+}
+
+// TestOAuthSharedGrantSignedOutOrUnreadable checks what a refresh under a
+// shared store's lock makes of the stored grant: one that cannot be read
+// leaves the token alone and sends no refresh (another process may have
+// rotated the refresh token); one that is gone (signed out elsewhere) is
+// dropped here too, not written back.
+func TestOAuthSharedGrantSignedOutOrUnreadable(t *testing.T) {
+	as := oauthtest.NewAuthServer(t, "a")
+	res := newFakeResource(t, as)
+	store := &failingLoads{lockingStore: &lockingStore{MemStore: oauthtest.NewMemStore()}}
+	g := signIn(t, res, store.MemStore)
+	c, _ := newOAuthConn(t, res, &Config{Store: store})
+	timers := useFakeTimers(c)
+	startOAuth(t, c)
+	_, _, before := as.Counts()
+
+	store.fail.Store(true)
+	timers.next(t).fire <- time.Now()
+	retry := timers.next(t) // armed again, to retry: the refresh is over
+	if _, _, after := as.Counts(); after != before {
+		t.Errorf("%d refreshes sent while the shared grant could not be read, want none", after-before)
+	}
+	store.fail.Store(false)
+	if _, err := call(t, c, "tools/list", ""); err != nil || res.LastBearer() != "Bearer "+g.Token.AccessToken {
+		t.Fatalf("after a refresh put off: %v; want the token as it was", err)
+	}
+
+	if err := store.Delete(CanonicalResource(res.URL)); err != nil {
+		t.Fatal(err)
+	}
+	retry.fire <- time.Now()
+	eventuallyOAuth(t, "the connection drops the grant signed out elsewhere", func() bool {
+		cur, _ := c.a.current()
+		return cur == nil
+	})
+	if _, _, after := as.Counts(); after != before {
+		t.Errorf("a refresh was sent for a grant signed out elsewhere")
+	}
+	if data, _ := store.MemStore.Load(CanonicalResource(res.URL)); data != nil {
+		t.Errorf("the grant signed out elsewhere was written back: %s", data)
+	}
+}
+
+// eventuallyOAuth waits, up to 10 s, for cond.
+func eventuallyOAuth(t *testing.T, what string, cond func() bool) {
+	t.Helper()
+	deadline := time.Now().Add(10 * time.Second)
+	for !cond() {
+		if time.Now().After(deadline) {
+			t.Fatalf("not within 10s: %s", what)
+		}
+		time.Sleep(5 * time.Millisecond)
+	}
+}

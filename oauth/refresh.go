@@ -107,8 +107,8 @@ func (a *Authorizer) refresh(ctx context.Context, old *oauth2.Token) error {
 			}
 			unlock()
 		}()
-		if a.newerToken(gen) {
-			return nil // another process refreshed it meanwhile
+		if done, err := a.sharedChanged(gen); done || err != nil {
+			return err // another process refreshed it, or signed it out, meanwhile
 		}
 	}
 	tok, err := a.requestRefresh(ctx, g)
@@ -171,6 +171,42 @@ func (a *Authorizer) refresh(ctx context.Context, old *oauth2.Token) error {
 		a.cfg.OnRefreshFailed(rerr)
 	}
 	return rerr
+}
+
+// sharedChanged reads, under the grant's lock, what other processes sharing
+// the store did while this one waited: a newer token is taken (done); a
+// grant gone from the store was signed out (mcphub logout), and is dropped
+// here too rather than written back; a grant that cannot be read (the store
+// is down, or it is sealed under a key this process lacks) leaves the
+// token as it is and the refresh for later: refreshing with a refresh
+// token another process may have rotated, and writing the refusal over
+// the shared grant, would sign every process out.
+func (a *Authorizer) sharedChanged(gen uint64) (done bool, err error) {
+	s, err := a.loadStored()
+	if err != nil {
+		err = a.scrubErr(err)
+		a.log.Warn("could not read the shared OAuth grant; not refreshing it now", "err", err)
+		return false, fmt.Errorf("refreshing the access token: reading the shared grant: %w", err)
+	}
+	a.mu.Lock()
+	defer a.mu.Unlock()
+	if a.gen != gen {
+		return true, nil
+	}
+	if s == nil {
+		a.setGrantLocked(nil)
+		a.log.Warn("the OAuth grant was signed out elsewhere; the server needs a new sign-in")
+		return true, fmt.Errorf("%w: it was signed out", errGrantRejected)
+	}
+	var cur time.Time
+	if a.grant != nil {
+		cur = a.grant.Saved
+	}
+	if s.hasToken() && s.Saved.After(cur) {
+		a.setGrantLocked(s)
+		return true, nil
+	}
+	return false, nil
 }
 
 // requestRefresh sends g's refresh token to the token endpoint with the

@@ -89,6 +89,10 @@ func ParseServing(path string, data []byte, lookupEnv func(string) (string, bool
 // a reference to one does not restart servers whose environment it cannot
 // change.
 func inheritance(reg *Registry, lookup func(string) (string, bool)) {
+	// The hub's own secrets go to no child, whatever its env settings:
+	// its token, the key of a team's sealed grants, the store's URL (with
+	// its password).
+	hubSecret := func(n string) bool { return n == reg.Hub.TokenEnv || slices.Contains(HubSecretEnvs, n) }
 	var secrets []string
 	for _, s := range reg.Servers {
 		if s.Kind() != KindStdio {
@@ -98,7 +102,12 @@ func inheritance(reg *Registry, lookup func(string) (string, bool)) {
 		if secrets == nil {
 			secrets = []string{}
 			for _, n := range reg.SecretEnvNames() {
-				if _, set := lookup(n); set || n == reg.Hub.TokenEnv {
+				if _, set := lookup(n); set || hubSecret(n) {
+					secrets = append(secrets, n)
+				}
+			}
+			for _, n := range HubSecretEnvs {
+				if !slices.Contains(secrets, n) {
 					secrets = append(secrets, n)
 				}
 			}
@@ -106,7 +115,7 @@ func inheritance(reg *Registry, lookup func(string) (string, bool)) {
 		var deny []string
 		for _, n := range secrets {
 			switch {
-			case n == reg.Hub.TokenEnv:
+			case hubSecret(n):
 				deny = append(deny, n)
 			case slices.Contains(s.EnvAllow, n):
 				// named exactly: the user asked for this one
@@ -154,3 +163,17 @@ func (t *table) globs(key string, dst *[]string) {
 		}
 	}
 }
+
+// The variables of mcphub's own secrets besides its token: no server gets
+// them, whatever its env_passthrough or inherit_env says.
+const (
+	// SecretKeyEnv holds the keys a team hub's OAuth grants are sealed
+	// under; SecretKeyFileEnv names a file holding them.
+	SecretKeyEnv     = "MCPHUB_SECRET_KEY"
+	SecretKeyFileEnv = "MCPHUB_SECRET_KEY_FILE"
+	// StoreEnv is the store's URL, password included.
+	StoreEnv = "MCPHUB_STORE"
+)
+
+// HubSecretEnvs are those variables.
+var HubSecretEnvs = []string{SecretKeyEnv, SecretKeyFileEnv, StoreEnv}

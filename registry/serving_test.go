@@ -142,20 +142,22 @@ env = { K = "${NOT_SET_ANYWHERE}" }
 	if want := []string{"AWS_*", "GOPATH", "JAVA_HOME"}; !slices.Equal(plain.EnvAllow, want) {
 		t.Errorf("plain EnvAllow = %q, want %q", plain.EnvAllow, want)
 	}
-	// AWS_* would pass another server's secret: it is held back.
-	if want := []string{"AWS_SECRET_ACCESS_KEY", "HUB_TOKEN"}; !slices.Equal(plain.EnvDeny, want) {
+	// AWS_* would pass another server's secret: it is held back. The
+	// hub's own secrets never pass.
+	hub := []string{"MCPHUB_SECRET_KEY", "MCPHUB_SECRET_KEY_FILE", "MCPHUB_STORE"}
+	if want := append([]string{"AWS_SECRET_ACCESS_KEY", "HUB_TOKEN"}, hub...); !slices.Equal(plain.EnvDeny, want) {
 		t.Errorf("plain EnvDeny = %q, want %q", plain.EnvDeny, want)
 	}
 	// A glob in another case matches as Windows would: still held back.
-	if want := []string{"AWS_SECRET_ACCESS_KEY", "HUB_TOKEN"}; !slices.Equal(reg.Server("lower").EnvDeny, want) {
+	if want := append([]string{"AWS_SECRET_ACCESS_KEY", "HUB_TOKEN"}, hub...); !slices.Equal(reg.Server("lower").EnvDeny, want) {
 		t.Errorf("lower EnvDeny = %q, want %q", reg.Server("lower").EnvDeny, want)
 	}
 	// Named exactly, it passes: the user asked for that one.
-	if want := []string{"HUB_TOKEN"}; !slices.Equal(reg.Server("named").EnvDeny, want) {
+	if want := append([]string{"HUB_TOKEN"}, hub...); !slices.Equal(reg.Server("named").EnvDeny, want) {
 		t.Errorf("named EnvDeny = %q, want %q", reg.Server("named").EnvDeny, want)
 	}
 	// A secret no one can inherit (not set) is not in any deny list.
-	if want := []string{"AWS_SECRET_ACCESS_KEY", "HUB_TOKEN", "OWN_SECRET", "REMOTE_TOKEN"}; !all.InheritEnv || !slices.Equal(all.EnvDeny, want) {
+	if want := append([]string{"AWS_SECRET_ACCESS_KEY", "HUB_TOKEN", "OWN_SECRET", "REMOTE_TOKEN"}, hub...); !all.InheritEnv || !slices.Equal(all.EnvDeny, want) {
 		t.Errorf("all: InheritEnv %v, EnvDeny = %q, want %q", all.InheritEnv, all.EnvDeny, want)
 	}
 	if other.EnvAllow != nil || other.EnvDeny != nil {

@@ -8,11 +8,13 @@ import (
 	"errors"
 	"fmt"
 	"log/slog"
+	"strings"
 	"sync"
 	"sync/atomic"
 	"time"
 
 	"github.com/jackc/pgx/v5"
+	"github.com/jackc/pgx/v5/pgconn"
 )
 
 // Defaults of a ClusterConfig: a replica beats every second and is taken
@@ -61,6 +63,10 @@ type ClusterConfig struct {
 	// session it holds (its writes for them are refused already).
 	OnClaimed func(ids []string)
 	OnFenced  func()
+	// OnGrant is called with a server's name when a command announced
+	// that its shared OAuth grant changed (a sign-in, a sign-out):
+	// AnnounceGrant. It must not block.
+	OnGrant func(server string)
 	// OnStale is called when this replica has not beaten for half the
 	// deadline (the store is out of reach): it must cut the streams it
 	// serves, since another replica may take their sessions. OnLost is
@@ -190,6 +196,10 @@ func (c *Cluster) join(ctx context.Context) (err error) {
 	if err != nil {
 		return fmt.Errorf("store: join the cluster: %w", err)
 	}
+	// The calls an earlier run had in progress ended with it.
+	if _, err := tx.ExecContext(ctx, `DELETE FROM call_slots WHERE replica = $1`, cfg.Name); err != nil {
+		return fmt.Errorf("store: join the cluster: %w", err)
+	}
 	var b [32]byte
 	rand.Read(b[:])
 	if _, err := tx.ExecContext(ctx, `INSERT INTO cluster (one, secret) VALUES (1, $1) ON CONFLICT (one) DO NOTHING`, hex.EncodeToString(b[:])); err != nil {
@@ -293,7 +303,14 @@ func (c *Cluster) listen(ctx context.Context) {
 				delay = writeBackoffMin
 				c.kickLoop() // what changed while not listening
 				for err == nil {
-					if _, err = conn.WaitForNotification(ctx); err == nil {
+					var n *pgconn.Notification
+					if n, err = conn.WaitForNotification(ctx); err == nil {
+						if server, ok := strings.CutPrefix(n.Payload, grantNotice); ok {
+							if c.cfg.OnGrant != nil {
+								c.cfg.OnGrant(server)
+							}
+							continue
+						}
 						c.kickLoop()
 					}
 				}
@@ -814,5 +831,23 @@ func (c *Cluster) Close() error {
 	defer cancel()
 	_, err := c.s.db.ExecContext(ctx, `WITH stopped AS (UPDATE replicas SET heartbeat = 0 WHERE name = $1 AND generation = $2 RETURNING name)
 		SELECT pg_notify('`+clusterChannel+`', 'stopped ' || name) FROM stopped`, who.name, who.gen)
+	return err
+}
+
+// grantNotice starts the notification that a server's shared OAuth grant
+// changed.
+const grantNotice = "grant "
+
+// AnnounceGrant tells every replica on this PostgreSQL store that the
+// shared OAuth grant of the server called name changed (a sign-in or a
+// sign-out by a command), so that each connects to it again with what the
+// store now holds (ClusterConfig.OnGrant). A no-op on SQLite.
+func (s *Store) AnnounceGrant(name string) error {
+	if s.dialect != postgresDialect {
+		return nil
+	}
+	s.hmu.RLock()
+	defer s.hmu.RUnlock()
+	_, err := s.db.Exec(notifySQL, grantNotice+name)
 	return err
 }

@@ -3,11 +3,12 @@ package store
 import (
 	"context"
 	"database/sql"
-	"database/sql/driver"
 	"errors"
 	"fmt"
 	"sync"
 	"time"
+
+	"github.com/jackc/pgx/v5"
 )
 
 // SaveGrant keeps a sealed OAuth grant under key, replacing what was there.
@@ -51,43 +52,66 @@ func (s *Store) GrantKeys() ([]string, error) {
 // grant (the second is a hash of its key), apart from the migrations'.
 const grantLockSpace = 0x6d637067 // "mcpg"
 
+const (
+	// grantLockWait bounds the wait for a grant's lock: a holder takes
+	// one request to the authorization server (30 s at most) and a write.
+	grantLockWait = 45 * time.Second
+	// grantLockIdle is how long PostgreSQL lets a holder that went silent
+	// (frozen, cut off) keep the lock before it ends its session.
+	grantLockIdle = "90s"
+)
+
 // LockGrant holds the lock of the grant kept under key until unlock is
-// called: one process at a time refreshes it, among every replica on a
-// PostgreSQL store (an advisory lock, on a connection of its own, which
-// PostgreSQL releases if the process dies); within the process on SQLite,
-// which one hub owns. It waits until the lock is free or ctx ends.
+// called, so that one process at a time refreshes it; it waits until the
+// lock is free, ctx ends, or grantLockWait passes. On PostgreSQL it is an
+// advisory lock in a transaction of a connection of its own, outside the
+// pool (the holder reads and writes the grant through the pool meanwhile),
+// which PostgreSQL releases when the holder's process dies or stays
+// silent for grantLockIdle; within the process the waiters for one key
+// queue on a semaphore first, so that at most one of them waits in
+// PostgreSQL. On SQLite, which one hub owns, the semaphore is the lock.
 func (s *Store) LockGrant(ctx context.Context, key string) (unlock func(), err error) {
-	if s.dialect.name != "postgres" {
-		sem := s.grantSemaphore(key)
-		select {
-		case sem <- struct{}{}:
-			return sync.OnceFunc(func() { <-sem }), nil
-		case <-ctx.Done():
-			return nil, ctx.Err()
-		}
+	ctx, cancel := context.WithTimeout(ctx, grantLockWait)
+	defer cancel()
+	sem := s.grantSemaphore(key)
+	select {
+	case sem <- struct{}{}:
+	case <-ctx.Done():
+		return nil, fmt.Errorf("lock the grant: %w (another holder kept it)", ctx.Err())
 	}
-	conn, err := s.db.Conn(ctx)
+	release := func() { <-sem }
+	if s.pgcfg == nil {
+		return sync.OnceFunc(release), nil
+	}
+	conn, err := pgx.ConnectConfig(ctx, s.pgcfg)
 	if err != nil {
+		release()
 		return nil, fmt.Errorf("lock the grant: %w", err)
 	}
-	if _, err := conn.ExecContext(ctx, `SELECT pg_advisory_lock($1, hashtext($2))`, int32(grantLockSpace), key); err != nil {
-		conn.Close()
-		return nil, fmt.Errorf("lock the grant: %w", err)
-	}
-	return sync.OnceFunc(func() {
+	end := func() {
 		ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
 		defer cancel()
-		if _, err := conn.ExecContext(ctx, `SELECT pg_advisory_unlock($1, hashtext($2))`, int32(grantLockSpace), key); err != nil {
-			// A connection that cannot unlock is dropped: PostgreSQL ends
-			// its session, and its locks with it.
-			conn.Raw(func(any) error { return driver.ErrBadConn })
+		conn.Close(ctx) // the transaction, and its lock, end with the session
+		release()
+	}
+	if _, err := conn.Exec(ctx, `BEGIN`); err == nil {
+		_, err = conn.Exec(ctx, `SET LOCAL idle_in_transaction_session_timeout = '`+grantLockIdle+`'`)
+	}
+	if err == nil {
+		_, err = conn.Exec(ctx, `SELECT pg_advisory_xact_lock($1, hashtext($2))`, int32(grantLockSpace), key)
+	}
+	if err != nil {
+		end()
+		if ctx.Err() != nil {
+			return nil, fmt.Errorf("lock the grant: %w (another replica kept it)", ctx.Err())
 		}
-		conn.Close()
-	}), nil
+		return nil, fmt.Errorf("lock the grant: %w", err)
+	}
+	return sync.OnceFunc(end), nil
 }
 
-// grantSemaphore is the in-process lock of a grant on SQLite: a channel
-// that holds one token while the lock is held.
+// grantSemaphore is the in-process lock of a grant: a channel that holds
+// one token while the lock is held or waited for in PostgreSQL.
 func (s *Store) grantSemaphore(key string) chan struct{} {
 	v, _ := s.grantLocks.LoadOrStore(key, make(chan struct{}, 1))
 	return v.(chan struct{})

@@ -3,6 +3,7 @@ package store
 import (
 	"context"
 	"errors"
+	"fmt"
 	"slices"
 	"testing"
 	"time"
@@ -62,6 +63,27 @@ func TestGrants(t *testing.T) {
 		unlock() // idempotent
 		if err := <-got; err != nil {
 			t.Fatalf("the lock after its holder let go: %v", err)
+		}
+
+		// Locks held on more grants than the pool has connections leave
+		// the store's reads and writes free: a holder reads and writes
+		// its grant while it holds the lock.
+		var unlocks []func()
+		for i := range 12 {
+			u, err := a.LockGrant(t.Context(), fmt.Sprintf("https://many/%d", i))
+			if err != nil {
+				t.Fatal(err)
+			}
+			unlocks = append(unlocks, u)
+		}
+		if err := a.SaveGrant("https://many/0", []byte("x")); err != nil {
+			t.Fatal(err)
+		}
+		if got, err := a.Grant("https://many/0"); err != nil || string(got) != "x" {
+			t.Fatalf("a grant read while 12 locks are held: %q, %v", got, err)
+		}
+		for _, u := range unlocks {
+			u()
 		}
 	})
 }

@@ -87,7 +87,16 @@ func Join(ctx context.Context, db *store.Store, cfg Config) (*Replica, error) {
 	r.c, err = db.Join(ctx, store.ClusterConfig{Name: name, Address: address, Registry: cfg.Registry.Digest(), Version: cfg.Version, Log: cfg.Log,
 		OnClaimed: func(ids []string) { r.withHub(func(h *hub.Hub) { h.TakeOver(ids) }) },
 		OnFenced:  func() { r.withHub((*hub.Hub).LetGo) },
-		OnStale:   func() { r.withHub((*hub.Hub).CutStreams) },
+		// A sign-in or sign-out for the team: every replica connects to
+		// the server again with the grant the store now holds.
+		OnGrant: func(server string) {
+			r.withHub(func(h *hub.Hub) {
+				if err := h.Restart(server); err != nil {
+					r.log.Debug("a server's shared grant changed, but this replica does not serve it", "server", server, "err", err)
+				}
+			})
+		},
+		OnStale: func() { r.withHub((*hub.Hub).CutStreams) },
 		OnLost: func(err error) {
 			select {
 			case r.lost <- err:
@@ -126,6 +135,19 @@ func (r *Replica) Close() error { return r.c.Close() }
 
 // Cluster is the replica's membership as the hub's Cluster.
 func (r *Replica) Cluster() hub.Cluster { return hubCluster{r.c, r.db} }
+
+// Slots counts each caller's calls in progress across the replicas, for
+// their caps ([hub.limits] concurrent_calls, a key's own).
+func (r *Replica) Slots() hub.SlotKeeper { return slotKeeper{r.c} }
+
+// slotKeeper is the store's cluster as the hub's SlotKeeper.
+type slotKeeper struct{ c *store.Cluster }
+
+func (k slotKeeper) AcquireSlot(subject string, max int) (func(), bool, error) {
+	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
+	defer cancel()
+	return k.c.AcquireSlot(ctx, subject, max)
+}
 
 // hubCluster adapts store.Cluster to hub.Cluster.
 type hubCluster struct {

@@ -7,6 +7,8 @@ import (
 	"crypto/rand"
 	"encoding/base64"
 	"encoding/json"
+	"errors"
+	"fmt"
 	"io"
 	"net/http"
 	"os"
@@ -18,6 +20,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/mcphub/mcphub/api"
 	"github.com/mcphub/mcphub/internal/keychain"
 	"github.com/mcphub/mcphub/store"
 	"github.com/mcphub/mcphub/store/pgtest"
@@ -291,17 +294,21 @@ func TestTeamHubRateLimit(t *testing.T) {
 // grant in PostgreSQL sealed under that key (never in the clear); both
 // replicas use it, and while the tokens expire every 2 s and the refresh
 // token rotates, one replica at a time refreshes while the other calls:
-// no call fails, no refresh is refused, and mcphub store rekey seals it
-// again under a new key.
+// no call fails and no refresh token is sent twice. mcphub logout reaches
+// every replica (none writes the grant back), a new login too; mcphub
+// store rekey seals the grant under a new key.
 func TestTeamHubSharedGrant(t *testing.T) {
 	t.Setenv(keychain.EnvBackend, "file")
 	useBrowser(t)
 	fake := newOAuthFake(t)
 	fake.setExpiresIn(2)
 	u := pgtest.URL(t)
-	raw := make([]byte, 32)
-	rand.Read(raw)
-	key := base64.StdEncoding.EncodeToString(raw)
+	newKey := func() string {
+		raw := make([]byte, 32)
+		rand.Read(raw)
+		return base64.StdEncoding.EncodeToString(raw)
+	}
+	key := newKey()
 	t.Setenv(storeEnv, u)
 	t.Setenv(secretKeyEnv, key)
 
@@ -314,6 +321,7 @@ func TestTeamHubSharedGrant(t *testing.T) {
 	cli := func(args ...string) (int, string, string) {
 		var out, errOut bytes.Buffer
 		code := run(append([]string{"--config", cfg, "--data-dir", filepath.Join(dir, "data")}, args...), &out, &errOut)
+		fake.noSecrets(t, "mcphub "+args[0]+"'s output", out.String()+errOut.String())
 		return code, out.String(), errOut.String()
 	}
 	if code, out, errOut := cli("login", "tracker", "--timeout", "60s"); code != 0 || !strings.Contains(out, "team store") {
@@ -336,9 +344,9 @@ func TestTeamHubSharedGrant(t *testing.T) {
 	for _, rep := range th.reps {
 		sessions = append(sessions, connectSDK(t, rep.base()+"/mcp", sdkOpts{}))
 	}
-	start := fake.counts().refreshes
-	calls := 0
-	for fake.counts().refreshes-start < 4 {
+	good := func() int { c := fake.counts(); return c.refreshes - c.badRefreshes }
+	start, calls := good(), 0
+	for good()-start < 4 {
 		for i, s := range sessions {
 			calls++
 			if got, err := s.call("tracker__echo", map[string]any{"text": "hi"}); err != nil || got != "tracker:hi" {
@@ -347,17 +355,52 @@ func TestTeamHubSharedGrant(t *testing.T) {
 		}
 	}
 	c := fake.counts()
-	t.Logf("%d calls through 2 replicas over %d refreshes; %d requests refused for want of a live token", calls, c.refreshes-start, c.refused)
-	logs := th.runs[0].out.String() + th.runs[1].out.String()
-	if strings.Contains(logs, "was dropped") || strings.Contains(logs, "refreshing the access token") {
-		t.Errorf("a refresh failed on a replica:\n%s", logs)
+	t.Logf("%d calls through 2 replicas over %d refreshes; %d refresh tokens sent twice; %d requests refused for want of a live token",
+		calls, good()-start, c.badRefreshes, c.refused)
+	if c.badRefreshes != 0 {
+		t.Errorf("%d refreshes sent a refresh token already used; want one replica at a time", c.badRefreshes)
 	}
+
+	// mcphub logout reaches every replica: both need a sign-in, and no
+	// replica writes the grant back.
+	state := func(want string) {
+		t.Helper()
+		for i, rep := range th.reps {
+			rep.waitStatus(t, th.runs[i], 30*time.Second, "tracker is "+want, func(st *api.Status) error {
+				if s := findServer(st, "tracker"); s == nil || s.State != want {
+					return fmt.Errorf("tracker is %+v", s)
+				}
+				return nil
+			})
+		}
+	}
+	if code, out, errOut := cli("logout", "tracker"); code != 0 || !strings.Contains(out, "every replica") {
+		t.Fatalf("mcphub logout: exit %d\n%s%s", code, out, errOut)
+	}
+	state("needs-login")
+	if _, err := db.Grant(names[0]); !errors.Is(err, store.ErrNotFound) {
+		t.Errorf("the grant after logout: %v; want it gone", err)
+	}
+	// And a new login reaches every replica too.
+	if code, out, errOut := cli("login", "tracker", "--timeout", "60s"); code != 0 || !strings.Contains(out, "every replica") {
+		t.Fatalf("mcphub login again: exit %d\n%s%s", code, out, errOut)
+	}
+	state("connected")
+	for i, s := range sessions {
+		if got, err := s.call("tracker__echo", map[string]any{"text": "again"}); err != nil || got != "tracker:again" {
+			t.Errorf("a call through replica %d after the new login: %q, %v", i, got, err)
+		}
+	}
+	logs := th.runs[0].out.String() + th.runs[1].out.String()
 	fake.noSecrets(t, "the replicas' logs", logs)
 
-	// Rotation: the new key first, the old one after it; rekey seals the
-	// grant under the new one, which alone then opens it.
-	rand.Read(raw)
-	fresh := base64.StdEncoding.EncodeToString(raw)
+	// Rotation, as mcphub store rekey --help tells it (the replicas are
+	// stopped here; on a running team each step is a rolling restart):
+	// the new key first, the old after it, then rekey, then the new alone.
+	for _, r := range th.runs {
+		r.stop()
+	}
+	fresh := newKey()
 	t.Setenv(secretKeyEnv, fresh+","+key)
 	code, out, errOut := cli("store", "rekey", "--json")
 	var res rekeyResult
@@ -373,4 +416,46 @@ func TestTeamHubSharedGrant(t *testing.T) {
 	if code, out, _ := cli("store", "rekey"); code != 0 || !strings.Contains(out, "0 sealed again") {
 		t.Errorf("a second rekey: exit %d, %s", code, out)
 	}
+}
+
+// A key's cap on calls at once holds across a team hub's replicas: with
+// --concurrent-calls 2, two calls in progress on two replicas leave none
+// for a third replica; once they end, the third goes through.
+func TestTeamHubConcurrentCallsAcrossReplicas(t *testing.T) {
+	up := startUpstream(t, "up", upstreamOpts{server: soakServer()})
+	const token = "team-hub-token-calls-0123456789"
+	th := startTeamWith(t, 3, "", token, remoteServer("up", up.url, `connect_timeout = "10s"`))
+	code, stdout, stderr := th.reps[0].cli(t, nil, "keys", "create", "agent", "--concurrent-calls", "2", "--store", th.reps[0].storeURL)
+	key := strings.TrimSpace(stdout)
+	if code != 0 {
+		t.Fatalf("keys create: exit %d, %s", code, stderr)
+	}
+	var sessions []*sdkSession
+	for _, rep := range th.reps {
+		sessions = append(sessions, connectSDK(t, rep.base()+"/mcp", sdkOpts{hc: withBearer(key)}))
+	}
+	admin := connectSDK(t, th.reps[0].base()+"/mcp", sdkOpts{hc: withBearer(token)})
+	blocked := make(chan error, 2)
+	for _, s := range sessions[:2] {
+		go func() {
+			_, err := s.call("up__block", map[string]any{})
+			blocked <- err
+		}()
+	}
+	eventually(t, 10*time.Second, "two calls in progress at the upstream", func() error {
+		if n := admin.mustCall(t, "up__inflight", map[string]any{}); n != "2" {
+			return fmt.Errorf("%s in progress", n)
+		}
+		return nil
+	})
+	if _, err := sessions[2].call("up__echo", map[string]any{"text": "third"}); err == nil || !strings.Contains(err.Error(), "may have 2 tool calls in progress at once") {
+		t.Fatalf("a third call, on a third replica: %v; want the limit error", err)
+	}
+	admin.mustCall(t, "up__release", map[string]any{})
+	for range 2 {
+		if err := <-blocked; err != nil {
+			t.Fatalf("a blocked call: %v", err)
+		}
+	}
+	sessions[2].mustEcho(t, "up__echo", "third")
 }

@@ -7,6 +7,7 @@ import (
 	"bytes"
 	"context"
 	"encoding/json"
+	"errors"
 	"fmt"
 	"io"
 	"net"
@@ -79,6 +80,9 @@ func startTeamOn(t *testing.T, u string, n int, hubKeys, token, servers string, 
 	}
 	for i, ph := range th.reps {
 		ph.waitStatus(t, th.runs[i], 30*time.Second, "the replica connects its servers and sees the others", func(st *api.Status) error {
+			if servers != "" && len(st.Servers) == 0 {
+				return errors.New("no server listed yet")
+			}
 			for _, s := range st.Servers {
 				if err := connected(s.Name)(st); err != nil {
 					return err

@@ -132,7 +132,7 @@ func (a *app) login(ctx context.Context, name string, timeout time.Duration, asJ
 	if res.ListErr != nil {
 		fmt.Fprintf(a.stderr, "warning: signed in, but listing %s's tools failed: %v\n", name, res.ListErr)
 	}
-	res.Hub = a.reconnectOnHub(ctx, name)
+	res.Hub = a.tellHubs(ctx, store, name)
 	if asJSON {
 		return a.printJSON(res)
 	}
@@ -161,7 +161,7 @@ func (a *app) logout(ctx context.Context, name string, asJSON bool) error {
 	if err != nil {
 		return err
 	}
-	res.Hub = a.reconnectOnHub(ctx, name)
+	res.Hub = a.tellHubs(ctx, store, name)
 	if asJSON {
 		return a.printJSON(res)
 	}

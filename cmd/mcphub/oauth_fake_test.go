@@ -55,8 +55,11 @@ type oauthFake struct {
 	authorizes int
 	exchanges  int
 	refreshes  int
-	refused    int // MCP requests refused for want of a live token
-	requests   []oauthRequest
+	// badRefreshes counts refreshes with a refresh token that is not (or
+	// no longer) good: one used twice, when rotated.
+	badRefreshes int
+	refused      int // MCP requests refused for want of a live token
+	requests     []oauthRequest
 }
 
 type oauthCode struct{ client, challenge, redirect string }
@@ -218,6 +221,7 @@ func (f *oauthFake) token(w http.ResponseWriter, r *http.Request) {
 			return
 		}
 		if f.refreshTok[rt] != client {
+			f.badRefreshes++
 			oauthJSON(w, http.StatusBadRequest, map[string]string{"error": "invalid_grant"})
 			return
 		}
@@ -267,12 +271,12 @@ func (f *oauthFake) setRefreshErr(code string) {
 }
 
 // oauthCounts is what the authorization server and the MCP server saw.
-type oauthCounts struct{ registers, authorizes, exchanges, refreshes, refused int }
+type oauthCounts struct{ registers, authorizes, exchanges, refreshes, badRefreshes, refused int }
 
 func (f *oauthFake) counts() oauthCounts {
 	f.mu.Lock()
 	defer f.mu.Unlock()
-	return oauthCounts{f.registers, f.authorizes, f.exchanges, f.refreshes, f.refused}
+	return oauthCounts{f.registers, f.authorizes, f.exchanges, f.refreshes, f.badRefreshes, f.refused}
 }
 
 // served returns the MCP requests that got through so far.

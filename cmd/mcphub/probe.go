@@ -122,7 +122,7 @@ func runProbe(ctx context.Context, a *app, plan *probe.Plan, f probeFlags) error
 	}
 	if f.req.Save != "" && report.SignedIn {
 		// This run signed in: the hub is told of the new tokens.
-		fmt.Fprintf(a.stderr, "tokens kept for %s in the %s; hub: %s\n", f.req.Save, keeper.Backend(), a.reconnectOnHub(ctx, f.req.Save))
+		fmt.Fprintf(a.stderr, "tokens kept for %s in the %s; hub: %s\n", f.req.Save, keeper.Backend(), a.tellHubs(ctx, keeper, f.req.Save))
 	}
 	if f.asJSON {
 		return report.WriteJSON(a.stdout)

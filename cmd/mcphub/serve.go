@@ -259,7 +259,7 @@ func openHub(reg *registry.Registry, token string, db *store.Store, persist bool
 	if persist {
 		opts.Store = hubStore{db}
 		if replica != nil {
-			opts.Cluster = replica.Cluster()
+			opts.Cluster, opts.Slots = replica.Cluster(), replica.Slots()
 			opts.Takeover = newTakeoverUpstream(log, db, tokens)
 			opts.NewUpstream = replica.Upstreams(opts.NewUpstream)
 		}

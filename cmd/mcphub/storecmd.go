@@ -17,7 +17,7 @@ func init() { commands = append(commands, newStoreCmd) }
 
 // storeEnv names the variable that chooses the store, between --store and
 // hub.toml's [store] url.
-const storeEnv = "MCPHUB_STORE"
+const storeEnv = registry.StoreEnv
 
 // storeTarget chooses the store: --store, else MCPHUB_STORE, else hub.toml's
 // [store] url (its ${NAME} references expanded), else SQLite in the data
@@ -93,16 +93,17 @@ func newStoreRekeyCmd(a *app) *cobra.Command {
 		Long: `A team hub keeps its OAuth grants for remote servers in its PostgreSQL store,
 sealed (AES-256-GCM) under the secret keys in ` + secretKeyEnv + ` or the file named by
 ` + secretKeyFileEnv + `: several keys, separated by commas or newlines; the first
-seals, every one opens. To rotate the key:
+seals, every one opens. To rotate the key, restarting the replicas one by
+one after each step (each replica must open what any other seals):
 
-  1. put the new key first and keep the old one after it, on every replica
-     (MCPHUB_SECRET_KEY="NEW,OLD") and here, and restart the replicas;
-  2. run mcphub store rekey: each grant sealed under another key is opened
+  1. add the new key after the old one: MCPHUB_SECRET_KEY="OLD,NEW";
+  2. put it first: MCPHUB_SECRET_KEY="NEW,OLD", then (with that here too)
+     run mcphub store rekey: each grant sealed under another key is opened
      and sealed again under the first;
-  3. drop the old key from the list, and restart the replicas.
+  3. drop the old key: MCPHUB_SECRET_KEY="NEW".
 
-A grant no key opens is left as it is and named; its server needs mcphub
-login again. It exits 1 then.
+A grant no key opens is left as it is and named; mcphub login for its
+server replaces it. It exits 1 then.
 
 --json prints {"grants", "resealed", "unreadable"}.`,
 		Example: `  openssl rand -base64 32        # a new key
@@ -121,6 +122,9 @@ login again. It exits 1 then.
 				return err
 			}
 			defer db.Close()
+			if db.Dialect() != "postgres" {
+				return fmt.Errorf("the store is SQLite (%s): grants are sealed in a team's PostgreSQL only; name it with --store or %s", db.Where(), storeEnv)
+			}
 			names, err := db.GrantKeys()
 			if err != nil {
 				return fmt.Errorf("read the grants: %w", err)
@@ -155,7 +159,7 @@ login again. It exits 1 then.
 			} else {
 				fmt.Fprintf(a.stdout, "%d grants: %d sealed again under the first key, %d already were\n", res.Grants, res.Resealed, res.Grants-res.Resealed-len(res.Unreadable))
 				for _, name := range res.Unreadable {
-					fmt.Fprintf(a.stdout, "  %s: no key opens it; its server needs mcphub login again\n", name)
+					fmt.Fprintf(a.stdout, "  %s: no key opens it; mcphub login for its server replaces it\n", name)
 				}
 			}
 			if len(res.Unreadable) > 0 {

@@ -39,3 +39,14 @@ CREATE TABLE oauth_grants (
     sealed  BYTEA NOT NULL,
     updated BIGINT NOT NULL
 );
+
+-- The tool calls each caller has in progress on a team hub's replicas, for
+-- its cap on calls at once: a row per call while it runs, counted only
+-- while its replica beats (a replica that dies takes its calls with it).
+CREATE TABLE call_slots (
+    id      TEXT PRIMARY KEY,
+    subject TEXT NOT NULL,
+    replica TEXT NOT NULL,
+    started BIGINT NOT NULL
+);
+CREATE INDEX call_slots_subject ON call_slots(subject);
