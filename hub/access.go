@@ -164,11 +164,11 @@ func (e *edge) identify(w http.ResponseWriter, r *http.Request, bearer string) (
 	switch {
 	case isChallenge || isForbidden:
 		// A request without a credential is how every OAuth client
-		// starts (it learns where to sign in from the 401): not worth a
-		// warning each time.
+		// starts (it learns where to sign in from the 401): logged, but
+		// not as a warning.
 		level := slog.LevelWarn
 		if bearer == "" {
-			level = slog.LevelDebug
+			level = slog.LevelInfo
 		}
 		e.log.Log(r.Context(), level, "refused a request", "path", r.URL.Path, "why", err.Error())
 		if isChallenge && challenge.Challenge() != "" {

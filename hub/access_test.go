@@ -1,11 +1,13 @@
 package hub
 
 import (
+	"bytes"
 	"context"
 	"encoding/json"
 	"errors"
 	"fmt"
 	"io"
+	"log/slog"
 	"net/http"
 	"slices"
 	"strings"
@@ -337,4 +339,30 @@ func TestMadeUpRequestStateTakesASlot(t *testing.T) {
 	}
 	close(release)
 	<-first
+}
+
+// Refusals over a caller's limits are logged once per refusalLogEvery,
+// counting those in between, and the count of the last burst is logged at
+// the caller's next request let through once the period has passed.
+func TestRefusalLog(t *testing.T) {
+	var buf bytes.Buffer
+	e := &edge{log: slog.New(slog.NewTextHandler(&buf, nil))}
+	for range 3 {
+		e.logRefusal("key:ci", "may make 10/s requests")
+	}
+	e.flushRefusals("key:ci") // within the period: nothing yet
+	if n := strings.Count(buf.String(), "\n"); n != 1 {
+		t.Fatalf("%d lines for 3 refusals within %s, want 1:\n%s", n, refusalLogEvery, buf.String())
+	}
+	e.refusalsMu.Lock()
+	e.refusals["key:ci"].logged = time.Now().Add(-refusalLogEvery)
+	e.refusalsMu.Unlock()
+	e.flushRefusals("key:ci")
+	if !strings.Contains(buf.String(), "refused_since_last_line=2") {
+		t.Errorf("the burst's last 2 refusals are not counted:\n%s", buf.String())
+	}
+	e.flushRefusals("key:ci")
+	if n := strings.Count(buf.String(), "\n"); n != 2 {
+		t.Errorf("%d lines after a second flush with nothing new, want 2", n)
+	}
 }

@@ -100,6 +100,7 @@ func (e *edge) admit(w http.ResponseWriter, r *http.Request, m *jsonrpc.Message,
 			return nil, false
 		}
 	}
+	e.flushRefusals(who)
 	if calls == 0 || m.Method != "tools/call" {
 		return noLimit, true
 	}
@@ -174,6 +175,22 @@ func (e *edge) logRefusal(subject, why string) {
 	l.logged, l.since = now, 0
 	e.refusalsMu.Unlock()
 	e.log.Warn("refused a request over its caller's limits", "caller", subject, "why", why, "refused_since_last_line", more)
+}
+
+// flushRefusals logs, at a caller's request that is let through, the
+// count of its refusals not logged yet once refusalLogEvery has passed
+// since the last line about them: the last of a burst is counted too.
+func (e *edge) flushRefusals(who string) {
+	e.refusalsMu.Lock()
+	l := e.refusals[who]
+	if l == nil || l.since == 0 || time.Since(l.logged) < refusalLogEvery {
+		e.refusalsMu.Unlock()
+		return
+	}
+	more := l.since
+	l.logged, l.since = time.Now(), 0
+	e.refusalsMu.Unlock()
+	e.log.Warn("refused requests over their caller's limits", "caller", who, "refused_since_last_line", more)
 }
 
 // refusalLog is when a caller's refusals were last logged, and how many
