@@ -72,8 +72,9 @@ func (a *Authorizer) bearer(ctx context.Context) (string, uint64, error) {
 // refresh trades old's refresh token for a new token, unless old is no
 // longer the current token (another refresh or a sign-in replaced it). A
 // refusal for good drops the token and returns errGrantRejected. The slot
-// is held for the request to the authorization server only, never while
-// the store is read or written.
+// is held for the request to the authorization server, and, with a store
+// that locks grants (GrantLocker), while the lock is waited for and the
+// shared grant read; never while this process's grant is written.
 func (a *Authorizer) refresh(ctx context.Context, old *oauth2.Token) error {
 	select {
 	case a.refreshing <- struct{}{}:
@@ -98,12 +99,15 @@ func (a *Authorizer) refresh(ctx context.Context, old *oauth2.Token) error {
 		}
 		defer func() {
 			// Held until the new token is stored, so the next holder
-			// reads it.
+			// reads it: whatever became of the request that refreshed
+			// (a client that went away), within settleLimit.
 			if saved != nil {
+				t := time.NewTimer(settleLimit)
 				select {
 				case <-saved:
-				case <-ctx.Done():
+				case <-t.C:
 				}
+				t.Stop()
 			}
 			unlock()
 		}()
@@ -202,11 +206,16 @@ func (a *Authorizer) sharedChanged(gen uint64) (done bool, err error) {
 	if a.grant != nil {
 		cur = a.grant.Saved
 	}
-	if s.hasToken() && s.Saved.After(cur) {
-		a.setGrantLocked(s)
-		return true, nil
+	if !s.Saved.After(cur) {
+		return false, nil
 	}
-	return false, nil
+	a.setGrantLocked(s)
+	if !s.hasToken() {
+		// Another process's refresh was refused: the refresh token this
+		// one holds is the same, and would be refused too.
+		return true, fmt.Errorf("%w: another process's refresh was refused", errGrantRejected)
+	}
+	return true, nil
 }
 
 // requestRefresh sends g's refresh token to the token endpoint with the

@@ -92,7 +92,12 @@ func inheritance(reg *Registry, lookup func(string) (string, bool)) {
 	// The hub's own secrets go to no child, whatever its env settings:
 	// its token, the key of a team's sealed grants, the store's URL (with
 	// its password).
-	hubSecret := func(n string) bool { return n == reg.Hub.TokenEnv || slices.Contains(HubSecretEnvs, n) }
+	// The store's password may also come from a reference in [store] url
+	// or from the variables libpq's conventions give it.
+	storeVars := refs(nil, nil, reg.Store.URL)
+	hubSecret := func(n string) bool {
+		return n == reg.Hub.TokenEnv || slices.Contains(HubSecretEnvs, n) || slices.Contains(storeVars, n)
+	}
 	var secrets []string
 	for _, s := range reg.Servers {
 		if s.Kind() != KindStdio {
@@ -106,7 +111,7 @@ func inheritance(reg *Registry, lookup func(string) (string, bool)) {
 					secrets = append(secrets, n)
 				}
 			}
-			for _, n := range HubSecretEnvs {
+			for _, n := range slices.Concat(HubSecretEnvs, storeVars) {
 				if !slices.Contains(secrets, n) {
 					secrets = append(secrets, n)
 				}
@@ -175,5 +180,6 @@ const (
 	StoreEnv = "MCPHUB_STORE"
 )
 
-// HubSecretEnvs are those variables.
-var HubSecretEnvs = []string{SecretKeyEnv, SecretKeyFileEnv, StoreEnv}
+// HubSecretEnvs are those variables, with those PostgreSQL's clients read
+// a store's password from.
+var HubSecretEnvs = []string{SecretKeyEnv, SecretKeyFileEnv, StoreEnv, "PGPASSWORD", "PGPASSFILE", "PGSSLPASSWORD"}

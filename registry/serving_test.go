@@ -144,7 +144,7 @@ env = { K = "${NOT_SET_ANYWHERE}" }
 	}
 	// AWS_* would pass another server's secret: it is held back. The
 	// hub's own secrets never pass.
-	hub := []string{"MCPHUB_SECRET_KEY", "MCPHUB_SECRET_KEY_FILE", "MCPHUB_STORE"}
+	hub := []string{"MCPHUB_SECRET_KEY", "MCPHUB_SECRET_KEY_FILE", "MCPHUB_STORE", "PGPASSWORD", "PGPASSFILE", "PGSSLPASSWORD"}
 	if want := append([]string{"AWS_SECRET_ACCESS_KEY", "HUB_TOKEN"}, hub...); !slices.Equal(plain.EnvDeny, want) {
 		t.Errorf("plain EnvDeny = %q, want %q", plain.EnvDeny, want)
 	}
@@ -245,5 +245,31 @@ func TestFailedServerYieldsItsPrefix(t *testing.T) {
 	}
 	if p := reg.Server("a").Problem; !strings.Contains(p, "UNSET_T") || !strings.Contains(p, `also used by server "b"`) {
 		t.Errorf("a's problem = %q, want the unset variable and the prefix clash", p)
+	}
+}
+
+// The store's password reaches no stdio server: a variable [store] url
+// refers to is held back like the hub's token, even from a server that
+// inherits everything or names it.
+func TestStorePasswordIsHeldBack(t *testing.T) {
+	reg, err := Parse("hub.toml", []byte(`
+[store]
+url = "postgres://team:${TEAM_PG_PW}@db:5432/mcphub"
+
+[servers.all]
+command = "a"
+inherit_env = true
+
+[servers.named]
+command = "b"
+env_passthrough = ["TEAM_PG_PW"]
+`), env(map[string]string{"TEAM_PG_PW": "pw"}))
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, name := range []string{"all", "named"} {
+		if deny := reg.Server(name).EnvDeny; !slices.Contains(deny, "TEAM_PG_PW") || !slices.Contains(deny, "PGPASSWORD") {
+			t.Errorf("%s: EnvDeny = %q; want the store's password variables", name, deny)
+		}
 	}
 }

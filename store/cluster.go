@@ -65,7 +65,8 @@ type ClusterConfig struct {
 	OnFenced  func()
 	// OnGrant is called with a server's name when a command announced
 	// that its shared OAuth grant changed (a sign-in, a sign-out):
-	// AnnounceGrant. It must not block.
+	// AnnounceGrant; with "" when announcements may have been missed (the
+	// notification connection dropped). It must not block.
 	OnGrant func(server string)
 	// OnStale is called when this replica has not beaten for half the
 	// deadline (the store is out of reach): it must cut the streams it
@@ -87,6 +88,14 @@ type Cluster struct {
 	s      *Store
 	cfg    ClusterConfig
 	secret string
+
+	// slotWaits orders this process's takers of one caller's call slots
+	// (a channel holding one token per caller), so that at most one of
+	// them waits in the store; orphans are the slots whose release could
+	// not reach the store, given back at the next heartbeat.
+	slotWaits sync.Map
+	orphanMu  sync.Mutex
+	orphans   []string
 	// registry is the digest of the registry served now (SetRegistry).
 	registry atomic.Value
 
@@ -296,12 +305,18 @@ func (c *Cluster) listen(ctx context.Context) {
 	if c.s.pgcfg == nil {
 		return
 	}
+	listened := false
 	for delay := writeBackoffMin; ctx.Err() == nil; delay = min(2*delay, writeBackoffMax) {
 		conn, err := pgx.ConnectConfig(ctx, c.s.pgcfg)
 		if err == nil {
 			if _, err = conn.Exec(ctx, "LISTEN "+clusterChannel); err == nil {
 				delay = writeBackoffMin
 				c.kickLoop() // what changed while not listening
+				if listened && c.cfg.OnGrant != nil {
+					// A grant may have changed while not listening.
+					c.cfg.OnGrant("")
+				}
+				listened = true
 				for err == nil {
 					var n *pgconn.Notification
 					if n, err = conn.WaitForNotification(ctx); err == nil {
@@ -428,6 +443,7 @@ func (c *Cluster) beatLocked(ctx context.Context) error {
 		if err == nil {
 			c.lastOK.Store(int64(start))
 			c.beatErr.Store(nil)
+			c.dropOrphanSlots(ctx)
 		}
 		return nil
 	}
@@ -846,8 +862,10 @@ func (s *Store) AnnounceGrant(name string) error {
 	if s.dialect != postgresDialect {
 		return nil
 	}
+	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+	defer cancel()
 	s.hmu.RLock()
 	defer s.hmu.RUnlock()
-	_, err := s.db.Exec(notifySQL, grantNotice+name)
+	_, err := s.db.ExecContext(ctx, notifySQL, grantNotice+name)
 	return err
 }

@@ -77,7 +77,7 @@ func (s *Store) LockGrant(ctx context.Context, key string) (unlock func(), err e
 	select {
 	case sem <- struct{}{}:
 	case <-ctx.Done():
-		return nil, fmt.Errorf("lock the grant: %w (another holder kept it)", ctx.Err())
+		return nil, fmt.Errorf("lock the grant: %w (waiting for this process's other holder)", ctx.Err())
 	}
 	release := func() { <-sem }
 	if s.pgcfg == nil {
@@ -103,7 +103,7 @@ func (s *Store) LockGrant(ctx context.Context, key string) (unlock func(), err e
 	if err != nil {
 		end()
 		if ctx.Err() != nil {
-			return nil, fmt.Errorf("lock the grant: %w (another replica kept it)", ctx.Err())
+			return nil, fmt.Errorf("lock the grant: %w (waiting for another process holding it)", ctx.Err())
 		}
 		return nil, fmt.Errorf("lock the grant: %w", err)
 	}

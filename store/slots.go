@@ -20,6 +20,14 @@ const slotLockSpace = 0x6d637073 // "mcps"
 // whose release could not reach the store stays taken until this replica
 // joins again or is taken for dead.
 func (c *Cluster) AcquireSlot(ctx context.Context, subject string, max int) (release func(), ok bool, err error) {
+	v, _ := c.slotWaits.LoadOrStore(subject, make(chan struct{}, 1))
+	wait := v.(chan struct{})
+	select {
+	case wait <- struct{}{}:
+	case <-ctx.Done():
+		return nil, false, fmt.Errorf("store: take a call slot: %w", ctx.Err())
+	}
+	defer func() { <-wait }()
 	s := c.s
 	s.hmu.RLock()
 	defer s.hmu.RUnlock()
@@ -58,7 +66,27 @@ func (c *Cluster) AcquireSlot(ctx context.Context, subject string, max int) (rel
 		s.hmu.RLock()
 		defer s.hmu.RUnlock()
 		if _, err := s.db.ExecContext(ctx, `DELETE FROM call_slots WHERE id = $1`, id); err != nil {
-			c.cfg.Log.Warn("could not give back a call slot; it stays taken until this replica restarts", "caller", subject, "err", err)
+			c.cfg.Log.Warn("could not give back a call slot; the next heartbeat tries again", "caller", subject, "err", err)
+			c.orphanMu.Lock()
+			c.orphans = append(c.orphans, id)
+			c.orphanMu.Unlock()
 		}
 	}), true, nil
+}
+
+// dropOrphanSlots gives back the slots whose release could not reach the
+// store; the heartbeat calls it once the store took a beat.
+func (c *Cluster) dropOrphanSlots(ctx context.Context) {
+	c.orphanMu.Lock()
+	ids := c.orphans
+	c.orphans = nil
+	c.orphanMu.Unlock()
+	if len(ids) == 0 {
+		return
+	}
+	if _, err := c.s.db.ExecContext(ctx, `DELETE FROM call_slots WHERE id = ANY($1)`, ids); err != nil {
+		c.orphanMu.Lock()
+		c.orphans = append(c.orphans, ids...)
+		c.orphanMu.Unlock()
+	}
 }

@@ -91,6 +91,16 @@ func Join(ctx context.Context, db *store.Store, cfg Config) (*Replica, error) {
 		// the server again with the grant the store now holds.
 		OnGrant: func(server string) {
 			r.withHub(func(h *hub.Hub) {
+				if server == "" {
+					// Announcements may have been missed: the servers
+					// waiting for a sign-in look at the store again.
+					for _, s := range h.Status().Servers {
+						if s.State == api.StateNeedsLogin {
+							h.Restart(s.Name)
+						}
+					}
+					return
+				}
 				if err := h.Restart(server); err != nil {
 					r.log.Debug("a server's shared grant changed, but this replica does not serve it", "server", server, "err", err)
 				}

@@ -8,6 +8,8 @@ import (
 	"log/slog"
 	"os"
 	"runtime"
+	"sync"
+	"time"
 
 	"github.com/mcphub/mcphub/internal/seal"
 	"github.com/mcphub/mcphub/probe"
@@ -177,22 +179,48 @@ func (a *app) cliGrants(ctx context.Context, reg *registry.Registry) (keeper gra
 	}
 	// A sign-in replaces a grant no key opens, which the replicas cannot
 	// use either; the command says so.
-	return replaceUnreadable{sharedGrants{db: db, keys: keys}, a.stderr}, func() { db.Close() }, nil
+	return replaceUnreadable{sharedGrants{db: db, keys: keys}, a.stderr, &sync.Map{}}, func() { db.Close() }, nil
 }
 
-// replaceUnreadable is the team's grants as a sign-in sees them: a grant
-// that does not open (sealed under a key no longer among the keys) is
-// none, to be replaced.
+// replaceUnreadable is the team's grants as a command (login, logout,
+// probe --save) sees them: a grant that does not open (sealed under a key
+// no longer among the keys) is none, to be replaced; and a write waits
+// for the grant's lock, so that a replica refreshing the grant meanwhile
+// stores its token first, and the command's write (a new sign-in, a
+// sign-out) comes last.
 type replaceUnreadable struct {
 	sharedGrants
-	warn io.Writer
+	warn   io.Writer
+	warned *sync.Map // keys whose unreadable grant was noted
 }
 
 func (r replaceUnreadable) Load(key string) ([]byte, error) {
 	data, err := r.sharedGrants.Load(key)
 	if err != nil && r.sharedGrants.unreadable(err) {
-		fmt.Fprintf(r.warn, "note: the team's stored grant for %s does not open with these keys (%v); signing in replaces it\n", key, errors.Unwrap(err))
+		if _, noted := r.warned.LoadOrStore(key, true); !noted {
+			fmt.Fprintf(r.warn, "note: the team's stored grant for %s does not open with these keys (%v); signing in replaces it\n", key, errors.Unwrap(err))
+		}
 		return nil, nil
 	}
 	return data, err
+}
+
+func (r replaceUnreadable) Save(key string, data []byte) error {
+	return r.locked(key, func() error { return r.sharedGrants.Save(key, data) })
+}
+
+func (r replaceUnreadable) Delete(key string) error {
+	return r.locked(key, func() error { return r.sharedGrants.Delete(key) })
+}
+
+// locked runs write under the grant's lock.
+func (r replaceUnreadable) locked(key string, write func() error) error {
+	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
+	defer cancel()
+	unlock, err := r.db.LockGrant(ctx, key)
+	if err != nil {
+		return err
+	}
+	defer unlock()
+	return write()
 }
