@@ -191,14 +191,15 @@ func (p *parser) checkAccess(reg *Registry) {
 		for i, name := range a.Groups[group] {
 			if reg.Profile(name) == nil {
 				p.fail([]string{"hub", "access", "groups", group}, "", "entry %d names no profile: %q is not a [profiles.%s] table (profiles: %s)",
-					i+1, name, name, profileNames(reg))
+					i+1, name, name, reg.ProfileNames())
 			}
 		}
 	}
 }
 
-// profileNames lists the registry's profiles for a message.
-func profileNames(reg *Registry) string {
+// ProfileNames lists the registry's profiles for a message: their names,
+// or "none".
+func (reg *Registry) ProfileNames() string {
 	if len(reg.Profiles) == 0 {
 		return "none"
 	}

@@ -170,7 +170,7 @@ KEY=$(mcphub keys create ci) keeps it; what it is for goes to standard error.
 			defer db.Close()
 			for _, p := range profiles {
 				if reg.Profile(p) == nil {
-					return fmt.Errorf("--profile %s: %s has no [profiles.%s] table (profiles: %s)", p, reg.Path, p, profileList(reg))
+					return fmt.Errorf("--profile %s: %s has no [profiles.%s] table (profiles: %s)", p, reg.Path, p, reg.ProfileNames())
 				}
 			}
 			pepper, err := db.HubSecret(keyPepperName)
@@ -229,17 +229,6 @@ func validKeyName(s string) bool {
 		}
 	}
 	return true
-}
-
-func profileList(reg *registry.Registry) string {
-	if len(reg.Profiles) == 0 {
-		return "none yet"
-	}
-	names := make([]string, len(reg.Profiles))
-	for i, p := range reg.Profiles {
-		names[i] = p.Name
-	}
-	return strings.Join(names, ", ")
 }
 
 func newKeysListCmd(a *app, flagURL *string) *cobra.Command {
