@@ -24,6 +24,7 @@ import (
 	"github.com/mcphub/mcphub/internal/keychain"
 	"github.com/mcphub/mcphub/store"
 	"github.com/mcphub/mcphub/store/pgtest"
+	"github.com/mcphub/mcphub/team"
 )
 
 // withBearer is an http.Client that sends Authorization: Bearer value.
@@ -403,12 +404,12 @@ func TestTeamHubSharedGrant(t *testing.T) {
 	fresh := newKey()
 	t.Setenv(secretKeyEnv, fresh+","+key)
 	code, out, errOut := cli("store", "rekey", "--json")
-	var res rekeyResult
+	var res team.RekeyResult
 	if err := json.Unmarshal([]byte(out), &res); code != 0 || err != nil || res.Grants != 1 || res.Resealed != 1 {
 		t.Fatalf("store rekey: exit %d, %s%s", code, out, errOut)
 	}
 	t.Setenv(secretKeyEnv, fresh)
-	keys, _ := secretKeys()
+	keys, _ := team.SecretKeys()
 	resealed, _ := db.Grant(names[0])
 	if _, err := keys.Open(resealed, names[0]); err != nil {
 		t.Errorf("the grant after rekey does not open under the new key alone: %v", err)

@@ -2,7 +2,6 @@ package main
 
 import (
 	"context"
-	"errors"
 	"fmt"
 	"os"
 	"time"
@@ -11,6 +10,7 @@ import (
 
 	"github.com/mcphub/mcphub/registry"
 	"github.com/mcphub/mcphub/store"
+	"github.com/mcphub/mcphub/team"
 )
 
 func init() { commands = append(commands, newStoreCmd) }
@@ -77,13 +77,6 @@ func newStoreCmd(a *app) *cobra.Command {
 	return cmd
 }
 
-// rekeyResult is the --json answer of store rekey.
-type rekeyResult struct {
-	Grants     int      `json:"grants"`
-	Resealed   int      `json:"resealed"`
-	Unreadable []string `json:"unreadable"` // the servers (URLs) of grants no key opens
-}
-
 func newStoreRekeyCmd(a *app) *cobra.Command {
 	var flagURL string
 	var asJSON bool
@@ -110,7 +103,7 @@ server replaces it. It exits 1 then.
   MCPHUB_SECRET_KEY="$NEW,$OLD" mcphub store rekey`,
 		Args: cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {
-			keys, err := secretKeys()
+			keys, err := team.SecretKeys()
 			if err != nil {
 				return err
 			}
@@ -125,32 +118,9 @@ server replaces it. It exits 1 then.
 			if db.Dialect() != "postgres" {
 				return fmt.Errorf("the store is SQLite (%s): grants are sealed in a team's PostgreSQL only; name it with --store or %s", db.Where(), storeEnv)
 			}
-			names, err := db.GrantKeys()
+			res, err := team.Rekey(cmd.Context(), db, keys)
 			if err != nil {
-				return fmt.Errorf("read the grants: %w", err)
-			}
-			res := rekeyResult{Grants: len(names), Unreadable: []string{}}
-			for _, name := range names {
-				// Under the grant's lock, so that no replica's refresh is
-				// overwritten with the token it replaced.
-				unlock, err := db.LockGrant(cmd.Context(), name)
-				if err != nil {
-					return err
-				}
-				sealed, err := db.Grant(name)
-				if err == nil && !keys.Current(sealed) {
-					var plain []byte
-					if plain, err = keys.Open(sealed, name); err != nil {
-						res.Unreadable = append(res.Unreadable, name)
-						err = nil
-					} else if err = db.SaveGrant(name, keys.Seal(plain, name)); err == nil {
-						res.Resealed++
-					}
-				}
-				unlock()
-				if err != nil && !errors.Is(err, store.ErrNotFound) {
-					return fmt.Errorf("reseal the grant of %s: %w", name, err)
-				}
+				return err
 			}
 			if asJSON {
 				if err := a.printJSON(res); err != nil {
