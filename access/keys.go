@@ -5,7 +5,10 @@ import (
 	"crypto/rand"
 	"crypto/sha256"
 	"encoding/base32"
+	"fmt"
+	"strconv"
 	"strings"
+	"time"
 )
 
 // KeyPrefix starts every API key, so that a key pasted where it should not
@@ -60,4 +63,34 @@ func Hash(pepper []byte, text string) []byte {
 	m := hmac.New(sha256.New, pepper)
 	m.Write([]byte(text))
 	return m.Sum(nil)
+}
+
+// ValidKeyName reports a key's name: 1-64 letters, digits, '-', '_', '.'.
+func ValidKeyName(s string) bool {
+	if s == "" || len(s) > 64 {
+		return false
+	}
+	for _, r := range s {
+		if !(r >= 'a' && r <= 'z' || r >= 'A' && r <= 'Z' || r >= '0' && r <= '9' || r == '-' || r == '_' || r == '.') {
+			return false
+		}
+	}
+	return true
+}
+
+// maxExpiryDays bounds a key's life: a hundred years is "never", and more
+// would overflow a time.Duration.
+const maxExpiryDays = 36500
+
+// ParseExpiry reads how long a key lives: a number of days ("90d") or a Go
+// duration ("12h"), positive, up to maxExpiryDays.
+func ParseExpiry(s string) (time.Duration, error) {
+	if days, ok := strings.CutSuffix(s, "d"); ok {
+		if n, err := strconv.Atoi(days); err == nil && n > 0 && n <= maxExpiryDays {
+			return time.Duration(n) * 24 * time.Hour, nil
+		}
+	} else if d, err := time.ParseDuration(s); err == nil && d > 0 && d <= maxExpiryDays*24*time.Hour {
+		return d, nil
+	}
+	return 0, fmt.Errorf("%q: write a number of days (90d, at most %d) or a duration (12h, 30m); leave it out for a key that does not expire", s, maxExpiryDays)
 }

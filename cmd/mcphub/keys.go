@@ -104,23 +104,6 @@ func stamp(t time.Time) string {
 	return t.UTC().Format(time.RFC3339)
 }
 
-// maxExpiryDays bounds --expires: a hundred years is "never", and more
-// would overflow a time.Duration.
-const maxExpiryDays = 36500
-
-// parseExpiry reads --expires: a Go duration or a number of days ("90d"),
-// up to maxExpiryDays.
-func parseExpiry(s string) (time.Duration, error) {
-	if days, ok := strings.CutSuffix(s, "d"); ok {
-		if n, err := strconv.Atoi(days); err == nil && n > 0 && n <= maxExpiryDays {
-			return time.Duration(n) * 24 * time.Hour, nil
-		}
-	} else if d, err := time.ParseDuration(s); err == nil && d > 0 && d <= maxExpiryDays*24*time.Hour {
-		return d, nil
-	}
-	return 0, fmt.Errorf("--expires %q: write a number of days (90d, at most %d) or a duration (12h, 30m); leave it out for a key that does not expire", s, maxExpiryDays)
-}
-
 func newKeysCreateCmd(a *app, flagURL *string) *cobra.Command {
 	var profiles []string
 	var expires, rate string
@@ -143,7 +126,7 @@ KEY=$(mcphub keys create ci) keeps it; what it is for goes to standard error.
 		Args: cobra.ExactArgs(1),
 		RunE: func(cmd *cobra.Command, args []string) error {
 			name := args[0]
-			if !validKeyName(name) {
+			if !access.ValidKeyName(name) {
 				return fmt.Errorf("%q is not a key name: use 1-64 letters, digits, '-', '_' and '.'", name)
 			}
 			var limit registry.Rate
@@ -159,8 +142,8 @@ KEY=$(mcphub keys create ci) keeps it; what it is for goes to standard error.
 			var ttl time.Duration
 			if expires != "" {
 				var err error
-				if ttl, err = parseExpiry(expires); err != nil {
-					return err
+				if ttl, err = access.ParseExpiry(expires); err != nil {
+					return fmt.Errorf("--expires: %w", err)
 				}
 			}
 			db, reg, err := a.targetStore(cmd.Context(), *flagURL)
@@ -217,18 +200,6 @@ KEY=$(mcphub keys create ci) keeps it; what it is for goes to standard error.
 	cmd.Flags().IntVar(&calls, "concurrent-calls", 0, "the key's cap on tool calls in progress at once (default: [hub.limits] concurrent_calls)")
 	cmd.Flags().BoolVar(&asJSON, "json", false, "print the key and its settings as one JSON object")
 	return cmd
-}
-
-func validKeyName(s string) bool {
-	if s == "" || len(s) > 64 {
-		return false
-	}
-	for _, r := range s {
-		if !(r >= 'a' && r <= 'z' || r >= 'A' && r <= 'Z' || r >= '0' && r <= '9' || r == '-' || r == '_' || r == '.') {
-			return false
-		}
-	}
-	return true
 }
 
 func newKeysListCmd(a *app, flagURL *string) *cobra.Command {
